@@ -1,0 +1,113 @@
+// Attention at Gemma 3 270M's shape: 4 query heads sharing 1 kv head of head_dim 256.
+//
+// Decode (one query row) reads every visible key and value once for all 4 heads, so its limit is
+// the bandwidth of reading the KV cache: BM_KvReadBaseline reads the same bytes with a plain
+// summing loop in the same run, and kv_bytes/s of the two are the comparison to make.
+// Prefill is compute-bound: its counter is FLOP/s (4 per query head and key: 2 for q.k, 2 for
+// o += w * v) to compare with the machine's FMA peak.
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ops/attention.h"
+#include "ops/targets.h"
+
+namespace kestrel::ops {
+namespace {
+
+constexpr size_t kHeads = 4;
+constexpr size_t kKvHeads = 1;
+constexpr size_t kHeadDim = 256;
+constexpr size_t kKvRowBytes = kKvHeads * kHeadDim * sizeof(float);
+
+const bool kContextAdded = [] {
+  benchmark::AddCustomContext("highway_target", ChosenTargetName());
+  return true;
+}();
+
+// One layer's ring and a step's queries, with deterministic contents.
+struct AttentionSetup {
+  std::vector<float> q, out, k, v;
+  AttentionArgs args;
+
+  AttentionSetup(size_t n_tokens, size_t capacity, int64_t pos0, int64_t window)
+      : q(n_tokens * kHeads * kHeadDim),
+        out(q.size()),
+        k(capacity * kKvHeads * kHeadDim),
+        v(k.size()) {
+    uint32_t state = 12345;
+    auto next = [&state] {
+      state = state * 1664525u + 1013904223u;
+      return static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f;
+    };
+    for (float& x : q) x = next();
+    for (float& x : k) x = next();
+    for (float& x : v) x = next();
+    args = {q.data(), out.data(), k.data(), v.data(), n_tokens, kHeads, kKvHeads, kHeadDim,
+            capacity, pos0,       window,     0.0625f};  // scale 1 / sqrt(256)
+  }
+};
+
+// Decode on a global (causal) layer with `context` positions stored: 1 query row at the end.
+void BM_AttentionDecode(benchmark::State& state) {
+  const size_t context = static_cast<size_t>(state.range(0));
+  AttentionSetup s(1, context, static_cast<int64_t>(context) - 1, 0);
+  for (auto _ : state) {
+    Attention(s.args, 0, kHeads);
+    benchmark::DoNotOptimize(s.out.data());
+    benchmark::ClobberMemory();
+  }
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["keys/s"] = benchmark::Counter(calls * context, benchmark::Counter::kIsRate);
+  state.counters["kv_bytes/s"] =
+      benchmark::Counter(calls * context * 2 * kKvRowBytes, benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] = benchmark::Counter(calls * kHeads * context * kHeadDim * 4,
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionDecode)->Arg(512)->Arg(4096)->Arg(32768)->Unit(benchmark::kMicrosecond);
+
+// The same K and V bytes as BM_AttentionDecode, only read: the bandwidth limit decode aims at.
+void BM_KvReadBaseline(benchmark::State& state) {
+  const size_t context = static_cast<size_t>(state.range(0));
+  // Words rather than floats: integer sums vectorize without reassociation concerns.
+  const size_t words = context * kKvRowBytes / sizeof(uint64_t);
+  std::vector<uint64_t> k(words, 1), v(words, 2);
+  for (auto _ : state) {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i < words; i += 2) {
+      s0 += k[i];
+      s1 += k[i + 1];
+      s2 += v[i];
+      s3 += v[i + 1];
+    }
+    benchmark::DoNotOptimize(s0 + s1 + s2 + s3);
+  }
+  state.counters["kv_bytes/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * context * 2 * kKvRowBytes,
+                         benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_KvReadBaseline)->Arg(512)->Arg(4096)->Arg(32768)->Unit(benchmark::kMicrosecond);
+
+// A prefill chunk of 64 rows at position 0 on a sliding-window layer (window 512): row t sees
+// t + 1 keys, 2080 (row, key) pairs per head.
+void BM_AttentionPrefill64(benchmark::State& state) {
+  constexpr size_t kRows = 64;
+  constexpr int64_t kWindow = 512;
+  AttentionSetup s(kRows, kWindow + kRows - 1, 0, kWindow);
+  for (auto _ : state) {
+    Attention(s.args, 0, kRows * kHeads);
+    benchmark::DoNotOptimize(s.out.data());
+    benchmark::ClobberMemory();
+  }
+  const double pairs = static_cast<double>(kRows * (kRows + 1) / 2 * kHeads);
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["query_keys/s"] = benchmark::Counter(calls * pairs, benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(calls * pairs * kHeadDim * 4, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionPrefill64)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace kestrel::ops

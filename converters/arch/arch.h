@@ -1,0 +1,24 @@
+// Architectures the converter knows. Each builds the plans and imports the weights of one model
+// family from a GGUF file; the runtime knows only ops.
+#pragma once
+
+#include <string_view>
+
+#include "converters/gguf/gguf_file.h"
+#include "converters/gguf_import.h"
+#include "converters/kes_model.h"
+#include "runtime/status.h"
+
+namespace kestrel {
+
+using ArchitectureConverter = Status (*)(const gguf::File& file, const ConvertOptions& options,
+                                         KesModel* out);
+
+// By GGUF general.architecture; nullptr when unsupported.
+ArchitectureConverter FindArchitecture(std::string_view name);
+// Supported names, comma-separated, for error messages.
+const char* SupportedArchitectures();
+
+Status ConvertGemma3(const gguf::File& file, const ConvertOptions& options, KesModel* out);
+
+}  // namespace kestrel

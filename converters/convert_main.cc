@@ -1,0 +1,104 @@
+// kestrel-convert: GGUF -> .kes.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "converters/arch/arch.h"
+#include "converters/gguf/gguf_file.h"
+#include "runtime/model.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: kestrel-convert INPUT.gguf OUTPUT.kes [options]\n"
+    "  --weights f32|f16|bf16   dtype of matmul and embedding weights (default f32)\n"
+    "  --prefill-tokens N       tokens per prefill step (default 128)\n"
+    "  --score-tokens N         tokens per step of the all-logits 'score' plan (default 8)\n";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "kestrel-convert: error: %s\n", message.c_str());
+  return 1;
+}
+
+bool ParseCount(const char* text, uint32_t max, uint32_t* out) {
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  if (end == text || *end != '\0' || v < 1 || v > max) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace kestrel;
+  std::string input, output;
+  ConvertOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "--weights") {
+      if (!has_value) return Fail("--weights needs a value (f32, f16 or bf16)");
+      const std::string v = argv[++i];
+      if (v == "f32") options.weight_dtype = fb::DType::F32;
+      else if (v == "f16") options.weight_dtype = fb::DType::F16;
+      else if (v == "bf16") options.weight_dtype = fb::DType::BF16;
+      else return Fail("--weights: expected f32, f16 or bf16, found '" + v + "'");
+    } else if (arg == "--prefill-tokens" || arg == "--score-tokens") {
+      uint32_t* target = arg == "--prefill-tokens" ? &options.prefill_tokens : &options.score_tokens;
+      if (!has_value || !ParseCount(argv[++i], 4096, target)) {
+        return Fail(arg + ": expected a whole number from 1 to 4096");
+      }
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Fail("unknown option '" + arg + "'\n" + kUsage);
+    } else if (input.empty()) {
+      input = arg;
+    } else if (output.empty()) {
+      output = arg;
+    } else {
+      return Fail("unexpected argument '" + arg + "'\n" + kUsage);
+    }
+  }
+  if (input.empty() || output.empty()) return Fail(std::string("need INPUT and OUTPUT\n") + kUsage);
+
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<gguf::File> file;
+  Status s = gguf::File::Open(input, &file);
+  if (!s.ok()) return Fail(s.message());
+  std::string arch;
+  s = file->GetString("general.architecture", &arch);
+  if (!s.ok()) return Fail(input + ": " + s.message());
+  const ArchitectureConverter convert = FindArchitecture(arch);
+  if (!convert) {
+    return Fail(input + ": unsupported architecture '" + arch + "' (supported: " +
+                SupportedArchitectures() + ")");
+  }
+  KesModel model;
+  s = convert(*file, options, &model);
+  if (s.ok()) s = PlanArena(&model.meta);
+  if (!s.ok()) return Fail(input + ": " + s.message());
+  model.meta.source = input.substr(input.find_last_of('/') + 1);
+  s = WriteKes(&model, output);
+  if (!s.ok()) return Fail(s.message());
+
+  // What we wrote must pass the runtime's own checks.
+  std::unique_ptr<Model> check;
+  s = Model::Open(output, &check);
+  if (!s.ok()) {
+    std::remove(output.c_str());
+    return Fail("internal error: the written file fails verification: " + s.message());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("wrote %s: %s, %zu tensors, %.1f M parameters, %.1f MiB weights, %.2f MiB arena "
+              "activations (%.1f s)\n",
+              output.c_str(), arch.c_str(), model.meta.tensors.size(),
+              check->parameter_count() / 1e6, check->weights_bytes() / 1048576.0,
+              check->meta().activation_bytes() / 1048576.0, seconds);
+  return 0;
+}

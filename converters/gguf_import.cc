@@ -1,0 +1,118 @@
+#include "converters/gguf_import.h"
+
+#include <cstring>
+
+#include "converters/float_convert.h"
+#include "converters/gguf/dequantize.h"
+#include "runtime/format.h"
+
+namespace kestrel {
+namespace {
+
+std::string ShapeString(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType dtype,
+                    const std::vector<uint64_t>& expected_shape, KesModel* model, uint32_t* id) {
+  const gguf::TensorInfo* info = file.FindTensor(name);
+  KES_CHECK_OR_RETURN(info != nullptr, "GGUF has no tensor '" + name + "'");
+  const std::vector<uint64_t> shape(info->ne.rbegin(), info->ne.rend());
+  KES_CHECK_OR_RETURN(shape == expected_shape, "tensor '" + name + "': expected shape " +
+                                                   ShapeString(expected_shape) + ", found " +
+                                                   ShapeString(shape));
+  std::vector<float> values;
+  KES_RETURN_IF_ERROR(gguf::DequantizeTensor(*info, &values).WithContext("tensor '" + name + "'"));
+  std::vector<uint8_t> bytes(values.size() * DTypeSize(dtype));
+  switch (dtype) {
+    case fb::DType::F32:
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+      break;
+    case fb::DType::F16:
+    case fb::DType::BF16: {
+      uint16_t* out = reinterpret_cast<uint16_t*>(bytes.data());
+      for (size_t i = 0; i < values.size(); ++i) {
+        out[i] = dtype == fb::DType::F16 ? F16BitsFromF32(values[i]) : BF16BitsFromF32(values[i]);
+      }
+      break;
+    }
+    default:
+      return Status::Error(std::string("tensor '") + name + "': cannot store weights as " +
+                           DTypeName(dtype));
+  }
+  *id = model->AddTensor(name, dtype, shape, std::move(bytes));
+  return OkStatus();
+}
+
+Status ImportSpmTokenizer(const gguf::File& file, fb::TokenizerT* out) {
+  std::string kind;
+  KES_RETURN_IF_ERROR(file.GetString("tokenizer.ggml.model", &kind));
+  KES_CHECK_OR_RETURN(kind == "llama", "tokenizer.ggml.model: expected \"llama\" "
+                                       "(SentencePiece BPE), found \"" + kind + "\"");
+  out->kind = fb::TokenizerKind::SentencePieceBpe;
+  KES_RETURN_IF_ERROR(file.GetStringArray("tokenizer.ggml.tokens", &out->pieces));
+  KES_RETURN_IF_ERROR(file.GetFloatArray("tokenizer.ggml.scores", &out->scores));
+  std::vector<int64_t> types;
+  KES_RETURN_IF_ERROR(file.GetIntArray("tokenizer.ggml.token_type", &types));
+  const size_t n = out->pieces.size();
+  KES_CHECK_OR_RETURN(out->scores.size() == n && types.size() == n,
+                      "tokenizer: " + std::to_string(n) + " tokens but " +
+                          std::to_string(out->scores.size()) + " scores and " +
+                          std::to_string(types.size()) + " token types");
+  out->types.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    KES_CHECK_OR_RETURN(types[i] >= 0 && types[i] <= 6, "token " + std::to_string(i) +
+                                                            ": unknown token type " +
+                                                            std::to_string(types[i]));
+    out->types[i] = static_cast<int8_t>(types[i]);
+  }
+  const auto id_or_none = [&](const char* key, int32_t* id) -> Status {
+    *id = -1;
+    if (!file.Has(key)) return OkStatus();
+    int64_t v;
+    KES_RETURN_IF_ERROR(file.GetInt(key, &v));
+    KES_CHECK_OR_RETURN(v >= 0 && static_cast<uint64_t>(v) < n,
+                        std::string(key) + ": id " + std::to_string(v) + " is outside the " +
+                            std::to_string(n) + "-token vocabulary");
+    *id = static_cast<int32_t>(v);
+    return OkStatus();
+  };
+  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.bos_token_id", &out->bos_id));
+  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.eos_token_id", &out->eos_id));
+  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.unknown_token_id", &out->unk_id));
+  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.padding_token_id", &out->pad_id));
+  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.eot_token_id", &out->eot_id));
+  if (out->eot_id < 0) {
+    // Instruction-tuned Gemma ends a turn with this control token even when no key names it.
+    for (size_t i = 0; i < n; ++i) {
+      if (out->pieces[i] == "<end_of_turn>" && out->types[i] == 3) out->eot_id = static_cast<int32_t>(i);
+    }
+  }
+  const auto flag = [&](const char* key, bool fallback, bool* value) -> Status {
+    *value = fallback;
+    return file.Has(key) ? file.GetBool(key, value) : OkStatus();
+  };
+  KES_RETURN_IF_ERROR(flag("tokenizer.ggml.add_bos_token", true, &out->add_bos));
+  KES_RETURN_IF_ERROR(flag("tokenizer.ggml.add_eos_token", false, &out->add_eos));
+  KES_RETURN_IF_ERROR(flag("tokenizer.ggml.add_space_prefix", true, &out->add_space_prefix));
+  if (file.Has("tokenizer.chat_template")) {
+    KES_RETURN_IF_ERROR(file.GetString("tokenizer.chat_template", &out->chat_template));
+  }
+  return OkStatus();
+}
+
+Status GetDimension(const gguf::File& file, const std::string& key, uint64_t max, uint32_t* out) {
+  int64_t v;
+  KES_RETURN_IF_ERROR(file.GetInt(key, &v));
+  KES_CHECK_OR_RETURN(v >= 1 && static_cast<uint64_t>(v) <= max,
+                      key + ": expected 1.." + std::to_string(max) + ", found " +
+                          std::to_string(v));
+  *out = static_cast<uint32_t>(v);
+  return OkStatus();
+}
+
+}  // namespace kestrel

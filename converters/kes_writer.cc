@@ -1,0 +1,93 @@
+// WriteKes: lays out the weight blob and writes the .kes file atomically.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "converters/kes_model.h"
+#include "runtime/format.h"
+
+namespace kestrel {
+namespace {
+
+class File {
+ public:
+  explicit File(FILE* f) : f_(f) {}
+  ~File() {
+    if (f_) std::fclose(f_);
+  }
+  bool Write(const void* data, size_t n) { return n == 0 || std::fwrite(data, 1, n, f_) == n; }
+  bool Zeros(size_t n) {
+    static const uint8_t zeros[kKesAlignment] = {};
+    while (n > 0) {
+      const size_t k = n < sizeof(zeros) ? n : sizeof(zeros);
+      if (!Write(zeros, k)) return false;
+      n -= k;
+    }
+    return true;
+  }
+  bool Close() {
+    const bool ok = std::fflush(f_) == 0 && std::fclose(f_) == 0;
+    f_ = nullptr;
+    return ok;
+  }
+
+ private:
+  FILE* f_;
+};
+
+}  // namespace
+
+Status WriteKes(KesModel* model, const std::string& path) {
+  fb::ModelT& meta = model->meta;
+  KES_CHECK_OR_RETURN(meta.tensors.size() == model->tensor_bytes.size(),
+                      "tensor table and tensor data disagree");
+  uint64_t blob = 0;
+  for (size_t i = 0; i < meta.tensors.size(); ++i) {
+    meta.tensors[i]->offset = blob;
+    meta.tensors[i]->size = model->tensor_bytes[i].size();
+    blob = AlignUp(blob + model->tensor_bytes[i].size(), kKesAlignment);
+  }
+  meta.weights_size = blob;
+  meta.format_version = kKesFormatVersion;
+
+  // The FlatBuffer's size does not depend on weights_offset's value, so pack once to learn the
+  // size, then again with the final offset.
+  flatbuffers::FlatBufferBuilder builder(1 << 20);
+  builder.Finish(fb::Model::Pack(builder, &meta), fb::ModelIdentifier());
+  meta.weights_offset = AlignUp(kKesPreambleBytes + builder.GetSize(), kKesAlignment);
+  builder.Clear();
+  builder.Finish(fb::Model::Pack(builder, &meta), fb::ModelIdentifier());
+  const uint64_t fb_size = builder.GetSize();
+  KES_CHECK_OR_RETURN(fb_size < (uint64_t{1} << 31), "metadata exceeds 2 GiB");
+  KES_CHECK_OR_RETURN(AlignUp(kKesPreambleBytes + fb_size, kKesAlignment) == meta.weights_offset,
+                      "metadata size changed between packings");
+
+  const std::string tmp = path + ".tmp";
+  FILE* raw = std::fopen(tmp.c_str(), "wb");
+  KES_CHECK_OR_RETURN(raw != nullptr,
+                      "cannot create '" + tmp + "': " + std::strerror(errno));
+  File out(raw);
+  uint8_t preamble[kKesPreambleBytes];
+  std::memcpy(preamble, kKesMagic, 8);
+  const uint32_t version = kKesFormatVersion, size32 = static_cast<uint32_t>(fb_size);
+  std::memcpy(preamble + 8, &version, 4);
+  std::memcpy(preamble + 12, &size32, 4);
+  bool ok = out.Write(preamble, sizeof(preamble)) &&
+            out.Write(builder.GetBufferPointer(), fb_size) &&
+            out.Zeros(meta.weights_offset - kKesPreambleBytes - fb_size);
+  uint64_t written = 0;
+  for (size_t i = 0; ok && i < meta.tensors.size(); ++i) {
+    ok = out.Zeros(meta.tensors[i]->offset - written) &&
+         out.Write(model->tensor_bytes[i].data(), model->tensor_bytes[i].size());
+    written = meta.tensors[i]->offset + model->tensor_bytes[i].size();
+  }
+  ok = ok && out.Zeros(blob - written) && out.Close();
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return Status::Error("cannot write '" + path + "': " + reason);
+  }
+  return OkStatus();
+}
+
+}  // namespace kestrel

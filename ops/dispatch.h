@@ -1,0 +1,73 @@
+// Per-target helpers shared by the Highway kernels in ops/*.cc: widening weights of any storage
+// type to f32 vectors, and loads/stores of a partial vector for loop tails (Highway 1.0.3 has
+// no LoadN/StoreN, and its MaskedLoad may read the whole vector on SSE targets).
+//
+// Include after hwy/highway.h from a file compiled per target (foreach_target.h): the toggle
+// guard below lets each target's pass re-include this file.
+
+#if defined(KESTREL_OPS_DISPATCH_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KESTREL_OPS_DISPATCH_H_
+#undef KESTREL_OPS_DISPATCH_H_
+#else
+#define KESTREL_OPS_DISPATCH_H_
+#endif
+
+#include <cstring>
+
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace kestrel::ops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Lanes of the widest f32 vector this target can have; sizes stack buffers for partial vectors.
+// (MaxLanes of a Rebind can be smaller than the runtime vector on SVE; HWY_MAX_BYTES cannot.)
+inline constexpr size_t kMaxF32Lanes = HWY_MAX_BYTES / sizeof(float);
+
+// Loads Lanes(df) values starting at p, widened to f32.
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAsF32(DF df, const float* HWY_RESTRICT p) {
+  return hn::LoadU(df, p);
+}
+// f16 and bf16 start from a vector of half the bytes (Rebind keeps the lane count), so this also
+// works on SCALAR, where the f32 vector has a single lane.
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAsF32(DF df, const hwy::float16_t* HWY_RESTRICT p) {
+  const hn::Rebind<hwy::float16_t, DF> d16;
+  return hn::PromoteTo(df, hn::LoadU(d16, p));
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadAsF32(DF df, const hwy::bfloat16_t* HWY_RESTRICT p) {
+  const hn::Rebind<hwy::bfloat16_t, DF> d16;
+  return hn::PromoteTo(df, hn::LoadU(d16, p));
+}
+
+// Copies count < Lanes(df) values of p into a zero-padded stack buffer and widens it; never reads
+// past p + count. Zero bits are +0.0 in f32, f16 and bf16, so padded lanes add nothing to sums.
+template <class DF, typename T>
+HWY_INLINE hn::Vec<DF> LoadPartialAsF32(DF df, const T* HWY_RESTRICT p, size_t count) {
+  HWY_ALIGN T padded[kMaxF32Lanes] = {};
+  memcpy(padded, p, count * sizeof(T));
+  return LoadAsF32(df, padded);
+}
+
+// Stores the first count < Lanes(df) lanes of v to p; never writes past p + count.
+template <class DF>
+HWY_INLINE void StorePartial(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p, size_t count) {
+  HWY_ALIGN float lanes[kMaxF32Lanes];
+  hn::Store(v, df, lanes);
+  memcpy(p, lanes, count * sizeof(float));
+}
+
+// Sum of all lanes as a scalar.
+template <class DF>
+HWY_INLINE float ReduceSum(DF df, hn::Vec<DF> v) {
+  return hn::GetLane(hn::SumOfLanes(df, v));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kestrel::ops
+HWY_AFTER_NAMESPACE();
+
+#endif  // KESTREL_OPS_DISPATCH_H_ toggle

@@ -1,0 +1,21 @@
+// Token embedding lookup: copies one table row per token, widened to f32 and scaled
+// (Gemma scales embeddings by sqrt(d_model)).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <hwy/base.h>
+
+namespace kestrel::ops {
+
+// table: [vocab, dim], tokens: [n_tokens], out: [n_tokens, dim].
+// out[t, :] = table[tokens[t], :] * scale. Token ids must already be validated against vocab.
+void EmbedF32(const float* table, size_t dim, const int32_t* tokens, size_t n_tokens, float scale,
+              float* out);
+void EmbedF16(const hwy::float16_t* table, size_t dim, const int32_t* tokens, size_t n_tokens,
+              float scale, float* out);
+void EmbedBF16(const hwy::bfloat16_t* table, size_t dim, const int32_t* tokens, size_t n_tokens,
+               float scale, float* out);
+
+}  // namespace kestrel::ops

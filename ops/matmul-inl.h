@@ -1,0 +1,170 @@
+// Per-target body of ops/matmul.h (compiled once per Highway target by ops/matmul.cc).
+//
+// Naming: `w` is the weight matrix [n_out, k] (one output feature per row), `x` the activations
+// [n_tokens, k], `y` the result [n_tokens, n_out]. Every output y[t, r] is a dot product of two
+// contiguous rows, w[r, :] and x[t, :].
+//
+// The work is cut into tiles of up to kRowTile weight rows x kTokenTile tokens. A tile keeps one
+// f32 accumulator vector per output and walks k once: each weight vector is loaded (and widened
+// from f16/bf16) once and used for every token of the tile, each activation vector once for every
+// row. Decode (one token) is thus a GEMV that streams 4 weight rows at a time with 4 independent
+// accumulators; prefill reuses each weight load across tokens instead of running n GEMVs.
+// Accumulators are separate variables, not arrays: SVE vectors are sizeless and cannot be array
+// elements.
+
+#if defined(KESTREL_OPS_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KESTREL_OPS_MATMUL_INL_H_
+#undef KESTREL_OPS_MATMUL_INL_H_
+#else
+#define KESTREL_OPS_MATMUL_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstring>
+
+#include <hwy/highway.h>
+
+#include "ops/dispatch.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kestrel::ops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+inline constexpr size_t kRowTile = 4;
+// A full tile holds kRowTile * kTokenTile accumulators plus kRowTile weight vectors in registers.
+// x86 before AVX-512 has 16 vector registers, enough for 4x2; AVX-512, NEON and SVE have 32.
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+inline constexpr size_t kTokenTile = 2;
+#else
+inline constexpr size_t kTokenTile = 4;
+#endif
+
+// a_r += w_r * x for the first kRows rows: one token's column of the tile.
+template <size_t kRows, class V>
+HWY_INLINE void MulAddColumn(V x, V w0, V w1, V w2, V w3, V& a0, V& a1, V& a2, V& a3) {
+  a0 = hn::MulAdd(w0, x, a0);
+  if constexpr (kRows > 1) a1 = hn::MulAdd(w1, x, a1);
+  if constexpr (kRows > 2) a2 = hn::MulAdd(w2, x, a2);
+  if constexpr (kRows > 3) a3 = hn::MulAdd(w3, x, a3);
+}
+
+// y[r] = sum of lanes of a_r for the first kRows rows. y: one token's outputs, [kRows].
+template <size_t kRows, class DF, class V = hn::Vec<DF>>
+HWY_INLINE void StoreColumn(DF df, V a0, V a1, V a2, V a3, float* HWY_RESTRICT y) {
+  y[0] = ReduceSum(df, a0);
+  if constexpr (kRows > 1) y[1] = ReduceSum(df, a1);
+  if constexpr (kRows > 2) y[2] = ReduceSum(df, a2);
+  if constexpr (kRows > 3) y[3] = ReduceSum(df, a3);
+}
+
+// Accumulates one vector's worth of k for the whole tile. Row j of the tile starts at
+// w + j * w_stride, token j at x + j * x_stride. Accumulator a<r><t> belongs to row r, token t.
+template <size_t kRows, size_t kTokens, class DF, typename WT, class V = hn::Vec<DF>>
+HWY_INLINE void TileStep(DF df, const WT* HWY_RESTRICT w, size_t w_stride,
+                         const float* HWY_RESTRICT x, size_t x_stride,  //
+                         V& a00, V& a10, V& a20, V& a30, V& a01, V& a11, V& a21, V& a31,  //
+                         V& a02, V& a12, V& a22, V& a32, V& a03, V& a13, V& a23, V& a33) {
+  const V w0 = LoadAsF32(df, w);
+  const V w1 = kRows > 1 ? LoadAsF32(df, w + w_stride) : w0;
+  const V w2 = kRows > 2 ? LoadAsF32(df, w + 2 * w_stride) : w0;
+  const V w3 = kRows > 3 ? LoadAsF32(df, w + 3 * w_stride) : w0;
+  MulAddColumn<kRows>(hn::LoadU(df, x), w0, w1, w2, w3, a00, a10, a20, a30);
+  if constexpr (kTokens > 1) {
+    MulAddColumn<kRows>(hn::LoadU(df, x + x_stride), w0, w1, w2, w3, a01, a11, a21, a31);
+  }
+  if constexpr (kTokens > 2) {
+    MulAddColumn<kRows>(hn::LoadU(df, x + 2 * x_stride), w0, w1, w2, w3, a02, a12, a22, a32);
+  }
+  if constexpr (kTokens > 3) {
+    MulAddColumn<kRows>(hn::LoadU(df, x + 3 * x_stride), w0, w1, w2, w3, a03, a13, a23, a33);
+  }
+}
+
+// One tile: kRows (<= 4) weight rows x kTokens (<= 4) tokens.
+// w: first row of the tile, [kRows, k] with row stride k. x: first token, [kTokens, k].
+// y: y[t0, r0] of the full output, row stride n_out.
+template <size_t kRows, size_t kTokens, class DF, typename WT>
+HWY_NOINLINE void MatMulTile(DF df, const WT* HWY_RESTRICT w, const float* HWY_RESTRICT x,
+                             size_t k, float* HWY_RESTRICT y, size_t n_out) {
+  static_assert(kRows >= 1 && kRows <= 4 && kTokens >= 1 && kTokens <= 4, "tile is at most 4x4");
+  using V = hn::Vec<DF>;
+  const size_t N = hn::Lanes(df);
+  V a00 = hn::Zero(df), a10 = hn::Zero(df), a20 = hn::Zero(df), a30 = hn::Zero(df);
+  V a01 = hn::Zero(df), a11 = hn::Zero(df), a21 = hn::Zero(df), a31 = hn::Zero(df);
+  V a02 = hn::Zero(df), a12 = hn::Zero(df), a22 = hn::Zero(df), a32 = hn::Zero(df);
+  V a03 = hn::Zero(df), a13 = hn::Zero(df), a23 = hn::Zero(df), a33 = hn::Zero(df);
+
+  size_t i = 0;
+  for (; i + N <= k; i += N) {
+    TileStep<kRows, kTokens>(df, w + i, k, x + i, k, a00, a10, a20, a30, a01, a11, a21, a31,
+                             a02, a12, a22, a32, a03, a13, a23, a33);
+  }
+  // Tail: copy the last k - i columns into zero-padded rows so one more full step finishes them
+  // without reading past the end of w or x.
+  if (i < k) {
+    const size_t rest = k - i;
+    HWY_ALIGN WT w_pad[kRows * kMaxF32Lanes] = {};
+    HWY_ALIGN float x_pad[kTokens * kMaxF32Lanes] = {};
+    for (size_t r = 0; r < kRows; ++r) {
+      memcpy(w_pad + r * kMaxF32Lanes, w + r * k + i, rest * sizeof(WT));
+    }
+    for (size_t t = 0; t < kTokens; ++t) {
+      memcpy(x_pad + t * kMaxF32Lanes, x + t * k + i, rest * sizeof(float));
+    }
+    TileStep<kRows, kTokens>(df, w_pad, kMaxF32Lanes, x_pad, kMaxF32Lanes, a00, a10, a20, a30,
+                             a01, a11, a21, a31, a02, a12, a22, a32, a03, a13, a23, a33);
+  }
+
+  StoreColumn<kRows>(df, a00, a10, a20, a30, y);
+  if constexpr (kTokens > 1) StoreColumn<kRows>(df, a01, a11, a21, a31, y + n_out);
+  if constexpr (kTokens > 2) StoreColumn<kRows>(df, a02, a12, a22, a32, y + 2 * n_out);
+  if constexpr (kTokens > 3) StoreColumn<kRows>(df, a03, a13, a23, a33, y + 3 * n_out);
+}
+
+// Picks the tile instantiation for a partial tile at the right or bottom edge.
+template <size_t kRows, class DF, typename WT>
+HWY_INLINE void MatMulTileForTokens(DF df, size_t tokens, const WT* HWY_RESTRICT w,
+                                    const float* HWY_RESTRICT x, size_t k, float* HWY_RESTRICT y,
+                                    size_t n_out) {
+  switch (tokens) {
+    case 1: return MatMulTile<kRows, 1>(df, w, x, k, y, n_out);
+    case 2: return MatMulTile<kRows, 2>(df, w, x, k, y, n_out);
+    case 3: return MatMulTile<kRows, HWY_MIN(3, kTokenTile)>(df, w, x, k, y, n_out);
+    default: return MatMulTile<kRows, kTokenTile>(df, w, x, k, y, n_out);
+  }
+}
+
+template <class DF, typename WT>
+HWY_INLINE void MatMulTileFor(DF df, size_t rows, size_t tokens, const WT* HWY_RESTRICT w,
+                              const float* HWY_RESTRICT x, size_t k, float* HWY_RESTRICT y,
+                              size_t n_out) {
+  switch (rows) {
+    case 1: return MatMulTileForTokens<1>(df, tokens, w, x, k, y, n_out);
+    case 2: return MatMulTileForTokens<2>(df, tokens, w, x, k, y, n_out);
+    case 3: return MatMulTileForTokens<3>(df, tokens, w, x, k, y, n_out);
+    default: return MatMulTileForTokens<kRowTile>(df, tokens, w, x, k, y, n_out);
+  }
+}
+
+// See ops/matmul.h. Rows outside [row_begin, row_end) are neither read from w nor written to y.
+template <typename WT>
+void MatMul(const WT* HWY_RESTRICT w, const float* HWY_RESTRICT x, float* HWY_RESTRICT y,
+            size_t n_tokens, size_t k, size_t n_out, size_t row_begin, size_t row_end) {
+  const hn::ScalableTag<float> df;
+  // Rows outer, tokens inner: a row tile (4 rows of k weights) stays in L1 while every token
+  // passes over it, so weights are read from memory once per call.
+  for (size_t r = row_begin; r < row_end; r += kRowTile) {
+    const size_t rows = HWY_MIN(kRowTile, row_end - r);
+    for (size_t t = 0; t < n_tokens; t += kTokenTile) {
+      const size_t tokens = HWY_MIN(kTokenTile, n_tokens - t);
+      MatMulTileFor(df, rows, tokens, w + r * k, x + t * k, k, y + t * n_out + r, n_out);
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kestrel::ops
+HWY_AFTER_NAMESPACE();
+
+#endif  // KESTREL_OPS_MATMUL_INL_H_ toggle

@@ -1,0 +1,81 @@
+// RMSNorm, compiled for every Highway target and dispatched at run time.
+#include "ops/rmsnorm.h"
+
+#include <cmath>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/rmsnorm.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include "ops/dispatch.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kestrel::ops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Sum of x[i]^2 over one row, in f32. Two accumulators hide the FMA latency on long rows.
+template <class DF>
+HWY_INLINE float SumOfSquares(DF df, const float* HWY_RESTRICT x, size_t dim) {
+  const size_t N = hn::Lanes(df);
+  auto sum0 = hn::Zero(df);
+  auto sum1 = hn::Zero(df);
+  size_t i = 0;
+  for (; i + 2 * N <= dim; i += 2 * N) {
+    const auto v0 = hn::LoadU(df, x + i);
+    const auto v1 = hn::LoadU(df, x + i + N);
+    sum0 = hn::MulAdd(v0, v0, sum0);
+    sum1 = hn::MulAdd(v1, v1, sum1);
+  }
+  for (; i + N <= dim; i += N) {
+    const auto v = hn::LoadU(df, x + i);
+    sum0 = hn::MulAdd(v, v, sum0);
+  }
+  if (i < dim) {
+    const auto v = LoadPartialAsF32(df, x + i, dim - i);
+    sum1 = hn::MulAdd(v, v, sum1);
+  }
+  return ReduceSum(df, hn::Add(sum0, sum1));
+}
+
+// x, y: [n_rows, dim] (y may equal x, hence no HWY_RESTRICT on them), gamma: [dim].
+void RmsNormPerTarget(const float* x, const float* HWY_RESTRICT gamma, float* y, size_t n_rows,
+                      size_t dim, float eps) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  for (size_t r = 0; r < n_rows; ++r) {
+    const float* row = x + r * dim;
+    float* out = y + r * dim;
+    const float mean_square = SumOfSquares(df, row, dim) / static_cast<float>(dim);
+    const auto inv_rms = hn::Set(df, 1.0f / std::sqrt(mean_square + eps));
+    // Every element is read before the same element is written, so y == x is safe.
+    size_t i = 0;
+    for (; i + N <= dim; i += N) {
+      const auto v = hn::Mul(hn::LoadU(df, row + i), inv_rms);
+      hn::StoreU(hn::Mul(v, hn::LoadU(df, gamma + i)), df, out + i);
+    }
+    if (i < dim) {
+      const size_t rest = dim - i;
+      const auto v = hn::Mul(LoadPartialAsF32(df, row + i, rest), inv_rms);
+      StorePartial(df, hn::Mul(v, LoadPartialAsF32(df, gamma + i, rest)), out + i, rest);
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kestrel::ops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kestrel::ops {
+
+HWY_EXPORT(RmsNormPerTarget);
+
+void RmsNorm(const float* x, const float* gamma, float* y, size_t n_rows, size_t dim, float eps) {
+  HWY_DYNAMIC_DISPATCH(RmsNormPerTarget)(x, gamma, y, n_rows, dim, eps);
+}
+
+}  // namespace kestrel::ops
+#endif  // HWY_ONCE

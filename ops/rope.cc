@@ -1,0 +1,94 @@
+// NEOX rotary position embedding, compiled for every Highway target and dispatched at run time.
+#include "ops/rope.h"
+
+#include <cmath>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/rope.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include "ops/dispatch.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kestrel::ops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Rotates the pairs (head[i], head[i + half]) of one head by the angles whose cosines and sines
+// are cos_t[i], sin_t[i]. head: [2 * half], cos_t, sin_t: [half].
+template <class DF>
+HWY_INLINE void RotateHead(DF df, float* HWY_RESTRICT head, const float* HWY_RESTRICT cos_t,
+                           const float* HWY_RESTRICT sin_t, size_t half) {
+  const size_t N = hn::Lanes(df);
+  float* HWY_RESTRICT first = head;
+  float* HWY_RESTRICT second = head + half;
+  size_t i = 0;
+  for (; i + N <= half; i += N) {
+    const auto x0 = hn::LoadU(df, first + i);
+    const auto x1 = hn::LoadU(df, second + i);
+    const auto c = hn::LoadU(df, cos_t + i);
+    const auto s = hn::LoadU(df, sin_t + i);
+    hn::StoreU(hn::MulSub(x0, c, hn::Mul(x1, s)), df, first + i);
+    hn::StoreU(hn::MulAdd(x0, s, hn::Mul(x1, c)), df, second + i);
+  }
+  if (i < half) {
+    const size_t rest = half - i;
+    const auto x0 = LoadPartialAsF32(df, first + i, rest);
+    const auto x1 = LoadPartialAsF32(df, second + i, rest);
+    const auto c = LoadPartialAsF32(df, cos_t + i, rest);
+    const auto s = LoadPartialAsF32(df, sin_t + i, rest);
+    StorePartial(df, hn::MulSub(x0, c, hn::Mul(x1, s)), first + i, rest);
+    StorePartial(df, hn::MulAdd(x0, s, hn::Mul(x1, c)), second + i, rest);
+  }
+}
+
+// x: [n_tokens, n_heads * head_dim], rotated in place.
+void RopeNeoxPerTarget(float* HWY_RESTRICT x, size_t n_tokens, size_t n_heads, size_t head_dim,
+                       int64_t pos0, float theta_base, float freq_scale) {
+  HWY_DASSERT(head_dim % 2 == 0 && head_dim <= kRopeMaxHeadDim);
+  const hn::ScalableTag<float> df;
+  const size_t half = head_dim / 2;
+
+  // Angles in double: positions times frequencies reach 1e5 radians, where float rounding of
+  // the angle alone would cost about 4e-3 radians. Only cos/sin are rounded to float.
+  double freq[kRopeMaxHeadDim / 2];  // freq_scale * theta_base^(-2i / head_dim)
+  for (size_t i = 0; i < half; ++i) {
+    const double exponent = -2.0 * static_cast<double>(i) / static_cast<double>(head_dim);
+    freq[i] = static_cast<double>(freq_scale) * std::pow(static_cast<double>(theta_base), exponent);
+  }
+
+  HWY_ALIGN float cos_t[kRopeMaxHeadDim / 2];
+  HWY_ALIGN float sin_t[kRopeMaxHeadDim / 2];
+  for (size_t t = 0; t < n_tokens; ++t) {
+    const double pos = static_cast<double>(pos0 + static_cast<int64_t>(t));
+    for (size_t i = 0; i < half; ++i) {
+      const double angle = pos * freq[i];
+      cos_t[i] = static_cast<float>(std::cos(angle));
+      sin_t[i] = static_cast<float>(std::sin(angle));
+    }
+    float* HWY_RESTRICT row = x + t * n_heads * head_dim;
+    for (size_t h = 0; h < n_heads; ++h) {
+      RotateHead(df, row + h * head_dim, cos_t, sin_t, half);
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kestrel::ops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kestrel::ops {
+
+HWY_EXPORT(RopeNeoxPerTarget);
+
+void RopeNeox(float* x, size_t n_tokens, size_t n_heads, size_t head_dim, int64_t pos0,
+              float theta_base, float freq_scale) {
+  HWY_DYNAMIC_DISPATCH(RopeNeoxPerTarget)(x, n_tokens, n_heads, head_dim, pos0, theta_base,
+                                          freq_scale);
+}
+
+}  // namespace kestrel::ops
+#endif  // HWY_ONCE

@@ -1,0 +1,198 @@
+#include "runtime/model.h"
+
+#include <cstring>
+#include <limits>
+
+#include "runtime/format.h"
+#include "runtime/plan_check.h"
+
+namespace kestrel {
+namespace {
+
+std::string Num(uint64_t v) { return std::to_string(v); }
+
+Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
+  const std::string where =
+      "tensor " + Num(id) + (t->name() ? " '" + t->name()->str() + "'" : std::string());
+  KES_CHECK_OR_RETURN(t->name() != nullptr && t->name()->size() > 0, where + ": has no name");
+  const size_t elem = DTypeSize(t->dtype());
+  KES_CHECK_OR_RETURN(elem != 0 && t->dtype() != fb::DType::I32,
+                      where + ": expected dtype f32, f16 or bf16, found code " +
+                          Num(static_cast<uint64_t>(t->dtype())));
+  KES_CHECK_OR_RETURN(t->shape() != nullptr && t->shape()->size() >= 1 && t->shape()->size() <= 4,
+                      where + ": expected 1 to 4 dimensions, found " +
+                          Num(t->shape() ? t->shape()->size() : 0));
+  uint64_t elements = 1;
+  for (uint64_t dim : *t->shape()) {
+    KES_CHECK_OR_RETURN(dim > 0 && elements <= std::numeric_limits<uint64_t>::max() / dim / elem,
+                        where + ": dimension " + Num(dim) + " is zero or overflows");
+    elements *= dim;
+  }
+  KES_CHECK_OR_RETURN(t->size() == elements * elem,
+                      where + ": expected " + Num(elements * elem) + " bytes for its shape and " +
+                          DTypeName(t->dtype()) + ", found size " + Num(t->size()));
+  KES_CHECK_OR_RETURN(t->offset() % kKesAlignment == 0,
+                      where + ": offset " + Num(t->offset()) + " is not 64-byte aligned");
+  KES_CHECK_OR_RETURN(t->offset() <= blob_size && t->size() <= blob_size - t->offset(),
+                      where + ": bytes [" + Num(t->offset()) + ", " +
+                          Num(t->offset() + t->size()) + ") lie outside the weight blob of " +
+                          Num(blob_size) + " bytes");
+  return OkStatus();
+}
+
+Status InitTokenizer(const fb::Tokenizer* tok, size_t vocab, Tokenizer* out) {
+  KES_CHECK_OR_RETURN(tok != nullptr, "model has no tokenizer");
+  KES_CHECK_OR_RETURN(tok->kind() == fb::TokenizerKind::SentencePieceBpe,
+                      "tokenizer: expected kind SentencePieceBpe (0), found " +
+                          Num(static_cast<uint64_t>(tok->kind())));
+  const auto* pieces = tok->pieces();
+  const auto* scores = tok->scores();
+  const auto* types = tok->types();
+  KES_CHECK_OR_RETURN(pieces && scores && types, "tokenizer: pieces, scores or types missing");
+  KES_CHECK_OR_RETURN(pieces->size() == vocab && scores->size() == vocab && types->size() == vocab,
+                      "tokenizer: expected " + Num(vocab) + " pieces, scores and types, found " +
+                          Num(pieces->size()) + ", " + Num(scores->size()) + ", " +
+                          Num(types->size()));
+  for (uint32_t i = 0; i < pieces->size(); ++i) {
+    KES_CHECK_OR_RETURN(pieces->Get(i) != nullptr, "tokenizer: piece " + Num(i) + " is missing");
+  }
+  TokenizerConfig config;
+  config.bos_id = tok->bos_id();
+  config.eos_id = tok->eos_id();
+  config.unk_id = tok->unk_id();
+  config.pad_id = tok->pad_id();
+  config.eot_id = tok->eot_id();
+  config.add_bos = tok->add_bos();
+  config.add_eos = tok->add_eos();
+  config.add_space_prefix = tok->add_space_prefix();
+  return out
+      ->Init(
+          vocab,
+          [pieces](size_t i) {
+            const auto* s = pieces->Get(static_cast<uint32_t>(i));
+            return std::string_view(s->c_str(), s->size());
+          },
+          scores->data(), types->data(), config)
+      .WithContext("tokenizer");
+}
+
+}  // namespace
+
+Status Model::Open(const std::string& path, std::unique_ptr<Model>* out) {
+  std::unique_ptr<MappedFile> mapping;
+  KES_RETURN_IF_ERROR(MappedFile::Open(path, &mapping));
+  std::unique_ptr<Model> model(new Model());
+  model->data_ = mapping->data();
+  model->size_ = mapping->size();
+  model->mapping_ = std::move(mapping);
+  KES_RETURN_IF_ERROR(model->Verify().WithContext(path));
+  *out = std::move(model);
+  return OkStatus();
+}
+
+Status Model::FromMemory(const uint8_t* data, size_t size, std::unique_ptr<Model>* out) {
+  KES_CHECK_OR_RETURN(data != nullptr || size == 0, "model buffer is null");
+  KES_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(data) % kKesAlignment == 0,
+                      "model buffer must be 64-byte aligned so weights are aligned");
+  std::unique_ptr<Model> model(new Model());
+  model->data_ = data;
+  model->size_ = size;
+  KES_RETURN_IF_ERROR(model->Verify().WithContext("model buffer"));
+  *out = std::move(model);
+  return OkStatus();
+}
+
+Model::~Model() = default;
+
+Status Model::Verify() {
+  KES_CHECK_OR_RETURN(size_ >= kKesPreambleBytes,
+                      "not a .kes file: expected at least " + Num(kKesPreambleBytes) +
+                          " bytes, found " + Num(size_));
+  KES_CHECK_OR_RETURN(std::memcmp(data_, kKesMagic, sizeof(kKesMagic)) == 0,
+                      "not a .kes file: wrong magic (expected \"KESTREL\")");
+  uint32_t version = 0, fb_size = 0;
+  std::memcpy(&version, data_ + 8, 4);
+  std::memcpy(&fb_size, data_ + 12, 4);
+  KES_CHECK_OR_RETURN(version == kKesFormatVersion,
+                      "unsupported .kes format version: expected " + Num(kKesFormatVersion) +
+                          ", found " + Num(version));
+  KES_CHECK_OR_RETURN(fb_size <= size_ - kKesPreambleBytes,
+                      "truncated file: header says " + Num(fb_size) +
+                          " bytes of metadata but only " + Num(size_ - kKesPreambleBytes) +
+                          " follow");
+  const uint8_t* fb_data = data_ + kKesPreambleBytes;
+  // FlatBuffers reads scalars in place; the preamble keeps the buffer 8-byte aligned.
+  flatbuffers::Verifier verifier(fb_data, fb_size, /*max_depth=*/64, /*max_tables=*/10000000);
+  KES_CHECK_OR_RETURN(fb::VerifyModelBuffer(verifier),
+                      "corrupt metadata: the FlatBuffer failed verification");
+  meta_ = fb::GetModel(fb_data);
+  KES_CHECK_OR_RETURN(meta_->format_version() == kKesFormatVersion,
+                      "metadata format version " + Num(meta_->format_version()) +
+                          " does not match the preamble's " + Num(kKesFormatVersion));
+
+  // Weight blob.
+  const uint64_t woff = meta_->weights_offset(), wsize = meta_->weights_size();
+  KES_CHECK_OR_RETURN(woff % kKesAlignment == 0,
+                      "weights offset " + Num(woff) + " is not 64-byte aligned");
+  KES_CHECK_OR_RETURN(woff >= kKesPreambleBytes + fb_size,
+                      "weights offset " + Num(woff) + " overlaps the metadata");
+  KES_CHECK_OR_RETURN(woff <= size_ && wsize <= size_ - woff,
+                      "truncated file: weights need bytes [" + Num(woff) + ", " +
+                          Num(woff + wsize) + ") but the file has " + Num(size_));
+  weights_ = data_ + woff;
+
+  const auto* hp = meta_->hparams();
+  KES_CHECK_OR_RETURN(hp != nullptr, "model has no hyper-parameters");
+  KES_CHECK_OR_RETURN(meta_->architecture() != nullptr, "model has no architecture name");
+  const auto* tensors = meta_->tensors();
+  KES_CHECK_OR_RETURN(tensors != nullptr && tensors->size() > 0, "model has no tensors");
+  for (uint32_t i = 0; i < tensors->size(); ++i) {
+    KES_RETURN_IF_ERROR(CheckTensor(tensors->Get(i), i, wsize));
+  }
+  vocab_size_ = hp->vocab_size();
+  KES_CHECK_OR_RETURN(vocab_size_ > 0, "hyper-parameters: vocab_size is 0");
+  KES_RETURN_IF_ERROR(InitTokenizer(meta_->tokenizer(), vocab_size_, &tokenizer_));
+
+  const auto* kv = meta_->kv();
+  KES_CHECK_OR_RETURN(kv != nullptr && kv->layers() != nullptr, "model has no KV-cache layout");
+  KES_CHECK_OR_RETURN(kv->dtype() == fb::DType::F32,
+                      std::string("KV cache: expected dtype f32, found ") + DTypeName(kv->dtype()));
+  for (uint32_t l = 0; l < kv->layers()->size(); ++l) {
+    const auto* layer = kv->layers()->Get(l);
+    KES_CHECK_OR_RETURN(layer->n_kv_heads() > 0 && layer->head_dim() > 0 &&
+                            layer->head_dim() <= 1024 && layer->n_kv_heads() <= 4096,
+                        "KV layer " + Num(l) + ": expected 1..4096 heads of dim 1..1024, found " +
+                            Num(layer->n_kv_heads()) + " x " + Num(layer->head_dim()));
+  }
+
+  KES_CHECK_OR_RETURN(meta_->plans() != nullptr, "model has no plans");
+  for (const char* required : {"prefill", "decode"}) {
+    KES_CHECK_OR_RETURN(FindPlan(required) != nullptr,
+                        std::string("model has no '") + required + "' plan");
+  }
+  for (uint32_t p = 0; p < meta_->plans()->size(); ++p) {
+    const fb::Plan* plan = meta_->plans()->Get(p);
+    KES_RETURN_IF_ERROR(CheckPlan(*meta_, *plan));
+    if (plan->max_tokens() > max_step_tokens_) max_step_tokens_ = plan->max_tokens();
+  }
+  return OkStatus();
+}
+
+const fb::Plan* Model::FindPlan(std::string_view name) const {
+  for (const fb::Plan* plan : *meta_->plans()) {
+    if (plan->name() != nullptr && plan->name()->string_view() == name) return plan;
+  }
+  return nullptr;
+}
+
+const uint8_t* Model::TensorData(uint32_t tensor_id) const {
+  return weights_ + meta_->tensors()->Get(tensor_id)->offset();
+}
+
+uint64_t Model::parameter_count() const {
+  uint64_t total = 0;
+  for (const fb::Tensor* t : *meta_->tensors()) total += t->size() / DTypeSize(t->dtype());
+  return total;
+}
+
+}  // namespace kestrel

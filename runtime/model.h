@@ -1,0 +1,60 @@
+// A loaded and verified .kes model.
+//
+// Opening checks the whole file before anything is dereferenced: the preamble, the FlatBuffer
+// (verifier), every tensor's dtype, shape, offset and size against the weight blob, the
+// tokenizer, the KV layout and every op of every plan (ids, argument counts, shapes, dtypes).
+// After Open succeeds the executor trusts the model.
+//
+// Ownership: a Model opened from a path owns its mapping. A Model made FromMemory borrows the
+// caller's buffer, which must outlive the Model and every Session made from it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kestrel_generated.h"
+#include "runtime/mapped_file.h"
+#include "runtime/status.h"
+#include "runtime/tokenizer.h"
+
+namespace kestrel {
+
+class Model {
+ public:
+  static Status Open(const std::string& path, std::unique_ptr<Model>* out);
+  // `data` must be 64-byte aligned (so weights are aligned) and outlive the Model.
+  static Status FromMemory(const uint8_t* data, size_t size, std::unique_ptr<Model>* out);
+  ~Model();
+
+  const fb::Model& meta() const { return *meta_; }
+  const fb::HyperParams& hparams() const { return *meta_->hparams(); }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  // nullptr when the model has no plan of that name ("prefill" and "decode" always exist).
+  const fb::Plan* FindPlan(std::string_view name) const;
+  const uint8_t* TensorData(uint32_t tensor_id) const;
+  size_t vocab_size() const { return vocab_size_; }
+  // The largest step any plan takes: sliding-window KV rings hold window + this many slots.
+  size_t max_step_tokens() const { return max_step_tokens_; }
+
+  uint64_t weights_bytes() const { return meta_->weights_size(); }
+  uint64_t parameter_count() const;
+  uint64_t file_bytes() const { return size_; }
+
+ private:
+  Model() = default;
+  Status Verify();
+
+  std::unique_ptr<MappedFile> mapping_;  // null when the caller owns the bytes
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  const fb::Model* meta_ = nullptr;
+  const uint8_t* weights_ = nullptr;
+  size_t vocab_size_ = 0;
+  size_t max_step_tokens_ = 0;
+  Tokenizer tokenizer_;
+};
+
+}  // namespace kestrel

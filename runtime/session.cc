@@ -1,0 +1,116 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "runtime/format.h"
+
+namespace kestrel {
+namespace {
+
+void FreeArena(uint8_t* p) { std::free(p); }
+
+}  // namespace
+
+Status Session::Create(const Model& model, const SessionOptions& options,
+                       std::unique_ptr<Session>* out) {
+  KES_CHECK_OR_RETURN(options.n_threads >= 1 && options.n_threads <= 256,
+                      "threads must be between 1 and 256, found " +
+                          std::to_string(options.n_threads));
+  const size_t context =
+      std::min<size_t>(options.context_length, model.hparams().context_length());
+  std::unique_ptr<Session> session(new Session(model, options.n_threads));
+  KES_RETURN_IF_ERROR(PlanMemory(model, context, &session->memory_));
+  const size_t need = session->memory_.arena_bytes;
+  if (options.arena != nullptr) {
+    KES_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(options.arena) % kKesAlignment == 0,
+                        "arena must be 64-byte aligned");
+    KES_CHECK_OR_RETURN(options.arena_bytes >= need,
+                        "arena too small: the session needs " + std::to_string(need) +
+                            " bytes at context " + std::to_string(context) + ", found " +
+                            std::to_string(options.arena_bytes));
+    session->arena_ = static_cast<uint8_t*>(options.arena);
+  } else {
+    void* p = std::aligned_alloc(kKesAlignment, AlignUp(need, kKesAlignment));
+    KES_CHECK_OR_RETURN(p != nullptr, "cannot allocate the " + std::to_string(need) +
+                                          "-byte arena");
+    session->owned_arena_ = {static_cast<uint8_t*>(p), FreeArena};
+    session->arena_ = static_cast<uint8_t*>(p);
+  }
+  // Zeroing touches every page now, so the first token does not pay for page faults.
+  std::memset(session->arena_, 0, need);
+  KES_RETURN_IF_ERROR(session->prefill_.Bind(model, *model.FindPlan("prefill"), session->arena_,
+                                             session->memory_));
+  KES_RETURN_IF_ERROR(session->decode_.Bind(model, *model.FindPlan("decode"), session->arena_,
+                                            session->memory_));
+  if (const fb::Plan* score = model.FindPlan("score")) {
+    KES_RETURN_IF_ERROR(session->score_.Bind(model, *score, session->arena_, session->memory_));
+    KES_CHECK_OR_RETURN(session->score_.logits_per_token(),
+                        "plan 'score' must compute logits for every token");
+    session->has_score_ = true;
+  }
+  *out = std::move(session);
+  return OkStatus();
+}
+
+Session::~Session() = default;
+
+Status Session::CheckTokens(const int32_t* tokens, size_t n_tokens) const {
+  KES_CHECK_OR_RETURN(n_tokens > 0, "no tokens given");
+  KES_CHECK_OR_RETURN(tokens != nullptr, "token pointer is null");
+  KES_CHECK_OR_RETURN(position_ + n_tokens <= memory_.context_length,
+                      std::to_string(n_tokens) + " tokens at position " +
+                          std::to_string(position_) + " exceed the context of " +
+                          std::to_string(memory_.context_length) + " tokens");
+  for (size_t i = 0; i < n_tokens; ++i) {
+    if (tokens[i] < 0 || static_cast<size_t>(tokens[i]) >= vocab_size()) {
+      return Status::Error("token " + std::to_string(i) + " is id " + std::to_string(tokens[i]) +
+                           ", expected 0.." + std::to_string(vocab_size() - 1));
+    }
+  }
+  return OkStatus();
+}
+
+template <typename OnChunk>
+void Session::RunChunks(const BoundPlan& plan, const int32_t* tokens, size_t n_tokens,
+                        OnChunk on_chunk) {
+  for (size_t done = 0; done < n_tokens;) {
+    const size_t n = std::min(plan.max_tokens(), n_tokens - done);
+    std::memcpy(plan.token_input(), tokens + done, n * sizeof(int32_t));
+    plan.Run(pool_, n, static_cast<int64_t>(position_));
+    position_ += n;
+    on_chunk(done, n);
+    done += n;
+  }
+}
+
+Status Session::Prefill(const int32_t* tokens, size_t n_tokens) {
+  KES_RETURN_IF_ERROR(CheckTokens(tokens, n_tokens));
+  RunChunks(prefill_, tokens, n_tokens, [](size_t, size_t) {});
+  // The prefill plan computes logits for the last token of the chunk only.
+  logits_ = prefill_.logits();
+  return OkStatus();
+}
+
+Status Session::Decode(int32_t token) {
+  KES_RETURN_IF_ERROR(CheckTokens(&token, 1));
+  RunChunks(decode_, &token, 1, [](size_t, size_t) {});
+  logits_ = decode_.logits();
+  return OkStatus();
+}
+
+Status Session::Score(const int32_t* tokens, size_t n_tokens, float* logits_out) {
+  KES_CHECK_OR_RETURN(has_score_, "this model has no 'score' plan (convert it again)");
+  KES_CHECK_OR_RETURN(logits_out != nullptr, "logits output is null");
+  KES_RETURN_IF_ERROR(CheckTokens(tokens, n_tokens));
+  const size_t vocab = vocab_size();
+  RunChunks(score_, tokens, n_tokens, [&](size_t first, size_t count) {
+    std::memcpy(logits_out + first * vocab, score_.logits(), count * vocab * sizeof(float));
+  });
+  logits_ = logits_out + (n_tokens - 1) * vocab;
+  return OkStatus();
+}
+
+}  // namespace kestrel

@@ -1,0 +1,76 @@
+// A Session runs one sequence through a model. Everything it needs lives in one arena, sized by
+// PlanMemory before anything runs: activations (planned by the converter), the KV rings and the
+// sampler's scratch. The arena is the caller's (SessionOptions::arena) or allocated once here;
+// after Create returns, Prefill, Decode and Score allocate nothing.
+//
+// Lifetime: the Model (and, for Model::FromMemory, its buffer) and a caller-provided arena must
+// outlive the Session.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "runtime/executor.h"
+#include "runtime/memory_plan.h"
+#include "runtime/model.h"
+#include "runtime/status.h"
+#include "runtime/thread_pool.h"
+
+namespace kestrel {
+
+struct SessionOptions {
+  size_t context_length = 4096;  // capped at the model's trained context
+  size_t n_threads = 1;
+  // Optional caller-owned arena, 64-byte aligned, at least PlanMemory(...).arena_bytes long.
+  void* arena = nullptr;
+  size_t arena_bytes = 0;
+};
+
+class Session {
+ public:
+  static Status Create(const Model& model, const SessionOptions& options,
+                       std::unique_ptr<Session>* out);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Appends tokens at position(), in chunks of the prefill plan's max_tokens. Afterwards
+  // logits() holds the logits after the last token.
+  Status Prefill(const int32_t* tokens, size_t n_tokens);
+  // Appends one token; logits() then holds the logits for the next one.
+  Status Decode(int32_t token);
+  // Like Prefill, but writes the logits after every token to logits_out [n_tokens, vocab].
+  Status Score(const int32_t* tokens, size_t n_tokens, float* logits_out);
+
+  const float* logits() const { return logits_; }  // [vocab]
+  size_t vocab_size() const { return model_.vocab_size(); }
+  size_t position() const { return position_; }
+  size_t context_length() const { return memory_.context_length; }
+  size_t n_threads() const { return pool_.size(); }
+  const MemoryPlan& memory() const { return memory_; }
+  const Model& model() const { return model_; }
+  // Scratch for the sampler: memory().sampler_bytes bytes inside the arena.
+  void* sampler_scratch() const { return arena_ + memory_.sampler_offset; }
+  // Forgets the sequence: the next token goes to position 0.
+  void Reset() { position_ = 0; }
+
+ private:
+  Session(const Model& model, size_t n_threads) : model_(model), pool_(n_threads) {}
+  Status CheckTokens(const int32_t* tokens, size_t n_tokens) const;
+  // Runs `plan` over the tokens in chunks; after each chunk calls on_chunk(first, count).
+  template <typename OnChunk>
+  void RunChunks(const BoundPlan& plan, const int32_t* tokens, size_t n_tokens, OnChunk on_chunk);
+
+  const Model& model_;
+  ThreadPool pool_;
+  MemoryPlan memory_;
+  std::unique_ptr<uint8_t, void (*)(uint8_t*)> owned_arena_{nullptr, nullptr};
+  uint8_t* arena_ = nullptr;
+  BoundPlan prefill_, decode_, score_;
+  bool has_score_ = false;
+  const float* logits_ = nullptr;
+  size_t position_ = 0;
+};
+
+}  // namespace kestrel

@@ -1,0 +1,469 @@
+#include "runtime/tokenizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <queue>
+#include <utility>
+
+namespace kestrel {
+namespace {
+
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+std::string Quoted(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02X", c);
+      out += buf;
+    }
+  }
+  return out + "\"";
+}
+
+// Length of the UTF-8 sequence a lead byte starts, as llama.cpp splits text into symbols: a
+// stray continuation byte counts as one character, so any byte string splits somehow.
+size_t Utf8SequenceLength(unsigned char lead) {
+  static constexpr uint8_t kByHighNibble[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+  return kByHighNibble[lead >> 4];
+}
+
+// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = s[i];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (s.size() - i < len) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned char cc = s[i + k];
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMinForLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMinForLength[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// "<0xAB>" -> 0xAB; -1 when the piece is not of that form.
+int ParseBytePiece(std::string_view piece) {
+  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return -1;
+  const int hi = HexDigit(piece[3]), lo = HexDigit(piece[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+uint64_t HashBytes(std::string_view s) {  // FNV-1a
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& piece,
+                       const float* scores, const int8_t* types, const TokenizerConfig& config) {
+  KES_CHECK_OR_RETURN(n > 0, "tokenizer: expected a vocabulary of at least 1 token, found 0");
+  KES_CHECK_OR_RETURN(n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
+                      "tokenizer: vocabulary of " + std::to_string(n) +
+                          " tokens exceeds the int32 id range");
+  KES_CHECK_OR_RETURN(piece && scores != nullptr && types != nullptr,
+                      "tokenizer: pieces, scores and types are required");
+  const std::pair<const char*, int32_t> ids[] = {{"bos", config.bos_id},
+                                                 {"eos", config.eos_id},
+                                                 {"unk", config.unk_id},
+                                                 {"pad", config.pad_id},
+                                                 {"eot", config.eot_id}};
+  for (const auto& [name, id] : ids) {
+    KES_CHECK_OR_RETURN(id >= -1 && id < static_cast<int64_t>(n),
+                        std::string("tokenizer: ") + name + " id expected in [-1, " +
+                            std::to_string(n) + "), found " + std::to_string(id));
+  }
+  KES_CHECK_OR_RETURN(!config.add_bos || config.bos_id >= 0,
+                      "tokenizer: add_bos is set but there is no bos id");
+  KES_CHECK_OR_RETURN(!config.add_eos || config.eos_id >= 0,
+                      "tokenizer: add_eos is set but there is no eos id");
+
+  // Built aside and moved in at the end, so a failed Init leaves *this as it was.
+  Tokenizer fresh;
+  fresh.config_ = config;
+  fresh.scores_.assign(scores, scores + n);
+  fresh.types_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    KES_CHECK_OR_RETURN(types[i] >= 1 && types[i] <= 6,
+                        "tokenizer: token " + std::to_string(i) + " type expected 1..6, found " +
+                            std::to_string(types[i]));
+    KES_CHECK_OR_RETURN(!std::isnan(scores[i]),
+                        "tokenizer: token " + std::to_string(i) + " score is NaN");
+    fresh.types_[i] = static_cast<TokenType>(types[i]);
+  }
+  KES_RETURN_IF_ERROR(fresh.BuildPieces(n, piece));
+  fresh.BuildIndex();
+  fresh.BuildSpecialTrie();
+  *this = std::move(fresh);
+  return OkStatus();
+}
+
+Status Tokenizer::BuildPieces(size_t n, const std::function<std::string_view(size_t)>& piece) {
+  piece_offsets_.assign(1, 0);
+  text_offsets_.assign(1, 0);
+  piece_offsets_.reserve(n + 1);
+  text_offsets_.reserve(n + 1);
+  byte_to_id_.fill(-1);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view p = piece(i);
+    const std::string where = "tokenizer: token " + std::to_string(i) + " ";
+    KES_CHECK_OR_RETURN(IsValidUtf8(p), where + "piece is not valid UTF-8: " + Quoted(p));
+    KES_CHECK_OR_RETURN(pieces_.size() + p.size() <= std::numeric_limits<uint32_t>::max(),
+                        "tokenizer: pieces exceed 4 GiB in total");
+    pieces_.append(p);
+    piece_offsets_.push_back(static_cast<uint32_t>(pieces_.size()));
+
+    switch (types_[i]) {
+      case TokenType::kByte: {
+        const int byte = ParseBytePiece(p);
+        KES_CHECK_OR_RETURN(byte >= 0, where + "is a byte token, expected a piece like \"<0xAB>\", "
+                                               "found " + Quoted(p));
+        if (byte_to_id_[byte] < 0) byte_to_id_[byte] = static_cast<int32_t>(i);
+        texts_ += static_cast<char>(byte);
+        break;
+      }
+      case TokenType::kControl:
+      case TokenType::kUnknown:
+        break;
+      case TokenType::kUserDefined:
+        texts_.append(p);
+        break;
+      case TokenType::kNormal:
+      case TokenType::kUnused:
+        for (size_t k = 0; k < p.size();) {
+          if (p.substr(k, kSpaceMark.size()) == kSpaceMark) {
+            texts_ += ' ';
+            k += kSpaceMark.size();
+          } else {
+            texts_ += p[k++];
+          }
+        }
+        break;
+    }
+    KES_CHECK_OR_RETURN(texts_.size() <= std::numeric_limits<uint32_t>::max(),
+                        "tokenizer: token texts exceed 4 GiB in total");
+    text_offsets_.push_back(static_cast<uint32_t>(texts_.size()));
+  }
+  return OkStatus();
+}
+
+void Tokenizer::BuildIndex() {
+  const size_t n = types_.size();
+  size_t slots = 1;
+  while (slots < 2 * n) slots *= 2;  // load factor <= 1/2 keeps probe chains short
+  index_.assign(slots, -1);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view p = Piece(static_cast<int32_t>(i));
+    if (p.empty()) continue;
+    for (size_t slot = HashBytes(p) & (slots - 1);; slot = (slot + 1) & (slots - 1)) {
+      if (index_[slot] < 0) {
+        index_[slot] = static_cast<int32_t>(i);
+        break;
+      }
+      if (Piece(index_[slot]) == p) break;  // repeated piece: the lower id keeps it
+    }
+  }
+}
+
+int32_t Tokenizer::Find(std::string_view piece) const {
+  if (index_.empty() || piece.empty()) return -1;
+  const size_t mask = index_.size() - 1;
+  for (size_t slot = HashBytes(piece) & mask;; slot = (slot + 1) & mask) {
+    const int32_t id = index_[slot];
+    if (id < 0) return -1;
+    if (Piece(id) == piece) return id;
+  }
+}
+
+void Tokenizer::BuildSpecialTrie() {
+  for (size_t i = 0; i < types_.size(); ++i) {
+    const TokenType t = types_[i];
+    const bool special =
+        t == TokenType::kControl || t == TokenType::kUnknown || t == TokenType::kUserDefined;
+    if (special && !Piece(static_cast<int32_t>(i)).empty()) {
+      specials_.push_back(static_cast<int32_t>(i));
+    }
+  }
+  // Longest first, as llama.cpp tries them; equal lengths by id so the order is deterministic.
+  std::sort(specials_.begin(), specials_.end(), [this](int32_t a, int32_t b) {
+    const size_t la = Piece(a).size(), lb = Piece(b).size();
+    return la != lb ? la > lb : a < b;
+  });
+
+  std::vector<std::map<uint8_t, uint32_t>> children(1);
+  std::vector<int32_t> ranks(1, -1);
+  for (size_t rank = 0; rank < specials_.size(); ++rank) {
+    uint32_t node = 0;
+    for (unsigned char c : Piece(specials_[rank])) {
+      auto it = children[node].find(c);
+      if (it == children[node].end()) {
+        it = children[node].emplace(c, static_cast<uint32_t>(children.size())).first;
+        children.emplace_back();
+        ranks.push_back(-1);
+      }
+      node = it->second;
+    }
+    if (ranks[node] < 0) ranks[node] = static_cast<int32_t>(rank);  // repeated piece: first rank
+  }
+  trie_.resize(children.size());
+  for (size_t node = 0; node < children.size(); ++node) {
+    trie_[node].rank = ranks[node];
+    trie_[node].first_edge = static_cast<uint32_t>(edges_.size());
+    trie_[node].n_edges = static_cast<uint32_t>(children[node].size());
+    for (const auto& [byte, child] : children[node]) edges_.push_back({byte, child});
+  }
+}
+
+uint32_t Tokenizer::TrieChild(uint32_t node, uint8_t byte) const {
+  const auto first = edges_.begin() + trie_[node].first_edge;
+  const auto last = first + trie_[node].n_edges;
+  const auto it = std::lower_bound(first, last, byte,
+                                   [](const TrieEdge& e, uint8_t b) { return e.byte < b; });
+  return it != last && it->byte == byte ? it->child : 0;
+}
+
+bool Tokenizer::IsSpecialAllowed(int32_t id, bool parse_special) const {
+  return types_[id] == TokenType::kUserDefined || parse_special;
+}
+
+bool Tokenizer::IsMergeTarget(int32_t id) const {
+  const TokenType t = types_[id];
+  return t == TokenType::kNormal || t == TokenType::kUserDefined || t == TokenType::kUnused;
+}
+
+void Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
+                             std::vector<Fragment>* fragments) const {
+  // llama.cpp walks the special tokens longest first and, for each, claims its occurrences left
+  // to right inside text no longer token has claimed. Collecting every occurrence with the trie
+  // and visiting them in (rank, position) order gives the same result in one pass over the text.
+  struct Occurrence {
+    int32_t rank;
+    size_t pos;
+  };
+  std::vector<Occurrence> found;
+  if (trie_.size() > 1) {
+    for (size_t pos = 0; pos < text.size(); ++pos) {
+      uint32_t node = 0;
+      for (size_t i = pos; i < text.size(); ++i) {
+        node = TrieChild(node, static_cast<uint8_t>(text[i]));
+        if (node == 0) break;
+        const int32_t rank = trie_[node].rank;
+        if (rank >= 0 && IsSpecialAllowed(specials_[rank], parse_special)) {
+          found.push_back({rank, pos});
+        }
+      }
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const Occurrence& a, const Occurrence& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.pos < b.pos;
+  });
+  std::vector<bool> claimed(text.size(), false);
+  std::vector<Fragment> specials;
+  for (const Occurrence& o : found) {
+    const int32_t id = specials_[o.rank];
+    const size_t len = Piece(id).size();
+    // Every span claimed before is at least as long as this one, so it overlaps this one only
+    // if it covers one of this one's ends.
+    if (claimed[o.pos] || claimed[o.pos + len - 1]) continue;
+    std::fill(claimed.begin() + o.pos, claimed.begin() + o.pos + len, true);
+    specials.push_back({o.pos, len, id});
+  }
+  std::sort(specials.begin(), specials.end(),
+            [](const Fragment& a, const Fragment& b) { return a.offset < b.offset; });
+
+  fragments->clear();
+  size_t pos = 0;
+  for (const Fragment& s : specials) {
+    if (s.offset > pos) fragments->push_back({pos, s.offset - pos, -1});
+    fragments->push_back(s);
+    pos = s.offset + s.length;
+  }
+  if (pos < text.size()) fragments->push_back({pos, text.size() - pos, -1});
+}
+
+Status Tokenizer::EncodeFragment(std::string_view fragment, bool space_prefix,
+                                 std::vector<int32_t>* out) const {
+  std::string text;  // the fragment with spaces as U+2581
+  text.reserve(fragment.size() + 8);
+  if (space_prefix) text.append(kSpaceMark);
+  for (char c : fragment) {
+    if (c == ' ') {
+      text.append(kSpaceMark);
+    } else {
+      text += c;
+    }
+  }
+  KES_CHECK_OR_RETURN(text.size() < std::numeric_limits<uint32_t>::max() / 2,
+                      "tokenizer: text of " + std::to_string(fragment.size()) +
+                          " bytes is too long to encode in one call");
+
+  // Doubly linked list of symbols over `text`; a merged-away symbol keeps length 0.
+  struct Symbol {
+    int32_t prev, next;
+    uint32_t start, length;
+  };
+  std::vector<Symbol> symbols;
+  for (size_t offs = 0; offs < text.size();) {
+    const size_t len = std::min(Utf8SequenceLength(text[offs]), text.size() - offs);
+    const int32_t index = static_cast<int32_t>(symbols.size());
+    symbols.push_back({index - 1, offs + len == text.size() ? -1 : index + 1,
+                       static_cast<uint32_t>(offs), static_cast<uint32_t>(len)});
+    offs += len;
+  }
+  if (symbols.empty()) return OkStatus();
+
+  struct Bigram {
+    float score;
+    int32_t left, right;
+    uint32_t length;  // of the merged piece; a mismatch later means the pair went stale
+  };
+  // Highest score first; equal scores: leftmost first.
+  const auto lower_priority = [](const Bigram& a, const Bigram& b) {
+    return a.score < b.score || (a.score == b.score && a.left > b.left);
+  };
+  std::priority_queue<Bigram, std::vector<Bigram>, decltype(lower_priority)> queue(
+      lower_priority);
+  const auto try_pair = [&](int32_t left, int32_t right) {
+    if (left < 0 || right < 0) return;
+    const std::string_view merged(text.data() + symbols[left].start,
+                                  symbols[left].length + symbols[right].length);
+    const int32_t id = Find(merged);
+    if (id < 0 || !IsMergeTarget(id)) return;
+    queue.push({scores_[id], left, right, static_cast<uint32_t>(merged.size())});
+  };
+  for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) try_pair(i - 1, i);
+
+  while (!queue.empty()) {
+    const Bigram top = queue.top();
+    queue.pop();
+    Symbol& left = symbols[top.left];
+    Symbol& right = symbols[top.right];
+    if (left.length == 0 || right.length == 0 || left.length + right.length != top.length) {
+      continue;
+    }
+    left.length += right.length;
+    right.length = 0;
+    left.next = right.next;
+    if (right.next >= 0) symbols[right.next].prev = top.left;
+    try_pair(left.prev, top.left);
+    try_pair(top.left, left.next);
+  }
+
+  for (int32_t i = 0; i != -1; i = symbols[i].next) {
+    const std::string_view piece(text.data() + symbols[i].start, symbols[i].length);
+    const int32_t id = Find(piece);
+    if (id >= 0) {
+      out->push_back(id);
+      continue;
+    }
+    // A character the vocabulary lacks: its bytes, or the unknown token.
+    bool have_bytes = true;
+    for (unsigned char c : piece) have_bytes = have_bytes && byte_to_id_[c] >= 0;
+    if (have_bytes) {
+      for (unsigned char c : piece) out->push_back(byte_to_id_[c]);
+    } else {
+      KES_CHECK_OR_RETURN(config_.unk_id >= 0,
+                          "tokenizer: " + Quoted(piece) +
+                              " is not in the vocabulary, which has neither its byte tokens nor "
+                              "an unknown token");
+      out->push_back(config_.unk_id);
+    }
+  }
+  return OkStatus();
+}
+
+Status Tokenizer::Encode(std::string_view text, bool add_special, bool parse_special,
+                         std::vector<int32_t>* out) const {
+  KES_CHECK_OR_RETURN(out != nullptr, "tokenizer: Encode needs an output vector");
+  KES_CHECK_OR_RETURN(!types_.empty(), "tokenizer: Encode called before a successful Init");
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3 + 4);
+  if (add_special && config_.add_bos) ids.push_back(config_.bos_id);
+  std::vector<Fragment> fragments;
+  SplitSpecial(text, parse_special, &fragments);
+  bool after_special = true;  // the start of the text counts as following a special token
+  for (const Fragment& f : fragments) {
+    if (f.id >= 0) {
+      ids.push_back(f.id);
+      after_special = true;
+      continue;
+    }
+    KES_RETURN_IF_ERROR(EncodeFragment(text.substr(f.offset, f.length),
+                                       config_.add_space_prefix && after_special, &ids));
+    after_special = false;
+  }
+  if (add_special && config_.add_eos) ids.push_back(config_.eos_id);
+  *out = std::move(ids);
+  return OkStatus();
+}
+
+std::string_view Tokenizer::Piece(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= types_.size()) return {};
+  return std::string_view(pieces_).substr(piece_offsets_[id],
+                                          piece_offsets_[id + 1] - piece_offsets_[id]);
+}
+
+std::string_view Tokenizer::TokenText(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= types_.size()) return {};
+  return std::string_view(texts_).substr(text_offsets_[id],
+                                         text_offsets_[id + 1] - text_offsets_[id]);
+}
+
+std::string Tokenizer::Decode(const std::vector<int32_t>& ids) const {
+  std::string text;
+  for (int32_t id : ids) text.append(TokenText(id));
+  if (config_.add_space_prefix && !text.empty() && text[0] == ' ') text.erase(0, 1);
+  return text;
+}
+
+TokenType Tokenizer::Type(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= types_.size()) return TokenType::kUnused;
+  return types_[id];
+}
+
+float Tokenizer::Score(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= scores_.size()) return 0.0f;
+  return scores_[id];
+}
+
+bool Tokenizer::IsEndOfGeneration(int32_t id) const {
+  return id >= 0 && (id == config_.eos_id || id == config_.eot_id);
+}
+
+}  // namespace kestrel

@@ -1,0 +1,133 @@
+// SentencePiece-style BPE tokenizer and detokenizer, as llama.cpp runs GGUF vocabularies with
+// tokenizer.ggml.model == "llama" (Gemma 3, Llama 2, Mistral): the vocabulary is pieces with
+// scores and token types, no merge list.
+//
+// Encoding, per call:
+//  1. Special tokens typed literally in the text are split out first, llama.cpp's way: longest
+//     special piece first (ties: lower id), each of its non-overlapping occurrences inside text
+//     not yet claimed becomes its id. User-defined tokens are always split out (Gemma 3's runs of
+//     spaces, tabs and newlines, "<b>" ...); control and unknown tokens only with parse_special.
+//  2. Each remaining text fragment (with a leading space when add_space_prefix and the fragment
+//     starts the text or follows a special token) gets ' ' replaced by U+2581 and is split into
+//     UTF-8 characters; the adjacent pair whose concatenation is a token with the highest score
+//     is merged (ties: leftmost) until no pair is a token. A final symbol that is a token becomes
+//     its id; any other (a character missing from the vocabulary) becomes one byte token per
+//     UTF-8 byte, or the unknown token when the vocabulary lacks one of those byte tokens.
+//
+// Deliberate difference from llama.cpp, shared with SentencePiece: control, unknown and byte
+// tokens are never merge results, so plain text never turns into e.g. "<eos>" through merges
+// when parse_special is false. (For Gemma 3 both rules give the same ids: none of its control
+// or byte pieces is the concatenation of two other pieces.)
+//
+// Decoding: U+2581 becomes ' ', a byte token its byte, control and unknown tokens nothing,
+// user-defined tokens their piece verbatim, normal and unused tokens their piece.
+//
+// Init copies everything it needs; afterwards the Tokenizer is immutable, safe to share across
+// threads, and copyable (all internal references are indices, never pointers).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/status.h"
+
+namespace kestrel {
+
+struct TokenizerConfig {
+  int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1, eot_id = -1;  // -1: none
+  bool add_bos = false, add_eos = false, add_space_prefix = false;
+};
+
+// Token types as GGUF stores them (tokenizer.ggml.token_type).
+enum class TokenType : int8_t {
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
+};
+
+class Tokenizer {
+ public:
+  // piece(i) returns token i's UTF-8 piece (spaces as U+2581, byte tokens as "<0xAB>");
+  // scores/types have n entries (types as in GGUF: 1 normal, 2 unknown, 3 control,
+  // 4 user-defined, 5 unused, 6 byte). Copies what it needs; may be called again to reload.
+  // Validates: 0 < n <= INT32_MAX, special ids in [-1, n), add_bos/add_eos have their id,
+  // pieces are valid UTF-8, types are 1..6, scores are not NaN, byte tokens read "<0xAB>".
+  Status Init(size_t n, const std::function<std::string_view(size_t)>& piece, const float* scores,
+              const int8_t* types, const TokenizerConfig& config);
+
+  // On success *out is replaced by the ids; on error it is left alone. add_special: prepend BOS /
+  // append EOS per config. Fails only when a character needs byte fallback and the vocabulary
+  // has neither the byte tokens nor an unknown token.
+  Status Encode(std::string_view text, bool add_special, bool parse_special,
+                std::vector<int32_t>* out) const;
+
+  // The bytes token `id` stands for when printed (see Decoding above). A view into storage built
+  // at Init: no allocation, for the generation loop. Out-of-range id -> empty view.
+  std::string_view TokenText(int32_t id) const;
+
+  // Concatenated TokenText; with add_space_prefix the space Encode put in front of the text is
+  // dropped again (one leading space of the result), so Decode(Encode(s)) == s.
+  std::string Decode(const std::vector<int32_t>& ids) const;
+
+  size_t vocab_size() const { return types_.size(); }
+  const TokenizerConfig& config() const { return config_; }
+  bool IsEndOfGeneration(int32_t id) const;  // eos or eot
+  std::string_view Piece(int32_t id) const;  // raw piece; out-of-range id -> empty view
+  TokenType Type(int32_t id) const;          // out-of-range id -> kUnused
+  float Score(int32_t id) const;             // out-of-range id -> 0
+  // The id whose piece is exactly `piece`, or -1 (lowest id when a piece repeats).
+  int32_t Find(std::string_view piece) const;
+
+ private:
+  // A piece of the text to encode: raw text [offset, offset + length), or special token `id`.
+  struct Fragment {
+    size_t offset;
+    size_t length;
+    int32_t id;  // -1: raw text
+  };
+  // One node of the trie over special pieces: children are edges_[first_edge, +n_edges),
+  // sorted by byte.
+  struct TrieNode {
+    int32_t rank = -1;  // index into specials_ when a special piece ends here
+    uint32_t first_edge = 0;
+    uint32_t n_edges = 0;
+  };
+  struct TrieEdge {
+    uint8_t byte;
+    uint32_t child;
+  };
+
+  Status BuildPieces(size_t n, const std::function<std::string_view(size_t)>& piece);
+  void BuildIndex();
+  void BuildSpecialTrie();
+  bool IsSpecialAllowed(int32_t id, bool parse_special) const;
+  bool IsMergeTarget(int32_t id) const;
+  uint32_t TrieChild(uint32_t node, uint8_t byte) const;  // 0 when there is none
+  void SplitSpecial(std::string_view text, bool parse_special,
+                    std::vector<Fragment>* fragments) const;
+  Status EncodeFragment(std::string_view fragment, bool space_prefix,
+                        std::vector<int32_t>* out) const;
+
+  TokenizerConfig config_;
+  std::string pieces_;                  // every piece, concatenated
+  std::vector<uint32_t> piece_offsets_;  // [n + 1]: piece i is [offsets[i], offsets[i + 1])
+  std::string texts_;                   // every TokenText, concatenated
+  std::vector<uint32_t> text_offsets_;   // [n + 1]
+  std::vector<float> scores_;           // [n]
+  std::vector<TokenType> types_;        // [n]
+  std::vector<int32_t> index_;          // open-addressing hash table of ids by piece, -1 empty
+  std::array<int32_t, 256> byte_to_id_{};  // byte token per byte value, -1 if absent
+  std::vector<int32_t> specials_;       // control/unknown/user-defined ids, longest piece first
+  std::vector<TrieNode> trie_;          // trie_[0] is the root
+  std::vector<TrieEdge> edges_;
+};
+
+}  // namespace kestrel

@@ -1,0 +1,162 @@
+// Helpers shared by the ops tests: running a check on every Highway target, random fills, and
+// host-side f16/bf16 encoding (Highway 1.0.3 has no scalar f32 -> f16 conversion).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <hwy/base.h>
+#include <hwy/targets.h>
+
+namespace kestrel::ops::test {
+
+// Unit roundoff of f32: every correctly rounded f32 operation has relative error at most kU.
+inline constexpr double kU = 1.0 / (1 << 24);
+
+// Runs body once per Highway target that is compiled in and supported by this CPU, with
+// dynamic dispatch forced to that target, then restores normal dispatch. Prints the targets that
+// ran and records them as the test property "targets". Failures are tagged with the target.
+inline void ForEachTarget(const std::function<void(const char* target)>& body) {
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty()) << "no Highway target is both compiled and supported";
+  std::string ran;
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    // Recompute the dispatch mask now instead of relying on the next call to do it.
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    const char* name = hwy::TargetName(target);
+    SCOPED_TRACE(std::string("Highway target ") + name);
+    body(name);
+    if (!ran.empty()) ran += ' ';
+    ran += name;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  std::printf("[ targets  ] %s\n", ran.c_str());
+  ::testing::Test::RecordProperty("targets", ran);
+}
+
+// Error bound of a sum of m terms computed with m - 1 correctly rounded f32 additions in any
+// order: |computed - exact| <= Gamma(m) * sum |term| (Higham, Accuracy and Stability, 3.1).
+inline double Gamma(size_t m) { return m * kU / (1.0 - m * kU); }
+
+inline std::vector<float> RandomFloats(size_t n, float lo, float hi, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Integers in [lo, hi] as floats: products and sums of such values stay exact in f32 (while
+// below 2^24), so kernels must match a reference bit for bit whatever their summation order.
+inline std::vector<float> RandomSmallIntegers(size_t n, int lo, int hi, std::mt19937& rng) {
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(dist(rng));
+  return v;
+}
+
+// f32 -> IEEE binary16 bits, round to nearest even. Inputs must be finite and below 65520 in
+// magnitude (tests only encode such values); results below 2^-14 become subnormals.
+inline uint16_t F16BitsFromF32(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const float a = std::fabs(f);
+  if (a < 6.103515625e-05f) {  // 2^-14: subnormal range, in units of 2^-24
+    const float units = std::nearbyint(a * 16777216.0f);
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(units));
+  }
+  uint32_t abs_bits = bits & 0x7FFFFFFFu;
+  // Round the 23-bit mantissa to 10 bits, ties to even.
+  abs_bits += 0xFFFu + ((abs_bits >> 13) & 1u);
+  const uint32_t exponent = (abs_bits >> 23) - 127 + 15;
+  const uint32_t mantissa = (abs_bits >> 13) & 0x3FFu;
+  return static_cast<uint16_t>(sign | (exponent << 10) | mantissa);
+}
+
+inline float F32FromF16Bits(uint16_t h) {
+  const float sign = (h & 0x8000u) ? -1.0f : 1.0f;
+  const int exponent = (h >> 10) & 0x1F;
+  const int mantissa = h & 0x3FF;
+  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -24);
+  return sign * std::ldexp(static_cast<float>(mantissa + 1024), exponent - 25);
+}
+
+// f32 -> bfloat16 bits, round to nearest even (finite inputs).
+inline uint16_t BF16BitsFromF32(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+inline float F32FromBF16Bits(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// hwy::float16_t is a struct on x86 and __fp16 on Arm; both hold the same 16 bits.
+inline hwy::float16_t F16FromBits(uint16_t bits) {
+  hwy::float16_t h;
+  std::memcpy(&h, &bits, 2);
+  return h;
+}
+inline hwy::bfloat16_t BF16FromBits(uint16_t bits) {
+  hwy::bfloat16_t b;
+  std::memcpy(&b, &bits, 2);
+  return b;
+}
+
+// Weights in a storage type plus the exact f32 values they decode to, which the references use
+// so that only the kernels' arithmetic is under test.
+template <typename T>
+struct EncodedWeights {
+  std::vector<T> stored;
+  std::vector<float> decoded;
+};
+
+inline EncodedWeights<float> Encode(const std::vector<float>& v, float*) { return {v, v}; }
+inline EncodedWeights<hwy::float16_t> Encode(const std::vector<float>& v, hwy::float16_t*) {
+  EncodedWeights<hwy::float16_t> e;
+  for (float x : v) {
+    const uint16_t bits = F16BitsFromF32(x);
+    e.stored.push_back(F16FromBits(bits));
+    e.decoded.push_back(F32FromF16Bits(bits));
+  }
+  return e;
+}
+inline EncodedWeights<hwy::bfloat16_t> Encode(const std::vector<float>& v, hwy::bfloat16_t*) {
+  EncodedWeights<hwy::bfloat16_t> e;
+  for (float x : v) {
+    const uint16_t bits = BF16BitsFromF32(x);
+    e.stored.push_back(BF16FromBits(bits));
+    e.decoded.push_back(F32FromBF16Bits(bits));
+  }
+  return e;
+}
+template <typename T>
+EncodedWeights<T> EncodeAs(const std::vector<float>& v) {
+  return Encode(v, static_cast<T*>(nullptr));
+}
+
+// Sizes that are not multiples of any vector width, neighbours of the widths, and model sizes.
+inline const std::vector<size_t>& AwkwardSizes() {
+  static const std::vector<size_t> sizes = {1,  3,  7,   15,  17,  31,  33,
+                                            63, 65, 127, 129, 256, 640, 1000};
+  return sizes;
+}
+
+// Value written around and beside outputs to detect stray writes.
+inline constexpr float kSentinel = -1234.5f;
+
+}  // namespace kestrel::ops::test

@@ -1,0 +1,40 @@
+// Shared pieces of the `kestrel` command-line tool: subcommands and flag parsing.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/status.h"
+
+namespace kestrel::cli {
+
+int RunCommand(const std::vector<std::string>& args);
+int InspectCommand(const std::vector<std::string>& args);
+
+// Prints "kestrel: error: <message>" to stderr and returns the exit code 1.
+int Fail(const std::string& message);
+
+// Parsers that reject trailing garbage and out-of-range values with a message naming the flag.
+Status ParseInt(const std::string& flag, const std::string& text, int64_t min, int64_t max,
+                int64_t* out);
+Status ParseFloat(const std::string& flag, const std::string& text, double min, double max,
+                  double* out);
+
+// Walks argv-style arguments: positional ones and --flags that take a value.
+class FlagReader {
+ public:
+  explicit FlagReader(const std::vector<std::string>& args) : args_(args) {}
+  bool Done() const { return i_ >= args_.size(); }
+  const std::string& Next() { return args_[i_++]; }
+  // The value after the current flag; error if missing.
+  Status Value(const std::string& flag, std::string* out);
+
+ private:
+  const std::vector<std::string>& args_;
+  size_t i_ = 0;
+};
+
+std::string FormatBytes(uint64_t bytes);
+
+}  // namespace kestrel::cli

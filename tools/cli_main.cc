@@ -1,0 +1,30 @@
+// kestrel: run and inspect .kes models.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/cli.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: kestrel <command> MODEL.kes [options]\n"
+    "commands:\n"
+    "  run      generate text from a prompt, streaming tokens\n"
+    "  inspect  print the model's architecture, sizes, memory and FLOPs per token\n"
+    "Run 'kestrel <command> --help' for the command's options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 1 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "run") return kestrel::cli::RunCommand(args);
+  if (command == "inspect") return kestrel::cli::InspectCommand(args);
+  return kestrel::cli::Fail("unknown command '" + command + "'\n" + kUsage);
+}

@@ -1,0 +1,59 @@
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "tools/cli.h"
+
+namespace kestrel::cli {
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "kestrel: error: %s\n", message.c_str());
+  return 1;
+}
+
+Status ParseInt(const std::string& flag, const std::string& text, int64_t min, int64_t max,
+                int64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max) {
+    return Status::Error(flag + ": expected a whole number from " + std::to_string(min) +
+                         " to " + std::to_string(max) + ", found '" + text + "'");
+  }
+  *out = v;
+  return OkStatus();
+}
+
+Status ParseFloat(const std::string& flag, const std::string& text, double min, double max,
+                  double* out) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < min || v > max) {
+    return Status::Error(flag + ": expected a number from " + std::to_string(min) + " to " +
+                         std::to_string(max) + ", found '" + text + "'");
+  }
+  *out = v;
+  return OkStatus();
+}
+
+Status FlagReader::Value(const std::string& flag, std::string* out) {
+  if (Done()) return Status::Error(flag + " needs a value");
+  *out = Next();
+  return OkStatus();
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  char text[64];
+  if (bytes >= (uint64_t{1} << 30)) {
+    std::snprintf(text, sizeof(text), "%.2f GiB", bytes / 1073741824.0);
+  } else if (bytes >= (uint64_t{1} << 20)) {
+    std::snprintf(text, sizeof(text), "%.2f MiB", bytes / 1048576.0);
+  } else {
+    std::snprintf(text, sizeof(text), "%.1f KiB", bytes / 1024.0);
+  }
+  return std::to_string(bytes) + " B (" + text + ")";
+}
+
+}  // namespace kestrel::cli

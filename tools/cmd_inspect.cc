@@ -1,0 +1,136 @@
+// kestrel inspect MODEL.kes: what the model is and what it will cost, before anything runs.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/targets.h"
+#include "runtime/format.h"
+#include "runtime/memory_plan.h"
+#include "runtime/model.h"
+#include "tools/cli.h"
+
+namespace kestrel::cli {
+namespace {
+
+const char kInspectUsage[] =
+    "usage: kestrel inspect MODEL.kes [--ctx N]\n"
+    "  -c, --ctx N   context length for the KV-cache and attention figures (default 4096)\n";
+
+// Matmul FLOPs per token: 2 per weight element of every MatMul in the decode plan.
+uint64_t MatMulFlopsPerToken(const Model& model) {
+  uint64_t flops = 0;
+  for (const fb::Op* op : *model.FindPlan("decode")->ops()) {
+    if (op->code() != fb::OpCode::MatMul) continue;
+    const fb::Tensor* w = model.meta().tensors()->Get(op->weights()->Get(0));
+    flops += 2 * w->shape()->Get(0) * w->shape()->Get(1);
+  }
+  return flops;
+}
+
+// Attention FLOPs for one token at position n: 4 * keys seen * (n_heads * head_dim) per layer
+// (q.k and the weighted sum of v); sliding-window layers see at most the window.
+uint64_t AttentionFlopsPerToken(const Model& model, uint64_t n) {
+  const fb::HyperParams& hp = model.hparams();
+  uint64_t flops = 0;
+  for (const fb::KvLayer* layer : *model.meta().kv()->layers()) {
+    const uint64_t keys = layer->window() ? std::min<uint64_t>(n, layer->window()) : n;
+    flops += 4 * keys * uint64_t{hp.n_heads()} * layer->head_dim();
+  }
+  return flops;
+}
+
+}  // namespace
+
+int InspectCommand(const std::vector<std::string>& args) {
+  std::string model_path;
+  size_t ctx = 4096;
+  FlagReader flags(args);
+  while (!flags.Done()) {
+    const std::string arg = flags.Next();
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kInspectUsage, stdout);
+      return 0;
+    } else if (arg == "-c" || arg == "--ctx") {
+      std::string value;
+      int64_t v = 0;
+      Status s = flags.Value(arg, &value);
+      if (s.ok()) s = ParseInt(arg, value, 1, 1 << 24, &v);
+      if (!s.ok()) return Fail(s.message());
+      ctx = static_cast<size_t>(v);
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Fail("unknown option '" + arg + "' for 'inspect'\n" + kInspectUsage);
+    } else if (model_path.empty()) {
+      model_path = arg;
+    } else {
+      return Fail("unexpected argument '" + arg + "'\n" + kInspectUsage);
+    }
+  }
+  if (model_path.empty()) return Fail(std::string("no model given\n") + kInspectUsage);
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(model_path, &model);
+  if (!s.ok()) return Fail(s.message());
+  const fb::Model& meta = model->meta();
+  const fb::HyperParams& hp = model->hparams();
+  ctx = std::min<size_t>(ctx, hp.context_length());
+  MemoryPlan memory;
+  s = PlanMemory(*model, ctx, &memory);
+  if (!s.ok()) return Fail(s.message());
+
+  size_t sliding = 0;
+  for (const fb::KvLayer* layer : *meta.kv()->layers()) sliding += layer->window() != 0;
+  std::printf("model:          %s\n", model_path.c_str());
+  std::printf("architecture:   %s (%s), from %s\n", meta.architecture()->c_str(),
+              meta.name() ? meta.name()->c_str() : "unnamed",
+              meta.source() ? meta.source()->c_str() : "unknown");
+  std::printf("layers:         %u (%zu sliding-window of %u tokens, %zu global)\n", hp.n_layers(),
+              sliding, hp.sliding_window(), hp.n_layers() - sliding);
+  std::printf("d_model:        %u, ffn %u, heads %u (kv %u) x %u\n", hp.d_model(), hp.ffn_dim(),
+              hp.n_heads(), hp.n_kv_heads(), hp.head_dim());
+  std::printf("vocab:          %u, trained context %u, rms eps %g\n", hp.vocab_size(),
+              hp.context_length(), hp.rms_eps());
+  std::printf("rope theta:     %g global, %g local\n", hp.rope_theta_global(),
+              hp.rope_theta_local());
+  std::printf("plans:         ");
+  for (const fb::Plan* plan : *meta.plans()) {
+    std::printf(" %s (%u ops, up to %u tokens)", plan->name()->c_str(), plan->ops()->size(),
+                plan->max_tokens());
+  }
+  std::printf("\n\ntensors by dtype:\n");
+  std::map<std::string, std::pair<uint64_t, uint64_t>> by_dtype;  // count, bytes
+  for (const fb::Tensor* t : *meta.tensors()) {
+    auto& entry = by_dtype[DTypeName(t->dtype())];
+    entry.first += 1;
+    entry.second += t->size();
+  }
+  for (const auto& [name, entry] : by_dtype) {
+    std::printf("  %-5s %4llu tensors, %s\n", name.c_str(),
+                static_cast<unsigned long long>(entry.first), FormatBytes(entry.second).c_str());
+  }
+  std::printf("parameters:     %llu (%.1f M)\n",
+              static_cast<unsigned long long>(model->parameter_count()),
+              model->parameter_count() / 1e6);
+
+  std::printf("\nmemory at context %zu:\n", ctx);
+  std::printf("  weights:      %s (mapped from the file)\n",
+              FormatBytes(model->weights_bytes()).c_str());
+  std::printf("  activations:  %s\n", FormatBytes(memory.activation_bytes).c_str());
+  std::printf("  KV cache:     %s (f32)\n", FormatBytes(memory.kv_bytes).c_str());
+  std::printf("  sampler:      %s\n", FormatBytes(memory.sampler_bytes).c_str());
+  std::printf("  arena total:  %s\n", FormatBytes(memory.arena_bytes).c_str());
+  std::printf("  total:        %s (weights + arena)\n",
+              FormatBytes(model->weights_bytes() + memory.arena_bytes).c_str());
+
+  const uint64_t matmul = MatMulFlopsPerToken(*model);
+  const uint64_t attention = AttentionFlopsPerToken(*model, ctx);
+  std::printf("\nFLOPs per token:\n");
+  std::printf("  matmul:       %.3f GFLOP (2 per weight)\n", matmul / 1e9);
+  std::printf("  attention:    %.3f GFLOP at position %zu\n", attention / 1e9, ctx);
+  std::printf("  total:        %.3f GFLOP\n", (matmul + attention) / 1e9);
+  std::printf("\nSIMD target:    %s (supported: %s)\n", ops::ChosenTargetName().c_str(),
+              ops::SupportedTargetNames().c_str());
+  return 0;
+}
+
+}  // namespace kestrel::cli

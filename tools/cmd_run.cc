@@ -1,0 +1,132 @@
+// kestrel run MODEL.kes -p PROMPT -n N: generate text, streaming tokens as they come.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+#include "tools/cli.h"
+
+namespace kestrel::cli {
+namespace {
+
+const char kRunUsage[] =
+    "usage: kestrel run MODEL.kes -p PROMPT [options]\n"
+    "  -p, --prompt TEXT   the prompt (control tokens like <start_of_turn> are recognized)\n"
+    "  -n, --n-predict N   tokens to generate (default 128)\n"
+    "  -t, --threads N     threads (default 1)\n"
+    "  -c, --ctx N         context length in tokens (default 4096, at most the model's)\n"
+    "  --temp T            temperature; 0 is greedy (default 0.8)\n"
+    "  --top-k K           keep the K most likely tokens; 0 keeps all (default 40)\n"
+    "  --top-p P           keep the smallest set with probability P (default 0.95)\n"
+    "  --seed S            random seed (default 0)\n"
+    "  --no-bos            do not add the BOS token before the prompt\n";
+
+void PrintToken(void*, int32_t, std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int RunCommand(const std::vector<std::string>& args) {
+  std::string model_path, prompt;
+  bool have_prompt = false, add_bos = true;
+  SessionOptions session_options;
+  GenerateOptions gen;
+  gen.sampler.temperature = 0.8f;
+  FlagReader flags(args);
+  while (!flags.Done()) {
+    const std::string arg = flags.Next();
+    std::string value;
+    int64_t i = 0;
+    double f = 0;
+    Status s;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kRunUsage, stdout);
+      return 0;
+    } else if (arg == "-p" || arg == "--prompt") {
+      s = flags.Value(arg, &prompt);
+      have_prompt = true;
+    } else if (arg == "-n" || arg == "--n-predict") {
+      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 0, 1 << 24, &i)).ok()) {
+        gen.max_new_tokens = static_cast<size_t>(i);
+      }
+    } else if (arg == "-t" || arg == "--threads") {
+      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 1, 256, &i)).ok()) {
+        session_options.n_threads = static_cast<size_t>(i);
+      }
+    } else if (arg == "-c" || arg == "--ctx") {
+      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 1, 1 << 24, &i)).ok()) {
+        session_options.context_length = static_cast<size_t>(i);
+      }
+    } else if (arg == "--temp") {
+      if ((s = flags.Value(arg, &value)).ok() && (s = ParseFloat(arg, value, 0, 100, &f)).ok()) {
+        gen.sampler.temperature = static_cast<float>(f);
+      }
+    } else if (arg == "--top-k") {
+      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 0, 1 << 24, &i)).ok()) {
+        gen.sampler.top_k = static_cast<int32_t>(i);
+      }
+    } else if (arg == "--top-p") {
+      if ((s = flags.Value(arg, &value)).ok() && (s = ParseFloat(arg, value, 0, 1, &f)).ok()) {
+        if (f <= 0) s = Status::Error("--top-p: expected a number above 0 and at most 1");
+        gen.sampler.top_p = static_cast<float>(f);
+      }
+    } else if (arg == "--seed") {
+      if ((s = flags.Value(arg, &value)).ok() &&
+          (s = ParseInt(arg, value, 0, INT64_MAX, &i)).ok()) {
+        gen.sampler.seed = static_cast<uint64_t>(i);
+      }
+    } else if (arg == "--no-bos") {
+      add_bos = false;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Fail("unknown option '" + arg + "' for 'run'\n" + kRunUsage);
+    } else if (model_path.empty()) {
+      model_path = arg;
+    } else {
+      return Fail("unexpected argument '" + arg + "'\n" + kRunUsage);
+    }
+    if (!s.ok()) return Fail(s.message());
+  }
+  if (model_path.empty()) return Fail(std::string("no model given\n") + kRunUsage);
+  if (!have_prompt) return Fail(std::string("no prompt given (-p)\n") + kRunUsage);
+
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(model_path, &model);
+  if (!s.ok()) return Fail(s.message());
+  std::vector<int32_t> tokens;
+  const Tokenizer& tokenizer = model->tokenizer();
+  s = tokenizer.Encode(prompt, /*add_special=*/false, /*parse_special=*/true, &tokens);
+  if (!s.ok()) return Fail("prompt: " + s.message());
+  if (add_bos && tokenizer.config().bos_id >= 0) {
+    tokens.insert(tokens.begin(), tokenizer.config().bos_id);
+  }
+  if (tokens.empty()) return Fail("the prompt is empty");
+  std::unique_ptr<Session> session;
+  s = Session::Create(*model, session_options, &session);
+  if (!s.ok()) return Fail(s.message());
+
+  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  std::fflush(stdout);
+  GenerateStats stats;
+  s = Generate(*session, tokens.data(), tokens.size(), gen, PrintToken, nullptr, &stats);
+  std::fputc('\n', stdout);
+  if (!s.ok()) return Fail(s.message());
+  std::fprintf(stderr,
+               "\nprefill: %zu tokens in %.3f s (%.2f tokens/s)\n"
+               "decode:  %zu tokens in %.3f s (%.2f tokens/s)\n"
+               "threads: %zu, context: %zu, arena: %.1f MiB%s\n",
+               stats.prompt_tokens, stats.prefill_seconds,
+               stats.prompt_tokens / stats.prefill_seconds, stats.decode_steps,
+               stats.decode_seconds,
+               stats.decode_steps ? stats.decode_steps / stats.decode_seconds : 0.0,
+               session->n_threads(), session->context_length(),
+               session->memory().arena_bytes / 1048576.0,
+               stats.stopped_at_end ? ", stopped at end of generation" : "");
+  return 0;
+}
+
+}  // namespace kestrel::cli
