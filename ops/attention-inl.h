@@ -29,6 +29,7 @@
 #define KESTREL_OPS_ATTENTION_INL_H_
 #endif
 
+#include <hwy/cache_control.h>
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
@@ -58,65 +59,79 @@ struct AttentionKvView {
 // Vectors are sizeless on SVE and cannot live in arrays, so the up-to-4 queries of a pass get
 // named accumulators; `if constexpr` drops the unused ones.
 
-// even/odd += q[x, x + 2N) * (k0, k1): two chains hide the FMA latency when a pass has one query.
-template <class D, class V>
-HWY_INLINE void AttentionDotStep(D d, const float* HWY_RESTRICT q, size_t x, V k0, V k1, V& even,
-                                 V& odd) {
-  even = hn::MulAdd(hn::LoadU(d, q + x), k0, even);
-  odd = hn::MulAdd(hn::LoadU(d, q + x + hn::Lanes(d)), k1, odd);
+// acc_a += q * key_a and, for two keys, acc_b += q * key_b: one load of q serves both keys.
+template <size_t kKeys, class D, class V>
+HWY_INLINE void AttentionDotStep(D d, const float* HWY_RESTRICT q, V key_a, V key_b, V& acc_a,
+                                 V& acc_b) {
+  const V qv = hn::LoadU(d, q);
+  acc_a = hn::MulAdd(qv, key_a, acc_a);
+  if constexpr (kKeys > 1) acc_b = hn::MulAdd(qv, key_b, acc_b);
 }
 
 // Sum of the lanes plus the scalar tail q[x, head_dim) . k[x, head_dim), times scale. The tail is
 // scalar because Highway 1.0.3 has no LoadN and a full load would read past the ring's last row.
 template <class D, class V>
-HWY_INLINE float AttentionFinishDot(D d, V even, V odd, const float* HWY_RESTRICT q,
+HWY_INLINE float AttentionFinishDot(D d, V acc, const float* HWY_RESTRICT q,
                                     const float* HWY_RESTRICT k, size_t x, size_t head_dim,
                                     float scale) {
-  float dot = hn::GetLane(hn::SumOfLanes(d, hn::Add(even, odd)));
+  float dot = hn::GetLane(hn::SumOfLanes(d, acc));
   for (; x < head_dim; ++x) dot += q[x] * k[x];
   return dot * scale;
+}
+
+// weights[i][j + key] = scale * q_i . k_{j + key} for kKeys (1 or 2) keys starting at `k`. Two
+// keys at a time give each loaded query vector two FMAs and 2 * kQueries independent chains.
+template <size_t kQueries, size_t kKeys>
+HWY_INLINE void AttentionKeyScores(const float* const* HWY_RESTRICT q, const float* HWY_RESTRICT k,
+                                   const AttentionKvView& kv, float scale, size_t j,
+                                   AttentionWeights weights) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const size_t head_dim = kv.head_dim;
+  const size_t vec_end = head_dim / N * N;
+  const float* HWY_RESTRICT k2 = k + kv.stride;  // read only when kKeys == 2
+  auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  for (size_t x = 0; x < vec_end; x += N) {
+    const auto key_a = hn::LoadU(d, k + x);
+    auto key_b = key_a;
+    if constexpr (kKeys > 1) key_b = hn::LoadU(d, k2 + x);
+    AttentionDotStep<kKeys>(d, q[0] + x, key_a, key_b, a0, b0);
+    if constexpr (kQueries > 1) AttentionDotStep<kKeys>(d, q[1] + x, key_a, key_b, a1, b1);
+    if constexpr (kQueries > 2) AttentionDotStep<kKeys>(d, q[2] + x, key_a, key_b, a2, b2);
+    if constexpr (kQueries > 3) AttentionDotStep<kKeys>(d, q[3] + x, key_a, key_b, a3, b3);
+  }
+  weights[0][j] = AttentionFinishDot(d, a0, q[0], k, vec_end, head_dim, scale);
+  if constexpr (kQueries > 1) weights[1][j] = AttentionFinishDot(d, a1, q[1], k, vec_end, head_dim, scale);
+  if constexpr (kQueries > 2) weights[2][j] = AttentionFinishDot(d, a2, q[2], k, vec_end, head_dim, scale);
+  if constexpr (kQueries > 3) weights[3][j] = AttentionFinishDot(d, a3, q[3], k, vec_end, head_dim, scale);
+  if constexpr (kKeys > 1) {
+    weights[0][j + 1] = AttentionFinishDot(d, b0, q[0], k2, vec_end, head_dim, scale);
+    if constexpr (kQueries > 1) weights[1][j + 1] = AttentionFinishDot(d, b1, q[1], k2, vec_end, head_dim, scale);
+    if constexpr (kQueries > 2) weights[2][j + 1] = AttentionFinishDot(d, b2, q[2], k2, vec_end, head_dim, scale);
+    if constexpr (kQueries > 3) weights[3][j + 1] = AttentionFinishDot(d, b3, q[3], k2, vec_end, head_dim, scale);
+  }
+}
+
+// Requests the value row at v into the caches, so the accumulation that follows the scores finds
+// the block's values there instead of missing on each of its strided slices.
+HWY_INLINE void AttentionPrefetchRow(const float* HWY_RESTRICT v, size_t head_dim) {
+  constexpr size_t kLineFloats = 64 / sizeof(float);
+  for (size_t x = 0; x < head_dim; x += kLineFloats) hwy::Prefetch(v + x);
 }
 
 // weights[i][j] = scale * q_i . k_j for the block's n keys.
 template <size_t kQueries>
 HWY_INLINE void AttentionBlockScores(const float* const* HWY_RESTRICT q, const AttentionKvView& kv,
                                      size_t n, float scale, AttentionWeights weights) {
-  const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
-  const size_t head_dim = kv.head_dim;
-  // Whole pairs of vectors, then at most one single vector, then a scalar tail.
-  const size_t pairs_end = head_dim / (2 * N) * (2 * N);
-  const bool single = pairs_end + N <= head_dim;
-  const size_t vec_end = pairs_end + (single ? N : 0);
-  for (size_t j = 0; j < n; ++j) {
-    const float* HWY_RESTRICT k = kv.k + j * kv.stride;
-    auto e0 = hn::Zero(d), o0 = hn::Zero(d), e1 = e0, o1 = e0, e2 = e0, o2 = e0, e3 = e0, o3 = e0;
-    for (size_t x = 0; x < pairs_end; x += 2 * N) {
-      const auto k0 = hn::LoadU(d, k + x);
-      const auto k1 = hn::LoadU(d, k + x + N);
-      AttentionDotStep(d, q[0], x, k0, k1, e0, o0);
-      if constexpr (kQueries > 1) AttentionDotStep(d, q[1], x, k0, k1, e1, o1);
-      if constexpr (kQueries > 2) AttentionDotStep(d, q[2], x, k0, k1, e2, o2);
-      if constexpr (kQueries > 3) AttentionDotStep(d, q[3], x, k0, k1, e3, o3);
-    }
-    if (single) {
-      const size_t x = pairs_end;
-      const auto k0 = hn::LoadU(d, k + x);
-      e0 = hn::MulAdd(hn::LoadU(d, q[0] + x), k0, e0);
-      if constexpr (kQueries > 1) e1 = hn::MulAdd(hn::LoadU(d, q[1] + x), k0, e1);
-      if constexpr (kQueries > 2) e2 = hn::MulAdd(hn::LoadU(d, q[2] + x), k0, e2);
-      if constexpr (kQueries > 3) e3 = hn::MulAdd(hn::LoadU(d, q[3] + x), k0, e3);
-    }
-    weights[0][j] = AttentionFinishDot(d, e0, o0, q[0], k, vec_end, head_dim, scale);
-    if constexpr (kQueries > 1) {
-      weights[1][j] = AttentionFinishDot(d, e1, o1, q[1], k, vec_end, head_dim, scale);
-    }
-    if constexpr (kQueries > 2) {
-      weights[2][j] = AttentionFinishDot(d, e2, o2, q[2], k, vec_end, head_dim, scale);
-    }
-    if constexpr (kQueries > 3) {
-      weights[3][j] = AttentionFinishDot(d, e3, o3, q[3], k, vec_end, head_dim, scale);
-    }
+  size_t j = 0;
+  for (; j + 2 <= n; j += 2) {
+    AttentionPrefetchRow(kv.v + j * kv.stride, kv.head_dim);
+    AttentionPrefetchRow(kv.v + (j + 1) * kv.stride, kv.head_dim);
+    AttentionKeyScores<kQueries, 2>(q, kv.k + j * kv.stride, kv, scale, j, weights);
+  }
+  if (j < n) {
+    AttentionPrefetchRow(kv.v + j * kv.stride, kv.head_dim);
+    AttentionKeyScores<kQueries, 1>(q, kv.k + j * kv.stride, kv, scale, j, weights);
   }
 }
 
@@ -139,9 +154,61 @@ HWY_INLINE float AttentionExpShifted(float* HWY_RESTRICT row, size_t n, float ma
   return hn::GetLane(hn::SumOfLanes(d, sum));
 }
 
-// o_i = correction_i * o_i + sum_j weights[i][j] * v_j. Each vector-wide slice of the outputs
-// stays in registers while the block's values stream past it, and each value is loaded once for
-// all queries of the pass.
+// a = correction * o[x, x + N) and, for two slices, c = correction * o[x + N, x + 2N).
+template <size_t kSlices, class D, class V>
+HWY_INLINE void AttentionLoadSlices(D d, const float* HWY_RESTRICT o, float correction, V& a,
+                                    V& c) {
+  const V factor = hn::Set(d, correction);
+  a = hn::Mul(hn::Load(d, o), factor);
+  if constexpr (kSlices > 1) c = hn::Mul(hn::Load(d, o + hn::Lanes(d)), factor);
+}
+
+template <size_t kSlices, class D, class V>
+HWY_INLINE void AttentionMulAddSlices(D d, float weight, V value_a, V value_c, V& a, V& c) {
+  const V w = hn::Set(d, weight);
+  a = hn::MulAdd(w, value_a, a);
+  if constexpr (kSlices > 1) c = hn::MulAdd(w, value_c, c);
+}
+
+template <size_t kSlices, class D, class V>
+HWY_INLINE void AttentionStoreSlices(D d, V a, V c, float* HWY_RESTRICT o) {
+  hn::Store(a, d, o);
+  if constexpr (kSlices > 1) hn::Store(c, d, o + hn::Lanes(d));
+}
+
+// o_i[x, x + kSlices * N) = correction_i * o_i[...] + sum_j weights[i][j] * v_j[...]. The slices
+// of the outputs stay in registers while the block's values stream past them; each value vector
+// is loaded once for all queries and each broadcast weight serves kSlices FMAs.
+template <size_t kQueries, size_t kSlices>
+HWY_INLINE void AttentionAccumulateSlices(const AttentionKvView& kv, size_t n,
+                                          AttentionWeights weights,
+                                          const float* HWY_RESTRICT correction,
+                                          AttentionOutputs o, size_t x) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+  AttentionLoadSlices<kSlices>(d, o[0] + x, correction[0], a0, c0);
+  if constexpr (kQueries > 1) AttentionLoadSlices<kSlices>(d, o[1] + x, correction[1], a1, c1);
+  if constexpr (kQueries > 2) AttentionLoadSlices<kSlices>(d, o[2] + x, correction[2], a2, c2);
+  if constexpr (kQueries > 3) AttentionLoadSlices<kSlices>(d, o[3] + x, correction[3], a3, c3);
+  const float* HWY_RESTRICT v = kv.v + x;
+  for (size_t j = 0; j < n; ++j, v += kv.stride) {
+    const auto value_a = hn::LoadU(d, v);
+    auto value_c = value_a;
+    if constexpr (kSlices > 1) value_c = hn::LoadU(d, v + N);
+    AttentionMulAddSlices<kSlices>(d, weights[0][j], value_a, value_c, a0, c0);
+    if constexpr (kQueries > 1) AttentionMulAddSlices<kSlices>(d, weights[1][j], value_a, value_c, a1, c1);
+    if constexpr (kQueries > 2) AttentionMulAddSlices<kSlices>(d, weights[2][j], value_a, value_c, a2, c2);
+    if constexpr (kQueries > 3) AttentionMulAddSlices<kSlices>(d, weights[3][j], value_a, value_c, a3, c3);
+  }
+  AttentionStoreSlices<kSlices>(d, a0, c0, o[0] + x);
+  if constexpr (kQueries > 1) AttentionStoreSlices<kSlices>(d, a1, c1, o[1] + x);
+  if constexpr (kQueries > 2) AttentionStoreSlices<kSlices>(d, a2, c2, o[2] + x);
+  if constexpr (kQueries > 3) AttentionStoreSlices<kSlices>(d, a3, c3, o[3] + x);
+}
+
+// o_i = correction_i * o_i + sum_j weights[i][j] * v_j over the whole head_dim: pairs of vector
+// slices, at most one single slice, then a scalar tail.
 template <size_t kQueries>
 HWY_INLINE void AttentionBlockAccumulate(const AttentionKvView& kv, size_t n,
                                          AttentionWeights weights,
@@ -151,24 +218,12 @@ HWY_INLINE void AttentionBlockAccumulate(const AttentionKvView& kv, size_t n,
   const size_t N = hn::Lanes(d);
   const size_t head_dim = kv.head_dim;
   size_t x = 0;
-  for (; x + N <= head_dim; x += N) {
-    auto a0 = hn::Mul(hn::Load(d, o[0] + x), hn::Set(d, correction[0]));
-    auto a1 = a0, a2 = a0, a3 = a0;
-    if constexpr (kQueries > 1) a1 = hn::Mul(hn::Load(d, o[1] + x), hn::Set(d, correction[1]));
-    if constexpr (kQueries > 2) a2 = hn::Mul(hn::Load(d, o[2] + x), hn::Set(d, correction[2]));
-    if constexpr (kQueries > 3) a3 = hn::Mul(hn::Load(d, o[3] + x), hn::Set(d, correction[3]));
-    const float* HWY_RESTRICT v = kv.v + x;
-    for (size_t j = 0; j < n; ++j, v += kv.stride) {
-      const auto vj = hn::LoadU(d, v);
-      a0 = hn::MulAdd(hn::Set(d, weights[0][j]), vj, a0);
-      if constexpr (kQueries > 1) a1 = hn::MulAdd(hn::Set(d, weights[1][j]), vj, a1);
-      if constexpr (kQueries > 2) a2 = hn::MulAdd(hn::Set(d, weights[2][j]), vj, a2);
-      if constexpr (kQueries > 3) a3 = hn::MulAdd(hn::Set(d, weights[3][j]), vj, a3);
-    }
-    hn::Store(a0, d, o[0] + x);
-    if constexpr (kQueries > 1) hn::Store(a1, d, o[1] + x);
-    if constexpr (kQueries > 2) hn::Store(a2, d, o[2] + x);
-    if constexpr (kQueries > 3) hn::Store(a3, d, o[3] + x);
+  for (; x + 2 * N <= head_dim; x += 2 * N) {
+    AttentionAccumulateSlices<kQueries, 2>(kv, n, weights, correction, o, x);
+  }
+  if (x + N <= head_dim) {
+    AttentionAccumulateSlices<kQueries, 1>(kv, n, weights, correction, o, x);
+    x += N;
   }
   for (; x < head_dim; ++x) {
     for (size_t i = 0; i < kQueries; ++i) {

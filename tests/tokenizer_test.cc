@@ -504,7 +504,7 @@ std::vector<std::pair<std::string, bool>> RealVocabStrings() {
       {"ALL CAPS SHOUTING AND MiXeD cAsE", false},
       {"hyphen-ated words, don't stop; it's (really) \"quoted\" 'single'", false},
       {"repeated aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa letters", false},
-      {"...!!!???---___===+++***", false},
+      {"...!!!?\?\?---___===+++***", false},
       {"\xE2\x80\x9C" "curly quotes\xE2\x80\x9D \xE2\x80\x94 em dash \xE2\x80\xA6 ellipsis", false},
       {"no\xC2\xA0" "break\xE2\x80\x83" "em\xE3\x80\x80ideographic spaces", false},
       {"antidisestablishmentarianism pneumonoultramicroscopicsilicovolcanoconiosis", false},

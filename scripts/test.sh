@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs everything, builds Release and Debug+ASan/UBSan, and runs every test.
+# The real-model tests (label "model": the NumPy oracle comparison, the zero-allocation test)
+# run in the Release build; the sanitizer build runs all the others, including end-to-end
+# generation on a tiny generated Gemma 3 model.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+bash scripts/install-deps.sh
+bash scripts/fetch-model.sh
+
+bash scripts/build.sh release
+(cd build/release && ctest --output-on-failure --timeout 1500)
+
+bash scripts/build.sh asan
+(cd build/asan && ctest --output-on-failure --timeout 1500 --label-exclude model)
+
+echo "all tests passed in $(( $(date +%s) - start )) s"
