@@ -45,8 +45,8 @@ struct AttentionSetup {
     for (float& x : q) x = next();
     for (float& x : k) x = next();
     for (float& x : v) x = next();
-    args = {q.data(), out.data(), k.data(), v.data(), n_tokens, kHeads, kKvHeads, kHeadDim,
-            capacity, pos0,       window,     0.0625f};  // scale 1 / sqrt(256)
+    args = {q.data(), out.data(), k.data(), v.data(), n_tokens, kHeads,
+            kKvHeads, kHeadDim,   capacity, pos0,     window,   0.0625f};  // scale 1 / sqrt(256)
   }
 };
 
@@ -63,8 +63,8 @@ void BM_AttentionDecode(benchmark::State& state) {
   state.counters["keys/s"] = benchmark::Counter(calls * context, benchmark::Counter::kIsRate);
   state.counters["kv_bytes/s"] =
       benchmark::Counter(calls * context * 2 * kKvRowBytes, benchmark::Counter::kIsRate);
-  state.counters["FLOP/s"] = benchmark::Counter(calls * kHeads * context * kHeadDim * 4,
-                                                benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(calls * kHeads * context * kHeadDim * 4, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AttentionDecode)->Arg(512)->Arg(4096)->Arg(32768)->Unit(benchmark::kMicrosecond);
 

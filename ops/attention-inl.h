@@ -1,8 +1,8 @@
 // Highway body of the fused attention op (see ops/attention.h for the contract).
 //
-// Per pass, up to kMaxQueriesPerPass query heads of one row that share a kv head are processed
-// together, so every key and value row is read once for all of them (GQA/MQA decode is bound by
-// reading the KV cache). A pass walks the visible positions [lo, p] in blocks of at most
+// Per pass, up to kAttentionMaxQueriesPerPass query heads of one row that share a kv head are
+// processed together, so every key and value row is read once for all of them (GQA/MQA decode is
+// bound by reading the KV cache). A pass walks the visible positions [lo, p] in blocks of at most
 // block_keys keys; a block never straddles the ring's wrap, so its keys are one contiguous run of
 // slots. Per block and query, the streaming softmax does:
 //   s_j = scale * q.k_j;  m' = max(m, max_j s_j);  c = exp(m - m');  w_j = exp(s_j - m')
@@ -12,6 +12,11 @@
 //
 // The exps of the scores use hwy/contrib/math Exp (1 ULP, vectorized): for small head_dim they
 // are a sizable share of the work. The one correction factor per block and query uses std::exp.
+// When the visible KV cache is too large to stay in the last-level cache, a block's value rows are
+// prefetched while its scores are computed: the accumulation reads them in vector-wide slices
+// across rows, which the hardware prefetchers follow poorly from DRAM. On cached data the
+// prefetches cost more than they save. Measured on Zen (32 MiB L3), decode at Gemma 3's shape:
+// prefetching takes 15-35% less time at 16-64 MiB of KV and 25-40% more at 1-8 MiB.
 
 #include <algorithm>
 #include <cmath>
@@ -41,19 +46,22 @@ namespace hn = hwy::HWY_NAMESPACE;
 inline constexpr size_t kAttentionMaxQueriesPerPass = 4;
 // Upper bound of block_keys, which sizes the stack arrays of block weights.
 inline constexpr size_t kAttentionMaxBlockKeys = 256;
+// Visible K+V bytes (all kv heads) above which value rows are prefetched; see the top comment.
+inline constexpr size_t kAttentionPrefetchMinBytes = size_t{12} << 20;
 // Exp runs on whole vectors; the block weights have room for one vector past the last key.
 inline constexpr size_t kAttentionBlockPadding = HWY_MAX_BYTES / sizeof(float);
 
-// Shared by the queries of one pass: where their keys and values live.
 // Per-query rows of block weights (scores, then their exps) and of running outputs.
 using AttentionWeights = float (*HWY_RESTRICT)[kAttentionMaxBlockKeys + kAttentionBlockPadding];
 using AttentionOutputs = float (*HWY_RESTRICT)[kAttentionMaxHeadDim];
 
+// Where the current block's keys and values live, shared by the queries of one pass.
 struct AttentionKvView {
   const float* HWY_RESTRICT k;  // key of the block's first position; key j at k + j * stride
   const float* HWY_RESTRICT v;  // same layout
   size_t stride;                // n_kv_heads * head_dim
   size_t head_dim;
+  bool prefetch_values;  // whether the values come from DRAM and are worth prefetching
 };
 
 // Vectors are sizeless on SVE and cannot live in arrays, so the up-to-4 queries of a pass get
@@ -101,14 +109,20 @@ HWY_INLINE void AttentionKeyScores(const float* const* HWY_RESTRICT q, const flo
     if constexpr (kQueries > 3) AttentionDotStep<kKeys>(d, q[3] + x, key_a, key_b, a3, b3);
   }
   weights[0][j] = AttentionFinishDot(d, a0, q[0], k, vec_end, head_dim, scale);
-  if constexpr (kQueries > 1) weights[1][j] = AttentionFinishDot(d, a1, q[1], k, vec_end, head_dim, scale);
-  if constexpr (kQueries > 2) weights[2][j] = AttentionFinishDot(d, a2, q[2], k, vec_end, head_dim, scale);
-  if constexpr (kQueries > 3) weights[3][j] = AttentionFinishDot(d, a3, q[3], k, vec_end, head_dim, scale);
+  if constexpr (kQueries > 1)
+    weights[1][j] = AttentionFinishDot(d, a1, q[1], k, vec_end, head_dim, scale);
+  if constexpr (kQueries > 2)
+    weights[2][j] = AttentionFinishDot(d, a2, q[2], k, vec_end, head_dim, scale);
+  if constexpr (kQueries > 3)
+    weights[3][j] = AttentionFinishDot(d, a3, q[3], k, vec_end, head_dim, scale);
   if constexpr (kKeys > 1) {
     weights[0][j + 1] = AttentionFinishDot(d, b0, q[0], k2, vec_end, head_dim, scale);
-    if constexpr (kQueries > 1) weights[1][j + 1] = AttentionFinishDot(d, b1, q[1], k2, vec_end, head_dim, scale);
-    if constexpr (kQueries > 2) weights[2][j + 1] = AttentionFinishDot(d, b2, q[2], k2, vec_end, head_dim, scale);
-    if constexpr (kQueries > 3) weights[3][j + 1] = AttentionFinishDot(d, b3, q[3], k2, vec_end, head_dim, scale);
+    if constexpr (kQueries > 1)
+      weights[1][j + 1] = AttentionFinishDot(d, b1, q[1], k2, vec_end, head_dim, scale);
+    if constexpr (kQueries > 2)
+      weights[2][j + 1] = AttentionFinishDot(d, b2, q[2], k2, vec_end, head_dim, scale);
+    if constexpr (kQueries > 3)
+      weights[3][j + 1] = AttentionFinishDot(d, b3, q[3], k2, vec_end, head_dim, scale);
   }
 }
 
@@ -125,12 +139,14 @@ HWY_INLINE void AttentionBlockScores(const float* const* HWY_RESTRICT q, const A
                                      size_t n, float scale, AttentionWeights weights) {
   size_t j = 0;
   for (; j + 2 <= n; j += 2) {
-    AttentionPrefetchRow(kv.v + j * kv.stride, kv.head_dim);
-    AttentionPrefetchRow(kv.v + (j + 1) * kv.stride, kv.head_dim);
+    if (kv.prefetch_values) {
+      AttentionPrefetchRow(kv.v + j * kv.stride, kv.head_dim);
+      AttentionPrefetchRow(kv.v + (j + 1) * kv.stride, kv.head_dim);
+    }
     AttentionKeyScores<kQueries, 2>(q, kv.k + j * kv.stride, kv, scale, j, weights);
   }
   if (j < n) {
-    AttentionPrefetchRow(kv.v + j * kv.stride, kv.head_dim);
+    if (kv.prefetch_values) AttentionPrefetchRow(kv.v + j * kv.stride, kv.head_dim);
     AttentionKeyScores<kQueries, 1>(q, kv.k + j * kv.stride, kv, scale, j, weights);
   }
 }
@@ -140,7 +156,8 @@ HWY_INLINE float AttentionExpShifted(float* HWY_RESTRICT row, size_t n, float ma
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   // Lanes past n get -inf, whose clamped exp is 0, so they add nothing to the sum.
-  for (size_t j = n; j < hwy::RoundUpTo(n, N); ++j) row[j] = -std::numeric_limits<float>::infinity();
+  for (size_t j = n; j < hwy::RoundUpTo(n, N); ++j)
+    row[j] = -std::numeric_limits<float>::infinity();
   // exp underflows to 0 below -104; the clamp keeps the integer conversion inside Exp in range
   // for any score difference, infinite ones included.
   const auto lowest = hn::Set(d, -120.0f);
@@ -182,8 +199,8 @@ HWY_INLINE void AttentionStoreSlices(D d, V a, V c, float* HWY_RESTRICT o) {
 template <size_t kQueries, size_t kSlices>
 HWY_INLINE void AttentionAccumulateSlices(const AttentionKvView& kv, size_t n,
                                           AttentionWeights weights,
-                                          const float* HWY_RESTRICT correction,
-                                          AttentionOutputs o, size_t x) {
+                                          const float* HWY_RESTRICT correction, AttentionOutputs o,
+                                          size_t x) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, c0 = a0, c1 = a0, c2 = a0, c3 = a0;
@@ -197,9 +214,12 @@ HWY_INLINE void AttentionAccumulateSlices(const AttentionKvView& kv, size_t n,
     auto value_c = value_a;
     if constexpr (kSlices > 1) value_c = hn::LoadU(d, v + N);
     AttentionMulAddSlices<kSlices>(d, weights[0][j], value_a, value_c, a0, c0);
-    if constexpr (kQueries > 1) AttentionMulAddSlices<kSlices>(d, weights[1][j], value_a, value_c, a1, c1);
-    if constexpr (kQueries > 2) AttentionMulAddSlices<kSlices>(d, weights[2][j], value_a, value_c, a2, c2);
-    if constexpr (kQueries > 3) AttentionMulAddSlices<kSlices>(d, weights[3][j], value_a, value_c, a3, c3);
+    if constexpr (kQueries > 1)
+      AttentionMulAddSlices<kSlices>(d, weights[1][j], value_a, value_c, a1, c1);
+    if constexpr (kQueries > 2)
+      AttentionMulAddSlices<kSlices>(d, weights[2][j], value_a, value_c, a2, c2);
+    if constexpr (kQueries > 3)
+      AttentionMulAddSlices<kSlices>(d, weights[3][j], value_a, value_c, a3, c3);
   }
   AttentionStoreSlices<kSlices>(d, a0, c0, o[0] + x);
   if constexpr (kQueries > 1) AttentionStoreSlices<kSlices>(d, a1, c1, o[1] + x);
@@ -212,8 +232,7 @@ HWY_INLINE void AttentionAccumulateSlices(const AttentionKvView& kv, size_t n,
 template <size_t kQueries>
 HWY_INLINE void AttentionBlockAccumulate(const AttentionKvView& kv, size_t n,
                                          AttentionWeights weights,
-                                         const float* HWY_RESTRICT correction,
-                                         AttentionOutputs o) {
+                                         const float* HWY_RESTRICT correction, AttentionOutputs o) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   const size_t head_dim = kv.head_dim;
@@ -237,7 +256,7 @@ HWY_INLINE void AttentionBlockAccumulate(const AttentionKvView& kv, size_t n,
 // Attends kQueries consecutive query heads [head, head + kQueries) of row t, which share a kv
 // head, over all their visible positions.
 template <size_t kQueries>
-HWY_INLINE void AttentionPass(const AttentionArgs& a, size_t t, size_t head, size_t block_keys) {
+HWY_NOINLINE void AttentionPass(const AttentionArgs& a, size_t t, size_t head, size_t block_keys) {
   static_assert(kQueries >= 1 && kQueries <= kAttentionMaxQueriesPerPass, "pass size");
   const size_t head_dim = a.head_dim;
   const size_t row_width = a.n_heads * head_dim;
@@ -262,6 +281,8 @@ HWY_INLINE void AttentionPass(const AttentionArgs& a, size_t t, size_t head, siz
   AttentionKvView kv;
   kv.stride = a.n_kv_heads * head_dim;
   kv.head_dim = head_dim;
+  const size_t visible_bytes = static_cast<size_t>(p - lo + 1) * kv.stride * 2 * sizeof(float);
+  kv.prefetch_values = visible_bytes > kAttentionPrefetchMinBytes;
   for (int64_t begin = lo; begin <= p;) {
     const size_t slot = static_cast<size_t>(begin) % capacity;
     const size_t n = std::min({block_keys, static_cast<size_t>(p - begin) + 1, capacity - slot});
@@ -296,9 +317,8 @@ HWY_INLINE void AttentionPass(const AttentionArgs& a, size_t t, size_t head, siz
 
 // The op with an explicit block size (1..kAttentionMaxBlockKeys); tests vary it to compare
 // multi-block walks with single-block ones.
-static HWY_NOINLINE HWY_MAYBE_UNUSED void AttentionTasks(const AttentionArgs& a,
-                                                          size_t task_begin, size_t task_end,
-                                                          size_t block_keys) {
+static HWY_NOINLINE HWY_MAYBE_UNUSED void AttentionTasks(const AttentionArgs& a, size_t task_begin,
+                                                         size_t task_end, size_t block_keys) {
   HWY_DASSERT(a.head_dim >= 1 && a.head_dim <= kAttentionMaxHeadDim);
   HWY_DASSERT(a.n_kv_heads >= 1 && a.n_heads % a.n_kv_heads == 0);
   HWY_DASSERT(block_keys >= 1 && block_keys <= kAttentionMaxBlockKeys);

@@ -12,22 +12,29 @@
 namespace kestrel::ops {
 
 struct AttentionArgs {
-  const float* q;        // [n_tokens, n_heads * head_dim]; already RoPE'd (and QK-normed) by earlier ops
-  float* out;            // [n_tokens, n_heads * head_dim]
-  const float* k_cache;  // ring [capacity, n_kv_heads * head_dim]: position p lives in slot p % capacity;
-                         // keys stored after RoPE
-  const float* v_cache;  // ring [capacity, n_kv_heads * head_dim]
-  size_t n_tokens;       // query rows in this step
+  // [n_tokens, n_heads * head_dim]; already RoPE'd (and QK-normed) by earlier ops.
+  const float* q;
+  // [n_tokens, n_heads * head_dim]
+  float* out;
+  // Ring [capacity, n_kv_heads * head_dim]: position p lives in slot p % capacity; keys are
+  // stored after RoPE.
+  const float* k_cache;
+  // Ring [capacity, n_kv_heads * head_dim], same slots as k_cache.
+  const float* v_cache;
+  size_t n_tokens;  // query rows in this step
   size_t n_heads;
-  size_t n_kv_heads;  // n_heads % n_kv_heads == 0 (MHA, GQA, MQA); query head h uses kv head
-                      // h / (n_heads / n_kv_heads)
-  size_t head_dim;    // <= kAttentionMaxHeadDim
-  size_t capacity;    // slots in the ring
-  int64_t pos0;       // position of query row 0; row t is at pos0 + t. Keys/values for positions up to
-                      // pos0 + n_tokens - 1 are already stored.
-  int64_t window;     // 0: causal, query at p sees keys at 0..p. >0: sliding window, sees keys at
-                      // max(0, p - window + 1)..p
-  float scale;        // multiplies q.k before the softmax
+  // n_heads % n_kv_heads == 0 (MHA, GQA, MQA); query head h uses kv head
+  // h / (n_heads / n_kv_heads).
+  size_t n_kv_heads;
+  size_t head_dim;  // <= kAttentionMaxHeadDim
+  size_t capacity;  // slots in the ring
+  // Position of query row 0; row t is at pos0 + t. Keys/values for positions up to
+  // pos0 + n_tokens - 1 are already stored.
+  int64_t pos0;
+  // 0: causal, the query at p sees keys at 0..p. >0: sliding window, sees keys at
+  // max(0, p - window + 1)..p.
+  int64_t window;
+  float scale;  // multiplies q.k before the softmax
 };
 
 // The largest head_dim the op's stack state is sized for.

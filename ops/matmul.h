@@ -15,7 +15,7 @@ namespace kestrel::ops {
 
 // w: [n_out, k] row-major, x: [n_tokens, k], y: [n_tokens, n_out].
 // Sets y[t, r] = dot(w[r, :], x[t, :]) for every t < n_tokens and r in [row_begin, row_end);
-// the other columns of y are not touched. Sums accumulate in f32.
+// the other columns of y are not touched. Sums accumulate in f32. y must not overlap w or x.
 void MatMulF32(const float* w, const float* x, float* y, size_t n_tokens, size_t k, size_t n_out,
                size_t row_begin, size_t row_end);
 void MatMulF16(const hwy::float16_t* w, const float* x, float* y, size_t n_tokens, size_t k,

@@ -120,8 +120,8 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
   fresh.scores_.assign(scores, scores + n);
   fresh.types_.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    KES_CHECK_OR_RETURN(types[i] >= 1 && types[i] <= 6,
-                        "tokenizer: token " + std::to_string(i) + " type expected 1..6, found " +
+    KES_CHECK_OR_RETURN(types[i] >= 0 && types[i] <= 6,
+                        "tokenizer: token " + std::to_string(i) + " type expected 0..6, found " +
                             std::to_string(types[i]));
     KES_CHECK_OR_RETURN(!std::isnan(scores[i]),
                         "tokenizer: token " + std::to_string(i) + " score is NaN");
@@ -164,6 +164,7 @@ Status Tokenizer::BuildPieces(size_t n, const std::function<std::string_view(siz
       case TokenType::kUserDefined:
         texts_.append(p);
         break;
+      case TokenType::kUndefined:
       case TokenType::kNormal:
       case TokenType::kUnused:
         for (size_t k = 0; k < p.size();) {
@@ -187,27 +188,35 @@ void Tokenizer::BuildIndex() {
   const size_t n = types_.size();
   size_t slots = 1;
   while (slots < 2 * n) slots *= 2;  // load factor <= 1/2 keeps probe chains short
-  index_.assign(slots, -1);
+  index_.assign(slots, IndexSlot{-1, 0});
   for (size_t i = 0; i < n; ++i) {
     const std::string_view p = Piece(static_cast<int32_t>(i));
     if (p.empty()) continue;
-    for (size_t slot = HashBytes(p) & (slots - 1);; slot = (slot + 1) & (slots - 1)) {
-      if (index_[slot] < 0) {
-        index_[slot] = static_cast<int32_t>(i);
+    const uint64_t hash = HashBytes(p);
+    for (size_t slot = hash & (slots - 1);; slot = (slot + 1) & (slots - 1)) {
+      if (index_[slot].id < 0) {
+        index_[slot] = {static_cast<int32_t>(i), static_cast<uint32_t>(hash >> 32)};
         break;
       }
-      if (Piece(index_[slot]) == p) break;  // repeated piece: the lower id keeps it
+      if (Piece(index_[slot].id) == p) break;  // repeated piece: the lower id keeps it
     }
   }
 }
 
 int32_t Tokenizer::Find(std::string_view piece) const {
   if (index_.empty() || piece.empty()) return -1;
+  const uint64_t hash = HashBytes(piece);
+  const uint32_t check = static_cast<uint32_t>(hash >> 32);
   const size_t mask = index_.size() - 1;
-  for (size_t slot = HashBytes(piece) & mask;; slot = (slot + 1) & mask) {
-    const int32_t id = index_[slot];
-    if (id < 0) return -1;
-    if (Piece(id) == piece) return id;
+  for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
+    const IndexSlot& entry = index_[slot];
+    if (entry.id < 0) return -1;
+    if (entry.check != check) continue;  // cheap reject before comparing bytes
+    const uint32_t begin = piece_offsets_[entry.id], end = piece_offsets_[entry.id + 1];
+    if (end - begin == piece.size() &&
+        std::string_view(pieces_.data() + begin, piece.size()) == piece) {
+      return entry.id;
+    }
   }
 }
 
@@ -264,7 +273,8 @@ bool Tokenizer::IsSpecialAllowed(int32_t id, bool parse_special) const {
 
 bool Tokenizer::IsMergeTarget(int32_t id) const {
   const TokenType t = types_[id];
-  return t == TokenType::kNormal || t == TokenType::kUserDefined || t == TokenType::kUnused;
+  return t == TokenType::kNormal || t == TokenType::kUndefined || t == TokenType::kUserDefined ||
+         t == TokenType::kUnused;
 }
 
 void Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
@@ -290,12 +300,16 @@ void Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
       }
     }
   }
-  std::sort(found.begin(), found.end(), [](const Occurrence& a, const Occurrence& b) {
-    return a.rank != b.rank ? a.rank < b.rank : a.pos < b.pos;
-  });
+  // Into (rank, position) order: a counting sort by rank keeps the positions ascending.
+  std::vector<uint32_t> rank_start(specials_.size() + 1, 0);
+  for (const Occurrence& o : found) ++rank_start[o.rank + 1];
+  for (size_t r = 1; r < rank_start.size(); ++r) rank_start[r] += rank_start[r - 1];
+  std::vector<Occurrence> ordered(found.size());
+  for (const Occurrence& o : found) ordered[rank_start[o.rank]++] = o;
+
   std::vector<bool> claimed(text.size(), false);
   std::vector<Fragment> specials;
-  for (const Occurrence& o : found) {
+  for (const Occurrence& o : ordered) {
     const int32_t id = specials_[o.rank];
     const size_t len = Piece(id).size();
     // Every span claimed before is at least as long as this one, so it overlaps this one only

@@ -20,7 +20,7 @@
 // or byte pieces is the concatenation of two other pieces.)
 //
 // Decoding: U+2581 becomes ' ', a byte token its byte, control and unknown tokens nothing,
-// user-defined tokens their piece verbatim, normal and unused tokens their piece.
+// user-defined tokens their piece verbatim, normal, undefined and unused tokens their piece.
 //
 // Init copies everything it needs; afterwards the Tokenizer is immutable, safe to share across
 // threads, and copyable (all internal references are indices, never pointers).
@@ -43,8 +43,10 @@ struct TokenizerConfig {
   bool add_bos = false, add_eos = false, add_space_prefix = false;
 };
 
-// Token types as GGUF stores them (tokenizer.ggml.token_type).
+// Token types as GGUF stores them (tokenizer.ggml.token_type). llama.cpp's "undefined" (0) is
+// accepted and treated as normal.
 enum class TokenType : int8_t {
+  kUndefined = 0,
   kNormal = 1,
   kUnknown = 2,
   kControl = 3,
@@ -57,9 +59,10 @@ class Tokenizer {
  public:
   // piece(i) returns token i's UTF-8 piece (spaces as U+2581, byte tokens as "<0xAB>");
   // scores/types have n entries (types as in GGUF: 1 normal, 2 unknown, 3 control,
-  // 4 user-defined, 5 unused, 6 byte). Copies what it needs; may be called again to reload.
+  // 4 user-defined, 5 unused, 6 byte; 0 undefined). Copies what it needs; may be called again to
+  // reload (a failed Init leaves the tokenizer as it was).
   // Validates: 0 < n <= INT32_MAX, special ids in [-1, n), add_bos/add_eos have their id,
-  // pieces are valid UTF-8, types are 1..6, scores are not NaN, byte tokens read "<0xAB>".
+  // pieces are valid UTF-8, types are 0..6, scores are not NaN, byte tokens read "<0xAB>".
   Status Init(size_t n, const std::function<std::string_view(size_t)>& piece, const float* scores,
               const int8_t* types, const TokenizerConfig& config);
 
@@ -104,6 +107,10 @@ class Tokenizer {
     uint8_t byte;
     uint32_t child;
   };
+  struct IndexSlot {
+    int32_t id;      // -1: empty
+    uint32_t check;  // high half of the piece's hash
+  };
 
   Status BuildPieces(size_t n, const std::function<std::string_view(size_t)>& piece);
   void BuildIndex();
@@ -123,7 +130,7 @@ class Tokenizer {
   std::vector<uint32_t> text_offsets_;   // [n + 1]
   std::vector<float> scores_;           // [n]
   std::vector<TokenType> types_;        // [n]
-  std::vector<int32_t> index_;          // open-addressing hash table of ids by piece, -1 empty
+  std::vector<IndexSlot> index_;        // open-addressing hash table of ids by piece
   std::array<int32_t, 256> byte_to_id_{};  // byte token per byte value, -1 if absent
   std::vector<int32_t> specials_;       // control/unknown/user-defined ids, longest piece first
   std::vector<TrieNode> trie_;          // trie_[0] is the root

@@ -12,14 +12,20 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <ostream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "converters/gguf/gguf_file.h"
 
 namespace kestrel::gguf {
+
+// Names the type in parameterized test output instead of printing its bytes.
+void PrintTo(GgmlType t, std::ostream* os) { *os << GgmlTypeName(t); }
+
 namespace {
 
 // ---- SHA-256 (FIPS 180-4), the same digest dequant_ref.py takes with hashlib ----
@@ -81,11 +87,10 @@ class Sha256 {
       const uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
       w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
-    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6],
-             h = h_[7];
+    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
     for (int i = 0; i < 64; ++i) {
-      const uint32_t t1 = h + (Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25)) + ((e & f) ^ (~e & g)) +
-                          k[i] + w[i];
+      const uint32_t t1 =
+          h + (Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
       const uint32_t t2 = (Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
       h = g;
       g = f;
@@ -96,8 +101,7 @@ class Sha256 {
       b = a;
       a = t1 + t2;
     }
-    h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e, h_[5] += f, h_[6] += g,
-        h_[7] += h;
+    h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e, h_[5] += f, h_[6] += g, h_[7] += h;
   }
 
   uint32_t h_[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -141,7 +145,8 @@ bool RunOracle(const std::string& args, std::string* error) {
 
 void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   ASSERT_TRUE(out.good()) << "cannot write " << path;
 }
 
@@ -174,9 +179,9 @@ void ExpectMatchesOracle(GgmlType type, const std::vector<uint8_t>& blocks) {
   const std::string out_path = TmpPath(std::string(GgmlTypeName(type)) + ".out");
   WriteBytes(in_path, blocks);
   std::string error;
-  const bool ran = RunOracle(std::string("blocks ") + GgmlTypeName(type) + " '" + in_path +
-                                 "' '" + out_path + "'",
-                             &error);
+  const bool ran = RunOracle(
+      std::string("blocks ") + GgmlTypeName(type) + " '" + in_path + "' '" + out_path + "'",
+      &error);
   std::remove(in_path.c_str());
   ASSERT_TRUE(ran) << error;
   const std::vector<float> reference = ReadFloats(out_path);
@@ -202,17 +207,13 @@ std::vector<size_t> HalfFieldOffsets(GgmlType type) {
   switch (type) {
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
-    case GgmlType::Q8_0:
-      return {0};
+    case GgmlType::Q8_0: return {0};
     case GgmlType::Q4_1:
     case GgmlType::Q5_1:
     case GgmlType::Q4_K:
-    case GgmlType::Q5_K:
-      return {0, 2};
-    case GgmlType::Q6_K:
-      return {208};
-    default:
-      return {};
+    case GgmlType::Q5_K: return {0, 2};
+    case GgmlType::Q6_K: return {208};
+    default: return {};
   }
 }
 
@@ -222,9 +223,9 @@ class HalfScales {
  public:
   explicit HalfScales(std::mt19937_64* rng) : rng_(rng) {}
   uint16_t Next() {
-    static constexpr uint16_t kSpecial[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff,
-                                            0x0200, 0x0400, 0x8400, 0x7bff, 0xfbff, 0x3c00,
-                                            0xbc00, 0x2e66, 0xa000};
+    static constexpr uint16_t kSpecial[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff,
+                                            0x83ff, 0x0200, 0x0400, 0x8400, 0x7bff,
+                                            0xfbff, 0x3c00, 0xbc00, 0x2e66, 0xa000};
     if (next_special_ < sizeof(kSpecial) / sizeof(kSpecial[0])) return kSpecial[next_special_++];
     for (;;) {
       const auto h = static_cast<uint16_t>((*rng_)());
@@ -319,7 +320,8 @@ TEST(BlockSizes, MatchGgufPy) {
   for (const GgmlType t : all) {
     std::string name;
     size_t elements = 0, bytes = 0;
-    ASSERT_TRUE(lines >> name >> elements >> bytes) << "oracle output ended before " << GgmlTypeName(t);
+    ASSERT_TRUE(lines >> name >> elements >> bytes)
+        << "oracle output ended before " << GgmlTypeName(t);
     EXPECT_EQ(name, GgmlTypeName(t));
     EXPECT_EQ(BlockElements(t), elements) << name;
     EXPECT_EQ(BlockBytes(t), bytes) << name;
@@ -368,28 +370,44 @@ TEST(RealModel, EveryTensorMatchesGgufPy) {
   ASSERT_TRUE(opened.ok()) << opened.message()
                            << "\nThe model is missing or unreadable: run scripts/fetch-model.sh";
 
+  // gguf-py takes tens of seconds over the model: run it while we hash our own output.
   const std::string hashes_path = TmpPath("model_hashes.txt");
   std::string error;
-  ASSERT_TRUE(RunOracle(std::string("model-hashes '") + KESTREL_MODEL_GGUF + "' '" + hashes_path +
-                            "'",
-                        &error))
-      << error;
+  bool oracle_ran = false;
+  std::thread oracle([&] {
+    oracle_ran = RunOracle(
+        std::string("model-hashes '") + KESTREL_MODEL_GGUF + "' '" + hashes_path + "'", &error);
+  });
+  struct Ours {
+    std::string type_name;
+    uint64_t n_elements;
+    std::string digest;
+    Status status;
+  };
+  std::vector<Ours> ours;
+  std::vector<float> values;
+  for (const TensorInfo& t : file->tensors()) {
+    const Status s = DequantizeTensor(t, &values);
+    ours.push_back({GgmlTypeName(t.type), t.n_elements,
+                    s.ok() ? Sha256Hex(values.data(), values.size() * sizeof(float)) : "", s});
+  }
+  oracle.join();
+  ASSERT_TRUE(oracle_ran) << error;
   std::istringstream lines(ReadText(hashes_path));
   std::remove(hashes_path.c_str());
 
   std::map<std::string, size_t> checked_by_type;
-  std::vector<float> values;
-  for (const TensorInfo& t : file->tensors()) {
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const TensorInfo& t = file->tensors()[i];
     std::string name, type_name, digest;
     uint64_t n_elements = 0;
     ASSERT_TRUE(lines >> name >> type_name >> n_elements >> digest)
-        << "gguf-py listed fewer tensors than our reader (" << file->tensors().size() << ")";
+        << "gguf-py listed fewer tensors than our reader (" << ours.size() << ")";
     ASSERT_EQ(name, t.name) << "tensor order differs from gguf-py";
-    ASSERT_EQ(type_name, GgmlTypeName(t.type)) << t.name;
-    ASSERT_EQ(n_elements, t.n_elements) << t.name;
-    const Status s = DequantizeTensor(t, &values);
-    ASSERT_TRUE(s.ok()) << s.message();
-    EXPECT_EQ(Sha256Hex(values.data(), values.size() * sizeof(float)), digest)
+    ASSERT_EQ(type_name, ours[i].type_name) << t.name;
+    ASSERT_EQ(n_elements, ours[i].n_elements) << t.name;
+    ASSERT_TRUE(ours[i].status.ok()) << ours[i].status.message();
+    EXPECT_EQ(ours[i].digest, digest)
         << "tensor '" << t.name << "' (" << type_name << ", " << n_elements
         << " values) dequantizes differently from gguf-py";
     ++checked_by_type[type_name];

@@ -233,9 +233,10 @@ TEST(GgufMetadata, EveryValueType) {
   EXPECT_FALSE(file->Has("arr"));
   const std::vector<std::string> keys = file->Keys();
   const std::vector<std::string> expected_keys = {
-      "u8",      "i8",      "u16",     "i16",     "u32",      "i32",      "f32",     "bool",
-      "string",  "u64.big", "u64",     "i64",     "f64",      "arr.str",  "arr.f32", "arr.i32",
-      "arr.u8",  "arr.bool", "arr.f64", "arr.nested", "arr.empty", "arr.u64.big"};
+      "u8",      "i8",         "u16",       "i16",        "u32",    "i32",
+      "f32",     "bool",       "string",    "u64.big",    "u64",    "i64",
+      "f64",     "arr.str",    "arr.f32",   "arr.i32",    "arr.u8", "arr.bool",
+      "arr.f64", "arr.nested", "arr.empty", "arr.u64.big"};
   EXPECT_EQ(keys, expected_keys);
 }
 
@@ -339,7 +340,8 @@ TEST(GgufTensors, OpenFromPathMapsTheFile) {
       std::string(KESTREL_TEST_TMP) + "/gguf_file_test_" + std::to_string(::getpid()) + ".gguf";
   {
     std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
   }
   std::unique_ptr<File> file;
   const Status s = File::Open(path, &file);
@@ -518,8 +520,8 @@ TEST(GgufMalformed, TensorProblems) {
   {
     // One byte short: header and info take 75 bytes, padded to 96; the data needs 96 + 68.
     const std::vector<uint8_t> bytes = OneTensor({64}, q8, 0, 67);
-    ExpectRejected(bytes, {"'blk.0.attn_q.weight'", "data ends at byte 164",
-                           "the file has 163 bytes"});
+    ExpectRejected(bytes,
+                   {"'blk.0.attn_q.weight'", "data ends at byte 164", "the file has 163 bytes"});
   }
   ExpectRejected(OneTensor({64}, q8, 32, 68), {"data ends at byte 196", "164 bytes"});
   ExpectRejected(OneTensor({64}, q8, ~uint64_t{31}, 68), {"beyond 2^64"});

@@ -136,7 +136,9 @@ class OracleTest : public ::testing::Test {
       const int32_t next =
           static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
       greedy.push_back(next);
-      if (i + 1 < kGreedyTokens) ASSERT_TRUE(session->Decode(next).ok());
+      if (i + 1 < kGreedyTokens) {
+        ASSERT_TRUE(session->Decode(next).ok());
+      }
     }
     EXPECT_EQ(greedy, oracle.greedy) << "greedy continuation differs from the oracle's";
     std::printf("[%s] greedy: %s\n", tag.c_str(), model_->tokenizer().Decode(greedy).c_str());
@@ -164,7 +166,9 @@ TEST_F(OracleTest, LongPromptPrefilledInChunksWrapsTheSlidingWindow) {
   // The rings of sliding-window layers must be smaller than the prompt, or nothing wraps.
   auto session = NewSession(1);
   for (const KvRingPlan& ring : session->memory().kv) {
-    if (ring.window) ASSERT_LT(ring.capacity, tokens.size());
+    if (ring.window) {
+      ASSERT_LT(ring.capacity, tokens.size());
+    }
   }
   CompareWithOracle("long", tokens, 2);
 }

@@ -4,9 +4,10 @@
 #include <limits>
 #include <string>
 
-// Bit-exactness with ggml and gguf-py needs every product and sum rounded to f32 on its own:
-// a fused multiply-add (GCC contracts across statements by default in C++, and aarch64 or
-// -march=native builds have FMA) would round `d * q - m` once and change low bits.
+// ggml and gguf-py round every product and sum to f32 on its own. With today's formulas the
+// products that feed an addition are exact in f32 (an 11-bit fp16 scale times a few-bit integer),
+// so a fused multiply-add would give the same bits; turning contraction off keeps bit-exactness
+// from resting on that argument (GCC contracts across statements in C++, aarch64 has FMA).
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #elif defined(__GNUC__)
@@ -16,7 +17,7 @@
 namespace kestrel::gguf {
 namespace {
 
-constexpr size_t kQK = 32;    // values per block of the Q4_0..Q8_0 family
+constexpr size_t kQK = 32;     // values per block of the Q4_0..Q8_0 family
 constexpr size_t kQK_K = 256;  // values per K-quant super-block
 
 uint16_t LoadU16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
@@ -183,7 +184,9 @@ void BlockQ6_K(const uint8_t* b, float* y) {
 
 void BlockF32(const uint8_t* b, float* y) { *y = FromBits(LoadU32(b)); }
 void BlockF16(const uint8_t* b, float* y) { *y = LoadHalf(b); }
-void BlockBF16(const uint8_t* b, float* y) { *y = FromBits(static_cast<uint32_t>(LoadU16(b)) << 16); }
+void BlockBF16(const uint8_t* b, float* y) {
+  *y = FromBits(static_cast<uint32_t>(LoadU16(b)) << 16);
+}
 
 using BlockFn = void (*)(const uint8_t* block, float* values);
 
@@ -263,6 +266,15 @@ Status DequantizeRows(const TensorInfo& t, uint64_t first_row, uint64_t n_rows, 
   if (t.ne.empty() || traits.block_elements == 0 || t.data == nullptr) {
     return Status::Error(where + ": expected a shape, a known type and mapped data");
   }
+  uint64_t shape_elements = 1;
+  for (const uint64_t d : t.ne) {
+    if (__builtin_mul_overflow(shape_elements, d, &shape_elements)) shape_elements = 0;
+  }
+  if (shape_elements != t.n_elements) {
+    return Status::Error(where + ": expected n_elements to be the product of the shape, " +
+                         std::to_string(shape_elements) + ", found " +
+                         std::to_string(t.n_elements));
+  }
   const uint64_t row_length = t.ne[0];
   const uint64_t rows = row_length == 0 ? 0 : t.n_elements / row_length;
   if (first_row > rows || n_rows > rows - first_row) {
@@ -272,11 +284,10 @@ Status DequantizeRows(const TensorInfo& t, uint64_t first_row, uint64_t n_rows, 
   }
   if (row_length % traits.block_elements != 0 ||
       t.n_bytes != t.n_elements / traits.block_elements * traits.block_bytes) {
-    return Status::Error(where + ": expected " + std::to_string(t.n_elements) + " " +
-                         GgmlTypeName(t.type) + " values in whole blocks of " +
-                         std::to_string(traits.block_bytes) + " bytes, found " +
-                         std::to_string(t.n_bytes) + " bytes and row length " +
-                         std::to_string(row_length));
+    return Status::Error(
+        where + ": expected " + std::to_string(t.n_elements) + " " + GgmlTypeName(t.type) +
+        " values in whole blocks of " + std::to_string(traits.block_bytes) + " bytes, found " +
+        std::to_string(t.n_bytes) + " bytes and row length " + std::to_string(row_length));
   }
   const uint64_t row_bytes = row_length / traits.block_elements * traits.block_bytes;
   if (n_rows * row_length > std::numeric_limits<size_t>::max()) {

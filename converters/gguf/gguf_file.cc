@@ -55,28 +55,23 @@ size_t ScalarSize(ValueType t) {
   switch (t) {
     case ValueType::U8:
     case ValueType::I8:
-    case ValueType::BOOL:
-      return 1;
+    case ValueType::BOOL: return 1;
     case ValueType::U16:
-    case ValueType::I16:
-      return 2;
+    case ValueType::I16: return 2;
     case ValueType::U32:
     case ValueType::I32:
-    case ValueType::F32:
-      return 4;
+    case ValueType::F32: return 4;
     case ValueType::U64:
     case ValueType::I64:
-    case ValueType::F64:
-      return 8;
-    default:
-      return 0;
+    case ValueType::F64: return 8;
+    default: return 0;
   }
 }
 
 // The smallest number of bytes one element of this type can occupy in an array.
 size_t MinEncodedSize(ValueType t) {
-  if (t == ValueType::STRING) return 8;        // u64 length
-  if (t == ValueType::ARRAY) return 4 + 8;     // u32 element type, u64 count
+  if (t == ValueType::STRING) return 8;     // u64 length
+  if (t == ValueType::ARRAY) return 4 + 8;  // u32 element type, u64 count
   return ScalarSize(t);
 }
 
@@ -90,16 +85,12 @@ bool IsInteger(ValueType t) {
     case ValueType::I32:
     case ValueType::U64:
     case ValueType::I64:
-    case ValueType::BOOL:
-      return true;
-    default:
-      return false;
+    case ValueType::BOOL: return true;
+    default: return false;
   }
 }
 
-bool IsNumeric(ValueType t) {
-  return IsInteger(t) || t == ValueType::F32 || t == ValueType::F64;
-}
+bool IsNumeric(ValueType t) { return IsInteger(t) || t == ValueType::F32 || t == ValueType::F64; }
 
 // Decodes one validated integer (or bool) scalar. Fails only for u64 values above INT64_MAX.
 bool DecodeInt(ValueType t, const uint8_t* p, int64_t* out) {
@@ -118,8 +109,7 @@ bool DecodeInt(ValueType t, const uint8_t* p, int64_t* out) {
       *out = static_cast<int64_t>(v);
       return true;
     }
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -145,8 +135,7 @@ class Cursor {
   Status Skip(size_t n, const std::string& what) {
     if (n > remaining()) {
       return Status::Error("truncated file: expected " + Num(n) + " bytes for " + what +
-                           " at byte " + Num(pos_) + ", but the file has " + Num(size_) +
-                           " bytes");
+                           " at byte " + Num(pos_) + ", but the file has " + Num(size_) + " bytes");
     }
     pos_ += n;
     return OkStatus();
@@ -168,9 +157,8 @@ class Cursor {
     uint64_t length = 0;
     KES_RETURN_IF_ERROR(ReadU64("the length of " + what, &length));
     if (length > remaining()) {
-      return Status::Error(what + ": string length " + Num(length) + " at byte " +
-                           Num(pos_ - 8) + " exceeds the " + Num(remaining()) +
-                           " bytes left in the file");
+      return Status::Error(what + ": string length " + Num(length) + " at byte " + Num(pos_ - 8) +
+                           " exceeds the " + Num(remaining()) + " bytes left in the file");
     }
     *out = std::string_view(reinterpret_cast<const char*>(here()), static_cast<size_t>(length));
     pos_ += static_cast<size_t>(length);
@@ -208,16 +196,27 @@ Status ValidateValue(Cursor* c, ValueType type, int depth, const std::string& wh
   const size_t min_size = MinEncodedSize(element_type);
   if (count > c->remaining() / min_size) {
     return Status::Error(where + ": array of " + Num(count) + " " + ValueTypeName(element_type) +
-                         " elements needs at least " + Num(min_size) +
-                         " bytes each, but only " + Num(c->remaining()) +
-                         " bytes are left in the file after byte " + Num(c->pos()));
+                         " elements needs at least " + Num(min_size) + " bytes each, but only " +
+                         Num(c->remaining()) + " bytes are left in the file after byte " +
+                         Num(c->pos()));
   }
   if (ScalarSize(element_type) != 0) {
     return c->Skip(static_cast<size_t>(count) * min_size, where);
   }
+  if (element_type == ValueType::STRING) {
+    // Vocabularies hold 10^5 strings: name the element only when one is bad.
+    for (uint64_t i = 0; i < count; ++i) {
+      if (c->remaining() >= 8 && LoadU64(c->here()) <= c->remaining() - 8) {
+        (void)c->Skip(8 + static_cast<size_t>(LoadU64(c->here())), where);
+        continue;
+      }
+      std::string_view ignored;
+      return c->ReadString(where + "[" + Num(i) + "]", &ignored);  // fails, saying why
+    }
+    return OkStatus();
+  }
   for (uint64_t i = 0; i < count; ++i) {
-    KES_RETURN_IF_ERROR(
-        ValidateValue(c, element_type, depth + 1, where + "[" + Num(i) + "]"));
+    KES_RETURN_IF_ERROR(ValidateValue(c, element_type, depth + 1, where + "[" + Num(i) + "]"));
   }
   return OkStatus();
 }
@@ -283,15 +282,9 @@ void FormatValue(Cursor* c, ValueType type, size_t max_items, std::string* out) 
     case ValueType::F32:
       std::snprintf(buf, sizeof(buf), "%.9g", static_cast<double>(LoadF32(p)));
       break;
-    case ValueType::F64:
-      std::snprintf(buf, sizeof(buf), "%.17g", LoadF64(p));
-      break;
-    case ValueType::BOOL:
-      std::snprintf(buf, sizeof(buf), "%s", p[0] ? "true" : "false");
-      break;
-    case ValueType::U64:
-      std::snprintf(buf, sizeof(buf), "%" PRIu64, LoadU64(p));
-      break;
+    case ValueType::F64: std::snprintf(buf, sizeof(buf), "%.17g", LoadF64(p)); break;
+    case ValueType::BOOL: std::snprintf(buf, sizeof(buf), "%s", p[0] ? "true" : "false"); break;
+    case ValueType::U64: std::snprintf(buf, sizeof(buf), "%" PRIu64, LoadU64(p)); break;
     default: {
       int64_t v = 0;
       DecodeInt(type, p, &v);
@@ -409,8 +402,8 @@ Status File::Parse() {
     char found[32];
     std::snprintf(found, sizeof(found), "%02x %02x %02x %02x", base_[0], base_[1], base_[2],
                   base_[3]);
-    return Status::Error(std::string("not a GGUF file: expected magic 'GGUF' (47 47 55 46), found ") +
-                         found);
+    return Status::Error(
+        std::string("not a GGUF file: expected magic 'GGUF' (47 47 55 46), found ") + found);
   }
   Cursor c(base_, size_, 4);
   KES_RETURN_IF_ERROR(c.ReadU32("the version", &version_));
@@ -429,20 +422,20 @@ Status File::Parse() {
   size_t pos = c.pos();
   KES_RETURN_IF_ERROR(ParseMetadata(&pos, kv_count));
 
+  alignment_ = kDefaultAlignment;
   if (const auto it = kv_index_.find("general.alignment"); it != kv_index_.end()) {
-    int64_t alignment = 0;
-    const Status got = GetInt("general.alignment", &alignment);
-    if (!got.ok() || kvs_[it->second].type == ValueType::BOOL) {
+    const ValueType type = kvs_[it->second].type;
+    if (!IsInteger(type) || type == ValueType::BOOL) {
       return Status::Error("general.alignment: expected an unsigned integer, found " +
-                           std::string(ValueTypeName(kvs_[it->second].type)));
+                           std::string(ValueTypeName(type)));
     }
-    if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+    int64_t alignment = 0;
+    if (!GetInt("general.alignment", &alignment).ok() || alignment <= 0 ||
+        (alignment & (alignment - 1)) != 0) {
       return Status::Error("general.alignment: expected a power of two, found " +
-                           std::to_string(alignment));
+                           ValueToString("general.alignment"));
     }
     alignment_ = static_cast<uint64_t>(alignment);
-  } else {
-    alignment_ = kDefaultAlignment;
   }
 
   KES_RETURN_IF_ERROR(ParseTensorInfos(&pos, tensor_count));
@@ -452,9 +445,9 @@ Status File::Parse() {
   data_offset_ = static_cast<uint64_t>(pos) + padding;  // pos <= size_, padding < 2^63
   if (tensors_.empty()) return OkStatus();
   if (data_offset_ > size_) {
-    return Status::Error("data section: expected it to start at byte " + Num(data_offset_) +
-                         " (" + Num(alignment_) + "-byte aligned), but the file has " +
-                         Num(size_) + " bytes");
+    return Status::Error("data section: expected it to start at byte " + Num(data_offset_) + " (" +
+                         Num(alignment_) + "-byte aligned), but the file has " + Num(size_) +
+                         " bytes");
   }
   const uint64_t data_size = size_ - data_offset_;
   for (TensorInfo& t : tensors_) {
@@ -463,8 +456,8 @@ Status File::Parse() {
       if (__builtin_add_overflow(data_offset_, t.offset, &end) ||
           __builtin_add_overflow(end, t.n_bytes, &end)) {
         return Status::Error("tensor " + Quoted(t.name) + ": data at offset " + Num(t.offset) +
-                             " of " + Num(t.n_bytes) + " bytes ends beyond 2^64, but the file has " +
-                             Num(size_) + " bytes");
+                             " of " + Num(t.n_bytes) +
+                             " bytes ends beyond 2^64, but the file has " + Num(size_) + " bytes");
       }
       return Status::Error("tensor " + Quoted(t.name) + ": data ends at byte " + Num(end) +
                            " but the file has " + Num(size_) + " bytes");
@@ -479,10 +472,9 @@ Status File::ParseMetadata(size_t* pos, uint64_t kv_count) {
   // Each entry takes at least a key length, a type and one value byte: bounds the reservation.
   constexpr size_t kMinEntryBytes = 8 + 4 + 1;
   if (kv_count > c.remaining() / kMinEntryBytes) {
-    return Status::Error("metadata count: expected at most " +
-                         Num(c.remaining() / kMinEntryBytes) + " entries in the " +
-                         Num(c.remaining()) + " bytes left after the header, found " +
-                         Num(kv_count));
+    return Status::Error("metadata count: expected at most " + Num(c.remaining() / kMinEntryBytes) +
+                         " entries in the " + Num(c.remaining()) +
+                         " bytes left after the header, found " + Num(kv_count));
   }
   kvs_.reserve(static_cast<size_t>(kv_count));
   for (uint64_t i = 0; i < kv_count; ++i) {
@@ -561,13 +553,13 @@ Status File::ParseTensorInfos(size_t* pos, uint64_t tensor_count) {
     }
     if (t.ne[0] % block_elements != 0) {
       return Status::Error(where + ": row length ne[0] = " + Num(t.ne[0]) +
-                           " is not a multiple of the " + GgmlTypeName(t.type) +
-                           " block size " + Num(block_elements));
+                           " is not a multiple of the " + GgmlTypeName(t.type) + " block size " +
+                           Num(block_elements));
     }
     const uint64_t blocks = n_elements / block_elements;
     if (__builtin_mul_overflow(blocks, static_cast<uint64_t>(BlockBytes(t.type)), &t.n_bytes)) {
-      return Status::Error(where + ": byte size of " + Num(blocks) + " " +
-                           GgmlTypeName(t.type) + " blocks overflows 64 bits");
+      return Status::Error(where + ": byte size of " + Num(blocks) + " " + GgmlTypeName(t.type) +
+                           " blocks overflows 64 bits");
     }
 
     KES_RETURN_IF_ERROR(c.ReadU64("the data offset of " + where, &t.offset));
@@ -579,8 +571,8 @@ Status File::ParseTensorInfos(size_t* pos, uint64_t tensor_count) {
 
     const auto [it, inserted] = tensor_index_.emplace(t.name, tensors_.size());
     if (!inserted) {
-      return Status::Error(where + ": duplicate tensor name (tensors " + Num(it->second) +
-                           " and " + Num(i) + ")");
+      return Status::Error(where + ": duplicate tensor name (tensors " + Num(it->second) + " and " +
+                           Num(i) + ")");
     }
     tensors_.push_back(std::move(t));
   }
@@ -661,7 +653,8 @@ Status File::GetString(std::string_view key, std::string* out) const {
     return Status::Error("metadata " + Quoted(key) + ": expected string, found " +
                          ValueTypeName(kv->type));
   }
-  out->assign(reinterpret_cast<const char*>(kv->value + 8), static_cast<size_t>(LoadU64(kv->value)));
+  out->assign(reinterpret_cast<const char*>(kv->value + 8),
+              static_cast<size_t>(LoadU64(kv->value)));
   return OkStatus();
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -126,9 +127,9 @@ class File {
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
-  std::vector<KeyValue> kvs_;                              // file order
-  std::map<std::string, size_t, std::less<>> kv_index_;    // key -> index in kvs_
-  std::vector<TensorInfo> tensors_;                        // file order
+  std::vector<KeyValue> kvs_;                                // file order
+  std::map<std::string, size_t, std::less<>> kv_index_;      // key -> index in kvs_
+  std::vector<TensorInfo> tensors_;                          // file order
   std::map<std::string, size_t, std::less<>> tensor_index_;  // name -> index in tensors_
 };
 

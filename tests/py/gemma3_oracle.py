@@ -26,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from oracle_gguf import describe, open_model  # noqa: E402
+from oracle_vocab import decode, read_vocab  # noqa: E402
 
 LM_HEAD_CHUNK = 32  # positions per LM-head matmul: [32, vocab] float64 is 64 MiB for 262k vocab
 
@@ -169,6 +170,9 @@ def main():
     ap.add_argument("--positions", choices=["all", "last"], default="all")
     ap.add_argument("--generate", type=int, default=0, metavar="N")
     ap.add_argument("--generated-out", help="raw little-endian int32 generated ids")
+    ap.add_argument("--generated-gaps-out",
+                    help="raw little-endian float32: top-1 minus top-2 logit at each generated "
+                         "step; a tiny gap marks a step where a float32 runtime may fairly differ")
     ap.add_argument("--query-pre-attn-scalar", type=float, default=None,
                     help="queries are scaled by its -1/2 power; GGUF does not store it and "
                          "Gemma 3 uses head_dim except for the 27B model (default: key_length)")
@@ -179,7 +183,7 @@ def main():
         ap.error("--generate needs --generated-out")
 
     t_start = time.perf_counter()
-    _, cfg, w = open_model(args.gguf)
+    reader, cfg, w = open_model(args.gguf)
     tokens = read_tokens(args.tokens_file, cfg.vocab_size)
     max_len = len(tokens) + max(args.generate - 1, 0)
     if max_len > cfg.context_length:
@@ -209,13 +213,17 @@ def main():
             if i + 1 < args.generate:
                 logits = lm_head(cfg, w, forward(cfg, w, cache, np.array([token]), query_scale))[0]
         np.asarray(generated, dtype="<i4").tofile(args.generated_out)
+        if args.generated_gaps_out:
+            np.asarray(gaps, dtype="<f4").tofile(args.generated_gaps_out)
     t_end = time.perf_counter()
 
     print(f"gemma3_oracle: prefill {len(tokens)} tokens {t_prefill - t_loaded:.2f}s, "
           f"lm_head {len(rows)} rows {t_logits - t_prefill:.2f}s, "
           f"generate {len(generated)} tokens {t_end - t_logits:.2f}s", file=sys.stderr)
     if generated:
-        print(f"gemma3_oracle: generated {' '.join(map(str, generated))}", file=sys.stderr)
+        pieces, _ = read_vocab(reader)
+        print(f"gemma3_oracle: generated {' '.join(map(str, generated))} = "
+              f"{decode(pieces, generated)!r}", file=sys.stderr)
     gap_note = f", min top-2 logit gap {min(gaps):.4f}" if gaps else ""
     print(f"gemma3_oracle: OK prompt={len(tokens)} logits=[{len(rows)}, {cfg.vocab_size}] "
           f"generated={len(generated)}{gap_note} total={t_end - t_start:.2f}s", file=sys.stderr)

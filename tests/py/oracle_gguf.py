@@ -185,8 +185,26 @@ def read_weights(reader, cfg):
     )
 
 
+class _PlainArrayReader(gguf.GGUFReader):
+    """GGUFReader that slices a plain ndarray view of its memory map instead of np.memmap.
+
+    gguf-py parses every vocabulary string with a few slices of `self.data`; on np.memmap each
+    slice pays for memmap.__array_finalize__, which made opening a 262k-token vocabulary take
+    tens of seconds. The view shares the same mapping, so tensor data is still read lazily.
+    """
+
+    def _get(self, offset, dtype, count=1, override_order=None):
+        if type(self.data) is np.memmap:
+            self.data = self.data.view(np.ndarray)
+        return super()._get(offset, dtype, count, override_order)
+
+
+def open_reader(path):
+    return _PlainArrayReader(path)
+
+
 def open_model(path):
-    reader = gguf.GGUFReader(path)
+    reader = open_reader(path)
     cfg = read_config(reader)
     return reader, cfg, read_weights(reader, cfg)
 
@@ -199,5 +217,5 @@ def describe(cfg):
             f"theta {cfg.rope_theta_local:g}/{cfg.rope_theta_global:g}")
 
 
-__all__ = ["Gemma3Config", "Gemma3Layer", "Gemma3Weights", "open_model", "read_config",
-           "read_weights", "describe"]
+__all__ = ["Gemma3Config", "Gemma3Layer", "Gemma3Weights", "open_model", "open_reader",
+           "read_config", "read_weights", "describe"]

@@ -10,11 +10,14 @@ tokens '<0xAB>' to their byte.
 """
 
 import argparse
+import os
 import re
 import sys
 
 import numpy as np
-import gguf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from oracle_gguf import open_reader  # noqa: E402
 
 _BYTE_TOKEN = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 
@@ -61,7 +64,7 @@ def main():
     ap.add_argument("--decode", help="raw little-endian int32 file to decode")
     args = ap.parse_args()
 
-    pieces, bos = read_vocab(gguf.GGUFReader(args.gguf))
+    pieces, bos = read_vocab(open_reader(args.gguf))
     if args.pieces:
         ids = lookup(pieces, args.pieces)
         if args.bos:

@@ -1,0 +1,1088 @@
+// Bad input gets a clear error, never a crash (design.md principle 3: the file is untrusted).
+//
+// A tiny random-weight Gemma 3 (tests/py/make_tiny_gemma3.py, converted with kestrel-convert) is
+// broken in every way we can think of: missing, empty, truncated at every length, wrong magic or
+// version, random bytes flipped in its FlatBuffer, and semantic corruptions written back through
+// the object API (bad offsets, sizes, shapes, dtypes, op codes, ids, arena ranges, plans,
+// tokenizer). Through the API each must give a Status naming the problem; through the CLI exit
+// code 1 (not a signal) with "kestrel: error: ..." as the only line on stderr (usage errors may
+// add the usage text after it). Bad flags, prompts longer than the context and out-of-range
+// token ids are covered the same way. Build with -DKESTREL_SANITIZE=ON too: there a read out of
+// bounds is a crash, and the CLI runs are sanitized as well.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "converters/gguf/gguf_file.h"
+#include "converters/kes_model.h"
+#include "runtime/format.h"
+#include "runtime/generate.h"
+#include "runtime/memory_plan.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+
+extern char** environ;
+
+namespace kestrel {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Files and processes
+
+std::string TmpPath(const std::string& name) {
+  const std::string dir = std::string(KESTREL_TEST_TMP) + "/bad_input";
+  ::mkdir(dir.c_str(), 0755);
+  return dir + "/" + name;
+}
+
+// Scratch names unique to this process, so ctest can run the tests of this binary in parallel.
+std::string ScratchPath(const std::string& name) {
+  return TmpPath(std::to_string(::getpid()) + "-" + name);
+}
+
+std::vector<uint8_t> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+}
+
+void WriteBytes(const std::string& path, const uint8_t* data, size_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  ASSERT_TRUE(out.good()) << "cannot write " << path;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// True when `path` exists and is at least as new as every one of `inputs`.
+bool IsFresh(const std::string& path, const std::vector<std::string>& inputs) {
+  struct stat out;
+  if (::stat(path.c_str(), &out) != 0) return false;
+  for (const std::string& input : inputs) {
+    struct stat in;
+    if (::stat(input.c_str(), &in) != 0) return false;
+    if (in.st_mtim.tv_sec > out.st_mtim.tv_sec ||
+        (in.st_mtim.tv_sec == out.st_mtim.tv_sec && in.st_mtim.tv_nsec > out.st_mtim.tv_nsec)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+struct ProcessResult {
+  bool exited = false;  // false: killed by a signal (or never started)
+  int exit_code = -1;
+  int signal = 0;
+  std::string out, err;
+};
+
+std::string Describe(const ProcessResult& r) {
+  std::string s = r.exited ? "exit code " + std::to_string(r.exit_code)
+                           : "signal " + std::to_string(r.signal);
+  return s + "\n--- stdout:\n" + r.out.substr(0, 2000) + "\n--- stderr:\n" + r.err.substr(0, 4000);
+}
+
+// Runs argv[0] with stdout and stderr captured (no shell: arguments arrive verbatim).
+ProcessResult RunProcess(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const std::string base = ScratchPath("proc" + std::to_string(counter++));
+  const std::string out_path = base + ".out", err_path = base + ".err";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ProcessResult r;
+  pid_t pid;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    r.err = "cannot start " + args[0] + ": " + std::strerror(rc);
+    return r;
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exited = WIFEXITED(status);
+  r.exit_code = r.exited ? WEXITSTATUS(status) : -1;
+  r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  const std::vector<uint8_t> out = ReadBytes(out_path), err = ReadBytes(err_path);
+  r.out.assign(out.begin(), out.end());
+  r.err.assign(err.begin(), err.end());
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
+  return r;
+}
+
+ProcessResult Cli(std::vector<std::string> args) {
+  args.insert(args.begin(), KESTREL_CLI_BIN);
+  return RunProcess(args);
+}
+ProcessResult Convert(std::vector<std::string> args) {
+  args.insert(args.begin(), KESTREL_CONVERT_BIN);
+  return RunProcess(args);
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return lines;
+}
+
+enum class Usage { kNo, kAllowed };
+
+// Exit code 1 from the program itself, stderr "<tool>: error: ..." naming every keyword on its
+// first line, and nothing else on stderr but, for usage errors, the usage text.
+::testing::AssertionResult IsCleanError(const ProcessResult& r, const std::string& tool,
+                                        const std::vector<std::string>& keywords,
+                                        Usage usage = Usage::kNo) {
+  if (!r.exited || r.exit_code != 1) {
+    return ::testing::AssertionFailure() << "expected exit code 1, got " << Describe(r);
+  }
+  const std::vector<std::string> lines = Lines(r.err);
+  const std::string prefix = tool + ": error: ";
+  if (lines.empty() || lines[0].compare(0, prefix.size(), prefix) != 0) {
+    return ::testing::AssertionFailure() << "stderr does not start with '" << prefix << "': "
+                                         << Describe(r);
+  }
+  for (const std::string& k : keywords) {
+    if (lines[0].find(k) == std::string::npos) {
+      return ::testing::AssertionFailure() << "error does not mention '" << k << "': " << lines[0];
+    }
+  }
+  const bool usage_follows = usage == Usage::kAllowed && lines.size() > 1 &&
+                             lines[1].compare(0, 7, "usage: ") == 0;
+  if (lines.size() != 1 && !usage_follows) {
+    return ::testing::AssertionFailure() << "expected one line on stderr: " << Describe(r);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult Succeeded(const ProcessResult& r) {
+  if (r.exited && r.exit_code == 0 && r.err.find("error") == std::string::npos) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << Describe(r);
+}
+
+::testing::AssertionResult FailsWith(const Status& s, const std::vector<std::string>& keywords) {
+  if (s.ok()) return ::testing::AssertionFailure() << "expected an error, got ok";
+  if (s.message().find('\n') != std::string::npos) {
+    return ::testing::AssertionFailure() << "message spans several lines: " << s.message();
+  }
+  for (const std::string& k : keywords) {
+    if (s.message().find(k) == std::string::npos) {
+      return ::testing::AssertionFailure() << "message does not mention '" << k
+                                           << "': " << s.message();
+    }
+  }
+  return ::testing::AssertionSuccess() << s.message();
+}
+
+// A 64-byte aligned copy of exactly `size` bytes: the sanitizers flag any read past its end.
+class ExactCopy {
+ public:
+  ExactCopy(const uint8_t* data, size_t size) : size_(size) {
+    void* p = nullptr;
+    if (posix_memalign(&p, kKesAlignment, size > 0 ? size : 1) != 0) std::abort();
+    if (size > 0) std::memcpy(p, data, size);
+    data_ = static_cast<uint8_t*>(p);
+  }
+  ~ExactCopy() { std::free(data_); }
+  ExactCopy(const ExactCopy&) = delete;
+  ExactCopy& operator=(const ExactCopy&) = delete;
+  uint8_t* data() { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  uint8_t* data_;
+  size_t size_;
+};
+
+// A model over its own exact copy of the bytes, which it borrows (declared first: freed last).
+struct CopiedModel {
+  std::unique_ptr<ExactCopy> bytes;
+  std::unique_ptr<Model> model;
+};
+
+Status OpenFromBytes(const uint8_t* data, size_t size, CopiedModel* out) {
+  out->model.reset();
+  out->bytes = std::make_unique<ExactCopy>(data, size);
+  return Model::FromMemory(out->bytes->data(), size, &out->model);
+}
+
+uint32_t MetadataSize(const std::vector<uint8_t>& file) {
+  uint32_t size;
+  std::memcpy(&size, file.data() + 12, 4);
+  return size;
+}
+
+// Runs a model that loaded: a session, a prompt prefilled in two chunks' worth of tokens and a
+// few greedy tokens. Whatever the numbers, it must not crash. Returns false when the session
+// could not be made (a clean error is fine too).
+bool Exercise(const Model& model, size_t threads) {
+  MemoryPlan memory;
+  const size_t ctx = std::min<size_t>(40, model.hparams().context_length());
+  // A corrupted file may legally ask for a huge arena; allocating it proves nothing here.
+  if (!PlanMemory(model, ctx, &memory).ok() || memory.arena_bytes > (size_t{256} << 20)) {
+    return false;
+  }
+  SessionOptions options;
+  options.context_length = ctx;
+  options.n_threads = threads;
+  std::unique_ptr<Session> session;
+  if (!Session::Create(model, options, &session).ok()) return false;
+  std::vector<int32_t> prompt(std::min<size_t>(12, ctx));
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    prompt[i] = static_cast<int32_t>((i * 37 + 2) % model.vocab_size());
+  }
+  GenerateOptions gen;
+  gen.max_new_tokens = 6;
+  GenerateStats stats;
+  (void)Generate(*session, prompt.data(), prompt.size(), gen, nullptr, nullptr, &stats);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tiny model, made once and reused (also by the other processes ctest starts) while newer
+// than the script and the converter that made it.
+
+struct TinyModel {
+  std::string gguf, kes;
+  std::vector<uint8_t> bytes;  // the .kes file
+};
+
+std::string MakeTinyGguf(const std::string& out, int seed) {
+  const std::string command = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                              "/tests/py/make_tiny_gemma3.py " + out + " --seed " +
+                              std::to_string(seed);
+  return std::system(command.c_str()) == 0 ? std::string() : "failed: " + command;
+}
+
+std::string MakeTinyModel(TinyModel* t) {
+  const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/make_tiny_gemma3.py";
+  t->gguf = TmpPath("tiny.gguf");
+  t->kes = TmpPath("tiny.kes");
+  // Written under a name of our own, then renamed: parallel test processes never see half a file.
+  if (!IsFresh(t->gguf, {script})) {
+    const std::string tmp = ScratchPath("tiny.gguf");
+    const std::string error = MakeTinyGguf(tmp, 1);
+    if (!error.empty()) return error;
+    if (std::rename(tmp.c_str(), t->gguf.c_str()) != 0) return "cannot rename " + tmp;
+  }
+  if (!IsFresh(t->kes, {t->gguf, KESTREL_CONVERT_BIN})) {
+    const std::string tmp = ScratchPath("tiny.kes");
+    const ProcessResult r = Convert({t->gguf, tmp});
+    if (!r.exited || r.exit_code != 0) return "kestrel-convert failed: " + Describe(r);
+    if (std::rename(tmp.c_str(), t->kes.c_str()) != 0) return "cannot rename " + tmp;
+  }
+  t->bytes = ReadBytes(t->kes);
+  if (t->bytes.size() < kKesPreambleBytes) return "cannot read " + t->kes;
+  return std::string();
+}
+
+class TinyModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (tiny_ == nullptr) {
+      tiny_ = new TinyModel();
+      setup_error_ = new std::string(MakeTinyModel(tiny_));
+    }
+  }
+  void SetUp() override { ASSERT_TRUE(setup_error_->empty()) << *setup_error_; }
+
+  const std::string& kes() const { return tiny_->kes; }
+  const std::vector<uint8_t>& bytes() const { return tiny_->bytes; }
+  std::unique_ptr<Model> OpenTiny() const {
+    std::unique_ptr<Model> model;
+    Status s = Model::Open(tiny_->kes, &model);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return model;
+  }
+
+  static TinyModel* tiny_;
+  static std::string* setup_error_;
+};
+TinyModel* TinyModelTest::tiny_ = nullptr;
+std::string* TinyModelTest::setup_error_ = nullptr;
+
+// ---------------------------------------------------------------------------------------------
+// The tiny model itself works: generator, converter, inspect and run, for every weight dtype.
+
+using TinyGgufTest = TinyModelTest;
+
+TEST_F(TinyGgufTest, IsDeterministicPerSeedAndMixesWeightTypes) {
+  const std::string again = ScratchPath("seed1.gguf"), other = ScratchPath("seed2.gguf");
+  ASSERT_EQ(MakeTinyGguf(again, 1), "");
+  ASSERT_EQ(MakeTinyGguf(other, 2), "");
+  const std::vector<uint8_t> reference = ReadBytes(tiny_->gguf);
+  EXPECT_TRUE(ReadBytes(again) == reference) << "same seed, different bytes";
+  EXPECT_FALSE(ReadBytes(other) == reference) << "different seeds, same bytes";
+  std::remove(again.c_str());
+  std::remove(other.c_str());
+
+  std::unique_ptr<gguf::File> file;
+  Status s = gguf::File::Open(tiny_->gguf, &file);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::string arch;
+  ASSERT_TRUE(file->GetString("general.architecture", &arch).ok());
+  EXPECT_EQ(arch, "gemma3");
+  EXPECT_EQ(file->tensors().size(), 2u + 6u * 13u);
+  using T = gguf::GgmlType;
+  for (T type : {T::F32, T::F16, T::BF16, T::Q8_0, T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1}) {
+    size_t count = 0;
+    for (const gguf::TensorInfo& t : file->tensors()) count += t.type == type;
+    EXPECT_GT(count, 0u) << "no tensor of type " << gguf::GgmlTypeName(type);
+  }
+}
+
+class TinyRunTest : public TinyModelTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(TinyRunTest, ConvertsInspectsAndRuns) {
+  const std::string dtype = GetParam();
+  const std::string out = ScratchPath("positive-" + dtype + ".kes");
+  const ProcessResult convert = Convert({tiny_->gguf, out, "--weights", dtype});
+  ASSERT_TRUE(Succeeded(convert));
+  EXPECT_NE(convert.out.find("wrote"), std::string::npos) << convert.out;
+
+  const ProcessResult inspect = Cli({"inspect", out});
+  EXPECT_TRUE(Succeeded(inspect));
+  EXPECT_NE(inspect.out.find("gemma3"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("6 (5 sliding-window of 8 tokens, 1 global)"), std::string::npos)
+      << inspect.out;
+  EXPECT_NE(inspect.out.find("  " + dtype + " "), std::string::npos)
+      << "no " << dtype << " tensors listed:\n" << inspect.out;
+
+  // 20 tokens pass the sliding window of 8 several times, so the rings wrap.
+  const ProcessResult run = Cli({"run", out, "-p", "hello world", "-n", "20", "--temp", "0"});
+  EXPECT_TRUE(Succeeded(run));
+  EXPECT_EQ(run.out.compare(0, 11, "hello world"), 0) << run.out;
+  EXPECT_NE(run.err.find("prefill: "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("decode: "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find(" tokens/s)"), std::string::npos) << run.err;
+  std::remove(out.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(WeightDtypes, TinyRunTest, ::testing::Values("f32", "f16", "bf16"));
+
+// ---------------------------------------------------------------------------------------------
+// Files that are not .kes models.
+
+using KesFileTest = TinyModelTest;
+
+TEST_F(KesFileTest, MissingFileDirectoryAndEmptyFile) {
+  const std::string missing = ScratchPath("does-not-exist.kes");
+  std::unique_ptr<Model> model;
+  EXPECT_TRUE(FailsWith(Model::Open(missing, &model), {"cannot open", missing}));
+  EXPECT_TRUE(IsCleanError(Cli({"run", missing, "-p", "hi"}), "kestrel", {"cannot open"}));
+  EXPECT_TRUE(IsCleanError(Cli({"inspect", missing}), "kestrel", {"cannot open"}));
+
+  const std::string dir = TmpPath("");
+  EXPECT_TRUE(FailsWith(Model::Open(dir, &model), {"not a regular file"}));
+  EXPECT_TRUE(IsCleanError(Cli({"run", dir, "-p", "hi"}), "kestrel", {"not a regular file"}));
+
+  const std::string empty = ScratchPath("empty.kes");
+  WriteBytes(empty, nullptr, 0);
+  EXPECT_TRUE(FailsWith(Model::Open(empty, &model), {"not a .kes file", "found 0"}));
+  EXPECT_TRUE(IsCleanError(Cli({"inspect", empty}), "kestrel", {"not a .kes file"}));
+  std::remove(empty.c_str());
+
+  EXPECT_TRUE(FailsWith(Model::FromMemory(nullptr, 100, &model), {"null"}));
+  EXPECT_TRUE(FailsWith(Model::FromMemory(nullptr, 0, &model), {"not a .kes file"}));
+  ExactCopy copy(bytes().data(), bytes().size());
+  EXPECT_TRUE(FailsWith(Model::FromMemory(copy.data() + 8, bytes().size() - 8, &model),
+                        {"64-byte aligned"}));
+  EXPECT_EQ(model, nullptr);
+}
+
+TEST_F(KesFileTest, WrongMagicOrVersion) {
+  std::vector<uint8_t> file = bytes();
+  file[0] = 'X';
+  CopiedModel model;
+  EXPECT_TRUE(FailsWith(OpenFromBytes(file.data(), file.size(), &model), {"wrong magic"}));
+  const std::string path = ScratchPath("magic.kes");
+  WriteBytes(path, file.data(), file.size());
+  EXPECT_TRUE(IsCleanError(Cli({"run", path, "-p", "hi"}), "kestrel", {"wrong magic"}));
+
+  // A GGUF handed to the runtime is the likeliest mix-up.
+  EXPECT_TRUE(IsCleanError(Cli({"inspect", tiny_->gguf}), "kestrel", {"not a .kes file"}));
+
+  file = bytes();
+  const uint32_t version = kKesFormatVersion + 1;
+  std::memcpy(file.data() + 8, &version, 4);
+  EXPECT_TRUE(FailsWith(OpenFromBytes(file.data(), file.size(), &model),
+                        {"format version", "expected 1", "found 2"}));
+  WriteBytes(path, file.data(), file.size());
+  EXPECT_TRUE(IsCleanError(Cli({"inspect", path}), "kestrel", {"format version"}));
+
+  // The preamble's metadata size larger than the file.
+  file = bytes();
+  const uint32_t huge = 0xFFFFFFF0u;
+  std::memcpy(file.data() + 12, &huge, 4);
+  EXPECT_TRUE(FailsWith(OpenFromBytes(file.data(), file.size(), &model), {"truncated"}));
+  std::remove(path.c_str());
+}
+
+TEST_F(KesFileTest, TruncatedAtAnyLengthFailsCleanly) {
+  const std::vector<uint8_t>& file = bytes();
+  const size_t metadata_end = kKesPreambleBytes + MetadataSize(file);
+  const size_t weights_offset = fb::GetModel(file.data() + kKesPreambleBytes)->weights_offset();
+  std::vector<size_t> lengths;
+  // Every length through the preamble and the first 2 KiB, then a stride through the metadata.
+  for (size_t n = 0; n < metadata_end + 128; n += n < 2048 ? 1 : 7) lengths.push_back(n);
+  for (size_t k = 0; k < 32; ++k) {
+    lengths.push_back(weights_offset + k * (file.size() - weights_offset) / 32);
+  }
+  lengths.push_back(file.size() - 1);
+  size_t failures = 0;
+  for (size_t n : lengths) {
+    CopiedModel model;
+    const Status s = OpenFromBytes(file.data(), n, &model);
+    const char* expected = n < kKesPreambleBytes ? "not a .kes file" : "truncated";
+    EXPECT_TRUE(FailsWith(s, {expected})) << "truncated to " << n << " bytes";
+    failures += !s.ok();
+  }
+  EXPECT_EQ(failures, lengths.size());
+
+  // The same through files and the CLI, at a few lengths.
+  const std::string path = ScratchPath("truncated.kes");
+  for (size_t n : {size_t{10}, size_t{100}, metadata_end - 1, weights_offset + 1000,
+                   file.size() - 1}) {
+    WriteBytes(path, file.data(), n);
+    std::unique_ptr<Model> model;
+    EXPECT_TRUE(FailsWith(Model::Open(path, &model), {path})) << n << " bytes";
+    EXPECT_TRUE(IsCleanError(Cli({"run", path, "-p", "hi", "-n", "2"}), "kestrel", {}))
+        << n << " bytes";
+  }
+  std::remove(path.c_str());
+}
+
+// The preamble agrees with a truncated FlatBuffer, so the verifier itself sees it cut short.
+// (Weights left out: a cut that happened to verify would still lack them.)
+TEST_F(KesFileTest, TruncatedMetadataFailsVerification) {
+  const std::vector<uint8_t>& file = bytes();
+  const uint32_t fb_size = MetadataSize(file);
+  size_t failed_verification = 0, trials = 0;
+  for (uint32_t n = 0; n < fb_size; n += n < 512 ? 1 : 5) {
+    std::vector<uint8_t> cut(file.begin(), file.begin() + kKesPreambleBytes + n);
+    std::memcpy(cut.data() + 12, &n, 4);
+    CopiedModel model;
+    const Status s = OpenFromBytes(cut.data(), cut.size(), &model);
+    ++trials;
+    EXPECT_TRUE(FailsWith(s, {})) << "metadata cut to " << n << " bytes";
+    failed_verification += s.message().find("FlatBuffer failed verification") != std::string::npos;
+  }
+  // Only cutting alignment padding off the end could leave a buffer that still verifies.
+  EXPECT_GE(failed_verification + 8, trials);
+}
+
+TEST_F(KesFileTest, FlippedMetadataBytesNeverCrash) {
+  const std::vector<uint8_t>& file = bytes();
+  const uint32_t fb_size = MetadataSize(file);
+  std::mt19937 rng(20240611);
+  const std::string path = ScratchPath("flipped.kes");
+  size_t failed = 0, loaded = 0, ran = 0, cli_runs = 0;
+  constexpr int kTrials = 400;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    std::vector<uint8_t> corrupt(file);
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) {
+      corrupt[kKesPreambleBytes + rng() % fb_size] ^= static_cast<uint8_t>(1 + rng() % 255);
+    }
+    CopiedModel model;
+    auto t0 = std::chrono::steady_clock::now();
+    const Status s = OpenFromBytes(corrupt.data(), corrupt.size(), &model);
+    if (getenv("SHOWMSG")) std::printf("T %d open %.3f %s\n", trial, std::chrono::duration<double>(std::chrono::steady_clock::now()-t0).count(), s.message().c_str());
+    if (s.ok()) {
+      ++loaded;
+      auto t1 = std::chrono::steady_clock::now();
+      ran += Exercise(*model.model, 1 + trial % 2);
+      if (getenv("SHOWMSG")) std::printf("X %d exercise %.3f\n", trial, std::chrono::duration<double>(std::chrono::steady_clock::now()-t1).count());
+    } else {
+      ++failed;
+      EXPECT_TRUE(FailsWith(s, {})) << "trial " << trial;
+    }
+    // A few through the CLI: a clean run or a clean one-line error.
+    if (trial % 40 == 0) {
+      WriteBytes(path, corrupt.data(), corrupt.size());
+      const ProcessResult r =
+          Cli({"run", path, "-p", "hello", "-n", "4", "--temp", "0", "--ctx", "32"});
+      ++cli_runs;
+      if (getenv("SHOWMSG")) std::printf("C %d cli %s\n", trial, Describe(r).c_str());
+      if (s.ok()) {
+        EXPECT_TRUE(r.exited && (r.exit_code == 0 || IsCleanError(r, "kestrel", {})))
+            << "trial " << trial << ": " << Describe(r);
+      } else {
+        EXPECT_TRUE(IsCleanError(r, "kestrel", {})) << "trial " << trial;
+      }
+    }
+  }
+  std::remove(path.c_str());
+  std::printf("%d trials: %zu rejected, %zu loaded (%zu of them ran), %zu through the CLI\n",
+              kTrials, failed, loaded, ran, cli_runs);
+  // Both outcomes must occur, or the trials test less than they seem to.
+  EXPECT_GT(failed, 0u);
+  EXPECT_GT(ran, 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Semantic corruption: a well-formed FlatBuffer that says something impossible.
+
+struct Unpacked {
+  std::unique_ptr<fb::ModelT> meta;
+  std::vector<uint8_t> blob;  // the original weight blob
+};
+
+Unpacked Unpack(const std::vector<uint8_t>& file) {
+  const fb::Model* model = fb::GetModel(file.data() + kKesPreambleBytes);
+  Unpacked u;
+  u.meta.reset(model->UnPack());
+  u.blob.assign(file.begin() + model->weights_offset(),
+                file.begin() + model->weights_offset() + model->weights_size());
+  return u;
+}
+
+// kestrel::WriteKes with the original tensor bytes. It recomputes tensor offsets and sizes and
+// the weights' place, so those are corrupted with WriteRaw instead.
+Status WriteWithWriteKes(Unpacked u, const std::function<void(fb::ModelT&)>& corrupt,
+                         const std::string& path) {
+  KesModel model;
+  for (const auto& t : u.meta->tensors) {
+    model.tensor_bytes.emplace_back(u.blob.begin() + t->offset,
+                                    u.blob.begin() + t->offset + t->size);
+  }
+  corrupt(*u.meta);
+  model.meta = std::move(*u.meta);
+  return WriteKes(&model, path);
+}
+
+// Preamble, FlatBuffer and the original blob, with the metadata exactly as given (except
+// weights_offset, placed after the FlatBuffer unless keep_weights_offset).
+Status WriteRaw(Unpacked u, const std::function<void(fb::ModelT&)>& corrupt,
+                const std::string& path, bool keep_weights_offset) {
+  corrupt(*u.meta);
+  flatbuffers::FlatBufferBuilder builder;
+  builder.Finish(fb::Model::Pack(builder, u.meta.get()), fb::ModelIdentifier());
+  const uint64_t blob_at = AlignUp(kKesPreambleBytes + builder.GetSize(), kKesAlignment);
+  if (!keep_weights_offset) {
+    u.meta->weights_offset = blob_at;
+    builder.Clear();
+    builder.Finish(fb::Model::Pack(builder, u.meta.get()), fb::ModelIdentifier());
+  }
+  std::vector<uint8_t> file(blob_at + u.blob.size(), 0);
+  const uint32_t version = kKesFormatVersion, size = builder.GetSize();
+  std::memcpy(file.data(), kKesMagic, sizeof(kKesMagic));
+  std::memcpy(file.data() + 8, &version, 4);
+  std::memcpy(file.data() + 12, &size, 4);
+  std::memcpy(file.data() + kKesPreambleBytes, builder.GetBufferPointer(), size);
+  std::copy(u.blob.begin(), u.blob.end(), file.begin() + blob_at);
+  WriteBytes(path, file.data(), file.size());
+  return OkStatus();
+}
+
+// Lookups by name in the object tree, so corruptions read as what they change.
+fb::TensorT& Tensor(fb::ModelT& m, const std::string& name) {
+  for (auto& t : m.tensors) {
+    if (t->name == name) return *t;
+  }
+  ADD_FAILURE() << "no tensor " << name;
+  return *m.tensors[0];
+}
+fb::PlanT& Plan(fb::ModelT& m, const std::string& name) {
+  for (auto& p : m.plans) {
+    if (p->name == name) return *p;
+  }
+  ADD_FAILURE() << "no plan " << name;
+  return *m.plans[0];
+}
+// The nth op of `code` in the decode plan.
+fb::OpT& DecodeOp(fb::ModelT& m, fb::OpCode code, int nth = 0) {
+  for (auto& op : Plan(m, "decode").ops) {
+    if (op->code == code && nth-- == 0) return *op;
+  }
+  ADD_FAILURE() << "no such op";
+  return *Plan(m, "decode").ops[0];
+}
+uint32_t BufferId(fb::PlanT& p, const std::string& name) {
+  for (uint32_t i = 0; i < p.buffers.size(); ++i) {
+    if (p.buffers[i]->name == name) return i;
+  }
+  ADD_FAILURE() << "no buffer " << name;
+  return 0;
+}
+
+enum class Writer { kWriteKes, kRaw, kRawKeepWeightsOffset };
+
+struct Corruption {
+  const char* name;
+  Writer writer;
+  std::function<void(fb::ModelT&)> corrupt;
+  std::vector<std::string> keywords;  // the error must name the problem with all of them
+};
+
+const std::vector<Corruption>& Corruptions() {
+  using fb::OpCode;
+  static const std::vector<Corruption> all = {
+      // Tensors against the weight blob.
+      {"TensorOffsetPastBlob", Writer::kRaw,
+       [](fb::ModelT& m) { Tensor(m, "blk.2.ffn_up.weight").offset = m.weights_size + 64; },
+       {"blk.2.ffn_up.weight", "outside the weight blob"}},
+      {"TensorOffsetHuge", Writer::kRaw,
+       [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").offset = ~uint64_t{63}; },
+       {"blk.0.attn_q.weight", "outside the weight blob"}},
+      {"TensorOffsetMisaligned", Writer::kRaw,
+       [](fb::ModelT& m) { Tensor(m, "blk.1.attn_k.weight").offset += 4; },
+       {"blk.1.attn_k.weight", "offset", "not 64-byte aligned"}},
+      {"TensorSizeNotShape", Writer::kRaw,
+       [](fb::ModelT& m) { Tensor(m, "blk.3.attn_v.weight").size -= 4; },
+       {"blk.3.attn_v.weight", "bytes for its shape"}},
+      {"TensorShapeNotSize", Writer::kWriteKes,
+       [](fb::ModelT& m) { Tensor(m, "output_norm.weight").shape = {65}; },
+       {"output_norm.weight", "bytes for its shape"}},
+      {"TensorShapeOverflows", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         Tensor(m, "output_norm.weight").shape = {uint64_t{1} << 32, uint64_t{1} << 32, 64};
+       },
+       {"output_norm.weight", "overflows"}},
+      {"TensorShapeZero", Writer::kWriteKes,
+       [](fb::ModelT& m) { Tensor(m, "output_norm.weight").shape = {0}; },
+       {"output_norm.weight", "zero"}},
+      {"WeightsSizePastEnd", Writer::kRaw, [](fb::ModelT& m) { m.weights_size += 64; },
+       {"truncated", "weights"}},
+      {"WeightsOffsetMisaligned", Writer::kRawKeepWeightsOffset,
+       [](fb::ModelT& m) { m.weights_offset += 8; }, {"weights offset", "not 64-byte aligned"}},
+      {"WeightsOffsetInsideMetadata", Writer::kRawKeepWeightsOffset,
+       [](fb::ModelT& m) { m.weights_offset = 64; }, {"weights offset", "overlaps the metadata"}},
+      {"MetadataVersion", Writer::kRaw, [](fb::ModelT& m) { m.format_version = 7; },
+       {"metadata format version 7"}},
+      {"NoTensors", Writer::kRaw, [](fb::ModelT& m) { m.tensors.clear(); }, {"no tensors"}},
+      {"NoHyperParams", Writer::kWriteKes, [](fb::ModelT& m) { m.hparams.reset(); },
+       {"no hyper-parameters"}},
+      // Shapes and dtypes against the ops that use them.
+      {"MatMulShapeMismatch", Writer::kWriteKes,
+       [](fb::ModelT& m) { Tensor(m, "blk.0.ffn_gate.weight").shape = {64, 160}; },
+       {"MatMul", "expected rows of 160 elements, found 64"}},
+      {"MatMulNot2D", Writer::kWriteKes,
+       [](fb::ModelT& m) { Tensor(m, "blk.4.attn_output.weight").shape = {64, 8, 8}; },
+       {"MatMul", "blk.4.attn_output.weight", "expected 2 dimensions, found 3"}},
+      {"EmbeddingRowsNotVocab", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& t = Tensor(m, "token_embd.weight");
+         t.shape = {t.shape[0] / 2, t.shape[1] * 2};
+       },
+       {"Embed", "rows, expected vocab_size"}},
+      {"TensorDtypeI32", Writer::kWriteKes,
+       [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::I32; },
+       {"blk.0.attn_q.weight", "expected dtype f32, f16 or bf16", "found code 3"}},
+      {"TensorDtypeUnknown", Writer::kWriteKes,
+       [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = static_cast<fb::DType>(9); },
+       {"blk.0.attn_q.weight", "expected dtype", "found code 9"}},
+      {"NormWeightF16", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& t = Tensor(m, "blk.0.attn_norm.weight");  // same bytes: f32 [64] as f16 [128]
+         t.dtype = fb::DType::F16;
+         t.shape = {128};
+       },
+       {"RmsNorm", "gamma", "expected f32 [64], found f16"}},
+      {"ActivationDtypeI32", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& plan = Plan(m, "decode");
+         plan.buffers[BufferId(plan, "blk.0.q")]->dtype = fb::DType::I32;
+       },
+       {"blk.0.q", "expected dtype f32, found i32"}},
+      {"BufferDtypeUnknown", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& plan = Plan(m, "decode");
+         plan.buffers[BufferId(plan, "blk.0.q")]->dtype = static_cast<fb::DType>(200);
+       },
+       {"buffer", "expected dtype f32 or i32", "found code 200"}},
+      {"KvCacheDtype", Writer::kWriteKes, [](fb::ModelT& m) { m.kv->dtype = fb::DType::F16; },
+       {"KV cache", "expected dtype f32, found f16"}},
+      {"KvLayerHeadsZero", Writer::kWriteKes,
+       [](fb::ModelT& m) { m.kv->layers[3]->n_kv_heads = 0; }, {"KV layer 3", "found 0 x 16"}},
+      // Ops.
+      {"UnknownOpCode", Writer::kWriteKes,
+       [](fb::ModelT& m) { Plan(m, "decode").ops[3]->code = static_cast<fb::OpCode>(99); },
+       {"decode", "op 3", "unknown op code 99"}},
+      {"InputBufferIdOutOfRange", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::MatMul, 2).inputs[0] = 100000; },
+       {"buffer id 100000 is out of range"}},
+      {"OutputBufferIdOutOfRange", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::Add).outputs[0] = 4000000000u; },
+       {"buffer id 4000000000 is out of range"}},
+      {"TensorIdOutOfRange", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::RmsNorm, 5).weights[0] = 80; },
+       {"tensor id 80 is out of range", "80 tensors"}},
+      {"TokenInputIdOutOfRange", Writer::kWriteKes,
+       [](fb::ModelT& m) { Plan(m, "prefill").token_input = 12345; },
+       {"prefill", "token input or logits output id out of range"}},
+      {"LogitsNotVocab", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& plan = Plan(m, "decode");
+         plan.logits_output = BufferId(plan, "output_norm");
+       },
+       {"logits output must be f32 rows of vocab_size"}},
+      {"WrongOperandCount", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::RmsNorm, 1).fargs.clear(); },
+       {"RmsNorm", "expected 1 float arguments, found 0"}},
+      {"EpsilonNegative", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::RmsNorm, 2).fargs[0] = -1.0f; },
+       {"epsilon must be positive"}},
+      {"EpsilonNaN", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::RmsNorm, 2).fargs[0] = std::nanf(""); },
+       {"epsilon must be positive"}},
+      {"NormLengthNotDividing", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::RmsNorm, 0).iargs[0] = 48; },
+       {"norm length 48 does not divide rows of 64"}},
+      {"RopeOddHeadDim", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::RopeNeox).iargs = {5, 15}; },
+       {"RopeNeox", "even head_dim", "5 x 15"}},
+      {"KvLayerOutOfRange", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::Attention, 1).iargs[0] = 99; },
+       {"Attention", "KV layer 99 out of range"}},
+      {"KvStoreLayerNegative", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::KvStore).iargs[0] = -1; },
+       {"KvStore", "KV layer -1 out of range"}},
+      {"AttentionHeadsMismatch", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::Attention).iargs[2] = 3; },
+       {"Attention", "heads do not match the KV layer"}},
+      {"MatMulLastRowFlag", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, OpCode::MatMul).iargs[0] = 2; },
+       {"last-row flag must be 0 or 1, found 2"}},
+      // The arena.
+      {"ArenaOffsetPastActivations", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& plan = Plan(m, "decode");
+         plan.buffers[BufferId(plan, "blk.1.gate")]->arena_offset = plan.activation_bytes;
+       },
+       {"exceed the activation region"}},
+      {"ArenaOffsetHuge", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& plan = Plan(m, "prefill");
+         plan.buffers[BufferId(plan, "blk.1.gate")]->arena_offset = ~uint64_t{63};
+       },
+       {"exceed the activation region"}},
+      {"ArenaOffsetMisaligned", Writer::kWriteKes,
+       [](fb::ModelT& m) { Plan(m, "decode").buffers[2]->arena_offset += 4; },
+       {"arena offset", "not 64-byte aligned"}},
+      {"BufferTooSmall", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& plan = Plan(m, "prefill");
+         plan.buffers[BufferId(plan, "blk.0.up")]->size = 64;
+       },
+       {"plan 'prefill' buffer", "expected at least", "found 64"}},
+      {"BufferRowsHuge", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& buffer = *Plan(m, "decode").buffers[2];
+         buffer.per_token = false;
+         buffer.fixed_rows = uint64_t{1} << 40;
+       },
+       {"rows"}},
+      {"PlanActivationsAboveModel", Writer::kWriteKes,
+       [](fb::ModelT& m) { Plan(m, "score").activation_bytes = m.activation_bytes + 64; },
+       {"score", "more than the model's"}},
+      {"PlanMaxTokensZero", Writer::kWriteKes,
+       [](fb::ModelT& m) { Plan(m, "prefill").max_tokens = 0; }, {"max_tokens 0 out of range"}},
+      // Plans.
+      {"NoDecodePlan", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& plans = m.plans;
+         for (size_t i = 0; i < plans.size(); ++i) {
+           if (plans[i]->name == "decode") plans.erase(plans.begin() + i);
+         }
+       },
+       {"no 'decode' plan"}},
+      {"NoPrefillPlan", Writer::kWriteKes,
+       [](fb::ModelT& m) { Plan(m, "prefill").name = "prefil"; }, {"no 'prefill' plan"}},
+      // Tokenizer.
+      {"TokenizerScoresCount", Writer::kWriteKes,
+       [](fb::ModelT& m) { m.tokenizer->scores.pop_back(); },
+       {"tokenizer", "pieces, scores and types", "410, 409, 410"}},
+      {"VocabSizeNotTokenizer", Writer::kWriteKes,
+       [](fb::ModelT& m) { m.hparams->vocab_size += 1; }, {"tokenizer", "expected 411"}},
+      {"TokenizerTypeInvalid", Writer::kWriteKes,
+       [](fb::ModelT& m) { m.tokenizer->types[300] = 9; }, {"tokenizer", "300", "type"}},
+      {"TokenizerScoreNaN", Writer::kWriteKes,
+       [](fb::ModelT& m) { m.tokenizer->scores[300] = std::nanf(""); },
+       {"tokenizer", "300", "NaN"}},
+      {"TokenizerBosOutOfRange", Writer::kWriteKes,
+       [](fb::ModelT& m) { m.tokenizer->bos_id = 5000; }, {"tokenizer", "5000"}},
+      {"TokenizerPieceNotUtf8", Writer::kWriteKes,
+       [](fb::ModelT& m) { m.tokenizer->pieces[300] = "\xff\xfe"; },
+       {"tokenizer", "not valid UTF-8"}},
+      {"TokenizerBytePieceWrong", Writer::kWriteKes,
+       [](fb::ModelT& m) { m.tokenizer->pieces[7 + 65] = "<0xZZ>"; }, {"tokenizer", "byte token"}},
+      {"TokenizerMissing", Writer::kWriteKes, [](fb::ModelT& m) { m.tokenizer.reset(); },
+       {"no tokenizer"}},
+  };
+  return all;
+}
+
+void PrintTo(const Corruption& c, std::ostream* os) { *os << c.name; }
+
+class CorruptionTest : public TinyModelTest, public ::testing::WithParamInterface<Corruption> {};
+
+TEST_P(CorruptionTest, ErrorNamesTheProblem) {
+  const Corruption& c = GetParam();
+  const std::string path = ScratchPath(std::string(c.name) + ".kes");
+  Unpacked u = Unpack(bytes());
+  ASSERT_NE(u.meta, nullptr);
+  const Status written =
+      c.writer == Writer::kWriteKes
+          ? WriteWithWriteKes(std::move(u), c.corrupt, path)
+          : WriteRaw(std::move(u), c.corrupt, path, c.writer == Writer::kRawKeepWeightsOffset);
+  ASSERT_TRUE(written.ok()) << written.message();
+
+  std::unique_ptr<Model> model;
+  EXPECT_TRUE(FailsWith(Model::Open(path, &model), c.keywords));
+  if (getenv("SHOWMSG")) { std::unique_ptr<Model> m; std::printf("MSG %s: %s\n", c.name, Model::Open(path, &m).message().c_str()); }
+  EXPECT_EQ(model, nullptr);
+  const std::vector<uint8_t> file = ReadBytes(path);
+  CopiedModel copied;
+  EXPECT_TRUE(FailsWith(OpenFromBytes(file.data(), file.size(), &copied), c.keywords));
+  EXPECT_TRUE(IsCleanError(Cli({"inspect", path}), "kestrel", c.keywords));
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Kes, CorruptionTest, ::testing::ValuesIn(Corruptions()),
+                         [](const ::testing::TestParamInfo<Corruption>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// The writers above change only what they are told: unchanged, the model loads and runs.
+TEST_F(TinyModelTest, UncorruptedRewriteLoads) {
+  for (Writer writer : {Writer::kWriteKes, Writer::kRaw}) {
+    const std::string path = ScratchPath("rewritten.kes");
+    Unpacked u = Unpack(bytes());
+    const auto nothing = [](fb::ModelT&) {};
+    const Status written = writer == Writer::kWriteKes
+                               ? WriteWithWriteKes(std::move(u), nothing, path)
+                               : WriteRaw(std::move(u), nothing, path, false);
+    ASSERT_TRUE(written.ok()) << written.message();
+    std::unique_ptr<Model> model;
+    const Status s = Model::Open(path, &model);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(Exercise(*model, 1));
+    std::remove(path.c_str());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions: context and token ids.
+
+using SessionInputTest = TinyModelTest;
+
+TEST_F(SessionInputTest, PrefillPastTheContextFails) {
+  std::unique_ptr<Model> model = OpenTiny();
+  ASSERT_NE(model, nullptr);
+  SessionOptions options;
+  options.context_length = 16;
+  std::unique_ptr<Session> session;
+  Status s = Session::Create(*model, options, &session);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<int32_t> tokens(17, 300);
+  EXPECT_TRUE(FailsWith(session->Prefill(tokens.data(), 17), {"exceed the context of 16"}));
+  EXPECT_EQ(session->position(), 0u);
+  ASSERT_TRUE(session->Prefill(tokens.data(), 10).ok());
+  EXPECT_TRUE(FailsWith(session->Prefill(tokens.data(), 7), {"at position 10", "context"}));
+  EXPECT_EQ(session->position(), 10u);
+  ASSERT_TRUE(session->Prefill(tokens.data(), 6).ok());
+  EXPECT_TRUE(FailsWith(session->Decode(300), {"context"}));
+  std::vector<float> logits(7 * model->vocab_size());
+  session->Reset();
+  ASSERT_TRUE(session->Prefill(tokens.data(), 10).ok());
+  EXPECT_TRUE(FailsWith(session->Score(tokens.data(), 7, logits.data()), {"context"}));
+
+  session->Reset();
+  GenerateStats stats;
+  EXPECT_TRUE(FailsWith(
+      Generate(*session, tokens.data(), 17, GenerateOptions(), nullptr, nullptr, &stats),
+      {"context"}));
+  EXPECT_TRUE(FailsWith(
+      Generate(*session, tokens.data(), 0, GenerateOptions(), nullptr, nullptr, &stats),
+      {"empty"}));
+}
+
+TEST_F(SessionInputTest, TokenIdsOutOfRangeFail) {
+  std::unique_ptr<Model> model = OpenTiny();
+  ASSERT_NE(model, nullptr);
+  SessionOptions options;
+  options.context_length = 64;
+  std::unique_ptr<Session> session;
+  Status s = Session::Create(*model, options, &session);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const int32_t vocab = static_cast<int32_t>(model->vocab_size());
+  for (int32_t bad : {vocab, vocab + 1, -1, INT32_MIN, INT32_MAX}) {
+    const int32_t tokens[3] = {2, bad, 5};
+    EXPECT_TRUE(FailsWith(session->Prefill(tokens, 3),
+                          {"token 1 is id " + std::to_string(bad),
+                           "expected 0.." + std::to_string(vocab - 1)}));
+    EXPECT_TRUE(FailsWith(session->Decode(bad), {std::to_string(bad)}));
+    std::vector<float> logits(3 * model->vocab_size());
+    EXPECT_TRUE(FailsWith(session->Score(tokens, 3, logits.data()), {std::to_string(bad)}));
+    EXPECT_EQ(session->position(), 0u);
+  }
+  EXPECT_TRUE(FailsWith(session->Prefill(nullptr, 3), {"null"}));
+  EXPECT_TRUE(FailsWith(session->Prefill(nullptr, 0), {"no tokens"}));
+  const int32_t good[2] = {2, vocab - 1};
+  EXPECT_TRUE(session->Prefill(good, 2).ok());
+}
+
+TEST_F(SessionInputTest, BadSessionOptionsFail) {
+  std::unique_ptr<Model> model = OpenTiny();
+  ASSERT_NE(model, nullptr);
+  std::unique_ptr<Session> session;
+  SessionOptions options;
+  options.n_threads = 0;
+  EXPECT_TRUE(FailsWith(Session::Create(*model, options, &session), {"threads", "found 0"}));
+  options = SessionOptions();
+  options.context_length = 0;
+  EXPECT_TRUE(FailsWith(Session::Create(*model, options, &session), {"context length"}));
+  options = SessionOptions();
+  options.context_length = 32;
+  std::vector<uint8_t> small(4096 + 64);
+  options.arena = small.data() + (64 - reinterpret_cast<uintptr_t>(small.data()) % 64);
+  options.arena_bytes = 4096;
+  EXPECT_TRUE(FailsWith(Session::Create(*model, options, &session), {"arena too small"}));
+  options.arena = static_cast<uint8_t*>(options.arena) + 4;
+  EXPECT_TRUE(FailsWith(Session::Create(*model, options, &session), {"64-byte aligned"}));
+  EXPECT_EQ(session, nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command lines.
+
+using CliTest = TinyModelTest;
+
+TEST_F(CliTest, PromptLongerThanTheContext) {
+  std::string prompt;
+  for (int i = 0; i < 40; ++i) prompt += "the cat sat on the mat ";
+  EXPECT_TRUE(IsCleanError(Cli({"run", kes(), "-p", prompt, "--ctx", "16", "-n", "4"}),
+                           "kestrel", {"context"}));
+  // A prompt that fits runs to the end of the context and stops there.
+  const ProcessResult fits =
+      Cli({"run", kes(), "-p", "the cat", "--ctx", "16", "-n", "100", "--temp", "0"});
+  EXPECT_TRUE(Succeeded(fits));
+}
+
+TEST_F(CliTest, BadFlagsAndValues) {
+  const std::string& m = kes();
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> keywords;
+    Usage usage;
+  };
+  const std::vector<Case> cases = {
+      {{"run", m, "-p", "hi", "--bogus"}, {"unknown option '--bogus'", "run"}, Usage::kAllowed},
+      {{"inspect", m, "--bogus"}, {"unknown option '--bogus'", "inspect"}, Usage::kAllowed},
+      {{"frobnicate", m}, {"unknown command 'frobnicate'"}, Usage::kAllowed},
+      {{"run", m}, {"no prompt given"}, Usage::kAllowed},
+      {{"run", "-p", "hi"}, {"no model given"}, Usage::kAllowed},
+      {{"inspect"}, {"no model given"}, Usage::kAllowed},
+      {{"run", m, "-p", "hi", "extra"}, {"unexpected argument 'extra'"}, Usage::kAllowed},
+      {{"run", m, "-p"}, {"-p needs a value"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "-n", "abc"}, {"-n", "whole number", "'abc'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "-n", "5x"}, {"-n", "'5x'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "-n", "-3"}, {"-n", "'-3'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "-n"}, {"-n needs a value"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--temp", "-1"}, {"--temp", "'-1'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--temp", "nan"}, {"--temp", "'nan'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--top-p", "0"}, {"--top-p", "above 0"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--top-p", "1.5"}, {"--top-p", "'1.5'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--top-k", "-1"}, {"--top-k", "'-1'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--threads", "0"}, {"--threads", "'0'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "-t", "100000"}, {"-t", "'100000'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--ctx", "0"}, {"--ctx", "'0'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--ctx", "99999999999999999999"}, {"--ctx"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--seed", "-5"}, {"--seed", "'-5'"}, Usage::kNo},
+      {{"inspect", m, "--ctx", "x"}, {"--ctx", "'x'"}, Usage::kNo},
+      {{"inspect", m, "--ctx"}, {"--ctx needs a value"}, Usage::kNo},
+  };
+  for (const Case& c : cases) {
+    std::string joined;
+    for (const std::string& a : c.args) joined += " " + a;
+    EXPECT_TRUE(IsCleanError(Cli(c.args), "kestrel", c.keywords, c.usage)) << "kestrel" << joined;
+  }
+  // No arguments at all: the usage, and failure.
+  const ProcessResult none = Cli({});
+  EXPECT_TRUE(none.exited && none.exit_code == 1) << Describe(none);
+  EXPECT_NE(none.err.find("usage: kestrel"), std::string::npos) << Describe(none);
+}
+
+TEST_F(CliTest, ConverterRejectsBadInputAndLeavesNothingBehind) {
+  const std::string out = ScratchPath("convert-out.kes");
+  const auto nothing_written = [&](const std::string& path) {
+    EXPECT_FALSE(Exists(path)) << path << " was left behind";
+    EXPECT_FALSE(Exists(path + ".tmp")) << path << ".tmp was left behind";
+  };
+  EXPECT_TRUE(IsCleanError(Convert({tiny_->gguf, out, "--bogus"}), "kestrel-convert",
+                           {"unknown option '--bogus'"}, Usage::kAllowed));
+  EXPECT_TRUE(IsCleanError(Convert({tiny_->gguf}), "kestrel-convert", {"need INPUT and OUTPUT"},
+                           Usage::kAllowed));
+  EXPECT_TRUE(IsCleanError(Convert({tiny_->gguf, out, "--weights", "int3"}), "kestrel-convert",
+                           {"--weights", "'int3'"}));
+  EXPECT_TRUE(IsCleanError(Convert({tiny_->gguf, out, "--prefill-tokens", "0"}),
+                           "kestrel-convert", {"--prefill-tokens"}));
+  const std::string missing = ScratchPath("missing.gguf");
+  EXPECT_TRUE(IsCleanError(Convert({missing, out}), "kestrel-convert", {"cannot open", missing}));
+  // A .kes file is not a GGUF.
+  EXPECT_TRUE(IsCleanError(Convert({kes(), out}), "kestrel-convert", {"not a GGUF file"}));
+  nothing_written(out);
+
+  // Truncated GGUFs: the header, the metadata, the tensor infos, the data.
+  const std::vector<uint8_t> gguf_bytes = ReadBytes(tiny_->gguf);
+  const std::string cut = ScratchPath("cut.gguf");
+  for (size_t n : {size_t{0}, size_t{3}, size_t{23}, size_t{200}, size_t{5000},
+                   gguf_bytes.size() / 2, gguf_bytes.size() - 1}) {
+    WriteBytes(cut, gguf_bytes.data(), n);
+    EXPECT_TRUE(IsCleanError(Convert({cut, out}), "kestrel-convert", {})) << n << " bytes";
+    nothing_written(out);
+  }
+  std::remove(cut.c_str());
+
+  // Unwritable outputs: a folder that does not exist, and a path that is a folder.
+  const std::string no_dir = ScratchPath("no-such-dir") + "/out.kes";
+  EXPECT_TRUE(IsCleanError(Convert({tiny_->gguf, no_dir}), "kestrel-convert", {"cannot create"}));
+  nothing_written(no_dir);
+  const std::string dir = ScratchPath("a-folder");
+  ::mkdir(dir.c_str(), 0755);
+  EXPECT_TRUE(IsCleanError(Convert({tiny_->gguf, dir}), "kestrel-convert", {"cannot write", dir}));
+  EXPECT_FALSE(Exists(dir + ".tmp")) << dir << ".tmp was left behind";
+  struct stat st;
+  EXPECT_TRUE(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) << "the folder was replaced";
+  ::rmdir(dir.c_str());
+}
+
+}  // namespace
+}  // namespace kestrel
