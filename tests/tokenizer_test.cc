@@ -3,6 +3,8 @@
 // vocabulary), compared id for id.
 #include "runtime/tokenizer.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -632,9 +634,11 @@ std::string* TokenizerGemma3Test::load_error_ = nullptr;
 
 // Runs tests/py/tokenize_ref.py on the cases; returns one id list per case.
 bool RunOracle(const std::vector<OracleCase>& cases, std::vector<Ids>* out, std::string* error) {
-  const std::string dir = KESTREL_TEST_TMP;
-  const std::string cases_path = dir + "/tokenizer_cases.bin";
-  const std::string ids_path = dir + "/tokenizer_oracle_ids.txt";
+  // Per-process names: ctest -j runs the tests of this binary side by side.
+  const std::string prefix =
+      std::string(KESTREL_TEST_TMP) + "/tokenizer-" + std::to_string(::getpid());
+  const std::string cases_path = prefix + "-cases.bin";
+  const std::string ids_path = prefix + "-oracle-ids.txt";
   std::remove(ids_path.c_str());
   {
     std::ofstream f(cases_path, std::ios::binary);
