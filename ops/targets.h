@@ -9,5 +9,7 @@ namespace kestrel::ops {
 std::string ChosenTargetName();
 // Names of every compiled target this CPU supports, best first, separated by spaces.
 std::string SupportedTargetNames();
+// Names of every target compiled into this binary, best first, separated by spaces.
+std::string CompiledTargetNames();
 
 }  // namespace kestrel::ops

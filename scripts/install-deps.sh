@@ -2,6 +2,10 @@
 # Installs everything Kestrel needs on a fresh Debian bookworm machine (as root):
 # the C++ toolchain and libraries from Debian, and a project virtualenv (.venv) with
 # the Python tools used by tests, oracles and model downloads.
+#
+#   scripts/install-deps.sh           native build, tests and the demo
+#   scripts/install-deps.sh --cross   also the ARM cross compilers (aarch64, armv7), qemu-user
+#                                     and the arm64/armhf libraries (Debian multiarch)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,13 +18,32 @@ debian_packages=(
   libhwy-dev libflatbuffers-dev flatbuffers-compiler
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
 )
+cross=0
+case "${1:-}" in
+  "") ;;
+  --cross) cross=1 ;;
+  *) echo "install-deps.sh: error: unknown argument '$1' (expected --cross or nothing)" >&2; exit 2 ;;
+esac
+if [ $cross = 1 ]; then
+  debian_packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user xz-utils)
+  for arch in arm64 armhf; do
+    debian_packages+=("libhwy-dev:$arch" "libgtest-dev:$arch" "libgmock-dev:$arch"
+                      "libbenchmark-dev:$arch" "libflatbuffers-dev:$arch")
+  done
+  # Never flatbuffers-compiler:<arch>: it would replace the host flatc the build runs.
+  for arch in arm64 armhf; do
+    dpkg --print-foreign-architectures | grep -qx "$arch" || $SUDO dpkg --add-architecture "$arch"
+  done
+fi
+
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
-  # One mirror index may be mid-sync; the installs that follow still work.
+  # One mirror index may be mid-sync (apt-get update exits 100); the installs that follow still
+  # work, so that exit code is tolerated.
   $SUDO apt-get update || echo "apt-get update exited non-zero; continuing" >&2
   $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi

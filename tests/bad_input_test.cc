@@ -39,114 +39,12 @@
 #include "runtime/memory_plan.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
-
-extern char** environ;
+#include "tests/support/test_support.h"
 
 namespace kestrel {
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Files and processes
-
-std::string TmpPath(const std::string& name) {
-  const std::string dir = std::string(KESTREL_TEST_TMP) + "/bad_input";
-  ::mkdir(dir.c_str(), 0755);
-  return dir + "/" + name;
-}
-
-// Scratch names unique to this process, so ctest can run the tests of this binary in parallel.
-std::string ScratchPath(const std::string& name) {
-  return TmpPath(std::to_string(::getpid()) + "-" + name);
-}
-
-std::vector<uint8_t> ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
-                              std::istreambuf_iterator<char>());
-}
-
-void WriteBytes(const std::string& path, const uint8_t* data, size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  ASSERT_TRUE(out.good()) << "cannot write " << path;
-}
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-// True when `path` exists and is at least as new as every one of `inputs`.
-bool IsFresh(const std::string& path, const std::vector<std::string>& inputs) {
-  struct stat out;
-  if (::stat(path.c_str(), &out) != 0) return false;
-  for (const std::string& input : inputs) {
-    struct stat in;
-    if (::stat(input.c_str(), &in) != 0) return false;
-    if (in.st_mtim.tv_sec > out.st_mtim.tv_sec ||
-        (in.st_mtim.tv_sec == out.st_mtim.tv_sec && in.st_mtim.tv_nsec > out.st_mtim.tv_nsec)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-struct ProcessResult {
-  bool exited = false;  // false: killed by a signal (or never started)
-  int exit_code = -1;
-  int signal = 0;
-  std::string out, err;
-};
-
-std::string Describe(const ProcessResult& r) {
-  std::string s = r.exited ? "exit code " + std::to_string(r.exit_code)
-                           : "signal " + std::to_string(r.signal);
-  return s + "\n--- stdout:\n" + r.out.substr(0, 2000) + "\n--- stderr:\n" + r.err.substr(0, 4000);
-}
-
-// Runs argv[0] with stdout and stderr captured (no shell: arguments arrive verbatim).
-ProcessResult RunProcess(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const std::string base = ScratchPath("proc" + std::to_string(counter++));
-  const std::string out_path = base + ".out", err_path = base + ".err";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  ProcessResult r;
-  pid_t pid;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    r.err = "cannot start " + args[0] + ": " + std::strerror(rc);
-    return r;
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  r.exited = WIFEXITED(status);
-  r.exit_code = r.exited ? WEXITSTATUS(status) : -1;
-  r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  const std::vector<uint8_t> out = ReadBytes(out_path), err = ReadBytes(err_path);
-  r.out.assign(out.begin(), out.end());
-  r.err.assign(err.begin(), err.end());
-  std::remove(out_path.c_str());
-  std::remove(err_path.c_str());
-  return r;
-}
-
-ProcessResult Cli(std::vector<std::string> args) {
-  args.insert(args.begin(), KESTREL_CLI_BIN);
-  return RunProcess(args);
-}
-ProcessResult Convert(std::vector<std::string> args) {
-  args.insert(args.begin(), KESTREL_CONVERT_BIN);
-  return RunProcess(args);
-}
+using namespace test;  // NOLINT: the shared test helpers
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -275,43 +173,6 @@ bool Exercise(const Model& model, size_t threads) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The tiny model, made once and reused (also by the other processes ctest starts) while newer
-// than the script and the converter that made it.
-
-struct TinyModel {
-  std::string gguf, kes;
-  std::vector<uint8_t> bytes;  // the .kes file
-};
-
-std::string MakeTinyGguf(const std::string& out, int seed) {
-  const std::string command = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                              "/tests/py/make_tiny_gemma3.py " + out + " --seed " +
-                              std::to_string(seed);
-  return std::system(command.c_str()) == 0 ? std::string() : "failed: " + command;
-}
-
-std::string MakeTinyModel(TinyModel* t) {
-  const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/make_tiny_gemma3.py";
-  t->gguf = TmpPath("tiny.gguf");
-  t->kes = TmpPath("tiny.kes");
-  // Written under a name of our own, then renamed: parallel test processes never see half a file.
-  if (!IsFresh(t->gguf, {script})) {
-    const std::string tmp = ScratchPath("tiny.gguf");
-    const std::string error = MakeTinyGguf(tmp, 1);
-    if (!error.empty()) return error;
-    if (std::rename(tmp.c_str(), t->gguf.c_str()) != 0) return "cannot rename " + tmp;
-  }
-  if (!IsFresh(t->kes, {t->gguf, KESTREL_CONVERT_BIN})) {
-    const std::string tmp = ScratchPath("tiny.kes");
-    const ProcessResult r = Convert({t->gguf, tmp});
-    if (!r.exited || r.exit_code != 0) return "kestrel-convert failed: " + Describe(r);
-    if (std::rename(tmp.c_str(), t->kes.c_str()) != 0) return "cannot rename " + tmp;
-  }
-  t->bytes = ReadBytes(t->kes);
-  if (t->bytes.size() < kKesPreambleBytes) return "cannot read " + t->kes;
-  return std::string();
-}
-
 class TinyModelTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -413,7 +274,7 @@ TEST_F(KesFileTest, MissingFileDirectoryAndEmptyFile) {
   EXPECT_TRUE(IsCleanError(Cli({"run", dir, "-p", "hi"}), "kestrel", {"not a regular file"}));
 
   const std::string empty = ScratchPath("empty.kes");
-  WriteBytes(empty, nullptr, 0);
+  ASSERT_TRUE(WriteBytes(empty, nullptr, 0)) << empty;
   EXPECT_TRUE(FailsWith(Model::Open(empty, &model), {"not a .kes file", "found 0"}));
   EXPECT_TRUE(IsCleanError(Cli({"inspect", empty}), "kestrel", {"not a .kes file"}));
   std::remove(empty.c_str());
@@ -432,7 +293,7 @@ TEST_F(KesFileTest, WrongMagicOrVersion) {
   CopiedModel model;
   EXPECT_TRUE(FailsWith(OpenFromBytes(file.data(), file.size(), &model), {"wrong magic"}));
   const std::string path = ScratchPath("magic.kes");
-  WriteBytes(path, file.data(), file.size());
+  ASSERT_TRUE(WriteBytes(path, file.data(), file.size())) << path;
   EXPECT_TRUE(IsCleanError(Cli({"run", path, "-p", "hi"}), "kestrel", {"wrong magic"}));
 
   // A GGUF handed to the runtime is the likeliest mix-up.
@@ -443,7 +304,7 @@ TEST_F(KesFileTest, WrongMagicOrVersion) {
   std::memcpy(file.data() + 8, &version, 4);
   EXPECT_TRUE(FailsWith(OpenFromBytes(file.data(), file.size(), &model),
                         {"format version", "expected 1", "found 2"}));
-  WriteBytes(path, file.data(), file.size());
+  ASSERT_TRUE(WriteBytes(path, file.data(), file.size())) << path;
   EXPECT_TRUE(IsCleanError(Cli({"inspect", path}), "kestrel", {"format version"}));
 
   // The preamble's metadata size larger than the file.
@@ -479,7 +340,7 @@ TEST_F(KesFileTest, TruncatedAtAnyLengthFailsCleanly) {
   const std::string path = ScratchPath("truncated.kes");
   for (size_t n : {size_t{10}, size_t{100}, metadata_end - 1, weights_offset + 1000,
                    file.size() - 1}) {
-    WriteBytes(path, file.data(), n);
+    ASSERT_TRUE(WriteBytes(path, file.data(), n)) << path;
     std::unique_ptr<Model> model;
     EXPECT_TRUE(FailsWith(Model::Open(path, &model), {path})) << n << " bytes";
     EXPECT_TRUE(IsCleanError(Cli({"run", path, "-p", "hi", "-n", "2"}), "kestrel", {}))
@@ -535,7 +396,7 @@ TEST_F(KesFileTest, FlippedMetadataBytesNeverCrash) {
     }
     // A few through the CLI: a clean run or a clean one-line error.
     if (trial % 40 == 0) {
-      WriteBytes(path, corrupt.data(), corrupt.size());
+      ASSERT_TRUE(WriteBytes(path, corrupt.data(), corrupt.size())) << path;
       const ProcessResult r =
           Cli({"run", path, "-p", "hello", "-n", "4", "--temp", "0", "--ctx", "32"});
       ++cli_runs;
@@ -607,7 +468,7 @@ Status WriteRaw(Unpacked u, const std::function<void(fb::ModelT&)>& corrupt,
   std::memcpy(file.data() + 12, &size, 4);
   std::memcpy(file.data() + kKesPreambleBytes, builder.GetBufferPointer(), size);
   std::copy(u.blob.begin(), u.blob.end(), file.begin() + blob_at);
-  WriteBytes(path, file.data(), file.size());
+  if (!WriteBytes(path, file.data(), file.size())) return Status::Error("cannot write " + path);
   return OkStatus();
 }
 
@@ -1065,7 +926,7 @@ TEST_F(CliTest, ConverterRejectsBadInputAndLeavesNothingBehind) {
   const std::string cut = ScratchPath("cut.gguf");
   for (size_t n : {size_t{0}, size_t{3}, size_t{23}, size_t{200}, size_t{5000},
                    gguf_bytes.size() / 2, gguf_bytes.size() - 1}) {
-    WriteBytes(cut, gguf_bytes.data(), n);
+    ASSERT_TRUE(WriteBytes(cut, gguf_bytes.data(), n)) << cut;
     EXPECT_TRUE(IsCleanError(Convert({cut, out}), "kestrel-convert", {})) << n << " bytes";
     nothing_written(out);
   }

@@ -16,32 +16,19 @@
 
 #include "runtime/model.h"
 #include "runtime/session.h"
+#include "tests/support/test_support.h"
 
 namespace kestrel {
 namespace {
 
-constexpr double kRelativeTolerance = 1e-3;
+using test::kLogitTolerance;
+using test::LargestLogitError;
+using test::ReadRaw;
+using test::WriteRaw;
+
 constexpr size_t kGreedyTokens = 32;
 
 std::string TmpPath(const std::string& name) { return std::string(KESTREL_TEST_TMP) + "/" + name; }
-
-template <typename T>
-void WriteRaw(const std::string& path, const std::vector<T>& values) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(values.data()),
-            static_cast<std::streamsize>(values.size() * sizeof(T)));
-  ASSERT_TRUE(out.good()) << "cannot write " << path;
-}
-
-template <typename T>
-std::vector<T> ReadRaw(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<T> values(bytes.size() / sizeof(T));
-  std::copy(bytes.begin(), bytes.begin() + values.size() * sizeof(T),
-            reinterpret_cast<char*>(values.data()));
-  return values;
-}
 
 struct OracleResult {
   std::vector<float> logits;     // [n, vocab]
@@ -51,7 +38,7 @@ struct OracleResult {
 void RunOracle(const std::string& tag, const std::vector<int32_t>& tokens, OracleResult* out) {
   const std::string in = TmpPath(tag + ".tokens.i32"), logits = TmpPath(tag + ".oracle.f32"),
                     gen = TmpPath(tag + ".oracle-gen.i32");
-  WriteRaw(in, tokens);
+  ASSERT_TRUE(WriteRaw(in, tokens)) << in;
   std::remove(logits.c_str());
   std::remove(gen.c_str());
   const std::string command = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
@@ -88,18 +75,6 @@ class OracleTest : public ::testing::Test {
     return ids;
   }
 
-  // Largest |kestrel - oracle| over a row, as a fraction of the oracle row's max - min.
-  static double RowError(const float* ours, const float* oracle, size_t vocab) {
-    float lo = oracle[0], hi = oracle[0];
-    double worst = 0;
-    for (size_t i = 0; i < vocab; ++i) {
-      lo = std::min(lo, oracle[i]);
-      hi = std::max(hi, oracle[i]);
-      worst = std::max(worst, std::fabs(double(ours[i]) - double(oracle[i])));
-    }
-    return worst / (double(hi) - double(lo));
-  }
-
   void CompareWithOracle(const std::string& tag, const std::vector<int32_t>& tokens,
                          size_t threads) {
     const size_t n = tokens.size(), vocab = model_->vocab_size();
@@ -113,23 +88,21 @@ class OracleTest : public ::testing::Test {
     std::vector<float> ours(n * vocab);
     Status s = session->Score(tokens.data(), n, ours.data());
     ASSERT_TRUE(s.ok()) << s.message();
-    double worst = 0;
     size_t worst_at = 0;
-    for (size_t p = 0; p < n; ++p) {
-      const double e = RowError(&ours[p * vocab], &oracle.logits[p * vocab], vocab);
-      if (e > worst) worst = e, worst_at = p;
-    }
+    const double worst =
+        LargestLogitError(ours.data(), oracle.logits.data(), n, vocab, &worst_at);
     std::printf("[%s] %zu positions, %zu threads: largest logit error %.3g of the range "
                 "(position %zu)\n", tag.c_str(), n, threads, worst, worst_at);
-    EXPECT_LE(worst, kRelativeTolerance) << "at position " << worst_at;
+    EXPECT_LE(worst, kLogitTolerance) << "at position " << worst_at;
 
     // The prefill plan (bigger chunks, last-token logits) and greedy decoding.
     session = NewSession(threads);
     s = session->Prefill(tokens.data(), n);
     ASSERT_TRUE(s.ok()) << s.message();
-    const double last = RowError(session->logits(), &oracle.logits[(n - 1) * vocab], vocab);
+    const double last =
+        LargestLogitError(session->logits(), &oracle.logits[(n - 1) * vocab], 1, vocab);
     std::printf("[%s] prefill-plan last-position error %.3g of the range\n", tag.c_str(), last);
-    EXPECT_LE(last, kRelativeTolerance);
+    EXPECT_LE(last, kLogitTolerance);
     std::vector<int32_t> greedy;
     for (size_t i = 0; i < kGreedyTokens; ++i) {
       const float* logits = session->logits();

@@ -11,6 +11,7 @@ namespace kestrel::cli {
 
 int RunCommand(const std::vector<std::string>& args);
 int InspectCommand(const std::vector<std::string>& args);
+int CpuCommand(const std::vector<std::string>& args);
 
 // Prints "kestrel: error: <message>" to stderr and returns the exit code 1.
 int Fail(const std::string& message);

@@ -8,10 +8,11 @@
 namespace {
 
 const char kUsage[] =
-    "usage: kestrel <command> MODEL.kes [options]\n"
+    "usage: kestrel <command> [MODEL.kes] [options]\n"
     "commands:\n"
     "  run      generate text from a prompt, streaming tokens\n"
     "  inspect  print the model's architecture, sizes, memory and FLOPs per token\n"
+    "  cpu      print this machine's CPU and the SIMD targets Kestrel compiled, supports, chose\n"
     "Run 'kestrel <command> --help' for the command's options.\n";
 
 }  // namespace
@@ -26,5 +27,6 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "run") return kestrel::cli::RunCommand(args);
   if (command == "inspect") return kestrel::cli::InspectCommand(args);
+  if (command == "cpu") return kestrel::cli::CpuCommand(args);
   return kestrel::cli::Fail("unknown command '" + command + "'\n" + kUsage);
 }

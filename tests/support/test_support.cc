@@ -1,0 +1,189 @@
+#include "tests/support/test_support.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "runtime/format.h"
+
+extern char** environ;
+
+namespace kestrel::test {
+
+std::string TmpPath(const std::string& name) {
+  const std::string dir = std::string(KESTREL_TEST_TMP) + "/scratch";
+  ::mkdir(KESTREL_TEST_TMP, 0755);
+  ::mkdir(dir.c_str(), 0755);
+  return dir + "/" + name;
+}
+
+std::string ScratchPath(const std::string& name) {
+  return TmpPath(std::to_string(::getpid()) + "-" + name);
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::vector<uint8_t> ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+}
+
+bool WriteBytes(const std::string& path, const uint8_t* data, size_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  return out.good();
+}
+
+bool IsFresh(const std::string& path, const std::vector<std::string>& inputs) {
+  struct stat out;
+  if (::stat(path.c_str(), &out) != 0) return false;
+  for (const std::string& input : inputs) {
+    struct stat in;
+    if (::stat(input.c_str(), &in) != 0) return false;
+    if (in.st_mtim.tv_sec > out.st_mtim.tv_sec ||
+        (in.st_mtim.tv_sec == out.st_mtim.tv_sec && in.st_mtim.tv_nsec > out.st_mtim.tv_nsec)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+double LargestLogitError(const float* ours, const float* reference, size_t rows, size_t vocab,
+                         size_t* worst_row) {
+  double worst = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const float* a = ours + r * vocab;
+    const float* b = reference + r * vocab;
+    float lo = b[0], hi = b[0];
+    double largest = 0;
+    for (size_t i = 0; i < vocab; ++i) {
+      lo = std::min(lo, b[i]);
+      hi = std::max(hi, b[i]);
+      largest = std::max(largest, std::fabs(double(a[i]) - double(b[i])));
+    }
+    const double e = largest / (double(hi) - double(lo));
+    // NaN logits must fail: compare so that a NaN error becomes the worst.
+    if (!(e <= worst)) {
+      worst = e;
+      if (worst_row) *worst_row = r;
+    }
+  }
+  return worst;
+}
+
+std::string Describe(const ProcessResult& r) {
+  std::string s = r.exited ? "exit code " + std::to_string(r.exit_code)
+                           : "signal " + std::to_string(r.signal);
+  return s + "\n--- stdout:\n" + r.out.substr(0, 2000) + "\n--- stderr:\n" + r.err.substr(0, 4000);
+}
+
+std::vector<std::string> EmulatorCommand() {
+  // CMake passes the emulator list with '|' between its items (';' would split the define).
+  std::vector<std::string> items;
+  const std::string list = KESTREL_EMULATOR;
+  size_t begin = 0;
+  while (begin < list.size()) {
+    size_t end = list.find('|', begin);
+    if (end == std::string::npos) end = list.size();
+    if (end > begin) items.push_back(list.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return items;
+}
+
+ProcessResult RunProcess(const std::vector<std::string>& program_args) {
+  std::vector<std::string> args = EmulatorCommand();
+  args.insert(args.end(), program_args.begin(), program_args.end());
+  static int counter = 0;
+  const std::string base = ScratchPath("proc" + std::to_string(counter++));
+  const std::string out_path = base + ".out", err_path = base + ".err";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ProcessResult r;
+  pid_t pid;
+  // posix_spawnp: the emulator is named without a path.
+  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    r.err = "cannot start " + args[0] + ": " + std::strerror(rc);
+    return r;
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exited = WIFEXITED(status);
+  r.exit_code = r.exited ? WEXITSTATUS(status) : -1;
+  r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  const std::vector<uint8_t> out = ReadBytes(out_path), err = ReadBytes(err_path);
+  r.out.assign(out.begin(), out.end());
+  r.err.assign(err.begin(), err.end());
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
+  return r;
+}
+
+ProcessResult Cli(std::vector<std::string> args) {
+  args.insert(args.begin(), KESTREL_CLI_BIN);
+  return RunProcess(args);
+}
+
+ProcessResult Convert(std::vector<std::string> args) {
+  args.insert(args.begin(), KESTREL_CONVERT_BIN);
+  return RunProcess(args);
+}
+
+std::string RunHostCommand(const std::string& command) {
+  // Under qemu-user the shell and Python it starts are host programs and run natively.
+  const int rc = std::system(command.c_str());
+  return rc == 0 ? std::string() : "failed (status " + std::to_string(rc) + "): " + command;
+}
+
+std::string MakeTinyGguf(const std::string& out, int seed) {
+  return RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                        "/tests/py/make_tiny_gemma3.py " + out + " --seed " +
+                        std::to_string(seed));
+}
+
+std::string MakeTinyModel(TinyModel* t) {
+  const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/make_tiny_gemma3.py";
+  t->gguf = TmpPath("tiny.gguf");
+  t->kes = TmpPath("tiny.kes");
+  // Written under a name of our own, then renamed: parallel test processes never see half a file.
+  if (!IsFresh(t->gguf, {script})) {
+    const std::string tmp = ScratchPath("tiny.gguf");
+    const std::string error = MakeTinyGguf(tmp, 1);
+    if (!error.empty()) return error;
+    if (std::rename(tmp.c_str(), t->gguf.c_str()) != 0) return "cannot rename " + tmp;
+  }
+  if (!IsFresh(t->kes, {t->gguf, KESTREL_CONVERT_BIN})) {
+    const std::string tmp = ScratchPath("tiny.kes");
+    const ProcessResult r = Convert({t->gguf, tmp});
+    if (!r.exited || r.exit_code != 0) return "kestrel-convert failed: " + Describe(r);
+    if (std::rename(tmp.c_str(), t->kes.c_str()) != 0) return "cannot rename " + tmp;
+  }
+  t->bytes = ReadBytes(t->kes);
+  if (t->bytes.size() < kKesPreambleBytes) return "cannot read " + t->kes;
+  return std::string();
+}
+
+}  // namespace kestrel::test

@@ -1,0 +1,80 @@
+// Helpers the tests share: scratch files, running the CLI tools as child processes (through the
+// emulator when the tests run cross-compiled under qemu-user), and the tiny random-weight
+// Gemma 3 model that tests/py/make_tiny_gemma3.py writes and kestrel-convert converts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace kestrel::test {
+
+// A path in the tests' scratch folder (created on first use).
+std::string TmpPath(const std::string& name);
+// A scratch path unique to this process, so ctest can run the tests of one binary in parallel.
+std::string ScratchPath(const std::string& name);
+
+bool Exists(const std::string& path);
+std::vector<uint8_t> ReadBytes(const std::string& path);
+// Returns false when the file cannot be written completely.
+bool WriteBytes(const std::string& path, const uint8_t* data, size_t size);
+
+// Raw little-endian arrays (the format tests/py/gemma3_oracle.py reads and writes).
+template <typename T>
+bool WriteRaw(const std::string& path, const std::vector<T>& values) {
+  return WriteBytes(path, reinterpret_cast<const uint8_t*>(values.data()),
+                    values.size() * sizeof(T));
+}
+template <typename T>
+std::vector<T> ReadRaw(const std::string& path) {
+  const std::vector<uint8_t> bytes = ReadBytes(path);
+  std::vector<T> values(bytes.size() / sizeof(T));
+  if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
+  return values;
+}
+
+// The oracle tolerance: logits agree within this fraction of the reference row's max - min.
+constexpr double kLogitTolerance = 1e-3;
+// Largest |ours - reference| over rows of `vocab` logits, as a fraction of each reference row's
+// max - min; *worst_row (optional) gets the row where it occurs.
+double LargestLogitError(const float* ours, const float* reference, size_t rows, size_t vocab,
+                         size_t* worst_row = nullptr);
+
+// True when `path` exists and is at least as new as every one of `inputs`.
+bool IsFresh(const std::string& path, const std::vector<std::string>& inputs);
+
+struct ProcessResult {
+  bool exited = false;  // false: killed by a signal (or never started)
+  int exit_code = -1;
+  int signal = 0;
+  std::string out, err;
+};
+std::string Describe(const ProcessResult& r);
+
+// Runs a program built by this project (args[0] is its path) with stdout and stderr captured,
+// no shell: arguments arrive verbatim. In a cross build it runs under the emulator
+// (CMAKE_CROSSCOMPILING_EMULATOR), which reads QEMU_CPU from the environment like ctest's runs.
+ProcessResult RunProcess(const std::vector<std::string>& args);
+ProcessResult Cli(std::vector<std::string> args);      // build/.../kestrel
+ProcessResult Convert(std::vector<std::string> args);  // build/.../kestrel-convert
+
+// The emulator prefix this build runs its programs with; empty for native builds.
+std::vector<std::string> EmulatorCommand();
+
+// Runs a host shell command (Python scripts of tests/py); returns "" or what failed.
+std::string RunHostCommand(const std::string& command);
+
+// The tiny model, made once and reused (also by the other processes ctest starts) while newer
+// than the script and the converter that made it.
+struct TinyModel {
+  std::string gguf, kes;
+  std::vector<uint8_t> bytes;  // the .kes file
+};
+// Writes the tiny GGUF for `seed` to `out`; returns "" or what failed.
+std::string MakeTinyGguf(const std::string& out, int seed);
+// Makes (or reuses) tiny.gguf (seed 1) and its f32 conversion tiny.kes; returns "" or what failed.
+std::string MakeTinyModel(TinyModel* t);
+
+}  // namespace kestrel::test
