@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "ops/targets.h"
 #include "runtime/format.h"
 
 namespace kestrel {
@@ -19,6 +20,11 @@ Status Session::Create(const Model& model, const SessionOptions& options,
   KES_CHECK_OR_RETURN(options.n_threads >= 1 && options.n_threads <= 256,
                       "threads must be between 1 and 256, found " +
                           std::to_string(options.n_threads));
+  // On a core without the SIMD extensions the binary was built for (e.g. an armv7 build on a
+  // Cortex-A9, which lacks VFPv4), dispatch has nothing to run.
+  KES_CHECK_OR_RETURN(ops::ChosenTargetName() != "none",
+                      "this CPU supports none of the SIMD targets this binary was compiled for (" +
+                          ops::CompiledTargetNames() + "); build Kestrel for this CPU");
   const size_t context =
       std::min<size_t>(options.context_length, model.hparams().context_length());
   std::unique_ptr<Session> session(new Session(model, options.n_threads));

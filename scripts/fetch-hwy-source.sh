@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=third_party/highway-1.0.3
 if [ -f "$dest/hwy/targets.cc" ]; then exit 0; fi
-version=$(dpkg-query -W -f='${Version}' libhwy-dev 2>/dev/null || true)
+version=$(dpkg-query -W -f='${Version}' "libhwy-dev:$(dpkg --print-architecture)" 2>/dev/null || true)
 if [ -z "$version" ]; then
   echo "fetch-hwy-source.sh: error: libhwy-dev is not installed (run scripts/install-deps.sh)" >&2
   exit 1

@@ -54,3 +54,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet -r scripts/requirements.txt
+
+# ARMv7 builds (and static board builds) compile Highway's runtime from Debian's sources.
+if [ $cross = 1 ]; then
+  bash scripts/fetch-hwy-source.sh
+fi

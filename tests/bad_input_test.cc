@@ -287,6 +287,30 @@ TEST_F(KesFileTest, MissingFileDirectoryAndEmptyFile) {
   EXPECT_EQ(model, nullptr);
 }
 
+// A file of 3 GiB (sparse: it takes no disk) is more than a 32-bit board can map: a clear error
+// there, not a failed stat or a wrapped size. A 64-bit build maps it and finds no .kes magic.
+TEST_F(KesFileTest, LargerThanTheAddressSpace) {
+  const std::string path = ScratchPath("huge.kes");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << path;
+  const off_t size = off_t{3} << 30;
+  static_assert(sizeof(off_t) == 8, "build with _FILE_OFFSET_BITS=64");
+  const bool sized = ::ftruncate(fd, size) == 0;
+  ::close(fd);
+  ASSERT_TRUE(sized) << "cannot make a sparse 3 GiB file at " << path;
+  std::unique_ptr<Model> model;
+  if (sizeof(size_t) == 4) {
+    EXPECT_TRUE(FailsWith(Model::Open(path, &model),
+                          {"3221225472 bytes", "more than this platform can map"}));
+    EXPECT_TRUE(
+        IsCleanError(Cli({"inspect", path}), "kestrel", {"more than this platform can map"}));
+  } else {
+    EXPECT_TRUE(FailsWith(Model::Open(path, &model), {"not a .kes file"}));
+  }
+  EXPECT_EQ(model, nullptr);
+  std::remove(path.c_str());
+}
+
 TEST_F(KesFileTest, WrongMagicOrVersion) {
   std::vector<uint8_t> file = bytes();
   file[0] = 'X';
@@ -382,14 +406,10 @@ TEST_F(KesFileTest, FlippedMetadataBytesNeverCrash) {
       corrupt[kKesPreambleBytes + rng() % fb_size] ^= static_cast<uint8_t>(1 + rng() % 255);
     }
     CopiedModel model;
-    auto t0 = std::chrono::steady_clock::now();
     const Status s = OpenFromBytes(corrupt.data(), corrupt.size(), &model);
-    if (getenv("SHOWMSG")) std::printf("T %d open %.3f %s\n", trial, std::chrono::duration<double>(std::chrono::steady_clock::now()-t0).count(), s.message().c_str());
     if (s.ok()) {
       ++loaded;
-      auto t1 = std::chrono::steady_clock::now();
       ran += Exercise(*model.model, 1 + trial % 2);
-      if (getenv("SHOWMSG")) std::printf("X %d exercise %.3f\n", trial, std::chrono::duration<double>(std::chrono::steady_clock::now()-t1).count());
     } else {
       ++failed;
       EXPECT_TRUE(FailsWith(s, {})) << "trial " << trial;
@@ -400,7 +420,6 @@ TEST_F(KesFileTest, FlippedMetadataBytesNeverCrash) {
       const ProcessResult r =
           Cli({"run", path, "-p", "hello", "-n", "4", "--temp", "0", "--ctx", "32"});
       ++cli_runs;
-      if (getenv("SHOWMSG")) std::printf("C %d cli %s\n", trial, Describe(r).c_str());
       if (s.ok()) {
         EXPECT_TRUE(r.exited && (r.exit_code == 0 || IsCleanError(r, "kestrel", {})))
             << "trial " << trial << ": " << Describe(r);
@@ -727,7 +746,6 @@ TEST_P(CorruptionTest, ErrorNamesTheProblem) {
 
   std::unique_ptr<Model> model;
   EXPECT_TRUE(FailsWith(Model::Open(path, &model), c.keywords));
-  if (getenv("SHOWMSG")) { std::unique_ptr<Model> m; std::printf("MSG %s: %s\n", c.name, Model::Open(path, &m).message().c_str()); }
   EXPECT_EQ(model, nullptr);
   const std::vector<uint8_t> file = ReadBytes(path);
   CopiedModel copied;

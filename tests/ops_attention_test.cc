@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ops/attention.h"
+#include "tests/ops_test_util.h"
 
 // This file is compiled once per Highway target: the op's body with an explicit block size is
 // exported from here so the tests can vary how many blocks a walk takes.
@@ -75,7 +76,7 @@ struct RunLog {
 // Runs fn once per compiled target this CPU supports, with dispatch forced to that target.
 void ForEachTarget(RunLog& log, const std::function<void()>& fn) {
   size_t ran = 0;
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+  for (int64_t target : ops::test::TargetsToTest()) {
     hwy::SetSupportedTargetsForTest(target);
     SCOPED_TRACE(hwy::TargetName(target));
     ASSERT_EQ(HWY_DYNAMIC_DISPATCH(CompiledTarget)(), target)

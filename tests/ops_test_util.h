@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -20,12 +21,32 @@ namespace kestrel::ops::test {
 // Unit roundoff of f32: every correctly rounded f32 operation has relative error at most kU.
 inline constexpr double kU = 1.0 / (1 << 24);
 
+// The Highway targets the ops tests run on: every target compiled in and supported by this CPU,
+// or, when the environment sets KESTREL_TEST_TARGETS (names separated by spaces, e.g. "SVE_256"),
+// only those of them. The cross-build CI uses it to test one emulated CPU's own target without
+// repeating the others; naming a target this CPU does not support is an error, not a skip.
+inline std::vector<int64_t> TargetsToTest() {
+  std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  const char* wanted = std::getenv("KESTREL_TEST_TARGETS");
+  if (wanted == nullptr || *wanted == '\0') return targets;
+  const std::string list = std::string(" ") + wanted + " ";
+  std::vector<int64_t> chosen;
+  for (int64_t t : targets) {
+    if (list.find(std::string(" ") + hwy::TargetName(t) + " ") != std::string::npos) {
+      chosen.push_back(t);
+    }
+  }
+  EXPECT_FALSE(chosen.empty()) << "KESTREL_TEST_TARGETS=\"" << wanted
+                               << "\" names no target this CPU supports";
+  return chosen;
+}
+
 // Runs body once per Highway target that is compiled in and supported by this CPU, with
 // dynamic dispatch forced to that target, then restores normal dispatch. Prints the targets that
 // ran and records them as the test property "targets". Failures are tagged with the target.
 inline void ForEachTarget(const std::function<void(const char* target)>& body) {
-  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
-  ASSERT_FALSE(targets.empty()) << "no Highway target is both compiled and supported";
+  const std::vector<int64_t> targets = TargetsToTest();
+  ASSERT_FALSE(targets.empty()) << "no Highway target to test";
   std::string ran;
   for (int64_t target : targets) {
     hwy::SetSupportedTargetsForTest(target);

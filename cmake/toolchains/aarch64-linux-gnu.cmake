@@ -11,4 +11,8 @@ set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/aarch64-linux-gnu)
+# The emulated programs load the multiarch libraries (libc6:arm64 and the others that the :arm64 -dev
+# packages pull in, under /lib/<triple>), not the cross toolchain's copy in /usr/<triple> (qemu's
+# -L): with that glibc (2.36-8) pthread_create spins forever under qemu 7.2 on this kernel,
+# while the multiarch glibc (2.36-9+deb12u*) works.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)

@@ -14,4 +14,8 @@ set(CMAKE_CXX_COMPILER arm-linux-gnueabihf-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE arm-linux-gnueabihf)
 set(CMAKE_CXX_FLAGS_INIT "-march=armv7-a -mfpu=neon-vfpv4 -mfp16-format=ieee -mfloat-abi=hard -Wno-psabi")
 set(CMAKE_C_FLAGS_INIT "-march=armv7-a -mfpu=neon-vfpv4 -mfp16-format=ieee -mfloat-abi=hard")
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-arm;-L;/usr/arm-linux-gnueabihf)
+# The emulated programs load the multiarch libraries (libc6:armhf and the others that the :armhf -dev
+# packages pull in, under /lib/<triple>), not the cross toolchain's copy in /usr/<triple> (qemu's
+# -L): with that glibc (2.36-8) pthread_create spins forever under qemu 7.2 on this kernel,
+# while the multiarch glibc (2.36-9+deb12u*) works.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-arm)
