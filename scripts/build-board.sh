@@ -6,7 +6,8 @@
 #
 # e.g. scripts/build-board.sh aarch64 -mcpu=cortex-a76   (Raspberry Pi 5; has dotprod)
 #      scripts/build-board.sh aarch64 -mcpu=cortex-a72   (Raspberry Pi 4)
-#      scripts/build-board.sh armv7 -mcpu=cortex-a7      (32-bit OS on ARMv7 boards)
+#      scripts/build-board.sh armv7 -mtune=cortex-a7     (32-bit OS; armv7 takes -mtune: the
+#                                                     architecture flags are fixed, see the toolchain)
 # The binaries land in dist/<arch>/. Needs scripts/install-deps.sh --cross (for ARM).
 set -euo pipefail
 cd "$(dirname "$0")/.."

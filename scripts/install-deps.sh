@@ -25,7 +25,7 @@ case "${1:-}" in
   *) echo "install-deps.sh: error: unknown argument '$1' (expected --cross or nothing)" >&2; exit 2 ;;
 esac
 if [ $cross = 1 ]; then
-  debian_packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user xz-utils)
+  debian_packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user xz-utils file)
   for arch in arm64 armhf; do
     debian_packages+=("libhwy-dev:$arch" "libgtest-dev:$arch" "libgmock-dev:$arch"
                       "libbenchmark-dev:$arch" "libflatbuffers-dev:$arch")

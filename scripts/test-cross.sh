@@ -7,6 +7,8 @@
 #            (NEON only): the ops tests on that CPU's own target, the thread pool, the CLI and
 #            the tiny-model end-to-end test;
 #   armv7 (NEON, chosen at compile time): the whole suite.
+# Then it builds the static board binaries the README describes (scripts/build-board.sh) and
+# runs them on the tiny model, with no ARM libraries on the library path.
 # Needs scripts/install-deps.sh --cross, and the native Release build's tests run first: the
 # tiny-model test compares the ARM logits with the reference that build wrote.
 set -euo pipefail
@@ -48,4 +50,19 @@ for arch in aarch64 armv7; do
     (cd build/armv7 && ctest --output-on-failure --timeout 900 -j "$(nproc)")
   fi
   echo "== $arch: tests ran in $(( $(date +%s) - start )) s"
+done
+
+# The README's board binaries: statically linked, run here with nothing but the emulator.
+tiny=build/release/test-tmp/reference/tiny.kes
+for board in "aarch64 -mcpu=cortex-a76 qemu-aarch64" "armv7 -mtune=cortex-a7 qemu-arm"; do
+  read -r arch flags emu <<< "$board"
+  start=$(date +%s)
+  bash scripts/build-board.sh "$arch" "$flags"
+  if ! file "dist/$arch/kestrel" | grep -q "statically linked"; then
+    echo "error: dist/$arch/kestrel is not statically linked" >&2
+    exit 1
+  fi
+  QEMU_LD_PREFIX=/nonexistent "$emu" "dist/$arch/kestrel" run "$tiny" -p "hello" -n 8 --temp 0 \
+    --threads 2
+  echo "== board binaries for $arch ($flags): built and ran in $(( $(date +%s) - start )) s"
 done
