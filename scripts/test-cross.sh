@@ -8,7 +8,8 @@
 #            the tiny-model end-to-end test;
 #   armv7 (NEON, chosen at compile time): the whole suite.
 # Then it builds the static board binaries the README describes (scripts/build-board.sh) and
-# runs them on the tiny model, with no ARM libraries on the library path.
+# runs them (`kestrel run` and `kestrel bench`) on the tiny model, with no ARM libraries on the
+# library path.
 # Needs scripts/install-deps.sh --cross, and the native Release build's tests run first: the
 # tiny-model test compares the ARM logits with the reference that build wrote.
 set -euo pipefail
@@ -64,5 +65,6 @@ for board in "aarch64 -mcpu=cortex-a76 qemu-aarch64" "armv7 -mtune=cortex-a7 qem
   fi
   QEMU_LD_PREFIX=/nonexistent "$emu" "dist/$arch/kestrel" run "$tiny" -p "hello" -n 8 --temp 0 \
     --threads 2
+  QEMU_LD_PREFIX=/nonexistent "$emu" "dist/$arch/kestrel" bench "$tiny" -p 32 -n 16 -t 1,2 -r 2
   echo "== board binaries for $arch ($flags): built and ran in $(( $(date +%s) - start )) s"
 done

@@ -245,6 +245,23 @@ TEST_P(TinyRunTest, ConvertsInspectsAndRuns) {
   EXPECT_NE(inspect.out.find("  " + dtype + " "), std::string::npos)
       << "no " << dtype << " tensors listed:\n" << inspect.out;
 
+  // Two thread counts, a prefill and a decode test each, in JSON.
+  const ProcessResult bench =
+      Cli({"bench", out, "-p", "24", "-n", "12", "-t", "1,2", "-r", "2", "--json"});
+  EXPECT_TRUE(Succeeded(bench));
+  size_t rows = 0;
+  for (size_t at = 0; (at = bench.out.find("\"tokens_per_second\"", at)) != std::string::npos;
+       ++at) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 4u) << bench.out;
+  const std::vector<std::string> keys = {
+      "\"test\": \"pp24\"", "\"test\": \"tg12\"", "\"ttft_ms\"",       "\"p99\"",
+      "\"peak_rss_bytes\"",   "\"target\"",           "\"weights\": \"" + dtype + "\""};
+  for (const std::string& key : keys) {
+    EXPECT_NE(bench.out.find(key), std::string::npos) << key << " missing:\n" << bench.out;
+  }
+
   // 20 tokens pass the sliding window of 8 several times, so the rings wrap.
   const ProcessResult run = Cli({"run", out, "-p", "hello world", "-n", "20", "--temp", "0"});
   EXPECT_TRUE(Succeeded(run));
@@ -907,6 +924,15 @@ TEST_F(CliTest, BadFlagsAndValues) {
       {{"run", m, "-p", "hi", "--seed", "-5"}, {"--seed", "'-5'"}, Usage::kNo},
       {{"inspect", m, "--ctx", "x"}, {"--ctx", "'x'"}, Usage::kNo},
       {{"inspect", m, "--ctx"}, {"--ctx needs a value"}, Usage::kNo},
+      {{"bench"}, {"no model given"}, Usage::kAllowed},
+      {{"bench", m, "--bogus"}, {"unknown option '--bogus'", "bench"}, Usage::kAllowed},
+      {{"bench", m, "-t", "0"}, {"--threads", "'0'"}, Usage::kNo},
+      {{"bench", m, "-t", "1,,2"}, {"--threads", "''"}, Usage::kNo},
+      {{"bench", m, "-t", "1,2,"}, {"--threads", "''"}, Usage::kNo},
+      {{"bench", m, "-r", "0"}, {"-r", "'0'"}, Usage::kNo},
+      {{"bench", m, "-p", "0", "-n", "0"}, {"nothing to run"}, Usage::kNo},
+      {{"bench", m, "-p", "100000"}, {"exceed the model's context of 256"}, Usage::kNo},
+      {{"cpu", "extra"}, {"unexpected argument 'extra'"}, Usage::kAllowed},
   };
   for (const Case& c : cases) {
     std::string joined;

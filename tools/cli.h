@@ -12,6 +12,7 @@ namespace kestrel::cli {
 int RunCommand(const std::vector<std::string>& args);
 int InspectCommand(const std::vector<std::string>& args);
 int CpuCommand(const std::vector<std::string>& args);
+int BenchCommand(const std::vector<std::string>& args);
 
 // Prints "kestrel: error: <message>" to stderr and returns the exit code 1.
 int Fail(const std::string& message);
@@ -37,5 +38,8 @@ class FlagReader {
 };
 
 std::string FormatBytes(uint64_t bytes);
+// The CPU's name from /proc/cpuinfo: "model name" on x86; implementer and part on ARM, where
+// the kernel names no model.
+std::string CpuName();
 
 }  // namespace kestrel::cli

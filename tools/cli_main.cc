@@ -12,6 +12,7 @@ const char kUsage[] =
     "commands:\n"
     "  run      generate text from a prompt, streaming tokens\n"
     "  inspect  print the model's architecture, sizes, memory and FLOPs per token\n"
+    "  bench    measure prefill and decode speed (tokens/s, latency, memory)\n"
     "  cpu      print this machine's CPU and the SIMD targets Kestrel compiled, supports, chose\n"
     "Run 'kestrel <command> --help' for the command's options.\n";
 
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "run") return kestrel::cli::RunCommand(args);
   if (command == "inspect") return kestrel::cli::InspectCommand(args);
+  if (command == "bench") return kestrel::cli::BenchCommand(args);
   if (command == "cpu") return kestrel::cli::CpuCommand(args);
   return kestrel::cli::Fail("unknown command '" + command + "'\n" + kUsage);
 }

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "tools/cli.h"
 
@@ -54,6 +55,25 @@ std::string FormatBytes(uint64_t bytes) {
     std::snprintf(text, sizeof(text), "%.1f KiB", bytes / 1024.0);
   }
   return std::to_string(bytes) + " B (" + text + ")";
+}
+
+// The CPU's name from /proc/cpuinfo: "model name" on x86, "CPU part" (and implementer) on ARM,
+// where the kernel names no model.
+std::string CpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, implementer, part;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name") return value;
+    if (key == "CPU implementer" && implementer.empty()) implementer = value;
+    if (key == "CPU part" && part.empty()) part = value;
+  }
+  if (!part.empty()) return "implementer " + implementer + ", part " + part;
+  return "unknown";
 }
 
 }  // namespace kestrel::cli

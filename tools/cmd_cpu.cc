@@ -2,7 +2,6 @@
 // boards: run it first to see that the binary matches the core (and under qemu, which target
 // the emulated CPU gets).
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <thread>
 
@@ -24,25 +23,6 @@ const char* BuildArchitecture() {
 #else
   return "other";
 #endif
-}
-
-// The CPU's name from /proc/cpuinfo: "model name" on x86, "CPU part" (and implementer) on ARM,
-// where the kernel names no model.
-std::string CpuName() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, implementer, part;
-  while (std::getline(in, line)) {
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string key = line.substr(0, colon);
-    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
-    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
-    if (key == "model name") return value;
-    if (key == "CPU implementer" && implementer.empty()) implementer = value;
-    if (key == "CPU part" && part.empty()) part = value;
-  }
-  if (!part.empty()) return "implementer " + implementer + ", part " + part;
-  return "unknown";
 }
 
 }  // namespace
