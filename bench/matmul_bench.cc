@@ -1,7 +1,8 @@
-// MatMulF32/F16 at Gemma 3 270M shapes on one thread, on the target dispatch picks for this CPU.
-// Reports FLOP/s (2 * n_tokens * k * n_out per call) and weight bytes read per second; compare the
-// latter with BM_MemcpyBandwidth from the same run (decode GEMV is bound by memory bandwidth once
-// the weights exceed the caches), the former with the machine's FMA peak.
+// MatMulF32/F16/BF16 at Gemma 3 270M shapes on one thread, on the target dispatch picks for this
+// CPU. Reports FLOP/s (2 * n_tokens * k * n_out per call) and weight bytes read per second, and
+// each as a fraction of this machine's limits measured in the same run (bench/machine_peak.h):
+// decode GEMV (n = 1) is bound by read bandwidth once the weights exceed the caches (look at
+// of_read_BW), prefill (n = 64, 512) by FMA throughput (of_FMA_peak).
 //
 //   build-x/bench/matmul_bench --benchmark_min_time=0.2
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <hwy/aligned_allocator.h>
 #include <hwy/base.h>
 
+#include "bench/machine_peak.h"
 #include "ops/matmul.h"
 #include "ops/targets.h"
 
@@ -19,6 +21,10 @@ namespace {
 
 void MatMulAnyType(const float* w, const float* x, float* y, size_t n, size_t k, size_t n_out) {
   MatMulF32(w, x, y, n, k, n_out, 0, n_out);
+}
+void MatMulAnyType(const hwy::bfloat16_t* w, const float* x, float* y, size_t n, size_t k,
+                   size_t n_out) {
+  MatMulBF16(w, x, y, n, k, n_out, 0, n_out);
 }
 void MatMulAnyType(const hwy::float16_t* w, const float* x, float* y, size_t n, size_t k,
                    size_t n_out) {
@@ -33,6 +39,13 @@ hwy::float16_t WeightValue(hwy::float16_t*) {
   std::memcpy(&h, &bits, sizeof(bits));
   return h;
 }
+// bf16 1/16 = 0x3D80.
+hwy::bfloat16_t WeightValue(hwy::bfloat16_t*) {
+  hwy::bfloat16_t h;
+  const uint16_t bits = 0x3D80;
+  std::memcpy(&h, &bits, sizeof(bits));
+  return h;
+}
 
 // Args: n_tokens, k, n_out. Weights are 64-byte aligned like tensors in a .kes weight blob.
 template <typename T>
@@ -44,6 +57,7 @@ void BM_MatMul(benchmark::State& state) {
   const T w_value = WeightValue(static_cast<T*>(nullptr));
   for (size_t i = 0; i < n_out * k; ++i) w[i] = w_value;
   for (size_t i = 0; i < n_tokens * k; ++i) x[i] = 0.5f + static_cast<float>(i % 7) / 8;
+  const double fma_peak = bench::FmaPeakFlops(), read_bandwidth = bench::ReadBandwidth();
 
   for (auto _ : state) {
     MatMulAnyType(w.get(), x.get(), y.get(), n_tokens, k, n_out);
@@ -56,6 +70,11 @@ void BM_MatMul(benchmark::State& state) {
       benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_B/s"] =
       benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  // Rates divided by the limit: fractions of this machine's peak.
+  state.counters["of_FMA_peak"] =
+      benchmark::Counter(flops / fma_peak, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["of_read_BW"] = benchmark::Counter(weight_bytes / read_bandwidth,
+                                                    benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_MiB"] = weight_bytes / (1024.0 * 1024.0);
   state.SetLabel(ChosenTargetName());
 }
@@ -74,22 +93,17 @@ void ModelShapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_TEMPLATE(BM_MatMul, float)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, hwy::float16_t)->Apply(ModelShapes);
+BENCHMARK_TEMPLATE(BM_MatMul, hwy::bfloat16_t)->Apply(ModelShapes);
 
-// Yardstick for weight_B/s: bytes read per second by memcpy from a buffer far larger than L3.
-void BM_MemcpyBandwidth(benchmark::State& state) {
-  const size_t bytes = static_cast<size_t>(state.range(0)) << 20;
-  auto src = hwy::AllocateAligned<uint8_t>(bytes);
-  auto dst = hwy::AllocateAligned<uint8_t>(bytes);
-  std::memset(src.get(), 1, bytes);
-  std::memset(dst.get(), 0, bytes);
-  for (auto _ : state) {
-    std::memcpy(dst.get(), src.get(), bytes);
-    benchmark::ClobberMemory();
-  }
-  state.counters["read_B/s"] = benchmark::Counter(static_cast<double>(bytes),
-                                                  benchmark::Counter::kIsIterationInvariantRate);
+// The limits the fractions above divide by, printed once per run.
+void BM_MachinePeak(benchmark::State& state) {
+  const double fma_peak = bench::FmaPeakFlops(), read_bandwidth = bench::ReadBandwidth();
+  for (auto _ : state) benchmark::DoNotOptimize(fma_peak + read_bandwidth);
+  state.counters["FMA_FLOP/s"] = fma_peak;
+  state.counters["read_B/s"] = read_bandwidth;
+  state.SetLabel(ChosenTargetName());
 }
-BENCHMARK(BM_MemcpyBandwidth)->Arg(256)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MachinePeak)->Iterations(1);
 
 }  // namespace
 }  // namespace kestrel::ops
