@@ -13,7 +13,10 @@ namespace {
 
 const char kUsage[] =
     "usage: kestrel-convert INPUT.gguf OUTPUT.kes [options]\n"
-    "  --weights f32|f16|bf16   dtype of matmul and embedding weights (default f32)\n"
+    "  --weights f32|f16|bf16|q8|q4\n"
+    "                           dtype of matmul and embedding weights (default f32); q8 and q4\n"
+    "                           are ggml's Q8_0 and Q4_0 (8.5 and 4.5 bits per weight), moved\n"
+    "                           losslessly when the GGUF tensor already is one of them\n"
     "  --prefill-tokens N       tokens per prefill step (default 128)\n"
     "  --score-tokens N         tokens per step of the all-logits 'score' plan (default 8)\n";
 
@@ -43,12 +46,14 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "--weights") {
-      if (!has_value) return Fail("--weights needs a value (f32, f16 or bf16)");
+      if (!has_value) return Fail("--weights needs a value (f32, f16, bf16, q8 or q4)");
       const std::string v = argv[++i];
       if (v == "f32") options.weight_dtype = fb::DType::F32;
       else if (v == "f16") options.weight_dtype = fb::DType::F16;
       else if (v == "bf16") options.weight_dtype = fb::DType::BF16;
-      else return Fail("--weights: expected f32, f16 or bf16, found '" + v + "'");
+      else if (v == "q8") options.weight_dtype = fb::DType::Q8_0;
+      else if (v == "q4") options.weight_dtype = fb::DType::Q4_0;
+      else return Fail("--weights: expected f32, f16, bf16, q8 or q4, found '" + v + "'");
     } else if (arg == "--prefill-tokens" || arg == "--score-tokens") {
       uint32_t* target = arg == "--prefill-tokens" ? &options.prefill_tokens : &options.score_tokens;
       if (!has_value || !ParseCount(argv[++i], 4096, target)) {

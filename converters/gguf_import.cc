@@ -4,6 +4,7 @@
 
 #include "converters/float_convert.h"
 #include "converters/gguf/dequantize.h"
+#include "converters/quantize.h"
 #include "runtime/format.h"
 
 namespace kestrel {
@@ -25,9 +26,42 @@ Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType d
   KES_CHECK_OR_RETURN(shape == expected_shape, "tensor '" + name + "': expected shape " +
                                                    ShapeString(expected_shape) + ", found " +
                                                    ShapeString(shape));
+  std::vector<uint8_t> bytes;
+  if (IsBlockQuantized(dtype)) {
+    KES_CHECK_OR_RETURN(shape.size() == 2, "tensor '" + name + "': only matrices can be stored as " +
+                                               DTypeName(dtype) + ", found shape " +
+                                               ShapeString(shape));
+    const uint64_t rows = shape[0], k = shape[1];
+    const bool q4 = dtype == fb::DType::Q4_0;
+    const gguf::GgmlType same = q4 ? gguf::GgmlType::Q4_0 : gguf::GgmlType::Q8_0;
+    if (info->type == same) {
+      // Already these exact blocks: move them, never requantize.
+      KES_RETURN_IF_ERROR(PackGgmlBlocks(dtype, info->data, rows, k, &bytes)
+                              .WithContext("tensor '" + name + "'"));
+      *id = model->AddTensor(name, dtype, shape, std::move(bytes));
+      return OkStatus();
+    }
+    KES_CHECK_OR_RETURN(k % kQuantBlock == 0,
+                        "tensor '" + name + "': rows of " + std::to_string(k) +
+                            " elements cannot be stored as " + DTypeName(dtype) +
+                            " (blocks of " + std::to_string(kQuantBlock) + ")");
+    std::vector<float> values;
+    KES_RETURN_IF_ERROR(
+        gguf::DequantizeTensor(*info, &values).WithContext("tensor '" + name + "'"));
+    std::vector<uint8_t> blocks;
+    blocks.reserve(rows * k / kQuantBlock * (q4 ? kGgmlQ4BlockBytes : kGgmlQ8BlockBytes));
+    if (q4) {
+      QuantizeQ4_0(values.data(), values.size(), &blocks);
+    } else {
+      QuantizeQ8_0(values.data(), values.size(), &blocks);
+    }
+    KES_RETURN_IF_ERROR(PackGgmlBlocks(dtype, blocks.data(), rows, k, &bytes));
+    *id = model->AddTensor(name, dtype, shape, std::move(bytes));
+    return OkStatus();
+  }
   std::vector<float> values;
   KES_RETURN_IF_ERROR(gguf::DequantizeTensor(*info, &values).WithContext("tensor '" + name + "'"));
-  std::vector<uint8_t> bytes(values.size() * DTypeSize(dtype));
+  bytes.resize(values.size() * DTypeSize(dtype));
   switch (dtype) {
     case fb::DType::F32:
       std::memcpy(bytes.data(), values.data(), bytes.size());

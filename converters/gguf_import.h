@@ -17,8 +17,11 @@ struct ConvertOptions {
   uint32_t score_tokens = 8;                // max tokens per step of the all-logits "score" plan
 };
 
-// Dequantizes GGUF tensor `name` and stores it as `dtype` with the .kes shape (outermost first,
-// i.e. GGUF's ne reversed). expected_shape (outermost first) must match. Returns the tensor id.
+// Stores GGUF tensor `name` as `dtype` with the .kes shape (outermost first, i.e. GGUF's ne
+// reversed); expected_shape (outermost first) must match. Returns the tensor id. A tensor already
+// in ggml's Q8_0 / Q4_0 and asked for as the same dtype is repacked losslessly; anything else is
+// dequantized exactly as ggml does, then converted (rounded to nearest, or quantized with ggml's
+// reference quantizer).
 Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType dtype,
                     const std::vector<uint64_t>& expected_shape, KesModel* model, uint32_t* id);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,7 +25,8 @@ struct KesModel {
 // Builds one plan: buffers are declared as values, ops refer to them by id.
 class PlanBuilder {
  public:
-  PlanBuilder(std::string name, uint32_t max_tokens);
+  // model: the tensors the plan's ops will use (their dtypes decide how matmuls are fed).
+  PlanBuilder(const KesModel& model, std::string name, uint32_t max_tokens);
 
   // A per-token f32 activation: [tokens, row_elems].
   uint32_t Activation(const std::string& name, uint64_t row_elems);
@@ -36,6 +38,9 @@ class PlanBuilder {
   void Op(fb::OpCode code, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs,
           std::vector<uint32_t> weights, std::vector<int64_t> iargs = {},
           std::vector<float> fargs = {});
+  // output = input x weight^T, preceded by a QuantizeRows op when the weight is block-quantized.
+  // last_row_only: only the last token's row of input (the LM head in prefill).
+  void MatMul(uint32_t input, uint32_t output, uint32_t weight, bool last_row_only = false);
   void SetLogits(uint32_t buffer) { plan_->logits_output = buffer; }
 
   std::unique_ptr<fb::PlanT> Finish() { return std::move(plan_); }
@@ -43,7 +48,9 @@ class PlanBuilder {
  private:
   uint32_t AddBuffer(const std::string& name, fb::DType dtype, uint64_t row_elems, bool per_token,
                      uint64_t fixed_rows);
+  const KesModel& model_;
   std::unique_ptr<fb::PlanT> plan_;
+  std::map<uint32_t, uint32_t> quantized_;  // f32 buffer -> its current Q8_ACT copy
 };
 
 // Places every buffer of every plan in the arena: a buffer lives from the first op that touches

@@ -18,4 +18,11 @@ void EmbedF16(const hwy::float16_t* table, size_t dim, const int32_t* tokens, si
 void EmbedBF16(const hwy::bfloat16_t* table, size_t dim, const int32_t* tokens, size_t n_tokens,
                float scale, float* out);
 
+// table: a packed Q8_0 / Q4_0 matrix [vocab, dim] (ops/quant_layout.h); one row is dequantized
+// per token. dim % 32 == 0.
+void EmbedQ8(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
+             size_t n_tokens, float scale, float* out);
+void EmbedQ4(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
+             size_t n_tokens, float scale, float* out);
+
 }  // namespace kestrel::ops

@@ -6,8 +6,12 @@
 #include "ops/elementwise.h"
 #include "ops/embed.h"
 #include "ops/matmul.h"
+#include "ops/matmul_quant.h"
+#include "ops/quant_layout.h"
+#include "ops/quantize_rows.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
+#include "runtime/format.h"
 #include "runtime/plan_check.h"
 
 namespace kestrel {
@@ -34,6 +38,12 @@ void RunEmbed(const Step& s, size_t n, int64_t, size_t thread, size_t n_threads)
     case fb::DType::BF16:
       ops::EmbedBF16(static_cast<const hwy::bfloat16_t*>(s.weight), dim, s.tokens + b, e - b, scale, out);
       break;
+    case fb::DType::Q8_0:
+      ops::EmbedQ8(static_cast<const uint8_t*>(s.weight), s.rows, dim, s.tokens + b, e - b, scale, out);
+      break;
+    case fb::DType::Q4_0:
+      ops::EmbedQ4(static_cast<const uint8_t*>(s.weight), s.rows, dim, s.tokens + b, e - b, scale, out);
+      break;
     default:
       ops::EmbedF32(static_cast<const float*>(s.weight), dim, s.tokens + b, e - b, scale, out);
   }
@@ -49,14 +59,37 @@ void RunRmsNorm(const Step& s, size_t n, int64_t, size_t thread, size_t n_thread
                s.fargs[0]);
 }
 
+// Output rows of a matmul for this thread, in whole groups of kQuantGroupRows (the kernels'
+// row tile and the packing unit of quantized weights) so no thread gets a partial tile.
+void MatMulRows(size_t rows, size_t thread, size_t n_threads, size_t* begin, size_t* end) {
+  constexpr size_t kGroup = ops::kQuantGroupRows;
+  Part((rows + kGroup - 1) / kGroup, thread, n_threads, begin, end);
+  *begin = *begin * kGroup < rows ? *begin * kGroup : rows;
+  *end = *end * kGroup < rows ? *end * kGroup : rows;
+}
+
+void RunQuantizeRows(const Step& s, size_t n, int64_t, size_t thread, size_t n_threads) {
+  size_t b, e;
+  Part(n, thread, n_threads, &b, &e);
+  if (b == e) return;
+  ops::QuantizeRowsQ8(s.in0 + b * s.cols, e - b, s.cols, s.out_bytes + b * s.row_bytes);
+}
+
 void RunMatMul(const Step& s, size_t n, int64_t, size_t thread, size_t n_threads) {
   const bool last_row_only = s.iargs[0] != 0;
-  const float* x = last_row_only ? s.in0 + (n - 1) * s.cols : s.in0;
   const size_t n_tokens = last_row_only ? 1 : n;
   size_t b, e;
-  Part(s.rows, thread, n_threads, &b, &e);
+  MatMulRows(s.rows, thread, n_threads, &b, &e);
   if (b == e) return;
+  const auto* xq = s.in_bytes + (last_row_only ? (n - 1) * s.row_bytes : 0);
+  const float* x = last_row_only ? s.in0 + (n - 1) * s.cols : s.in0;
   switch (static_cast<fb::DType>(s.iargs[1])) {
+    case fb::DType::Q8_0:
+      ops::MatMulQ8(static_cast<const uint8_t*>(s.weight), xq, s.out, n_tokens, s.cols, s.rows, b, e);
+      break;
+    case fb::DType::Q4_0:
+      ops::MatMulQ4(static_cast<const uint8_t*>(s.weight), xq, s.out, n_tokens, s.cols, s.rows, b, e);
+      break;
     case fb::DType::F16:
       ops::MatMulF16(static_cast<const hwy::float16_t*>(s.weight), x, s.out, n_tokens, s.cols, s.rows, b, e);
       break;
@@ -164,6 +197,7 @@ Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
         s.parallel = true;
         s.tokens = reinterpret_cast<const int32_t*>(in(0));
         s.out = buffer(op->outputs()->Get(0));
+        s.rows = w->shape()->Get(0);
         s.cols = w->shape()->Get(1);
         s.iargs[0] = static_cast<int64_t>(w->dtype());
         break;
@@ -180,6 +214,8 @@ Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
         s.parallel = true;
         s.parallel_single_token = true;
         s.in0 = in(0);
+        s.in_bytes = reinterpret_cast<const uint8_t*>(in(0));
+        s.row_bytes = RowBytes(buffers->Get(op->inputs()->Get(0))->dtype(), row_elems);
         s.out = buffer(op->outputs()->Get(0));
         s.rows = w->shape()->Get(0);
         s.cols = w->shape()->Get(1);
@@ -208,6 +244,14 @@ Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
         }
         break;
       }
+      case fb::OpCode::QuantizeRows:
+        s.run = RunQuantizeRows;
+        s.parallel = true;
+        s.in0 = in(0);
+        s.out_bytes = reinterpret_cast<uint8_t*>(buffer(op->outputs()->Get(0)));
+        s.cols = row_elems;
+        s.row_bytes = RowBytes(fb::DType::Q8_ACT, row_elems);
+        break;
       case fb::OpCode::GeluTanhMul:
       case fb::OpCode::Add:
         s.run = op->code() == fb::OpCode::Add ? RunBinary<ops::Add> : RunBinary<ops::GeluTanhMul>;

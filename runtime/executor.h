@@ -26,6 +26,9 @@ struct Step {
   const float* in0 = nullptr;
   const float* in1 = nullptr;
   float* out = nullptr;
+  const uint8_t* in_bytes = nullptr;  // in0 when it holds quantized activations
+  uint8_t* out_bytes = nullptr;       // out when it receives quantized activations
+  size_t row_bytes = 0;               // bytes per row of in_bytes / out_bytes
   const int32_t* tokens = nullptr;
   const void* weight = nullptr;
   size_t rows = 0;       // weight rows (matmul output features) / embedding width

@@ -15,22 +15,36 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
   const std::string where =
       "tensor " + Num(id) + (t->name() ? " '" + t->name()->str() + "'" : std::string());
   KES_CHECK_OR_RETURN(t->name() != nullptr && t->name()->size() > 0, where + ": has no name");
-  const size_t elem = DTypeSize(t->dtype());
-  KES_CHECK_OR_RETURN(elem != 0 && t->dtype() != fb::DType::I32,
-                      where + ": expected dtype f32, f16 or bf16, found code " +
-                          Num(static_cast<uint64_t>(t->dtype())));
+  const fb::DType dtype = t->dtype();
+  const bool quantized = dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0;
+  KES_CHECK_OR_RETURN(dtype == fb::DType::F32 || dtype == fb::DType::F16 ||
+                          dtype == fb::DType::BF16 || quantized,
+                      where + ": expected dtype f32, f16, bf16, q8 or q4, found code " +
+                          Num(static_cast<uint64_t>(dtype)));
   KES_CHECK_OR_RETURN(t->shape() != nullptr && t->shape()->size() >= 1 && t->shape()->size() <= 4,
                       where + ": expected 1 to 4 dimensions, found " +
                           Num(t->shape() ? t->shape()->size() : 0));
-  uint64_t elements = 1;
-  for (uint64_t dim : *t->shape()) {
-    KES_CHECK_OR_RETURN(dim > 0 && elements <= std::numeric_limits<uint64_t>::max() / dim / elem,
+  KES_CHECK_OR_RETURN(!quantized || t->shape()->size() == 2,
+                      where + ": expected a matrix for dtype " + DTypeName(dtype) + ", found " +
+                          Num(t->shape()->size()) + " dimensions");
+  // Bytes of one innermost row; every dimension is checked so the product cannot overflow.
+  const uint64_t row_elems = t->shape()->Get(t->shape()->size() - 1);
+  KES_CHECK_OR_RETURN(row_elems > 0 && row_elems <= (uint64_t{1} << 40),
+                      where + ": dimension " + Num(row_elems) + " is zero or too large");
+  const uint64_t row_bytes = RowBytes(dtype, row_elems);
+  KES_CHECK_OR_RETURN(row_bytes != 0, where + ": rows of " + Num(row_elems) +
+                                          " elements are not whole 32-element blocks of " +
+                                          DTypeName(dtype));
+  uint64_t bytes = row_bytes;
+  for (uint32_t i = 0; i + 1 < t->shape()->size(); ++i) {
+    const uint64_t dim = t->shape()->Get(i);
+    KES_CHECK_OR_RETURN(dim > 0 && bytes <= std::numeric_limits<uint64_t>::max() / dim,
                         where + ": dimension " + Num(dim) + " is zero or overflows");
-    elements *= dim;
+    bytes *= dim;
   }
-  KES_CHECK_OR_RETURN(t->size() == elements * elem,
-                      where + ": expected " + Num(elements * elem) + " bytes for its shape and " +
-                          DTypeName(t->dtype()) + ", found size " + Num(t->size()));
+  KES_CHECK_OR_RETURN(t->size() == bytes,
+                      where + ": expected " + Num(bytes) + " bytes for its shape and " +
+                          DTypeName(dtype) + ", found size " + Num(t->size()));
   KES_CHECK_OR_RETURN(t->offset() % kKesAlignment == 0,
                       where + ": offset " + Num(t->offset()) + " is not 64-byte aligned");
   KES_CHECK_OR_RETURN(t->offset() <= blob_size && t->size() <= blob_size - t->offset(),
@@ -191,7 +205,11 @@ const uint8_t* Model::TensorData(uint32_t tensor_id) const {
 
 uint64_t Model::parameter_count() const {
   uint64_t total = 0;
-  for (const fb::Tensor* t : *meta_->tensors()) total += t->size() / DTypeSize(t->dtype());
+  for (const fb::Tensor* t : *meta_->tensors()) {
+    uint64_t elements = 1;
+    for (uint64_t dim : *t->shape()) elements *= dim;
+    total += elements;
+  }
   return total;
 }
 

@@ -75,6 +75,16 @@ class OpChecker {
                   std::string(role) + " '" + b.name()->str() + "': expected rows of " +
                       Num(row_elems) + " elements, found " + Num(b.row_elems()));
   }
+  // A per-token Q8_ACT buffer (activations quantized by QuantizeRows) of row_elems elements.
+  Status QuantizedActivation(const fb::Buffer& b, uint64_t row_elems, const char* role) const {
+    KES_RETURN_IF_ERROR(Expect(b.dtype() == fb::DType::Q8_ACT && b.per_token(),
+                               std::string(role) + " '" + b.name()->str() +
+                                   "': expected per-token q8-activations, found " +
+                                   DTypeName(b.dtype())));
+    return Expect(b.row_elems() == row_elems,
+                  std::string(role) + " '" + b.name()->str() + "': expected rows of " +
+                      Num(row_elems) + " elements, found " + Num(b.row_elems()));
+  }
   Status Tensor2D(const fb::Tensor& t, const char* role) const {
     KES_RETURN_IF_ERROR(Expect(t.shape()->size() == 2, std::string(role) + " '" +
                                                             t.name()->str() +
@@ -130,7 +140,9 @@ Status CheckOp(const fb::Model& model, const fb::Plan& plan, const fb::Op& op, u
       KES_RETURN_IF_ERROR(c.Counts(1, 1, 1, 1, 0));
       const fb::Tensor& w = c.Weight(0);
       KES_RETURN_IF_ERROR(c.Tensor2D(w, "weight"));
-      KES_RETURN_IF_ERROR(c.Activation(c.In(0), w.shape()->Get(1), "input"));
+      const bool quantized = w.dtype() == fb::DType::Q8_0 || w.dtype() == fb::DType::Q4_0;
+      KES_RETURN_IF_ERROR(quantized ? c.QuantizedActivation(c.In(0), w.shape()->Get(1), "input")
+                                    : c.Activation(c.In(0), w.shape()->Get(1), "input"));
       const int64_t last_row_only = c.IArg(0);
       KES_RETURN_IF_ERROR(c.Expect(last_row_only == 0 || last_row_only == 1,
                                    "last-row flag must be 0 or 1, found " +
@@ -178,6 +190,12 @@ Status CheckOp(const fb::Model& model, const fb::Plan& plan, const fb::Op& op, u
       KES_RETURN_IF_ERROR(c.Activation(c.In(0), static_cast<uint64_t>(heads * head_dim), "query"));
       return c.Activation(c.Out(0), static_cast<uint64_t>(heads * head_dim), "output");
     }
+    case fb::OpCode::QuantizeRows: {
+      KES_RETURN_IF_ERROR(c.Counts(1, 1, 0, 0, 0));
+      const uint64_t row = c.In(0).row_elems();
+      KES_RETURN_IF_ERROR(c.Activation(c.In(0), row, "input"));
+      return c.QuantizedActivation(c.Out(0), row, "output");
+    }
     case fb::OpCode::GeluTanhMul:
     case fb::OpCode::Add: {
       KES_RETURN_IF_ERROR(c.Counts(2, 1, 0, 0, 0));
@@ -195,16 +213,19 @@ Status CheckBuffer(const fb::Plan& plan, const fb::Buffer& b, uint32_t id,
                    uint64_t activation_bytes) {
   const std::string where = "plan '" + plan.name()->str() + "' buffer " + Num(id);
   KES_CHECK_OR_RETURN(b.name() != nullptr, where + ": has no name");
-  const uint64_t elem = DTypeSize(b.dtype());
-  KES_CHECK_OR_RETURN(b.dtype() == fb::DType::F32 || b.dtype() == fb::DType::I32,
-                      where + ": expected dtype f32 or i32, found code " +
+  KES_CHECK_OR_RETURN(b.dtype() == fb::DType::F32 || b.dtype() == fb::DType::I32 ||
+                          b.dtype() == fb::DType::Q8_ACT,
+                      where + ": expected dtype f32, i32 or q8-activations, found code " +
                           Num(static_cast<uint64_t>(b.dtype())));
   const uint64_t rows = b.per_token() ? plan.max_tokens() : b.fixed_rows();
   KES_CHECK_OR_RETURN(rows > 0 && rows <= kMaxStepTokens,
                       where + ": expected 1.." + Num(kMaxStepTokens) + " rows, found " + Num(rows));
   KES_CHECK_OR_RETURN(b.row_elems() > 0 && b.row_elems() <= (uint64_t{1} << 32),
                       where + ": row length " + Num(b.row_elems()) + " out of range");
-  const uint64_t need = rows * b.row_elems() * elem;
+  const uint64_t row_bytes = RowBytes(b.dtype(), b.row_elems());
+  KES_CHECK_OR_RETURN(row_bytes != 0, where + ": rows of " + Num(b.row_elems()) +
+                                          " elements are not whole 32-element blocks");
+  const uint64_t need = rows * row_bytes;
   KES_CHECK_OR_RETURN(b.size() >= need, where + ": expected at least " + Num(need) +
                                             " bytes, found " + Num(b.size()));
   KES_CHECK_OR_RETURN(b.arena_offset() % kKesAlignment == 0,

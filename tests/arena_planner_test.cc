@@ -9,12 +9,14 @@
 namespace kestrel {
 namespace {
 
+const KesModel kNoTensors;
+
 bool Overlap(const fb::BufferT& a, const fb::BufferT& b) {
   return a.arena_offset < b.arena_offset + b.size && b.arena_offset < a.arena_offset + a.size;
 }
 
 TEST(ArenaPlanner, ChainReusesMemoryOfDeadBuffers) {
-  PlanBuilder b("prefill", 4);
+  PlanBuilder b(kNoTensors, "prefill", 4);
   const uint32_t tokens = b.TokenInput();
   uint32_t prev = b.Activation("x0", 100);
   b.Op(fb::OpCode::Embed, {tokens}, {prev}, {0});
@@ -38,7 +40,7 @@ TEST(ArenaPlanner, ChainReusesMemoryOfDeadBuffers) {
 TEST(ArenaPlanner, RandomPlansNeverOverlapLiveBuffers) {
   std::mt19937 rng(42);
   for (int trial = 0; trial < 50; ++trial) {
-    PlanBuilder b("p", 1 + rng() % 8);
+    PlanBuilder b(kNoTensors, "p", 1 + rng() % 8);
     const uint32_t tokens = b.TokenInput();
     std::vector<uint32_t> ids{tokens};
     const int n_ops = 5 + rng() % 30;
@@ -81,7 +83,7 @@ TEST(ArenaPlanner, RandomPlansNeverOverlapLiveBuffers) {
 }
 
 TEST(ArenaPlanner, UnusedBufferIsAnError) {
-  PlanBuilder b("p", 1);
+  PlanBuilder b(kNoTensors, "p", 1);
   const uint32_t tokens = b.TokenInput();
   const uint32_t x = b.Activation("x", 8);
   b.Activation("never_used", 8);

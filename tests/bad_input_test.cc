@@ -272,7 +272,8 @@ TEST_P(TinyRunTest, ConvertsInspectsAndRuns) {
   std::remove(out.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(WeightDtypes, TinyRunTest, ::testing::Values("f32", "f16", "bf16"));
+INSTANTIATE_TEST_SUITE_P(WeightDtypes, TinyRunTest,
+                         ::testing::Values("f32", "f16", "bf16", "q8", "q4"));
 
 // ---------------------------------------------------------------------------------------------
 // Files that are not .kes models.
@@ -601,7 +602,21 @@ const std::vector<Corruption>& Corruptions() {
        {"Embed", "rows, expected vocab_size"}},
       {"TensorDtypeI32", Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::I32; },
-       {"blk.0.attn_q.weight", "expected dtype f32, f16 or bf16", "found code 3"}},
+       {"blk.0.attn_q.weight", "expected dtype f32, f16, bf16, q8 or q4", "found code 3"}},
+      // The f32 bytes relabelled q8: the size no longer fits the shape.
+      {"TensorDtypeQ8SizeMismatch", Writer::kWriteKes,
+       [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::Q8_0; },
+       {"blk.0.attn_q.weight", "bytes for its shape and q8", "found size"}},
+      {"TensorDtypeActivations", Writer::kWriteKes,
+       [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::Q8_ACT; },
+       {"blk.0.attn_q.weight", "expected dtype", "found code 6"}},
+      // An f32 matmul fed quantized activations.
+      {"MatMulInputQuantized", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& plan = Plan(m, "decode");
+         plan.buffers[BufferId(plan, "blk.0.attn_in")]->dtype = fb::DType::Q8_ACT;
+       },
+       {"blk.0.attn_in", "expected dtype f32, found q8-activations"}},
       {"TensorDtypeUnknown", Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = static_cast<fb::DType>(9); },
        {"blk.0.attn_q.weight", "expected dtype", "found code 9"}},
@@ -623,7 +638,7 @@ const std::vector<Corruption>& Corruptions() {
          auto& plan = Plan(m, "decode");
          plan.buffers[BufferId(plan, "blk.0.q")]->dtype = static_cast<fb::DType>(200);
        },
-       {"buffer", "expected dtype f32 or i32", "found code 200"}},
+       {"buffer", "expected dtype f32, i32 or q8-activations", "found code 200"}},
       {"KvCacheDtype", Writer::kWriteKes, [](fb::ModelT& m) { m.kv->dtype = fb::DType::F16; },
        {"KV cache", "expected dtype f32, found f16"}},
       {"KvLayerHeadsZero", Writer::kWriteKes,

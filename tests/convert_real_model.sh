@@ -9,3 +9,5 @@ fi
 mkdir -p "$out"
 "$convert" "$gguf" "$out/gemma3-270m-f32.kes" --weights f32
 "$convert" "$gguf" "$out/gemma3-270m-f16.kes" --weights f16
+"$convert" "$gguf" "$out/gemma3-270m-q8.kes" --weights q8
+"$convert" "$gguf" "$out/gemma3-270m-q4.kes" --weights q4

@@ -82,16 +82,22 @@ void Collect(void* context, int32_t, std::string_view piece) {
   ++c->tokens;
 }
 
-class ZeroAllocTest : public ::testing::TestWithParam<size_t> {};
+struct ZeroAllocCase {
+  const char* weights;  // gemma3-270m-<weights>.kes from the ctest fixture
+  size_t threads;
+};
+
+class ZeroAllocTest : public ::testing::TestWithParam<ZeroAllocCase> {};
 
 TEST_P(ZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
-  const std::string path = std::string(KESTREL_TEST_TMP) + "/gemma3-270m-f32.kes";
+  const ZeroAllocCase& c = GetParam();
+  const std::string path = std::string(KESTREL_TEST_TMP) + "/gemma3-270m-" + c.weights + ".kes";
   std::unique_ptr<Model> model;
   Status s = Model::Open(path, &model);
   ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
   SessionOptions options;
   options.context_length = 1024;
-  options.n_threads = GetParam();
+  options.n_threads = c.threads;
   std::unique_ptr<Session> session;
   s = Session::Create(*model, options, &session);
   ASSERT_TRUE(s.ok()) << s.message();
@@ -125,11 +131,19 @@ TEST_P(ZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
   EXPECT_EQ(stats.decode_steps, 64u);
   EXPECT_EQ(collected->tokens, 65u);
   EXPECT_GT(collected->bytes, 0u);
-  EXPECT_EQ(g_calls.load(), 0) << "heap calls during inference with " << GetParam()
-                               << " thread(s)";
+  EXPECT_EQ(g_calls.load(), 0) << "heap calls during inference with " << c.weights
+                               << " weights and " << c.threads << " thread(s)";
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, ZeroAllocTest, ::testing::Values(size_t{1}, size_t{2}));
+// f32 and the block-quantized kernels (with their on-the-fly activation quantization).
+INSTANTIATE_TEST_SUITE_P(WeightsAndThreads, ZeroAllocTest,
+                         ::testing::Values(ZeroAllocCase{"f32", 1}, ZeroAllocCase{"f32", 2},
+                                           ZeroAllocCase{"q8", 1}, ZeroAllocCase{"q8", 2},
+                                           ZeroAllocCase{"q4", 1}, ZeroAllocCase{"q4", 2}),
+                         [](const auto& info) {
+                           return std::string(info.param.weights) + "_" +
+                                  std::to_string(info.param.threads) + "_threads";
+                         });
 
 // The interposer itself must see allocations, or the test above proves nothing.
 TEST(ZeroAllocInterposer, CountsAllocations) {

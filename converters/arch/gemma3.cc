@@ -134,9 +134,10 @@ Status ImportWeights(const gguf::File& f, const Gemma3Config& c, fb::DType dtype
 // The forward pass over one step of tokens. all_logits: logits for every token (the "score"
 // plan) instead of only the last one.
 std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool all_logits,
-                                     const Gemma3Config& c, const Gemma3Weights& w) {
+                                     const Gemma3Config& c, const Gemma3Weights& w,
+                                     const KesModel& m) {
   using fb::OpCode;
-  PlanBuilder b(name, max_tokens);
+  PlanBuilder b(m, name, max_tokens);
   const uint64_t d = c.d_model, q_dim = uint64_t{c.n_heads} * c.head_dim,
                  kv_dim = uint64_t{c.n_kv_heads} * c.head_dim;
   const int64_t heads = c.n_heads, kv_heads = c.n_kv_heads, head_dim = c.head_dim;
@@ -159,9 +160,9 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool
     const uint32_t q = b.Activation(p + "q", q_dim);  // [tokens, n_heads * head_dim]
     const uint32_t k = b.Activation(p + "k", kv_dim);  // [tokens, n_kv_heads * head_dim]
     const uint32_t v = b.Activation(p + "v", kv_dim);
-    b.Op(OpCode::MatMul, {attn_in}, {q}, {lw.q}, {0});
-    b.Op(OpCode::MatMul, {attn_in}, {k}, {lw.k}, {0});
-    b.Op(OpCode::MatMul, {attn_in}, {v}, {lw.v}, {0});
+    b.MatMul(attn_in, q, lw.q);
+    b.MatMul(attn_in, k, lw.k);
+    b.MatMul(attn_in, v, lw.v);
     b.Op(OpCode::RmsNorm, {q}, {q}, {lw.q_norm}, {head_dim}, {eps});
     b.Op(OpCode::RmsNorm, {k}, {k}, {lw.k_norm}, {head_dim}, {eps});
     b.Op(OpCode::RopeNeox, {q}, {}, {}, {heads, head_dim}, {theta, freq_scale});
@@ -171,7 +172,7 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool
     b.Op(OpCode::Attention, {q}, {attn}, {}, {int64_t(l), heads, kv_heads, head_dim},
          {query_scale});
     const uint32_t attn_out = b.Activation(p + "attn_out", d);
-    b.Op(OpCode::MatMul, {attn}, {attn_out}, {lw.o}, {0});
+    b.MatMul(attn, attn_out, lw.o);
     b.Op(OpCode::RmsNorm, {attn_out}, {attn_out}, {lw.post_attn_norm}, {int64_t(d)}, {eps});
     const uint32_t mid = b.Activation(p + "residual_mid", d);
     b.Op(OpCode::Add, {x, attn_out}, {mid}, {});
@@ -180,11 +181,11 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool
     b.Op(OpCode::RmsNorm, {mid}, {ffn_in}, {lw.ffn_norm}, {int64_t(d)}, {eps});
     const uint32_t gate = b.Activation(p + "gate", c.ffn_dim);  // [tokens, ffn_dim]
     const uint32_t up = b.Activation(p + "up", c.ffn_dim);
-    b.Op(OpCode::MatMul, {ffn_in}, {gate}, {lw.gate}, {0});
-    b.Op(OpCode::MatMul, {ffn_in}, {up}, {lw.up}, {0});
+    b.MatMul(ffn_in, gate, lw.gate);
+    b.MatMul(ffn_in, up, lw.up);
     b.Op(OpCode::GeluTanhMul, {gate, up}, {gate}, {});
     const uint32_t ffn_out = b.Activation(p + "ffn_out", d);
-    b.Op(OpCode::MatMul, {gate}, {ffn_out}, {lw.down}, {0});
+    b.MatMul(gate, ffn_out, lw.down);
     b.Op(OpCode::RmsNorm, {ffn_out}, {ffn_out}, {lw.post_ffn_norm}, {int64_t(d)}, {eps});
     const uint32_t out = b.Activation(p + "out", d);
     b.Op(OpCode::Add, {mid, ffn_out}, {out}, {});
@@ -194,7 +195,7 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool
   b.Op(OpCode::RmsNorm, {x}, {final_norm}, {w.output_norm}, {int64_t(d)}, {eps});
   const uint32_t logits = all_logits ? b.Activation("logits", c.vocab)  // [tokens, vocab]
                                      : b.Fixed("logits", 1, c.vocab);   // [1, vocab]
-  b.Op(OpCode::MatMul, {final_norm}, {logits}, {w.embedding}, {all_logits ? 0 : 1});
+  b.MatMul(final_norm, logits, w.embedding, !all_logits);
   b.SetLogits(logits);
   return b.Finish();
 }
@@ -240,9 +241,9 @@ Status ConvertGemma3(const gguf::File& f, const ConvertOptions& options, KesMode
     layer->window = c.sliding[l] ? c.window : 0;
     meta.kv->layers.push_back(std::move(layer));
   }
-  meta.plans.push_back(BuildPlan("prefill", options.prefill_tokens, false, c, w));
-  meta.plans.push_back(BuildPlan("decode", 1, false, c, w));
-  meta.plans.push_back(BuildPlan("score", options.score_tokens, true, c, w));
+  meta.plans.push_back(BuildPlan("prefill", options.prefill_tokens, false, c, w, *m));
+  meta.plans.push_back(BuildPlan("decode", 1, false, c, w, *m));
+  meta.plans.push_back(BuildPlan("score", options.score_tokens, true, c, w, *m));
   return OkStatus();
 }
 

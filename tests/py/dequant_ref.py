@@ -7,6 +7,9 @@ itself bit-exact with ggml.
   dequant_ref.py model-hashes MODEL.gguf OUT.txt
       One line per tensor, in file order: name, type name, element count and the SHA-256 of the
       dequantized values as little-endian float32 bytes (row-major).
+  dequant_ref.py quantize TYPE IN.f32 OUT.bin
+      IN.f32 holds little-endian float32 values (a multiple of the block size); OUT.bin receives
+      gguf.quants.quantize's blocks of type TYPE (Q8_0 or Q4_0, ggml's reference quantizers).
   dequant_ref.py sizes TYPE...
       Prints "TYPE block_elements block_bytes" per type, from gguf-py's GGML_QUANT_SIZES.
 """
@@ -16,7 +19,7 @@ import sys
 
 import numpy as np
 from gguf import GGMLQuantizationType, GGML_QUANT_SIZES, GGUFReader
-from gguf.quants import dequantize
+from gguf.quants import dequantize, quantize
 
 
 def dequantize_blocks(type_name: str, in_path: str, out_path: str) -> None:
@@ -28,6 +31,18 @@ def dequantize_blocks(type_name: str, in_path: str, out_path: str) -> None:
                  f"of {type_size} bytes")
     values = dequantize(raw.reshape(1, -1), qtype)
     np.ascontiguousarray(values, dtype="<f4").tofile(out_path)
+
+
+def quantize_values(type_name: str, in_path: str, out_path: str) -> None:
+    qtype = GGMLQuantizationType[type_name]
+    block_elements, _ = GGML_QUANT_SIZES[qtype]
+    values = np.fromfile(in_path, dtype="<f4")
+    if values.size % block_elements != 0:
+        sys.exit(f"{in_path}: {values.size} values is not a whole number of {type_name} blocks")
+    # Blocks of subnormal or huge values overflow 1 / scale; that is part of what is compared.
+    with np.errstate(all="ignore"):
+        blocks = quantize(values.reshape(1, -1), qtype)
+    np.ascontiguousarray(blocks, dtype=np.uint8).tofile(out_path)
 
 
 def model_hashes(model_path: str, out_path: str) -> None:
@@ -47,6 +62,8 @@ def model_hashes(model_path: str, out_path: str) -> None:
 def main() -> None:
     if len(sys.argv) == 5 and sys.argv[1] == "blocks":
         dequantize_blocks(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif len(sys.argv) == 5 and sys.argv[1] == "quantize":
+        quantize_values(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) >= 3 and sys.argv[1] == "sizes":
         for name in sys.argv[2:]:
             block_elements, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType[name]]

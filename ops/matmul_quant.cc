@@ -1,0 +1,286 @@
+// Quantized matmul (ops/matmul_quant.h), compiled for every Highway target and dispatched at
+// run time.
+//
+// The work is cut into tiles of up to kQuantGroupRows weight rows (one packed group, see
+// ops/quant_layout.h) x kQuantTokenTile tokens, each tile walking k block by block. A block of
+// 32 is handled as two halves of 16 int16 lanes (at most: CappedTag), which for Q4_0 are the low
+// and high nibbles of the same 16 bytes. Int8 quants are widened to int16 and multiplied
+// pairwise into int32 (ReorderWidenMulAccumulate: pmaddwd on x86, widening multiply-accumulate
+// on ARM), the block's int32 sum is converted once to f32 and accumulated with the product of
+// the weight and activation scales. Exact in int32: |sum| <= 32 * 127 * 127 < 2^19.
+// Q4_0 quants stay unsigned (0..15): sum((q - 8) * x) = sum(q * x) - 8 * sum(x), and the second
+// term comes from the per-block sums that ops/quantize_rows.h stores with the activations.
+#include "ops/matmul_quant.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/matmul_quant.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/highway.h>
+
+#include "ops/dispatch.h"
+#include "ops/quant_layout.h"
+#include "ops/quantize_rows.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kestrel::ops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Same register budget as ops/matmul-inl.h: x86 before AVX-512 has 16 vector registers.
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+inline constexpr size_t kQuantTokenTile = 2;
+#else
+inline constexpr size_t kQuantTokenTile = 4;
+#endif
+// Weight scales are widened to f32 for this many blocks at a time (a stack buffer).
+inline constexpr size_t kScaleChunkBlocks = 64;
+
+using D16 = hn::CappedTag<int16_t, 16>;
+using D32 = hn::Repartition<int32_t, D16>;
+using DF = hn::Rebind<float, D32>;
+using VF = hn::Vec<DF>;
+using V16 = hn::Vec<D16>;
+
+// Lanes [j, j + Lanes) of both halves of one weight block, as int16.
+template <bool kQ4>
+HWY_INLINE void LoadWeightHalves(const uint8_t* HWY_RESTRICT block, size_t j, V16& lo, V16& hi) {
+  const D16 d16;
+  if constexpr (kQ4) {
+    const hn::Rebind<uint8_t, D16> du8;
+    const V16 bytes = hn::PromoteTo(d16, hn::LoadU(du8, block + j));
+    lo = hn::And(bytes, hn::Set(d16, 0x0F));
+    hi = hn::ShiftRight<4>(bytes);
+  } else {
+    const hn::Rebind<int8_t, D16> d8;
+    const int8_t* q = reinterpret_cast<const int8_t*>(block);
+    lo = hn::PromoteTo(d16, hn::LoadU(d8, q + j));
+    hi = hn::PromoteTo(d16, hn::LoadU(d8, q + 16 + j));
+  }
+}
+
+// acc += (x_lo . w_lo + x_hi . w_hi) * scale, the dot products exact in int32.
+HWY_INLINE void MulAddHalves(V16 x_lo, V16 x_hi, V16 w_lo, V16 w_hi, float scale, VF& acc) {
+  const D32 d32;
+  const DF df;
+  auto odd = hn::Zero(d32);
+  auto sum = hn::ReorderWidenMulAccumulate(d32, x_lo, w_lo, hn::Zero(d32), odd);
+  sum = hn::ReorderWidenMulAccumulate(d32, x_hi, w_hi, sum, odd);
+  sum = hn::RearrangeToOddPlusEven(sum, odd);
+  acc = hn::MulAdd(hn::ConvertTo(df, sum), hn::Set(df, scale), acc);
+}
+
+// Widens count f16 scales to f32.
+HWY_INLINE void WidenScales(const hwy::float16_t* HWY_RESTRICT in, size_t count,
+                            float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + N <= count; i += N) hn::Store(LoadAsF32(df, in + i), df, out + i);
+  if (i < count) StorePartial(df, LoadPartialAsF32(df, in + i, count - i), out + i, count - i);
+}
+
+// One token's share of a block half for every row of the tile. q: the token's quants at the
+// half's first lane; x_scale: its block scale; w_scale: the rows' block scales.
+template <size_t kRows>
+HWY_INLINE void TokenStep(const int8_t* HWY_RESTRICT q, float x_scale,
+                          const float* HWY_RESTRICT w_scale, V16 l0, V16 h0, V16 l1, V16 h1,
+                          V16 l2, V16 h2, V16 l3, V16 h3, VF& c0, VF& c1, VF& c2, VF& c3) {
+  const D16 d16;
+  const hn::Rebind<int8_t, D16> d8;
+  const V16 x_lo = hn::PromoteTo(d16, hn::LoadU(d8, q));
+  const V16 x_hi = hn::PromoteTo(d16, hn::LoadU(d8, q + 16));
+  MulAddHalves(x_lo, x_hi, l0, h0, w_scale[0] * x_scale, c0);
+  if constexpr (kRows > 1) MulAddHalves(x_lo, x_hi, l1, h1, w_scale[1] * x_scale, c1);
+  if constexpr (kRows > 2) MulAddHalves(x_lo, x_hi, l2, h2, w_scale[2] * x_scale, c2);
+  if constexpr (kRows > 3) MulAddHalves(x_lo, x_hi, l3, h3, w_scale[3] * x_scale, c3);
+}
+
+// y[r] = sum of lanes of c_r - offset * o_r, for one token's kRows outputs.
+template <size_t kRows>
+HWY_INLINE void StoreTokenColumn(VF c0, VF c1, VF c2, VF c3, float offset, float o0, float o1,
+                                 float o2, float o3, float* HWY_RESTRICT y) {
+  const DF df;
+  y[0] = ReduceSum(df, c0) - offset * o0;
+  if constexpr (kRows > 1) y[1] = ReduceSum(df, c1) - offset * o1;
+  if constexpr (kRows > 2) y[2] = ReduceSum(df, c2) - offset * o2;
+  if constexpr (kRows > 3) y[3] = ReduceSum(df, c3) - offset * o3;
+}
+
+// One tile: kRows rows of one packed group x kTokens tokens.
+// w: block 0 of the tile's first row; block b of tile row r is at w + (b * group_rows + r) *
+// block_bytes, its scale at ws[b * group_rows + r]. x: the first token's Q8_ACT row; token t
+// starts x_row_bytes later per token. y: y[t0, r0] of the output, row stride n_out.
+template <size_t kRows, size_t kTokens, bool kQ4>
+HWY_NOINLINE void QuantTile(const uint8_t* HWY_RESTRICT w, const hwy::float16_t* HWY_RESTRICT ws,
+                            size_t group_rows, const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
+                            size_t k, float* HWY_RESTRICT y, size_t n_out) {
+  static_assert(kRows >= 1 && kRows <= 4 && kTokens >= 1 && kTokens <= 4, "tile is at most 4x4");
+  const D16 d16;
+  const DF df;
+  const size_t L = hn::Lanes(d16);
+  const size_t block_bytes = kQ4 ? kQ4BlockBytes : kQ8BlockBytes;
+  const size_t block_stride = group_rows * block_bytes;
+  const size_t blocks = k / kQuantBlockElems;
+
+  VF a00 = hn::Zero(df), a10 = hn::Zero(df), a20 = hn::Zero(df), a30 = hn::Zero(df);
+  VF a01 = hn::Zero(df), a11 = hn::Zero(df), a21 = hn::Zero(df), a31 = hn::Zero(df);
+  VF a02 = hn::Zero(df), a12 = hn::Zero(df), a22 = hn::Zero(df), a32 = hn::Zero(df);
+  VF a03 = hn::Zero(df), a13 = hn::Zero(df), a23 = hn::Zero(df), a33 = hn::Zero(df);
+  float offset[4][4] = {};  // Q4_0: sum over blocks of w_scale * x_scale * sum(x_q)
+
+  const int8_t* xq[kTokens];
+  const float* x_scale[kTokens];
+  const float* x_sum[kTokens];
+  for (size_t t = 0; t < kTokens; ++t) {
+    xq[t] = reinterpret_cast<const int8_t*>(x + t * x_row_bytes);
+    x_scale[t] = reinterpret_cast<const float*>(x + t * x_row_bytes + k);
+    x_sum[t] = x_scale[t] + blocks;
+  }
+
+  HWY_ALIGN float w_scale[kScaleChunkBlocks * kQuantGroupRows];
+  for (size_t b0 = 0; b0 < blocks; b0 += kScaleChunkBlocks) {
+    const size_t chunk = HWY_MIN(kScaleChunkBlocks, blocks - b0);
+    // Only the scales this tile owns: the last block's run ends at its kRows-th row.
+    WidenScales(ws + b0 * group_rows, (chunk - 1) * group_rows + kRows, w_scale);
+    for (size_t cb = 0; cb < chunk; ++cb) {
+      const size_t b = b0 + cb;
+      const uint8_t* HWY_RESTRICT wb = w + b * block_stride;
+      const float* HWY_RESTRICT sw = w_scale + cb * group_rows;
+      // Rows past kRows reload row 0 and are never used, as in ops/matmul-inl.h.
+      const uint8_t* w1 = wb + (kRows > 1 ? block_bytes : 0);
+      const uint8_t* w2 = wb + (kRows > 2 ? 2 * block_bytes : 0);
+      const uint8_t* w3 = wb + (kRows > 3 ? 3 * block_bytes : 0);
+      for (size_t j = 0; j < 16; j += L) {
+        V16 l0, h0, l1, h1, l2, h2, l3, h3;
+        LoadWeightHalves<kQ4>(wb, j, l0, h0);
+        LoadWeightHalves<kQ4>(w1, j, l1, h1);
+        LoadWeightHalves<kQ4>(w2, j, l2, h2);
+        LoadWeightHalves<kQ4>(w3, j, l3, h3);
+        const size_t xb = b * kQuantBlockElems + j;
+        TokenStep<kRows>(xq[0] + xb, x_scale[0][b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a00, a10,
+                         a20, a30);
+        if constexpr (kTokens > 1) {
+          TokenStep<kRows>(xq[1] + xb, x_scale[1][b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a01,
+                           a11, a21, a31);
+        }
+        if constexpr (kTokens > 2) {
+          TokenStep<kRows>(xq[2] + xb, x_scale[2][b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a02,
+                           a12, a22, a32);
+        }
+        if constexpr (kTokens > 3) {
+          TokenStep<kRows>(xq[3] + xb, x_scale[3][b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a03,
+                           a13, a23, a33);
+        }
+      }
+      if constexpr (kQ4) {
+        for (size_t r = 0; r < kRows; ++r) {
+          for (size_t t = 0; t < kTokens; ++t) offset[r][t] += sw[r] * x_sum[t][b];
+        }
+      }
+    }
+  }
+
+  const float q4_offset = kQ4 ? 8.0f : 0.0f;
+  StoreTokenColumn<kRows>(a00, a10, a20, a30, q4_offset, offset[0][0],
+                          offset[1][0], offset[2][0],
+                          offset[3][0], y);
+  if constexpr (kTokens > 1) {
+    StoreTokenColumn<kRows>(a01, a11, a21, a31, q4_offset, offset[0][1],
+                            offset[1][1], offset[2][1],
+                            offset[3][1], y + n_out);
+  }
+  if constexpr (kTokens > 2) {
+    StoreTokenColumn<kRows>(a02, a12, a22, a32, q4_offset, offset[0][2],
+                            offset[1][2], offset[2][2],
+                            offset[3][2], y + 2 * n_out);
+  }
+  if constexpr (kTokens > 3) {
+    StoreTokenColumn<kRows>(a03, a13, a23, a33, q4_offset, offset[0][3],
+                            offset[1][3], offset[2][3],
+                            offset[3][3], y + 3 * n_out);
+  }
+}
+
+template <size_t kRows, bool kQ4>
+HWY_INLINE void QuantTileForTokens(size_t tokens, const uint8_t* w, const hwy::float16_t* ws,
+                                   size_t group_rows, const uint8_t* x, size_t x_row_bytes,
+                                   size_t k, float* y, size_t n_out) {
+  switch (tokens) {
+    case 1: return QuantTile<kRows, 1, kQ4>(w, ws, group_rows, x, x_row_bytes, k, y, n_out);
+    case 2: return QuantTile<kRows, 2, kQ4>(w, ws, group_rows, x, x_row_bytes, k, y, n_out);
+    case 3:
+      return QuantTile<kRows, HWY_MIN(3, kQuantTokenTile), kQ4>(w, ws, group_rows, x,
+                                                                x_row_bytes, k, y, n_out);
+    default:
+      return QuantTile<kRows, kQuantTokenTile, kQ4>(w, ws, group_rows, x, x_row_bytes, k, y,
+                                                    n_out);
+  }
+}
+
+template <bool kQ4>
+void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                 float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                 size_t row_begin, size_t row_end) {
+  const QuantLayout layout(n_out, k, kQ4 ? kQ4BlockBytes : kQ8BlockBytes);
+  const size_t x_row_bytes = Q8ActRowBytes(k);
+  // Rows outer, tokens inner: the tile's weights stay in L1 while every token passes over them.
+  for (size_t r = row_begin; r < row_end;) {
+    const size_t group_rows = layout.GroupRows(r);
+    const size_t rows = HWY_MIN(group_rows - r % kQuantGroupRows, row_end - r);
+    const uint8_t* wt = w + layout.QuantOffset(r, 0);
+    const auto* ws = reinterpret_cast<const hwy::float16_t*>(w + layout.ScaleOffset(r, 0));
+    for (size_t t = 0; t < n_tokens; t += kQuantTokenTile) {
+      const size_t tokens = HWY_MIN(kQuantTokenTile, n_tokens - t);
+      const uint8_t* xt = x + t * x_row_bytes;
+      float* yt = y + t * n_out + r;
+      switch (rows) {
+        case 1:
+          QuantTileForTokens<1, kQ4>(tokens, wt, ws, group_rows, xt, x_row_bytes, k, yt, n_out);
+          break;
+        case 2:
+          QuantTileForTokens<2, kQ4>(tokens, wt, ws, group_rows, xt, x_row_bytes, k, yt, n_out);
+          break;
+        case 3:
+          QuantTileForTokens<3, kQ4>(tokens, wt, ws, group_rows, xt, x_row_bytes, k, yt, n_out);
+          break;
+        default:
+          QuantTileForTokens<4, kQ4>(tokens, wt, ws, group_rows, xt, x_row_bytes, k, yt, n_out);
+      }
+    }
+    r += rows;
+  }
+}
+
+void MatMulQ8PerTarget(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                       float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                       size_t row_begin, size_t row_end) {
+  MatMulQuant<false>(w, x, y, n_tokens, k, n_out, row_begin, row_end);
+}
+void MatMulQ4PerTarget(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                       float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                       size_t row_begin, size_t row_end) {
+  MatMulQuant<true>(w, x, y, n_tokens, k, n_out, row_begin, row_end);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kestrel::ops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kestrel::ops {
+
+HWY_EXPORT(MatMulQ8PerTarget);
+HWY_EXPORT(MatMulQ4PerTarget);
+
+void MatMulQ8(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k,
+              size_t n_out, size_t row_begin, size_t row_end) {
+  HWY_DYNAMIC_DISPATCH(MatMulQ8PerTarget)(w, x, y, n_tokens, k, n_out, row_begin, row_end);
+}
+void MatMulQ4(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k,
+              size_t n_out, size_t row_begin, size_t row_end) {
+  HWY_DYNAMIC_DISPATCH(MatMulQ4PerTarget)(w, x, y, n_tokens, k, n_out, row_begin, row_end);
+}
+
+}  // namespace kestrel::ops
+#endif  // HWY_ONCE

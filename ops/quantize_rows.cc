@@ -1,0 +1,65 @@
+// Activation quantization (ops/quantize_rows.h), compiled for every Highway target.
+#include "ops/quantize_rows.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/quantize_rows.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <cstring>
+
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace kestrel::ops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t k,
+                             uint8_t* HWY_RESTRICT out) {
+  // At most one block per vector, so every block is a whole number of vectors on every target
+  // (SVE reaches 64 f32 lanes).
+  const hn::CappedTag<float, 32> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const size_t N = hn::Lanes(df);
+  const size_t blocks = k / 32;
+  for (size_t r = 0; r < n_rows; ++r) {
+    const float* HWY_RESTRICT row = x + r * k;
+    uint8_t* HWY_RESTRICT dst = out + r * Q8ActRowBytes(k);
+    int8_t* HWY_RESTRICT q = reinterpret_cast<int8_t*>(dst);
+    float scales[1], sums[1];  // written through memcpy: dst is only byte-aligned in general
+    for (size_t b = 0; b < blocks; ++b) {
+      const float* HWY_RESTRICT xb = row + b * 32;
+      auto amax = hn::Zero(df);
+      for (size_t i = 0; i < 32; i += N) amax = hn::Max(amax, hn::Abs(hn::LoadU(df, xb + i)));
+      const float scale = hn::GetLane(hn::MaxOfLanes(df, amax)) / 127.0f;
+      const auto inv = hn::Set(df, scale != 0.0f ? 1.0f / scale : 0.0f);
+      auto sum = hn::Zero(di);
+      for (size_t i = 0; i < 32; i += N) {
+        const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), inv));
+        sum = hn::Add(sum, qi);
+        hn::StoreU(hn::DemoteTo(d8, qi), d8, q + b * 32 + i);
+      }
+      scales[0] = scale;
+      sums[0] = scale * static_cast<float>(hn::GetLane(hn::SumOfLanes(di, sum)));
+      memcpy(dst + k + b * sizeof(float), scales, sizeof(float));
+      memcpy(dst + k + (blocks + b) * sizeof(float), sums, sizeof(float));
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kestrel::ops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kestrel::ops {
+
+HWY_EXPORT(QuantizeRowsQ8PerTarget);
+
+void QuantizeRowsQ8(const float* x, size_t n_rows, size_t k, uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsQ8PerTarget)(x, n_rows, k, out);
+}
+
+}  // namespace kestrel::ops
+#endif  // HWY_ONCE
