@@ -1,4 +1,4 @@
-// MatMulF32/F16/BF16 at Gemma 3 270M shapes on one thread, on the target dispatch picks for this
+// MatMulF32/F16/BF16 and MatMulQ8/Q4 (with the activation quantization they need) at Gemma 3 270M shapes on one thread, on the target dispatch picks for this
 // CPU. Reports FLOP/s (2 * n_tokens * k * n_out per call) and weight bytes read per second, and
 // each as a fraction of this machine's limits measured in the same run (bench/machine_peak.h):
 // decode GEMV (n = 1) is bound by read bandwidth once the weights exceed the caches (look at
@@ -14,6 +14,9 @@
 
 #include "bench/machine_peak.h"
 #include "ops/matmul.h"
+#include "ops/matmul_quant.h"
+#include "ops/quant_layout.h"
+#include "ops/quantize_rows.h"
 #include "ops/targets.h"
 
 namespace kestrel::ops {
@@ -79,6 +82,44 @@ void BM_MatMul(benchmark::State& state) {
   state.SetLabel(ChosenTargetName());
 }
 
+// Q8_0 / Q4_0 weights: each call also quantizes the activations (QuantizeRowsQ8), as the plan
+// does once per matmul input. Bytes are the packed weights (8.5 / 4.5 bits per weight).
+template <bool kQ4>
+void BM_MatMulQuant(benchmark::State& state) {
+  const size_t n_tokens = state.range(0), k = state.range(1), n_out = state.range(2);
+  const QuantLayout layout(n_out, k, kQ4 ? kQ4BlockBytes : kQ8BlockBytes);
+  auto w = hwy::AllocateAligned<uint8_t>(layout.TotalBytes());
+  for (size_t i = 0; i < layout.QuantBytes(); ++i) w[i] = static_cast<uint8_t>(i * 37 % 251);
+  const uint16_t scale = 0x2C00;  // f16 1/16
+  for (size_t i = layout.QuantBytes(); i < layout.TotalBytes(); i += 2) {
+    std::memcpy(&w[i], &scale, 2);
+  }
+  auto x = hwy::AllocateAligned<float>(n_tokens * k);
+  auto xq = hwy::AllocateAligned<uint8_t>(n_tokens * Q8ActRowBytes(k));
+  auto y = hwy::AllocateAligned<float>(n_tokens * n_out);
+  for (size_t i = 0; i < n_tokens * k; ++i) x[i] = 0.5f - static_cast<float>(i % 7) / 8;
+  const double fma_peak = bench::FmaPeakFlops(), read_bandwidth = bench::ReadBandwidth();
+
+  for (auto _ : state) {
+    QuantizeRowsQ8(x.get(), n_tokens, k, xq.get());
+    (kQ4 ? MatMulQ4 : MatMulQ8)(w.get(), xq.get(), y.get(), n_tokens, k, n_out, 0, n_out);
+    benchmark::DoNotOptimize(y.get());
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * n_tokens * k * n_out;
+  const double weight_bytes = static_cast<double>(layout.TotalBytes());
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_B/s"] =
+      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["of_FMA_peak"] =
+      benchmark::Counter(flops / fma_peak, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["of_read_BW"] = benchmark::Counter(weight_bytes / read_bandwidth,
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_MiB"] = weight_bytes / (1024.0 * 1024.0);
+  state.SetLabel(ChosenTargetName());
+}
+
 // Gemma 3 270M: d_model 640, FFN 2048, vocab 262144 (tied LM head).
 void ModelShapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "k", "n_out"});
@@ -94,6 +135,8 @@ void ModelShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK_TEMPLATE(BM_MatMul, float)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, hwy::float16_t)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, hwy::bfloat16_t)->Apply(ModelShapes);
+BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_MatMul<q8>")->Apply(ModelShapes);
+BENCHMARK_TEMPLATE(BM_MatMulQuant, true)->Name("BM_MatMul<q4>")->Apply(ModelShapes);
 
 // The limits the fractions above divide by, printed once per run.
 void BM_MachinePeak(benchmark::State& state) {

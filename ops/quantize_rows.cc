@@ -27,7 +27,8 @@ void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t 
     const float* HWY_RESTRICT row = x + r * k;
     uint8_t* HWY_RESTRICT dst = out + r * Q8ActRowBytes(k);
     int8_t* HWY_RESTRICT q = reinterpret_cast<int8_t*>(dst);
-    float scales[1], sums[1];  // written through memcpy: dst is only byte-aligned in general
+    float scales[1];  // written through memcpy: dst is only byte-aligned in general
+    int32_t sums[1];
     for (size_t b = 0; b < blocks; ++b) {
       const float* HWY_RESTRICT xb = row + b * 32;
       auto amax = hn::Zero(df);
@@ -41,9 +42,9 @@ void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t 
         hn::StoreU(hn::DemoteTo(d8, qi), d8, q + b * 32 + i);
       }
       scales[0] = scale;
-      sums[0] = scale * static_cast<float>(hn::GetLane(hn::SumOfLanes(di, sum)));
+      sums[0] = hn::GetLane(hn::SumOfLanes(di, sum));
       memcpy(dst + k + b * sizeof(float), scales, sizeof(float));
-      memcpy(dst + k + (blocks + b) * sizeof(float), sums, sizeof(float));
+      memcpy(dst + k + blocks * sizeof(float) + b * sizeof(int32_t), sums, sizeof(int32_t));
     }
   }
 }

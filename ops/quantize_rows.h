@@ -3,8 +3,8 @@
 // Each row of k elements (k a multiple of 32) becomes, in kQ8ActRowBytes(k) bytes:
 //   int8  q[k]            round-to-nearest-even of x / scale, in -127..127
 //   float scale[k / 32]   max |x| of the block / 127 (0 for an all-zero block)
-//   float sum[k / 32]     scale * (sum of the block's q), for kernels whose weights are offset
-//                         (Q4_0 stores q + 8) and subtract the offset once per block
+//   int32 sum[k / 32]     sum of the block's q, for kernels whose weights are offset (Q4_0
+//                         stores q + 8) and subtract the offset once per block
 // Scales stay f32 (ggml rounds them to f16): activations are re-quantized every step, so there
 // is nothing to save by storing them smaller, and f32 keeps the dot products closer to f32.
 #pragma once
@@ -14,7 +14,7 @@
 
 namespace kestrel::ops {
 
-inline constexpr size_t Q8ActRowBytes(size_t k) { return k + k / 32 * 2 * sizeof(float); }
+inline constexpr size_t Q8ActRowBytes(size_t k) { return k + k / 32 * (sizeof(float) + sizeof(int32_t)); }
 
 // x: [n_rows, k] f32, out: n_rows rows of Q8ActRowBytes(k) bytes. k % 32 == 0.
 void QuantizeRowsQ8(const float* x, size_t n_rows, size_t k, uint8_t* out);

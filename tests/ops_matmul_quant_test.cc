@@ -28,7 +28,8 @@ using test::kSentinel;
 
 struct QuantizedRow {
   std::vector<int8_t> q;
-  std::vector<float> scale, sum;
+  std::vector<float> scale;
+  std::vector<int32_t> sum;
 };
 
 // The documented format of ops/quantize_rows.h, written out in scalar code.
@@ -46,7 +47,7 @@ QuantizedRow ReferenceQuantize(const float* x, size_t k) {
       sum += q;
     }
     r.scale.push_back(scale);
-    r.sum.push_back(scale * static_cast<float>(sum));
+    r.sum.push_back(sum);
   }
   return r;
 }
