@@ -1,5 +1,7 @@
 #include "runtime/thread_pool.h"
 
+#include <thread>
+
 namespace kestrel {
 namespace {
 
@@ -11,8 +13,11 @@ inline void CpuRelax() {
 #endif
 }
 
-// About 50-100 microseconds of spinning before a worker sleeps.
-constexpr int kSpinIterations = 20000;
+// A waiting thread first spins (the next step usually starts within microseconds), then
+// yields its core for a while, so that on a machine with more busy threads than cores the thread
+// it waits for gets to run instead of being starved by the spinning; a worker then sleeps.
+constexpr int kSpinIterations = 2000;
+constexpr int kYieldIterations = 1000;
 
 }  // namespace
 
@@ -48,15 +53,25 @@ void ThreadPool::Run(Task fn, void* ctx) {
   }
   wake_.notify_all();
   fn(ctx, 0, size());
-  while (pending_.load(std::memory_order_acquire) != 0) CpuRelax();
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 void ThreadPool::WorkerLoop(size_t thread) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t generation = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; generation == seen && spin < kSpinIterations; ++spin) {
-      CpuRelax();
+    for (int spin = 0; generation == seen && spin < kSpinIterations + kYieldIterations; ++spin) {
+      if (spin < kSpinIterations) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
       generation = generation_.load(std::memory_order_acquire);
     }
     if (generation == seen) {

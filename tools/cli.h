@@ -13,6 +13,7 @@ int RunCommand(const std::vector<std::string>& args);
 int InspectCommand(const std::vector<std::string>& args);
 int CpuCommand(const std::vector<std::string>& args);
 int BenchCommand(const std::vector<std::string>& args);
+int PerplexityCommand(const std::vector<std::string>& args);
 
 // Prints "kestrel: error: <message>" to stderr and returns the exit code 1.
 int Fail(const std::string& message);
@@ -38,6 +39,8 @@ class FlagReader {
 };
 
 std::string FormatBytes(uint64_t bytes);
+// Escapes what a JSON string cannot hold (names come from files and /proc/cpuinfo).
+std::string JsonEscape(const std::string& text);
 // The CPU's name from /proc/cpuinfo: "model name" on x86; implementer and part on ARM, where
 // the kernel names no model.
 std::string CpuName();

@@ -10,10 +10,11 @@ namespace {
 const char kUsage[] =
     "usage: kestrel <command> [MODEL.kes] [options]\n"
     "commands:\n"
-    "  run      generate text from a prompt, streaming tokens\n"
-    "  inspect  print the model's architecture, sizes, memory and FLOPs per token\n"
-    "  bench    measure prefill and decode speed (tokens/s, latency, memory)\n"
-    "  cpu      print this machine's CPU and the SIMD targets Kestrel compiled, supports, chose\n"
+    "  run         generate text from a prompt, streaming tokens\n"
+    "  inspect     print the model's architecture, sizes, memory and FLOPs per token\n"
+    "  bench       measure prefill and decode speed (tokens/s, latency, memory)\n"
+    "  perplexity  score a text file (llama.cpp's protocol: chunks of --ctx, second halves)\n"
+    "  cpu         print the CPU and the SIMD targets Kestrel compiled, supports, chose\n"
     "Run 'kestrel <command> --help' for the command's options.\n";
 
 }  // namespace
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   if (command == "run") return kestrel::cli::RunCommand(args);
   if (command == "inspect") return kestrel::cli::InspectCommand(args);
   if (command == "bench") return kestrel::cli::BenchCommand(args);
+  if (command == "perplexity") return kestrel::cli::PerplexityCommand(args);
   if (command == "cpu") return kestrel::cli::CpuCommand(args);
   return kestrel::cli::Fail("unknown command '" + command + "'\n" + kUsage);
 }

@@ -45,6 +45,23 @@ Status FlagReader::Value(const std::string& flag, std::string* out) {
   return OkStatus();
 }
 
+std::string JsonEscape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char code[8];
+      std::snprintf(code, sizeof(code), "\\u%04x", c);
+      out += code;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string FormatBytes(uint64_t bytes) {
   char text[64];
   if (bytes >= (uint64_t{1} << 30)) {

@@ -105,24 +105,6 @@ Status ParseThreadList(const std::string& text, std::vector<size_t>* out) {
   return OkStatus();
 }
 
-// Names come from the file and /proc/cpuinfo: escape what JSON strings cannot hold.
-std::string JsonEscape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char code[8];
-      std::snprintf(code, sizeof(code), "\\u%04x", c);
-      out += code;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string JsonSummary(const Summary& s) {
   char text[200];
   std::snprintf(text, sizeof(text),

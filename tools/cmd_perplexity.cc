@@ -1,0 +1,214 @@
+// kestrel perplexity MODEL.kes -f TEXT: how well the model predicts a text, measured the way
+// llama.cpp's `llama-perplexity` does, so the two tools' numbers compare:
+//   - the whole text is tokenized once (BOS first when the model's tokenizer adds one);
+//   - the tokens are cut into consecutive chunks of --ctx tokens, the remainder dropped;
+//   - each chunk is scored from position 0 of a fresh sequence, its first token replaced by BOS
+//     (when the tokenizer adds one);
+//   - only the second half of a chunk counts, so every scored token has at least ctx/2 tokens of
+//     context: the logits at positions j = ctx/2 .. ctx-2 score token j + 1, which is
+//     ctx - ctx/2 - 1 tokens per chunk (llama.cpp's count).
+// PPL = exp(mean NLL) and its error is llama.cpp's: PPL * sqrt(var(NLL) / (count - 1)).
+// Log-softmax is done in double.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/model.h"
+#include "runtime/session.h"
+#include "tools/cli.h"
+
+namespace kestrel::cli {
+namespace {
+
+const char kPerplexityUsage[] =
+    "usage: kestrel perplexity MODEL.kes -f TEXT_FILE [options]\n"
+    "  -f, --file PATH     the text to score (UTF-8)\n"
+    "  -c, --ctx N         tokens per chunk; the second half of each is scored (default 512)\n"
+    "  --chunks N          score only the first N chunks (default: all)\n"
+    "  -t, --threads N     threads (default 1)\n"
+    "  --json              print one JSON object instead of the summary line\n";
+
+// The NLL sums over the scored tokens, as llama.cpp keeps them.
+struct NllSums {
+  double nll = 0, nll2 = 0;
+  size_t count = 0;
+  double Perplexity() const { return std::exp(nll / count); }
+  // llama.cpp's standard error of the perplexity (0 when it is undefined).
+  double Error() const {
+    const double mean = nll / count, variance = nll2 / count - mean * mean;
+    if (count < 2 || variance <= 0) return 0;
+    return Perplexity() * std::sqrt(variance / (count - 1));
+  }
+};
+
+// -log softmax(logits)[token], in double.
+double NegativeLogLikelihood(const float* logits, size_t vocab, int32_t token) {
+  float max = logits[0];
+  for (size_t i = 1; i < vocab; ++i) max = std::max(max, logits[i]);
+  double sum = 0;
+  for (size_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - max);
+  return std::log(sum) - (static_cast<double>(logits[token]) - max);
+}
+
+Status ReadTextFile(const std::string& path, std::string* out) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::Error("cannot open text file '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) return Status::Error("text file '" + path + "' is not a regular file");
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       std::fclose);
+  if (!file) return Status::Error("cannot open text file '" + path + "': " + std::strerror(errno));
+  out->resize(static_cast<size_t>(st.st_size));
+  if (std::fread(out->data(), 1, out->size(), file.get()) != out->size()) {
+    return Status::Error("cannot read text file '" + path + "': expected " +
+                         std::to_string(out->size()) + " bytes");
+  }
+  return OkStatus();
+}
+
+// Scores one chunk from position 0 and adds the NLL of its second half to *sums. The score plan
+// runs `step` tokens at a time, so Score is called `step` tokens at a time too: the same chunks
+// as one call over the whole chunk, with a logits buffer of `step` rows instead of `ctx`.
+Status ScoreChunk(Session& session, const int32_t* tokens, size_t ctx, size_t step,
+                  float* logits, NllSums* sums) {
+  const size_t vocab = session.vocab_size(), first = ctx / 2;
+  session.Reset();
+  for (size_t begin = 0; begin < ctx; begin += step) {
+    const size_t n = std::min(step, ctx - begin);
+    KES_RETURN_IF_ERROR(session.Score(tokens + begin, n, logits));
+    for (size_t j = std::max(begin, first); j < begin + n && j + 1 < ctx; ++j) {
+      const double nll = NegativeLogLikelihood(logits + (j - begin) * vocab, vocab, tokens[j + 1]);
+      sums->nll += nll;
+      sums->nll2 += nll * nll;
+      ++sums->count;
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+int PerplexityCommand(const std::vector<std::string>& args) {
+  std::string model_path, text_path;
+  size_t ctx = 512, max_chunks = 0;  // 0: all
+  bool json = false;
+  SessionOptions session_options;
+  FlagReader flags(args);
+  while (!flags.Done()) {
+    const std::string arg = flags.Next();
+    std::string value;
+    int64_t v = 0;
+    Status s;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kPerplexityUsage, stdout);
+      return 0;
+    } else if (arg == "-f" || arg == "--file") {
+      s = flags.Value(arg, &text_path);
+    } else if (arg == "-c" || arg == "--ctx") {
+      // Below 4 tokens a chunk scores fewer than 2 tokens: no mean worth the name.
+      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 4, 1 << 24, &v)).ok()) {
+        ctx = static_cast<size_t>(v);
+      }
+    } else if (arg == "--chunks") {
+      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 1, 1 << 30, &v)).ok()) {
+        max_chunks = static_cast<size_t>(v);
+      }
+    } else if (arg == "-t" || arg == "--threads") {
+      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 1, 256, &v)).ok()) {
+        session_options.n_threads = static_cast<size_t>(v);
+      }
+    } else if (arg == "--json") {
+      json = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Fail("unknown option '" + arg + "' for 'perplexity'\n" + kPerplexityUsage);
+    } else if (model_path.empty()) {
+      model_path = arg;
+    } else {
+      return Fail("unexpected argument '" + arg + "'\n" + kPerplexityUsage);
+    }
+    if (!s.ok()) return Fail(s.message());
+  }
+  if (model_path.empty()) return Fail(std::string("no model given\n") + kPerplexityUsage);
+  if (text_path.empty()) return Fail(std::string("no text file given (-f)\n") + kPerplexityUsage);
+
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(model_path, &model);
+  if (!s.ok()) return Fail(s.message());
+  const fb::Plan* score_plan = model->FindPlan("score");
+  if (score_plan == nullptr || score_plan->max_tokens() == 0) {
+    return Fail("the model has no 'score' plan, which perplexity needs (convert it again)");
+  }
+  if (ctx > model->hparams().context_length()) {
+    return Fail("--ctx " + std::to_string(ctx) + " exceeds the model's context of " +
+                std::to_string(model->hparams().context_length()) + " tokens");
+  }
+  std::string text;
+  s = ReadTextFile(text_path, &text);
+  if (!s.ok()) return Fail(s.message());
+
+  const Tokenizer& tokenizer = model->tokenizer();
+  std::vector<int32_t> tokens;
+  s = tokenizer.Encode(text, /*add_special=*/true, /*parse_special=*/false, &tokens);
+  if (!s.ok()) return Fail("text file '" + text_path + "': " + s.message());
+  if (tokens.size() < ctx) {
+    return Fail("text file '" + text_path + "' has " + std::to_string(tokens.size()) +
+                " tokens; --ctx " + std::to_string(ctx) + " needs at least " +
+                std::to_string(ctx) + " for one chunk");
+  }
+  size_t n_chunks = tokens.size() / ctx;
+  if (max_chunks > 0) n_chunks = std::min(n_chunks, max_chunks);
+
+  session_options.context_length = ctx;
+  std::unique_ptr<Session> session;
+  s = Session::Create(*model, session_options, &session);
+  if (!s.ok()) return Fail(s.message());
+  if (session->context_length() < ctx) {
+    return Fail("--ctx " + std::to_string(ctx) + " exceeds the session's context of " +
+                std::to_string(session->context_length()) + " tokens");
+  }
+  const size_t step = score_plan->max_tokens();
+  std::vector<float> logits(step * model->vocab_size());  // [step, vocab], before any scoring
+  const bool replace_with_bos = tokenizer.config().add_bos && tokenizer.config().bos_id >= 0;
+
+  NllSums sums;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t c = 0; c < n_chunks; ++c) {
+    int32_t* chunk = tokens.data() + c * ctx;
+    const int32_t original = chunk[0];
+    if (replace_with_bos) chunk[0] = tokenizer.config().bos_id;
+    s = ScoreChunk(*session, chunk, ctx, step, logits.data(), &sums);
+    chunk[0] = original;  // the previous chunk's last token stays what the text says
+    if (!s.ok()) return Fail("chunk " + std::to_string(c + 1) + ": " + s.message());
+    std::fprintf(stderr, "[%zu]%.4f,", c + 1, sums.Perplexity());
+    std::fflush(stderr);
+  }
+  std::fputc('\n', stderr);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  if (json) {
+    // text_tokens lets a caller check that another runtime tokenized the text the same way.
+    std::printf("{\"model\": \"%s\", \"ctx\": %zu, \"chunks\": %zu, \"tokens_scored\": %zu, "
+                "\"text_tokens\": %zu, \"ppl\": %.17g, \"ppl_err\": %.17g, \"seconds\": %.4f, "
+                "\"threads\": %zu}\n",
+                JsonEscape(model_path).c_str(), ctx, n_chunks, sums.count, tokens.size(),
+                sums.Perplexity(), sums.Error(), seconds, session->n_threads());
+    return 0;
+  }
+  std::printf("perplexity: %.4f ± %.5f over %zu tokens (%zu chunks of %zu)\n", sums.Perplexity(),
+              sums.Error(), sums.count, n_chunks, ctx);
+  std::fprintf(stderr, "%zu tokens of context scored in %.2f s (%.2f tokens/s), %zu threads\n",
+               n_chunks * ctx, seconds, n_chunks * ctx / seconds, session->n_threads());
+  return 0;
+}
+
+}  // namespace kestrel::cli
