@@ -82,7 +82,10 @@ Status PackGgmlBlocks(fb::DType dtype, const uint8_t* blocks, size_t rows, size_
     for (size_t b = 0; b < layout.blocks_per_row; ++b) {
       const uint8_t* src = blocks + (r * layout.blocks_per_row + b) * ggml_block;
       std::memcpy(packed->data() + layout.ScaleOffset(r, b), src, 2);
-      std::memcpy(packed->data() + layout.QuantOffset(r, b), src + 2, layout.block_bytes);
+      for (size_t c = 0; c < layout.block_bytes; c += ops::kQuantChunkBytes) {
+        std::memcpy(packed->data() + layout.QuantByteOffset(r, b, c), src + 2 + c,
+                    ops::kQuantChunkBytes);
+      }
     }
   }
   return OkStatus();

@@ -19,7 +19,8 @@ void EmbedQuant(const uint8_t* table, size_t vocab, size_t dim, const int32_t* t
       uint16_t scale_bits;
       std::memcpy(&scale_bits, table + layout.ScaleOffset(row, b), 2);
       const float s = ScaleToF32(scale_bits) * scale;
-      const uint8_t* q = table + layout.QuantOffset(row, b);
+      uint8_t q[kQ8BlockBytes];
+      layout.CopyBlock(table, row, b, q);
       float* d = dst + b * kQuantBlockElems;
       for (size_t i = 0; i < kQuantBlockElems / 2; ++i) {
         if constexpr (kQ4) {

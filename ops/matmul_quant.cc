@@ -113,13 +113,14 @@ HWY_INLINE void StoreTokenColumn(VF c0, VF c1, VF c2, VF c3, float offset, float
 }
 
 // One tile: kRows rows of one packed group x kTokens tokens.
-// w: block 0 of the tile's first row; block b of tile row r is at w + (b * group_rows + r) *
-// block_bytes, its scale at ws[b * group_rows + r]. x: the first token's Q8_ACT row; token t
-// starts x_row_bytes later per token. y: y[t0, r0] of the output, row stride n_out.
+// w: the group's block 0 (ops/quant_layout.h); the tile's rows are rows first.. of the group's
+// group_rows. ws: the scale of block 0 of the tile's first row; block b of tile row r has its
+// scale at ws[b * group_rows + r]. x: the first token's Q8_ACT row; token t starts x_row_bytes
+// later per token. y: y[t0, r0] of the output, row stride n_out.
 template <size_t kRows, size_t kTokens, bool kQ4>
 HWY_NOINLINE void QuantTile(const uint8_t* HWY_RESTRICT w, const hwy::float16_t* HWY_RESTRICT ws,
-                            size_t group_rows, const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
-                            size_t k, float* HWY_RESTRICT y, size_t n_out) {
+                            size_t group_rows, size_t first, const uint8_t* HWY_RESTRICT x,
+                            size_t x_row_bytes, size_t k, float* HWY_RESTRICT y, size_t n_out) {
   static_assert(kRows >= 1 && kRows <= 4 && kTokens >= 1 && kTokens <= 4, "tile is at most 4x4");
   const D16 d16;
   const DF df;
@@ -150,12 +151,22 @@ HWY_NOINLINE void QuantTile(const uint8_t* HWY_RESTRICT w, const hwy::float16_t*
     WidenScales(ws + b0 * group_rows, (chunk - 1) * group_rows + kRows, w_scale);
     for (size_t cb = 0; cb < chunk; ++cb) {
       const size_t b = b0 + cb;
-      const uint8_t* HWY_RESTRICT wb = w + b * block_stride;
+      const uint8_t* HWY_RESTRICT group_block = w + b * block_stride;
       const float* HWY_RESTRICT sw = w_scale + cb * group_rows;
+      // The rows' blocks, out of the 8-byte interleave (the x86 kernel reads it directly).
+      HWY_ALIGN uint8_t row_blocks[4][kQ8BlockBytes];
+      for (size_t r = 0; r < kRows; ++r) {
+        for (size_t c = 0; c < block_bytes; c += kQuantChunkBytes) {
+          memcpy(row_blocks[r] + c,
+                 group_block + (c / kQuantChunkBytes * group_rows + first + r) * kQuantChunkBytes,
+                 kQuantChunkBytes);
+        }
+      }
       // Rows past kRows reload row 0 and are never used, as in ops/matmul-inl.h.
-      const uint8_t* w1 = wb + (kRows > 1 ? block_bytes : 0);
-      const uint8_t* w2 = wb + (kRows > 2 ? 2 * block_bytes : 0);
-      const uint8_t* w3 = wb + (kRows > 3 ? 3 * block_bytes : 0);
+      const uint8_t* wb = row_blocks[0];
+      const uint8_t* w1 = row_blocks[kRows > 1 ? 1 : 0];
+      const uint8_t* w2 = row_blocks[kRows > 2 ? 2 : 0];
+      const uint8_t* w3 = row_blocks[kRows > 3 ? 3 : 0];
       for (size_t j = 0; j < 16; j += L) {
         V16 l0, h0, l1, h1, l2, h2, l3, h3;
         LoadWeightHalves<kQ4>(wb, j, l0, h0);
@@ -211,73 +222,74 @@ HWY_NOINLINE void QuantTile(const uint8_t* HWY_RESTRICT w, const hwy::float16_t*
 
 template <size_t kRows, bool kQ4>
 HWY_INLINE void QuantTileForTokens(size_t tokens, const uint8_t* w, const hwy::float16_t* ws,
-                                   size_t group_rows, const uint8_t* x, size_t x_row_bytes,
-                                   size_t k, float* y, size_t n_out) {
+                                   size_t group_rows, size_t first, const uint8_t* x,
+                                   size_t x_row_bytes, size_t k, float* y, size_t n_out) {
   switch (tokens) {
-    case 1: return QuantTile<kRows, 1, kQ4>(w, ws, group_rows, x, x_row_bytes, k, y, n_out);
-    case 2: return QuantTile<kRows, 2, kQ4>(w, ws, group_rows, x, x_row_bytes, k, y, n_out);
+    case 1:
+      return QuantTile<kRows, 1, kQ4>(w, ws, group_rows, first, x, x_row_bytes, k, y, n_out);
+    case 2:
+      return QuantTile<kRows, 2, kQ4>(w, ws, group_rows, first, x, x_row_bytes, k, y, n_out);
     case 3:
-      return QuantTile<kRows, HWY_MIN(3, kQuantTokenTile), kQ4>(w, ws, group_rows, x,
+      return QuantTile<kRows, HWY_MIN(3, kQuantTokenTile), kQ4>(w, ws, group_rows, first, x,
                                                                 x_row_bytes, k, y, n_out);
     default:
-      return QuantTile<kRows, kQuantTokenTile, kQ4>(w, ws, group_rows, x, x_row_bytes, k, y,
-                                                    n_out);
+      return QuantTile<kRows, kQuantTokenTile, kQ4>(w, ws, group_rows, first, x, x_row_bytes, k,
+                                                    y, n_out);
   }
 }
 
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 // x86 with AVX2: one full group of 4 rows against kTokens tokens, written with raw intrinsics
-// because Highway 1.0.3 cannot express the two instructions it is built on (bench/matmul_bench,
-// 640 x 2048 on Zen 4 with AVX2: q4 decode 25 -> 57 GFLOP/s, q4 prefill of 512 tokens 56 -> 82
-// (0.55 -> 0.80 of the f32 FMA peak), q8 prefill 64 -> 77, over the portable kernel below):
-//  - vpmaddubsw, u8 x s8 products summed in pairs to i16: a whole 32-value block in one
-//    instruction. Q4_0 quants are unsigned already (0..15, |pair sum| <= 2 * 15 * 127); Q8_0
-//    moves the weight's sign onto the activation first (vpsignb), the usual trick.
-//  - vphadd, which adds the four rows' partial sums into one vector [r0 r1 r2 r3 | r0 r1 r2 r3]
-//    (the 128-bit halves hold block elements 0..15 and 16..31), so each token needs one
-//    convert and one multiply-add per block for all four rows instead of four, and one
-//    accumulator instead of four (which lets a tile hold more tokens in 16 registers).
+// because Highway 1.0.3 cannot express the instruction it is built on, vpmaddubsw (u8 x s8
+// products summed in pairs to i16: 32 products in one instruction). Q4_0 quants are unsigned
+// already (0..15, |pair sum| <= 2 * 15 * 127); Q8_0 moves the weight's sign onto the activation
+// first (vpsignb), the usual trick. The 8-byte interleave of ops/quant_layout.h puts one 8-value
+// chunk of all four rows in a vector, [r0 r1 | r2 r3], against the token's matching 8 quants
+// broadcast to every 64-bit lane, so the block's four chunks add up vertically into
+// [r0 r0 r1 r1 | r2 r2 r3 r3] (int32) and each token needs one convert and one multiply-add per
+// block for all four rows (bench/matmul_bench, 640 x 2048 on Zen 4 with AVX2: q4 decode 25 -> 57
+// GFLOP/s and q4 prefill of 512 tokens 56 -> 82 with a horizontal-add version of this kernel over
+// the portable one below; the interleave then removed the horizontal adds).
 // The result is the same integer block sums as the portable kernel, scaled the same way.
-template <bool kQ4>
-HWY_INLINE __m256i LoadGroupRow(const uint8_t* HWY_RESTRICT block) {
-  if constexpr (kQ4) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(bytes, 4), bytes);
-    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
-  } else {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
-  }
-}
 
-// Block sums of the group's 4 rows with one token's 32 quants: i32 [r0 r1 r2 r3 | r0 r1 r2 r3].
-// Q4: w are the unsigned quants; Q8: w are the quants and aw their absolute values.
-template <bool kQ4>
-HWY_INLINE __m256i GroupBlockSums(__m256i x, __m256i w0, __m256i w1, __m256i w2, __m256i w3,
-                                  __m256i aw0, __m256i aw1, __m256i aw2, __m256i aw3) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  if constexpr (kQ4) {
-    // Four rows of i16 pair sums; adding them four at a time stays below 4 * 3810 < 2^15.
-    const __m256i p0 = _mm256_maddubs_epi16(w0, x), p1 = _mm256_maddubs_epi16(w1, x);
-    const __m256i p2 = _mm256_maddubs_epi16(w2, x), p3 = _mm256_maddubs_epi16(w3, x);
-    const __m256i h = _mm256_hadd_epi16(_mm256_hadd_epi16(p0, p1), _mm256_hadd_epi16(p2, p3));
-    return _mm256_madd_epi16(h, ones);
-  } else {
-    // |pair sum| <= 2 * 128 * 127 < 2^15 even for a -128 quant, so no pair saturates.
-    const __m256i m0 = _mm256_madd_epi16(_mm256_maddubs_epi16(aw0, _mm256_sign_epi8(x, w0)), ones);
-    const __m256i m1 = _mm256_madd_epi16(_mm256_maddubs_epi16(aw1, _mm256_sign_epi8(x, w1)), ones);
-    const __m256i m2 = _mm256_madd_epi16(_mm256_maddubs_epi16(aw2, _mm256_sign_epi8(x, w2)), ones);
-    const __m256i m3 = _mm256_madd_epi16(_mm256_maddubs_epi16(aw3, _mm256_sign_epi8(x, w3)), ones);
-    return _mm256_hadd_epi32(_mm256_hadd_epi32(m0, m1), _mm256_hadd_epi32(m2, m3));
-  }
-}
-
-// One full group (4 rows) x kTokens tokens. w: the group's first quant block; ws: its first
-// scale. x, x_row_bytes, k, y, n_out as for QuantTile.
 // Weights are read once per token tile, in one linear stream: prefetching this far ahead keeps
 // more cache misses in flight than the hardware prefetcher alone (the 262144 x 640 q8 LM head:
 // 15.3 -> 12.2 ms per decode step on one Zen 4 core).
 inline constexpr size_t kWeightPrefetchBytes = 2048;
+
+// The group's block b as four vectors, one per 8-value chunk (chunk j: elements 8j..8j+7) of the
+// four rows. Q4: unsigned quants 0..15; Q8: the signed quants.
+template <bool kQ4>
+HWY_INLINE void LoadGroupBlock(const uint8_t* HWY_RESTRICT block, __m256i& c0, __m256i& c1,
+                               __m256i& c2, __m256i& c3) {
+  const auto* v = reinterpret_cast<const __m256i*>(block);
+  if constexpr (kQ4) {
+    // Bytes 0-7 hold elements 0-7 (low nibbles) and 16-23 (high); bytes 8-15: 8-15 and 24-31.
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i b0 = _mm256_loadu_si256(v), b1 = _mm256_loadu_si256(v + 1);
+    c0 = _mm256_and_si256(b0, low);
+    c1 = _mm256_and_si256(b1, low);
+    c2 = _mm256_and_si256(_mm256_srli_epi16(b0, 4), low);
+    c3 = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low);
+  } else {
+    c0 = _mm256_loadu_si256(v), c1 = _mm256_loadu_si256(v + 1);
+    c2 = _mm256_loadu_si256(v + 2), c3 = _mm256_loadu_si256(v + 3);
+  }
+}
+
+// One chunk's products, i16 pair sums: [r0 x4, r1 x4 | r2 x4, r3 x4]. Q8: aw = |w|.
+template <bool kQ4>
+HWY_INLINE __m256i ChunkProducts(const int8_t* HWY_RESTRICT x8, __m256i w, __m256i aw) {
+  int64_t chunk;
+  memcpy(&chunk, x8, 8);
+  const __m256i x = _mm256_set1_epi64x(chunk);
+  if constexpr (kQ4) return _mm256_maddubs_epi16(w, x);
+  return _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w));
+}
+
+// One full group (4 rows) x kTokens tokens. w: the group's block 0; ws: the scale of its first
+// row's block 0. x, x_row_bytes, k, y, n_out as for QuantTile.
 template <size_t kTokens, bool kQ4>
 HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
                                     const hwy::float16_t* HWY_RESTRICT ws,
@@ -285,6 +297,7 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
                                     float* HWY_RESTRICT y, size_t n_out) {
   constexpr size_t kBlockBytes = kQ4 ? kQ4BlockBytes : kQ8BlockBytes;
   const size_t blocks = k / kQuantBlockElems;
+  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[kTokens];
   const int8_t* xq[kTokens];
   const float* x_scale[kTokens];
@@ -299,30 +312,43 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
     const uint8_t* HWY_RESTRICT wb = w + b * kQuantGroupRows * kBlockBytes;
     hwy::Prefetch(wb + kWeightPrefetchBytes);  // a group block: 64 bytes for Q4_0, 128 for Q8_0
     if constexpr (!kQ4) hwy::Prefetch(wb + kWeightPrefetchBytes + 64);
-    const __m256i w0 = LoadGroupRow<kQ4>(wb), w1 = LoadGroupRow<kQ4>(wb + kBlockBytes);
-    const __m256i w2 = LoadGroupRow<kQ4>(wb + 2 * kBlockBytes);
-    const __m256i w3 = LoadGroupRow<kQ4>(wb + 3 * kBlockBytes);
-    __m256i aw0 = w0, aw1 = w1, aw2 = w2, aw3 = w3;
+    __m256i c0, c1, c2, c3;
+    LoadGroupBlock<kQ4>(wb, c0, c1, c2, c3);
+    __m256i a0 = c0, a1 = c1, a2 = c2, a3 = c3;
     if constexpr (!kQ4) {
-      aw0 = _mm256_sign_epi8(w0, w0), aw1 = _mm256_sign_epi8(w1, w1);
-      aw2 = _mm256_sign_epi8(w2, w2), aw3 = _mm256_sign_epi8(w3, w3);
+      a0 = _mm256_sign_epi8(c0, c0), a1 = _mm256_sign_epi8(c1, c1);
+      a2 = _mm256_sign_epi8(c2, c2), a3 = _mm256_sign_epi8(c3, c3);
     }
-    // The 4 rows' f16 scales, in both halves.
+    // The 4 rows' f16 scales as [s0 s0 s1 s1 | s2 s2 s3 s3], the lanes of the block sums.
     const __m128 s4 = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ws + b * 4)));
-    const __m256 w_scale = _mm256_set_m128(s4, s4);
+    const __m256 w_scale = _mm256_set_m128(_mm_unpackhi_ps(s4, s4), _mm_unpacklo_ps(s4, s4));
     for (size_t t = 0; t < kTokens; ++t) {
-      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t] + b * 32));
-      __m256i sums = GroupBlockSums<kQ4>(xv, w0, w1, w2, w3, aw0, aw1, aw2, aw3);
+      const int8_t* xb = xq[t] + b * kQuantBlockElems;
+      __m256i sums;
       if constexpr (kQ4) {
-        // Quants are stored + 8: subtract 8 * sum(x) per row, half of it from each half.
-        sums = _mm256_sub_epi32(sums, _mm256_set1_epi32(4 * x_sum[t][b]));
+        // Four chunks of i16 pair sums add up to at most 4 * 3810 < 2^15 before widening.
+        const __m256i p = _mm256_add_epi16(
+            _mm256_add_epi16(ChunkProducts<true>(xb, c0, a0), ChunkProducts<true>(xb + 8, c1, a1)),
+            _mm256_add_epi16(ChunkProducts<true>(xb + 16, c2, a2),
+                             ChunkProducts<true>(xb + 24, c3, a3)));
+        // Quants are stored + 8: subtract 8 * sum(x) per row, half of it in each of its lanes.
+        sums = _mm256_sub_epi32(_mm256_madd_epi16(p, ones), _mm256_set1_epi32(4 * x_sum[t][b]));
+      } else {
+        // |pair sum| <= 2 * 128 * 127 < 2^15 even for a -128 quant; widen each before adding.
+        sums = _mm256_add_epi32(
+            _mm256_add_epi32(_mm256_madd_epi16(ChunkProducts<false>(xb, c0, a0), ones),
+                             _mm256_madd_epi16(ChunkProducts<false>(xb + 8, c1, a1), ones)),
+            _mm256_add_epi32(_mm256_madd_epi16(ChunkProducts<false>(xb + 16, c2, a2), ones),
+                             _mm256_madd_epi16(ChunkProducts<false>(xb + 24, c3, a3), ones)));
       }
       const __m256 scale = _mm256_mul_ps(w_scale, _mm256_set1_ps(x_scale[t][b]));
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc[t]);
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {
-    const __m128 rows = _mm_add_ps(_mm256_castps256_ps128(acc[t]), _mm256_extractf128_ps(acc[t], 1));
+    // [r0 r0 r1 r1] and [r2 r2 r3 r3] -> [r0 r1 r2 r3]
+    const __m128 rows =
+        _mm_hadd_ps(_mm256_castps256_ps128(acc[t]), _mm256_extractf128_ps(acc[t], 1));
     _mm_storeu_ps(y + t * n_out, rows);
   }
 }
@@ -352,7 +378,8 @@ void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
   for (size_t r = row_begin; r < row_end;) {
     const size_t group_rows = layout.GroupRows(r);
     const size_t rows = HWY_MIN(group_rows - r % kQuantGroupRows, row_end - r);
-    const uint8_t* wt = w + layout.QuantOffset(r, 0);
+    const uint8_t* wt = w + layout.GroupBlockOffset(r, 0);
+    const size_t first = r % kQuantGroupRows;
     const auto* ws = reinterpret_cast<const hwy::float16_t*>(w + layout.ScaleOffset(r, 0));
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     if (rows == kQuantGroupRows) {
@@ -370,16 +397,20 @@ void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
       float* yt = y + t * n_out + r;
       switch (rows) {
         case 1:
-          QuantTileForTokens<1, kQ4>(tokens, wt, ws, group_rows, xt, x_row_bytes, k, yt, n_out);
+          QuantTileForTokens<1, kQ4>(tokens, wt, ws, group_rows, first, xt, x_row_bytes, k, yt,
+                                    n_out);
           break;
         case 2:
-          QuantTileForTokens<2, kQ4>(tokens, wt, ws, group_rows, xt, x_row_bytes, k, yt, n_out);
+          QuantTileForTokens<2, kQ4>(tokens, wt, ws, group_rows, first, xt, x_row_bytes, k, yt,
+                                    n_out);
           break;
         case 3:
-          QuantTileForTokens<3, kQ4>(tokens, wt, ws, group_rows, xt, x_row_bytes, k, yt, n_out);
+          QuantTileForTokens<3, kQ4>(tokens, wt, ws, group_rows, first, xt, x_row_bytes, k, yt,
+                                    n_out);
           break;
         default:
-          QuantTileForTokens<4, kQ4>(tokens, wt, ws, group_rows, xt, x_row_bytes, k, yt, n_out);
+          QuantTileForTokens<4, kQ4>(tokens, wt, ws, group_rows, first, xt, x_row_bytes, k, yt,
+                                    n_out);
       }
     }
     r += rows;

@@ -3,14 +3,18 @@
 //
 // A weight [rows, k] is cut into blocks of 32 along k, each with one f16 scale, exactly ggml's
 // Q8_0/Q4_0 values. Rows are taken in groups of kQuantGroupRows, the matmul kernels' row tile;
-// inside a group, block b of every row of the group is stored side by side, so one tile streams
-// a single contiguous run of quants:
-//   quants: group 0 [block 0 of rows 0..3][block 1 of rows 0..3]... group 1 [...] ...
-//   scales: f16, in the same (group, block, row) order, right after the last quant.
-// A last group of fewer rows interleaves only those. Quant blocks are ggml's own: Q8_0 is 32
-// int8; Q4_0 is 16 bytes, byte i holding element i in its low nibble and element i + 16 in its
-// high nibble, an unsigned q meaning (q - 8) * scale. A GGUF Q8_0/Q4_0 tensor therefore converts
-// losslessly by moving blocks, never by requantizing.
+// inside a group, block b of every row of the group is stored together, so one tile streams a
+// single contiguous run of quants, and within it the rows' block bytes alternate in chunks of 8:
+//   quants: group 0 [block 0: r0 bytes 0-7, r1 0-7, r2 0-7, r3 0-7, r0 8-15, r1 8-15, ...]
+//                   [block 1: ...] ... group 1 [...] ...
+//   scales: f16, one per (group, block, row) in that order, right after the last quant.
+// The 8-byte interleave lets a 256-bit vector hold one chunk of four rows, which multiplies
+// against an 8-byte chunk of activations broadcast to every 64-bit lane: the four rows' dot
+// products come out in separate lanes without any horizontal shuffling (ARM's sdot works the
+// same way on 128 bits). A last group of fewer rows interleaves only those. Quant blocks are
+// ggml's own bytes: Q8_0 is 32 int8; Q4_0 is 16 bytes, byte i holding element i in its low
+// nibble and element i + 16 in its high nibble, an unsigned q meaning (q - 8) * scale. A GGUF
+// Q8_0/Q4_0 tensor therefore converts losslessly by moving bytes, never by requantizing.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +27,7 @@ inline constexpr size_t kQuantGroupRows = 4;
 inline constexpr size_t kQuantBlockElems = 32;
 inline constexpr size_t kQ8BlockBytes = 32;
 inline constexpr size_t kQ4BlockBytes = 16;
+inline constexpr size_t kQuantChunkBytes = 8;  // the interleave unit
 
 struct QuantLayout {
   size_t rows = 0;
@@ -41,7 +46,23 @@ struct QuantLayout {
     const size_t first = row / kQuantGroupRows * kQuantGroupRows;
     return first * blocks_per_row + block * GroupRows(row) + (row - first);
   }
-  size_t QuantOffset(size_t row, size_t block) const { return Slot(row, block) * block_bytes; }
+  // The start of block `block` of the group holding `row`: all of its rows' quants.
+  size_t GroupBlockOffset(size_t row, size_t block) const {
+    const size_t first = row / kQuantGroupRows * kQuantGroupRows;
+    return (first * blocks_per_row + block * GroupRows(row)) * block_bytes;
+  }
+  // Byte `byte` (0 .. block_bytes - 1, ggml's order) of the block of `row`.
+  size_t QuantByteOffset(size_t row, size_t block, size_t byte) const {
+    const size_t chunk = byte / kQuantChunkBytes, in_group = row % kQuantGroupRows;
+    return GroupBlockOffset(row, block) +
+           (chunk * GroupRows(row) + in_group) * kQuantChunkBytes + byte % kQuantChunkBytes;
+  }
+  // Copies the block of `row` out of the interleave, in ggml's byte order.
+  void CopyBlock(const uint8_t* tensor, size_t row, size_t block, uint8_t* out) const {
+    for (size_t c = 0; c < block_bytes; c += kQuantChunkBytes) {
+      std::memcpy(out + c, tensor + QuantByteOffset(row, block, c), kQuantChunkBytes);
+    }
+  }
   size_t ScaleOffset(size_t row, size_t block) const {
     return QuantBytes() + Slot(row, block) * sizeof(uint16_t);
   }
