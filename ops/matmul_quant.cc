@@ -24,6 +24,7 @@
 #endif
 
 #include "ops/dispatch.h"
+#include "ops/matmul_quant_dotprod.h"
 #include "ops/quant_layout.h"
 #include "ops/quantize_rows.h"
 
@@ -386,6 +387,17 @@ void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
       for (size_t t = 0; t < n_tokens; t += kX86TokenTile) {
         QuantGroupX86<kQ4>(HWY_MIN(kX86TokenTile, n_tokens - t), wt, ws, x + t * x_row_bytes,
                            x_row_bytes, k, y + t * n_out + r, n_out);
+      }
+      r += rows;
+      continue;
+    }
+#endif
+#if HWY_ARCH_ARM_A64
+    if (rows == kQuantGroupRows && CpuHasDotProd()) {
+      for (size_t t = 0; t < n_tokens; t += 4) {
+        QuantGroupTileDotProd(kQ4, HWY_MIN(4, n_tokens - t), wt,
+                              reinterpret_cast<const uint16_t*>(ws), x + t * x_row_bytes,
+                              x_row_bytes, k, y + t * n_out + r, n_out);
       }
       r += rows;
       continue;

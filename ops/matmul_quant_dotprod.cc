@@ -1,0 +1,124 @@
+#include "ops/matmul_quant_dotprod.h"
+
+#if defined(__aarch64__)
+#include <arm_neon.h>
+
+#include <cstring>
+
+#include "ops/quant_layout.h"
+
+// The whole file is compiled for Armv8.2 with dotprod (arm_neon.h declares vdotq_s32 for that
+// architecture, so a plain "+dotprod" on Armv8.0 cannot inline it; and templates instantiate at
+// the end of the file, so push/pop around them does not work either). Nothing here may run on
+// an older core: the kernels are called only where CpuHasDotProd() (ops/cpu_features.cc,
+// compiled for the baseline) holds.
+#pragma GCC target("arch=armv8.2-a+dotprod")
+
+namespace kestrel::ops {
+namespace {
+
+// One 16-byte vector holds one 8-value chunk of two rows, [r0 | r1] (the 8-byte interleave),
+// multiplied against the token's matching 8 quants in both halves: the int32 lanes come out as
+// [r0 r0 r1 r1], so the block's chunks add up vertically and each row's sum stays apart.
+template <size_t kTokens, bool kQ4>
+void GroupTile(const uint8_t* w, const uint16_t* scales, const uint8_t* x, size_t x_row_bytes,
+               size_t k, float* y, size_t n_out) {
+  constexpr size_t kBlockBytes = kQ4 ? kQ4BlockBytes : kQ8BlockBytes;
+  const size_t blocks = k / kQuantBlockElems;
+  float32x4_t acc01[kTokens], acc23[kTokens];  // lanes [r0 r0 r1 r1] and [r2 r2 r3 r3]
+  const int8_t* xq[kTokens];
+  const float* x_scale[kTokens];
+  const int32_t* x_sum[kTokens];
+  for (size_t t = 0; t < kTokens; ++t) {
+    acc01[t] = vdupq_n_f32(0.0f);
+    acc23[t] = vdupq_n_f32(0.0f);
+    xq[t] = reinterpret_cast<const int8_t*>(x + t * x_row_bytes);
+    x_scale[t] = reinterpret_cast<const float*>(x + t * x_row_bytes + k);
+    x_sum[t] = reinterpret_cast<const int32_t*>(x_scale[t] + blocks);
+  }
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* wb = w + b * kQuantGroupRows * kBlockBytes;
+    __builtin_prefetch(wb + 1024);
+    // c[j][h]: chunk j (elements 8j..8j+7) of rows 2h and 2h + 1.
+    int8x16_t c[4][2];
+    if constexpr (kQ4) {
+      // Bytes 0-7 hold elements 0-7 (low nibbles) and 16-23 (high); bytes 8-15: 8-15, 24-31.
+      const uint8x16_t low = vdupq_n_u8(0x0F);
+      for (size_t m = 0; m < 2; ++m) {
+        for (size_t h = 0; h < 2; ++h) {
+          const uint8x16_t bytes = vld1q_u8(wb + (m * 2 + h) * 16);
+          c[m][h] = vreinterpretq_s8_u8(vandq_u8(bytes, low));
+          c[m + 2][h] = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 4));
+        }
+      }
+    } else {
+      const int8_t* q = reinterpret_cast<const int8_t*>(wb);
+      for (size_t j = 0; j < 4; ++j) {
+        for (size_t h = 0; h < 2; ++h) c[j][h] = vld1q_s8(q + (j * 2 + h) * 16);
+      }
+    }
+    uint16_t bits[4];
+    std::memcpy(bits, scales + b * 4, sizeof(bits));
+    float16x4_t halves;
+    std::memcpy(&halves, bits, sizeof(bits));
+    const float32x4_t s = vcvt_f32_f16(halves);
+    const float32x4_t s01 = vzip1q_f32(s, s), s23 = vzip2q_f32(s, s);
+    for (size_t t = 0; t < kTokens; ++t) {
+      const int8_t* xb = xq[t] + b * kQuantBlockElems;
+      int32x4_t d01 = vdupq_n_s32(0), d23 = vdupq_n_s32(0);
+      for (size_t j = 0; j < 4; ++j) {
+        int64_t chunk;
+        std::memcpy(&chunk, xb + 8 * j, 8);
+        const int8x16_t xv = vreinterpretq_s8_s64(vdupq_n_s64(chunk));
+        d01 = vdotq_s32(d01, c[j][0], xv);
+        d23 = vdotq_s32(d23, c[j][1], xv);
+      }
+      if constexpr (kQ4) {
+        // Quants are stored + 8: subtract 8 * sum(x) per row, half of it in each of its lanes.
+        const int32x4_t offset = vdupq_n_s32(4 * x_sum[t][b]);
+        d01 = vsubq_s32(d01, offset);
+        d23 = vsubq_s32(d23, offset);
+      }
+      const float sx = x_scale[t][b];
+      acc01[t] = vfmaq_f32(acc01[t], vcvtq_f32_s32(d01), vmulq_n_f32(s01, sx));
+      acc23[t] = vfmaq_f32(acc23[t], vcvtq_f32_s32(d23), vmulq_n_f32(s23, sx));
+    }
+  }
+  for (size_t t = 0; t < kTokens; ++t) {
+    // [r0 r0 r1 r1], [r2 r2 r3 r3] -> [r0 r1 r2 r3]
+    vst1q_f32(y + t * n_out, vpaddq_f32(acc01[t], acc23[t]));
+  }
+}
+
+template <bool kQ4>
+void GroupTileForTokens(size_t tokens, const uint8_t* w, const uint16_t* scales,
+                        const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
+  switch (tokens) {
+    case 1: return GroupTile<1, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);
+    case 2: return GroupTile<2, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);
+    case 3: return GroupTile<3, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);
+    default: return GroupTile<4, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);
+  }
+}
+
+}  // namespace
+
+void QuantGroupTileDotProd(bool q4, size_t tokens, const uint8_t* w, const uint16_t* scales,
+                           const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
+                           size_t n_out) {
+  if (q4) return GroupTileForTokens<true>(tokens, w, scales, x, x_row_bytes, k, y, n_out);
+  GroupTileForTokens<false>(tokens, w, scales, x, x_row_bytes, k, y, n_out);
+}
+
+}  // namespace kestrel::ops
+
+#else  // !__aarch64__
+
+namespace kestrel::ops {
+
+void QuantGroupTileDotProd(bool, size_t, const uint8_t*, const uint16_t*, const uint8_t*, size_t,
+                           size_t, float*, size_t) {}
+
+}  // namespace kestrel::ops
+
+#endif
