@@ -119,6 +119,38 @@ void RunKvStore(const Step& s, size_t n, int64_t pos0, size_t, size_t) {
   }
 }
 
+// Attention tasks are (token, head) pairs, token-major, and a token's cost is the number of keys
+// it sees, which grows with its position until the window caps it: equal task counts would give
+// the last thread of a causal prefill chunk several times the work of the first. With enough
+// tokens, cut at token boundaries where the running key count crosses equal shares instead.
+void AttentionTasks(size_t n, size_t heads, int64_t pos0, int64_t window, size_t thread,
+                    size_t n_threads, size_t* begin, size_t* end) {
+  if (n < 2 * n_threads) {
+    Part(n * heads, thread, n_threads, begin, end);
+    return;
+  }
+  const auto keys = [&](size_t t) {
+    const int64_t visible = pos0 + static_cast<int64_t>(t) + 1;
+    return static_cast<uint64_t>(window > 0 && visible > window ? window : visible);
+  };
+  uint64_t total = 0;
+  for (size_t t = 0; t < n; ++t) total += keys(t);
+  const uint64_t first = total * thread / n_threads, last = total * (thread + 1) / n_threads;
+  size_t token_begin = n, token_end = n;
+  uint64_t before = 0;  // keys of tokens [0, t)
+  for (size_t t = 0; t < n; ++t) {
+    if (token_begin == n && before >= first) token_begin = t;
+    if (before >= last) {
+      token_end = t;
+      break;
+    }
+    before += keys(t);
+  }
+  if (thread + 1 == n_threads) token_end = n;
+  *begin = token_begin * heads;
+  *end = (token_end > token_begin ? token_end : token_begin) * heads;
+}
+
 void RunAttention(const Step& s, size_t n, int64_t pos0, size_t thread, size_t n_threads) {
   ops::AttentionArgs a;
   a.q = s.in0;
@@ -134,7 +166,7 @@ void RunAttention(const Step& s, size_t n, int64_t pos0, size_t thread, size_t n
   a.window = static_cast<int64_t>(s.ring->window);
   a.scale = s.fargs[0];
   size_t b, e;
-  Part(n * a.n_heads, thread, n_threads, &b, &e);
+  AttentionTasks(n, a.n_heads, pos0, a.window, thread, n_threads, &b, &e);
   if (b < e) ops::Attention(a, b, e);
 }
 
