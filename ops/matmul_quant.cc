@@ -1,6 +1,8 @@
 // Quantized matmul (ops/matmul_quant.h), compiled for every Highway target and dispatched at
 // run time.
 //
+// Full groups of 4 rows go to the x86 AVX2 kernel below or, on aarch64 cores with dotprod, to
+// ops/matmul_quant_dotprod.cc; everything else to the portable Highway kernel described here.
 // The work is cut into tiles of up to kQuantGroupRows weight rows (one packed group, see
 // ops/quant_layout.h) x kQuantTokenTile tokens, each tile walking k block by block. A block of
 // 32 is handled as two halves of 16 int16 lanes (at most: CappedTag), which for Q4_0 are the low
