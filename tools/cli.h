@@ -32,6 +32,29 @@ class FlagReader {
   const std::string& Next() { return args_[i_++]; }
   // The value after the current flag; error if missing.
   Status Value(const std::string& flag, std::string* out);
+  // The value after the current flag as a number in [min, max], stored in *out only when valid.
+  template <typename T>
+  Status Int(const std::string& flag, int64_t min, int64_t max, T* out) {
+    std::string text;
+    int64_t v = 0;
+    Status s = Value(flag, &text);
+    if (s.ok()) s = ParseInt(flag, text, min, max, &v);
+    if (s.ok()) *out = static_cast<T>(v);
+    return s;
+  }
+  template <typename T>
+  Status Float(const std::string& flag, double min, double max, T* out) {
+    std::string text;
+    double v = 0;
+    Status s = Value(flag, &text);
+    if (s.ok()) s = ParseFloat(flag, text, min, max, &v);
+    if (s.ok()) *out = static_cast<T>(v);
+    return s;
+  }
+  // An argument no flag of `command` matched: the model path when none was given yet, else an
+  // error naming it (an unknown option, or a second positional argument), followed by usage.
+  Status Positional(const std::string& arg, const std::string& command, const char* usage,
+                    std::string* model_path);
 
  private:
   const std::vector<std::string>& args_;

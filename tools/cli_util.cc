@@ -45,6 +45,16 @@ Status FlagReader::Value(const std::string& flag, std::string* out) {
   return OkStatus();
 }
 
+Status FlagReader::Positional(const std::string& arg, const std::string& command,
+                              const char* usage, std::string* model_path) {
+  if (!arg.empty() && arg[0] == '-') {
+    return Status::Error("unknown option '" + arg + "' for '" + command + "'\n" + usage);
+  }
+  if (!model_path->empty()) return Status::Error("unexpected argument '" + arg + "'\n" + usage);
+  *model_path = arg;
+  return OkStatus();
+}
+
 std::string JsonEscape(const std::string& text) {
   std::string out;
   for (char c : text) {

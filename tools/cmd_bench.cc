@@ -124,33 +124,22 @@ int BenchCommand(const std::vector<std::string>& args) {
   while (!flags.Done()) {
     const std::string arg = flags.Next();
     std::string value;
-    int64_t v = 0;
     Status s;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kBenchUsage, stdout);
       return 0;
     } else if (arg == "-p" || arg == "--n-prompt") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 0, 1 << 20, &v)).ok()) {
-        n_prompt = static_cast<size_t>(v);
-      }
+      s = flags.Int(arg, 0, 1 << 20, &n_prompt);
     } else if (arg == "-n" || arg == "--n-gen") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 0, 1 << 20, &v)).ok()) {
-        n_gen = static_cast<size_t>(v);
-      }
+      s = flags.Int(arg, 0, 1 << 20, &n_gen);
     } else if (arg == "-t" || arg == "--threads") {
       if ((s = flags.Value(arg, &value)).ok()) s = ParseThreadList(value, &thread_counts);
     } else if (arg == "-r" || arg == "--repetitions") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 1, 1000, &v)).ok()) {
-        repetitions = static_cast<size_t>(v);
-      }
+      s = flags.Int(arg, 1, 1000, &repetitions);
     } else if (arg == "--json") {
       json = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return Fail("unknown option '" + arg + "' for 'bench'\n" + kBenchUsage);
-    } else if (model_path.empty()) {
-      model_path = arg;
     } else {
-      return Fail("unexpected argument '" + arg + "'\n" + kBenchUsage);
+      s = flags.Positional(arg, "bench", kBenchUsage, &model_path);
     }
     if (!s.ok()) return Fail(s.message());
   }

@@ -49,23 +49,16 @@ int InspectCommand(const std::vector<std::string>& args) {
   FlagReader flags(args);
   while (!flags.Done()) {
     const std::string arg = flags.Next();
+    Status s;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kInspectUsage, stdout);
       return 0;
     } else if (arg == "-c" || arg == "--ctx") {
-      std::string value;
-      int64_t v = 0;
-      Status s = flags.Value(arg, &value);
-      if (s.ok()) s = ParseInt(arg, value, 1, 1 << 24, &v);
-      if (!s.ok()) return Fail(s.message());
-      ctx = static_cast<size_t>(v);
-    } else if (!arg.empty() && arg[0] == '-') {
-      return Fail("unknown option '" + arg + "' for 'inspect'\n" + kInspectUsage);
-    } else if (model_path.empty()) {
-      model_path = arg;
+      s = flags.Int(arg, 1, 1 << 24, &ctx);
     } else {
-      return Fail("unexpected argument '" + arg + "'\n" + kInspectUsage);
+      s = flags.Positional(arg, "inspect", kInspectUsage, &model_path);
     }
+    if (!s.ok()) return Fail(s.message());
   }
   if (model_path.empty()) return Fail(std::string("no model given\n") + kInspectUsage);
   std::unique_ptr<Model> model;

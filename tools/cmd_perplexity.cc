@@ -105,8 +105,6 @@ int PerplexityCommand(const std::vector<std::string>& args) {
   FlagReader flags(args);
   while (!flags.Done()) {
     const std::string arg = flags.Next();
-    std::string value;
-    int64_t v = 0;
     Status s;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kPerplexityUsage, stdout);
@@ -115,25 +113,15 @@ int PerplexityCommand(const std::vector<std::string>& args) {
       s = flags.Value(arg, &text_path);
     } else if (arg == "-c" || arg == "--ctx") {
       // Below 4 tokens a chunk scores fewer than 2 tokens: no mean worth the name.
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 4, 1 << 24, &v)).ok()) {
-        ctx = static_cast<size_t>(v);
-      }
+      s = flags.Int(arg, 4, 1 << 24, &ctx);
     } else if (arg == "--chunks") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 1, 1 << 30, &v)).ok()) {
-        max_chunks = static_cast<size_t>(v);
-      }
+      s = flags.Int(arg, 1, 1 << 30, &max_chunks);
     } else if (arg == "-t" || arg == "--threads") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 1, 256, &v)).ok()) {
-        session_options.n_threads = static_cast<size_t>(v);
-      }
+      s = flags.Int(arg, 1, 256, &session_options.n_threads);
     } else if (arg == "--json") {
       json = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return Fail("unknown option '" + arg + "' for 'perplexity'\n" + kPerplexityUsage);
-    } else if (model_path.empty()) {
-      model_path = arg;
     } else {
-      return Fail("unexpected argument '" + arg + "'\n" + kPerplexityUsage);
+      s = flags.Positional(arg, "perplexity", kPerplexityUsage, &model_path);
     }
     if (!s.ok()) return Fail(s.message());
   }

@@ -40,8 +40,6 @@ int RunCommand(const std::vector<std::string>& args) {
   FlagReader flags(args);
   while (!flags.Done()) {
     const std::string arg = flags.Next();
-    std::string value;
-    int64_t i = 0;
     double f = 0;
     Status s;
     if (arg == "-h" || arg == "--help") {
@@ -51,43 +49,26 @@ int RunCommand(const std::vector<std::string>& args) {
       s = flags.Value(arg, &prompt);
       have_prompt = true;
     } else if (arg == "-n" || arg == "--n-predict") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 0, 1 << 24, &i)).ok()) {
-        gen.max_new_tokens = static_cast<size_t>(i);
-      }
+      s = flags.Int(arg, 0, 1 << 24, &gen.max_new_tokens);
     } else if (arg == "-t" || arg == "--threads") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 1, 256, &i)).ok()) {
-        session_options.n_threads = static_cast<size_t>(i);
-      }
+      s = flags.Int(arg, 1, 256, &session_options.n_threads);
     } else if (arg == "-c" || arg == "--ctx") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 1, 1 << 24, &i)).ok()) {
-        session_options.context_length = static_cast<size_t>(i);
-      }
+      s = flags.Int(arg, 1, 1 << 24, &session_options.context_length);
     } else if (arg == "--temp") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseFloat(arg, value, 0, 100, &f)).ok()) {
-        gen.sampler.temperature = static_cast<float>(f);
-      }
+      s = flags.Float(arg, 0, 100, &gen.sampler.temperature);
     } else if (arg == "--top-k") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseInt(arg, value, 0, 1 << 24, &i)).ok()) {
-        gen.sampler.top_k = static_cast<int32_t>(i);
-      }
+      s = flags.Int(arg, 0, 1 << 24, &gen.sampler.top_k);
     } else if (arg == "--top-p") {
-      if ((s = flags.Value(arg, &value)).ok() && (s = ParseFloat(arg, value, 0, 1, &f)).ok()) {
+      if ((s = flags.Float(arg, 0, 1, &f)).ok()) {
         if (f <= 0) s = Status::Error("--top-p: expected a number above 0 and at most 1");
         gen.sampler.top_p = static_cast<float>(f);
       }
     } else if (arg == "--seed") {
-      if ((s = flags.Value(arg, &value)).ok() &&
-          (s = ParseInt(arg, value, 0, INT64_MAX, &i)).ok()) {
-        gen.sampler.seed = static_cast<uint64_t>(i);
-      }
+      s = flags.Int(arg, 0, INT64_MAX, &gen.sampler.seed);
     } else if (arg == "--no-bos") {
       add_bos = false;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return Fail("unknown option '" + arg + "' for 'run'\n" + kRunUsage);
-    } else if (model_path.empty()) {
-      model_path = arg;
     } else {
-      return Fail("unexpected argument '" + arg + "'\n" + kRunUsage);
+      s = flags.Positional(arg, "run", kRunUsage, &model_path);
     }
     if (!s.ok()) return Fail(s.message());
   }
