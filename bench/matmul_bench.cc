@@ -50,6 +50,21 @@ hwy::bfloat16_t WeightValue(hwy::bfloat16_t*) {
   return h;
 }
 
+// Counters of one matmul call moving `flops` and reading `weight_bytes`: rates, and the rates
+// divided by this machine's limits (fractions of its peak).
+void ReportRates(benchmark::State& state, double flops, double weight_bytes) {
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_B/s"] =
+      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["of_FMA_peak"] = benchmark::Counter(flops / bench::FmaPeakFlops(),
+                                                     benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["of_read_BW"] = benchmark::Counter(weight_bytes / bench::ReadBandwidth(),
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_MiB"] = weight_bytes / (1024.0 * 1024.0);
+  state.SetLabel(ChosenTargetName());
+}
+
 // Args: n_tokens, k, n_out. Weights are 64-byte aligned like tensors in a .kes weight blob.
 template <typename T>
 void BM_MatMul(benchmark::State& state) {
@@ -60,26 +75,12 @@ void BM_MatMul(benchmark::State& state) {
   const T w_value = WeightValue(static_cast<T*>(nullptr));
   for (size_t i = 0; i < n_out * k; ++i) w[i] = w_value;
   for (size_t i = 0; i < n_tokens * k; ++i) x[i] = 0.5f + static_cast<float>(i % 7) / 8;
-  const double fma_peak = bench::FmaPeakFlops(), read_bandwidth = bench::ReadBandwidth();
-
   for (auto _ : state) {
     MatMulAnyType(w.get(), x.get(), y.get(), n_tokens, k, n_out);
     benchmark::DoNotOptimize(y.get());
     benchmark::ClobberMemory();
   }
-  const double flops = 2.0 * n_tokens * k * n_out;
-  const double weight_bytes = static_cast<double>(n_out) * k * sizeof(T);
-  state.counters["FLOP/s"] =
-      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_B/s"] =
-      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
-  // Rates divided by the limit: fractions of this machine's peak.
-  state.counters["of_FMA_peak"] =
-      benchmark::Counter(flops / fma_peak, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["of_read_BW"] = benchmark::Counter(weight_bytes / read_bandwidth,
-                                                    benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_MiB"] = weight_bytes / (1024.0 * 1024.0);
-  state.SetLabel(ChosenTargetName());
+  ReportRates(state, 2.0 * n_tokens * k * n_out, static_cast<double>(n_out) * k * sizeof(T));
 }
 
 // Q8_0 / Q4_0 weights: each call also quantizes the activations (QuantizeRowsQ8), as the plan
@@ -98,26 +99,13 @@ void BM_MatMulQuant(benchmark::State& state) {
   auto xq = hwy::AllocateAligned<uint8_t>(n_tokens * Q8ActRowBytes(k));
   auto y = hwy::AllocateAligned<float>(n_tokens * n_out);
   for (size_t i = 0; i < n_tokens * k; ++i) x[i] = 0.5f - static_cast<float>(i % 7) / 8;
-  const double fma_peak = bench::FmaPeakFlops(), read_bandwidth = bench::ReadBandwidth();
-
   for (auto _ : state) {
     QuantizeRowsQ8(x.get(), n_tokens, k, xq.get());
     (kQ4 ? MatMulQ4 : MatMulQ8)(w.get(), xq.get(), y.get(), n_tokens, k, n_out, 0, n_out);
     benchmark::DoNotOptimize(y.get());
     benchmark::ClobberMemory();
   }
-  const double flops = 2.0 * n_tokens * k * n_out;
-  const double weight_bytes = static_cast<double>(layout.TotalBytes());
-  state.counters["FLOP/s"] =
-      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_B/s"] =
-      benchmark::Counter(weight_bytes, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["of_FMA_peak"] =
-      benchmark::Counter(flops / fma_peak, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["of_read_BW"] = benchmark::Counter(weight_bytes / read_bandwidth,
-                                                    benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_MiB"] = weight_bytes / (1024.0 * 1024.0);
-  state.SetLabel(ChosenTargetName());
+  ReportRates(state, 2.0 * n_tokens * k * n_out, static_cast<double>(layout.TotalBytes()));
 }
 
 // Gemma 3 270M: d_model 640, FFN 2048, vocab 262144 (tied LM head).
