@@ -159,11 +159,7 @@ HWY_NOINLINE void QuantTile(const uint8_t* HWY_RESTRICT w, const hwy::float16_t*
       // The rows' blocks, out of the 8-byte interleave (the x86 kernel reads it directly).
       HWY_ALIGN uint8_t row_blocks[4][kQ8BlockBytes];
       for (size_t r = 0; r < kRows; ++r) {
-        for (size_t c = 0; c < block_bytes; c += kQuantChunkBytes) {
-          memcpy(row_blocks[r] + c,
-                 group_block + (c / kQuantChunkBytes * group_rows + first + r) * kQuantChunkBytes,
-                 kQuantChunkBytes);
-        }
+        CopyRowBlock(group_block, group_rows, first + r, block_bytes, row_blocks[r]);
       }
       // Rows past kRows reload row 0 and are never used, as in ops/matmul-inl.h.
       const uint8_t* wb = row_blocks[0];

@@ -58,17 +58,30 @@ struct QuantLayout {
            (chunk * GroupRows(row) + in_group) * kQuantChunkBytes + byte % kQuantChunkBytes;
   }
   // Copies the block of `row` out of the interleave, in ggml's byte order.
-  void CopyBlock(const uint8_t* tensor, size_t row, size_t block, uint8_t* out) const {
-    for (size_t c = 0; c < block_bytes; c += kQuantChunkBytes) {
-      std::memcpy(out + c, tensor + QuantByteOffset(row, block, c), kQuantChunkBytes);
-    }
-  }
+  void CopyBlock(const uint8_t* tensor, size_t row, size_t block, uint8_t* out) const;
   size_t ScaleOffset(size_t row, size_t block) const {
     return QuantBytes() + Slot(row, block) * sizeof(uint16_t);
   }
   size_t QuantBytes() const { return rows * blocks_per_row * block_bytes; }
   size_t TotalBytes() const { return QuantBytes() + rows * blocks_per_row * sizeof(uint16_t); }
 };
+
+// Copies row `row_in_group`'s block out of one group block (the group_rows rows' blocks
+// interleaved in 8-byte chunks), in ggml's byte order.
+inline void CopyRowBlock(const uint8_t* group_block, size_t group_rows, size_t row_in_group,
+                         size_t block_bytes, uint8_t* out) {
+  for (size_t c = 0; c < block_bytes; c += kQuantChunkBytes) {
+    std::memcpy(out + c,
+                group_block + (c / kQuantChunkBytes * group_rows + row_in_group) * kQuantChunkBytes,
+                kQuantChunkBytes);
+  }
+}
+
+inline void QuantLayout::CopyBlock(const uint8_t* tensor, size_t row, size_t block,
+                                   uint8_t* out) const {
+  CopyRowBlock(tensor + GroupBlockOffset(row, block), GroupRows(row), row % kQuantGroupRows,
+               block_bytes, out);
+}
 
 // An f16 scale's exact f32 value (scales are finite: the converter writes them from finite
 // weights, and a NaN or infinity would only propagate).
