@@ -27,8 +27,6 @@ void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t 
     const float* HWY_RESTRICT row = x + r * k;
     uint8_t* HWY_RESTRICT dst = out + r * Q8ActRowBytes(k);
     int8_t* HWY_RESTRICT q = reinterpret_cast<int8_t*>(dst);
-    float scales[1];  // written through memcpy: dst is only byte-aligned in general
-    int32_t sums[1];
     for (size_t b = 0; b < blocks; ++b) {
       const float* HWY_RESTRICT xb = row + b * 32;
       auto amax = hn::Zero(df);
@@ -41,10 +39,10 @@ void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t 
         sum = hn::Add(sum, qi);
         hn::StoreU(hn::DemoteTo(d8, qi), d8, q + b * 32 + i);
       }
-      scales[0] = scale;
-      sums[0] = hn::GetLane(hn::SumOfLanes(di, sum));
-      memcpy(dst + k + b * sizeof(float), scales, sizeof(float));
-      memcpy(dst + k + blocks * sizeof(float) + b * sizeof(int32_t), sums, sizeof(int32_t));
+      const int32_t quant_sum = hn::GetLane(hn::SumOfLanes(di, sum));
+      // memcpy: stores into the byte buffer without assuming its alignment.
+      memcpy(dst + k + b * sizeof(float), &scale, sizeof(float));
+      memcpy(dst + k + blocks * sizeof(float) + b * sizeof(int32_t), &quant_sum, sizeof(int32_t));
     }
   }
 }
