@@ -22,14 +22,14 @@ std::vector<Lifetime> Lifetimes(const fb::PlanT& plan) {
     life[id].first = std::min(life[id].first, step);
     life[id].last = std::max(life[id].last, step);
   };
-  // Step 0 is the runtime writing the tokens; op i is step i + 1; the runtime reads the logits
-  // after the last op.
-  touch(plan.token_input, 0);
+  // Step 0 is the runtime writing the plan's inputs; op i is step i + 1; the runtime reads the
+  // outputs after the last op.
+  for (const auto& io : plan.inputs) touch(io->buffer, 0);
   for (size_t i = 0; i < plan.ops.size(); ++i) {
     for (uint32_t id : plan.ops[i]->inputs) touch(id, i + 1);
     for (uint32_t id : plan.ops[i]->outputs) touch(id, i + 1);
   }
-  touch(plan.logits_output, plan.ops.size() + 1);
+  for (const auto& io : plan.outputs) touch(io->buffer, plan.ops.size() + 1);
   return life;
 }
 

@@ -44,40 +44,119 @@ uint32_t PlanBuilder::Fixed(const std::string& name, uint64_t rows, uint64_t row
   return AddBuffer(name, fb::DType::F32, row_elems, false, rows);
 }
 
+namespace {
+
+fb::PlanIoT* NewIo(std::vector<std::unique_ptr<fb::PlanIoT>>* list, const std::string& name,
+                   fb::IoRole role, uint32_t buffer) {
+  auto io = std::make_unique<fb::PlanIoT>();
+  io->name = name;
+  io->role = role;
+  io->buffer = buffer;
+  list->push_back(std::move(io));
+  return list->back().get();
+}
+
+}  // namespace
+
 uint32_t PlanBuilder::TokenInput() {
-  plan_->token_input = AddBuffer("tokens", fb::DType::I32, 1, true, 0);
-  return plan_->token_input;
+  const uint32_t id = AddBuffer("tokens", fb::DType::I32, 1, true, 0);
+  NewIo(&plan_->inputs, "tokens", fb::IoRole::TokenIds, id);
+  return id;
 }
 
-void PlanBuilder::MatMul(uint32_t input, uint32_t output, uint32_t weight, bool last_row_only) {
-  const fb::TensorT& w = *model_.meta.tensors[weight];
-  if (IsBlockQuantized(w.dtype)) {
-    // One quantized copy per value of the input, shared by every matmul that reads it (Q, K
-    // and V; gate and up); Op() forgets it when an op writes the input again.
-    auto it = quantized_.find(input);
-    if (it == quantized_.end()) {
-      const fb::BufferT& in = *plan_->buffers[input];
-      const uint32_t q = AddBuffer(in.name + ".q8", fb::DType::Q8_ACT, in.row_elems, true, 0);
-      Op(fb::OpCode::QuantizeRows, {input}, {q}, {});
-      it = quantized_.emplace(input, q).first;
-    }
-    input = it->second;
-  }
-  Op(fb::OpCode::MatMul, {input}, {output}, {weight}, {last_row_only ? 1 : 0});
+void PlanBuilder::LogitsOutput(uint32_t buffer) {
+  NewIo(&plan_->outputs, "logits", fb::IoRole::Logits, buffer);
 }
 
-void PlanBuilder::Op(fb::OpCode code, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs,
-                     std::vector<uint32_t> weights, std::vector<int64_t> iargs,
-                     std::vector<float> fargs) {
+template <typename Params>
+void PlanBuilder::AddOp(Params params, std::vector<uint32_t> inputs,
+                        std::vector<uint32_t> outputs, std::vector<uint32_t> weights) {
   for (uint32_t out : outputs) quantized_.erase(out);
   auto op = std::make_unique<fb::OpT>();
-  op->code = code;
+  op->params.Set(std::move(params));
   op->inputs = std::move(inputs);
   op->outputs = std::move(outputs);
   op->weights = std::move(weights);
-  op->iargs = std::move(iargs);
-  op->fargs = std::move(fargs);
   plan_->ops.push_back(std::move(op));
+}
+
+void PlanBuilder::Embed(uint32_t tokens, uint32_t out, uint32_t table, float scale) {
+  fb::EmbedT params;
+  params.scale = scale;
+  AddOp(std::move(params), {tokens}, {out}, {table});
+}
+
+void PlanBuilder::RmsNorm(uint32_t in, uint32_t out, uint32_t gamma, uint32_t dim, float eps) {
+  fb::RmsNormT params;
+  params.dim = dim;
+  params.eps = eps;
+  AddOp(std::move(params), {in}, {out}, {gamma});
+}
+
+void PlanBuilder::MatMul(uint32_t in, uint32_t out, uint32_t weight, uint32_t bias,
+                         bool last_row_only) {
+  const fb::TensorT& w = *model_.meta.tensors[weight];
+  if (IsBlockQuantized(w.dtype)) {
+    // One quantized copy per value of the input, shared by every matmul that reads it (Q, K
+    // and V; gate and up); AddOp forgets it when an op writes the input again.
+    auto it = quantized_.find(in);
+    if (it == quantized_.end()) {
+      const fb::BufferT& x = *plan_->buffers[in];
+      const uint32_t q = AddBuffer(x.name + ".q8", fb::DType::Q8_ACT, x.row_elems, true, 0);
+      AddOp(fb::QuantizeRowsT{}, {in}, {q}, {});
+      it = quantized_.emplace(in, q).first;
+    }
+    in = it->second;
+  }
+  fb::MatMulT params;
+  params.last_row_only = last_row_only;
+  std::vector<uint32_t> weights = {weight};
+  if (bias != kNone) weights.push_back(bias);
+  AddOp(std::move(params), {in}, {out}, std::move(weights));
+}
+
+void PlanBuilder::Rope(uint32_t x, fb::RopeStyle style, uint32_t n_heads, uint32_t head_dim,
+                       float theta, float freq_scale, uint32_t freq_factors) {
+  fb::RopeT params;
+  params.style = style;
+  params.n_heads = n_heads;
+  params.head_dim = head_dim;
+  params.theta = theta;
+  params.freq_scale = freq_scale;
+  std::vector<uint32_t> weights;
+  if (freq_factors != kNone) weights.push_back(freq_factors);
+  AddOp(std::move(params), {x}, {}, std::move(weights));
+}
+
+void PlanBuilder::KvStore(uint32_t layer, uint32_t k, uint32_t v) {
+  fb::KvStoreT params;
+  params.layer = layer;
+  AddOp(std::move(params), {k, v}, {}, {});
+}
+
+void PlanBuilder::Attention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads,
+                            uint32_t n_kv_heads, uint32_t head_dim, float scale,
+                            uint32_t window) {
+  fb::AttentionT params;
+  params.layer = layer;
+  params.n_heads = n_heads;
+  params.n_kv_heads = n_kv_heads;
+  params.head_dim = head_dim;
+  params.scale = scale;
+  params.mask = window > 0 ? fb::AttentionMask::SlidingWindow : fb::AttentionMask::Causal;
+  params.window = window;
+  AddOp(std::move(params), {q}, {out}, {});
+}
+
+void PlanBuilder::GatedActivation(fb::Activation activation, uint32_t gate, uint32_t up,
+                                  uint32_t out) {
+  fb::GatedActivationT params;
+  params.activation = activation;
+  AddOp(std::move(params), {gate, up}, {out}, {});
+}
+
+void PlanBuilder::Add(uint32_t a, uint32_t b, uint32_t out) {
+  AddOp(fb::AddT{}, {a, b}, {out}, {});
 }
 
 }  // namespace kestrel

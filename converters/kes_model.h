@@ -22,9 +22,13 @@ struct KesModel {
                      std::vector<uint8_t> bytes);
 };
 
-// Builds one plan: buffers are declared as values, ops refer to them by id.
+// Builds one plan with typed calls, one per op kind of the plan contract (schema/kestrel.fbs):
+// buffers are declared as values, ops refer to them by id. Shapes in the comments: [tokens, n] is
+// a per-token buffer of n-element rows.
 class PlanBuilder {
  public:
+  static constexpr uint32_t kNone = UINT32_MAX;  // an optional weight left out
+
   // model: the tensors the plan's ops will use (their dtypes decide how matmuls are fed).
   PlanBuilder(const KesModel& model, std::string name, uint32_t max_tokens);
 
@@ -32,22 +36,43 @@ class PlanBuilder {
   uint32_t Activation(const std::string& name, uint64_t row_elems);
   // A fixed-size f32 buffer: [rows, row_elems].
   uint32_t Fixed(const std::string& name, uint64_t rows, uint64_t row_elems);
-  // The i32 token ids the runtime writes before running the plan.
+  // The plan's token-ids input (i32, one per token), written by the runtime before each step.
   uint32_t TokenInput();
+  // Declares `buffer` as the plan's logits output.
+  void LogitsOutput(uint32_t buffer);
 
-  void Op(fb::OpCode code, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs,
-          std::vector<uint32_t> weights, std::vector<int64_t> iargs = {},
-          std::vector<float> fargs = {});
-  // output = input x weight^T, preceded by a QuantizeRows op when the weight is block-quantized.
-  // last_row_only: only the last token's row of input (the LM head in prefill).
-  void MatMul(uint32_t input, uint32_t output, uint32_t weight, bool last_row_only = false);
-  void SetLogits(uint32_t buffer) { plan_->logits_output = buffer; }
+  // out [tokens, d] = table[tokens] * scale; table [vocab, d].
+  void Embed(uint32_t tokens, uint32_t out, uint32_t table, float scale);
+  // out = in normalized per `dim`-element vector, times gamma [dim]. out may be in.
+  void RmsNorm(uint32_t in, uint32_t out, uint32_t gamma, uint32_t dim, float eps);
+  // out [tokens, N] = in [tokens, K] x weight [N, K]^T (+ bias [N]), preceded by a QuantizeRows
+  // op when the weight is block-quantized. last_row_only: only the step's last token's row (the
+  // LM head in prefill); out is then a Fixed buffer of one row.
+  void MatMul(uint32_t in, uint32_t out, uint32_t weight, uint32_t bias = kNone,
+              bool last_row_only = false);
+  // Rotates x [tokens, n_heads * head_dim] in place (freq_factors [head_dim / 2] or kNone).
+  void Rope(uint32_t x, fb::RopeStyle style, uint32_t n_heads, uint32_t head_dim, float theta,
+            float freq_scale, uint32_t freq_factors = kNone);
+  // Writes k, v [tokens, n_kv_heads * head_dim] into KV layer `layer`.
+  void KvStore(uint32_t layer, uint32_t k, uint32_t v);
+  // out [tokens, n_heads * head_dim] = attention of q over KV layer `layer`; window > 0 makes the
+  // mask a sliding window of that many positions.
+  void Attention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads, uint32_t n_kv_heads,
+                 uint32_t head_dim, float scale, uint32_t window);
+  // out = activation(gate) * up, all [tokens, n]. out may be gate or up.
+  void GatedActivation(fb::Activation activation, uint32_t gate, uint32_t up, uint32_t out);
+  // out = a + b, all [tokens, n].
+  void Add(uint32_t a, uint32_t b, uint32_t out);
 
   std::unique_ptr<fb::PlanT> Finish() { return std::move(plan_); }
 
  private:
   uint32_t AddBuffer(const std::string& name, fb::DType dtype, uint64_t row_elems, bool per_token,
                      uint64_t fixed_rows);
+  // params: one of the schema's op tables (fb::RmsNormT, ...), which sets the op kind.
+  template <typename Params>
+  void AddOp(Params params, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs,
+             std::vector<uint32_t> weights);
   const KesModel& model_;
   std::unique_ptr<fb::PlanT> plan_;
   std::map<uint32_t, uint32_t> quantized_;  // f32 buffer -> its current Q8_ACT copy

@@ -50,17 +50,22 @@ Status WriteKes(KesModel* model, const std::string& path) {
   meta.weights_size = blob;
   meta.format_version = kKesFormatVersion;
 
-  // The FlatBuffer's size does not depend on weights_offset's value, so pack once to learn the
-  // size, then again with the final offset.
+  // weights_offset is stored inside the FlatBuffer it comes after, so pack until the two agree.
+  // The size depends on the value only through its presence (0 is the default, which FlatBuffers
+  // leaves out), so the second or third packing settles.
   flatbuffers::FlatBufferBuilder builder(1 << 20);
-  builder.Finish(fb::Model::Pack(builder, &meta), fb::ModelIdentifier());
-  meta.weights_offset = AlignUp(kKesPreambleBytes + builder.GetSize(), kKesAlignment);
-  builder.Clear();
-  builder.Finish(fb::Model::Pack(builder, &meta), fb::ModelIdentifier());
-  const uint64_t fb_size = builder.GetSize();
-  KES_CHECK_OR_RETURN(fb_size < (uint64_t{1} << 31), "metadata exceeds 2 GiB");
-  KES_CHECK_OR_RETURN(AlignUp(kKesPreambleBytes + fb_size, kKesAlignment) == meta.weights_offset,
-                      "metadata size changed between packings");
+  uint64_t fb_size = 0;
+  meta.weights_offset = 0;
+  for (int packing = 0;; ++packing) {
+    builder.Clear();
+    builder.Finish(fb::Model::Pack(builder, &meta), fb::ModelIdentifier());
+    fb_size = builder.GetSize();
+    KES_CHECK_OR_RETURN(fb_size < (uint64_t{1} << 31), "metadata exceeds 2 GiB");
+    const uint64_t offset = AlignUp(kKesPreambleBytes + fb_size, kKesAlignment);
+    if (offset == meta.weights_offset) break;
+    KES_CHECK_OR_RETURN(packing < 4, "metadata size does not settle between packings");
+    meta.weights_offset = offset;
+  }
 
   const std::string tmp = path + ".tmp";
   FILE* raw = std::fopen(tmp.c_str(), "wb");

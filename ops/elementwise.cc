@@ -29,35 +29,45 @@ HWY_INLINE V GeluTanhTimes(DF df, V g, V up) {
   return hn::Mul(gelu, up);
 }
 
-// gate, up, out: [n]. out may alias gate or up: each element is read before it is written.
-void GeluTanhMulPerTarget(const float* gate, const float* up, float* out, size_t n) {
+// silu(g) * up, silu(g) = g / (1 + exp(-g)); hn::Exp is within a few ulp of std::exp. hn::Exp
+// is only valid up to about 88 (beyond, it returns garbage instead of +inf), so -g is clamped
+// there: for g < -88 the result is g * 6e-39 instead of nearly 0, a difference below 1e-33
+// even at g = -1e5.
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE V SiluTimes(DF df, V g, V up) {
+  const V neg_g = hn::Min(hn::Neg(g), hn::Set(df, 88.0f));
+  const V silu = hn::Div(g, hn::Add(hn::Set(df, 1.0f), hn::Exp(df, neg_g)));
+  return hn::Mul(silu, up);
+}
+
+// out[i] = combine(a[i], b[i]) for a, b, out: [n]. out may alias a or b: each element is read
+// before it is written.
+template <class Combine>
+HWY_INLINE void Elementwise(const float* a, const float* b, float* out, size_t n,
+                            Combine combine) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   size_t i = 0;
   for (; i + N <= n; i += N) {
-    hn::StoreU(GeluTanhTimes(df, hn::LoadU(df, gate + i), hn::LoadU(df, up + i)), df, out + i);
+    hn::StoreU(combine(df, hn::LoadU(df, a + i), hn::LoadU(df, b + i)), df, out + i);
   }
   if (i < n) {
     const size_t rest = n - i;
-    const auto v = GeluTanhTimes(df, LoadPartialAsF32(df, gate + i, rest),
-                                 LoadPartialAsF32(df, up + i, rest));
+    const auto v = combine(df, LoadPartialAsF32(df, a + i, rest), LoadPartialAsF32(df, b + i, rest));
     StorePartial(df, v, out + i, rest);
   }
 }
 
-// a, b, out: [n]. out may alias a or b.
+void GeluTanhMulPerTarget(const float* gate, const float* up, float* out, size_t n) {
+  Elementwise(gate, up, out, n, [](auto df, auto g, auto u) { return GeluTanhTimes(df, g, u); });
+}
+
+void SiluMulPerTarget(const float* gate, const float* up, float* out, size_t n) {
+  Elementwise(gate, up, out, n, [](auto df, auto g, auto u) { return SiluTimes(df, g, u); });
+}
+
 void AddPerTarget(const float* a, const float* b, float* out, size_t n) {
-  const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
-  size_t i = 0;
-  for (; i + N <= n; i += N) {
-    hn::StoreU(hn::Add(hn::LoadU(df, a + i), hn::LoadU(df, b + i)), df, out + i);
-  }
-  if (i < n) {
-    const size_t rest = n - i;
-    const auto sum = hn::Add(LoadPartialAsF32(df, a + i, rest), LoadPartialAsF32(df, b + i, rest));
-    StorePartial(df, sum, out + i, rest);
-  }
+  Elementwise(a, b, out, n, [](auto, auto x, auto y) { return hn::Add(x, y); });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -68,10 +78,14 @@ HWY_AFTER_NAMESPACE();
 namespace kestrel::ops {
 
 HWY_EXPORT(GeluTanhMulPerTarget);
+HWY_EXPORT(SiluMulPerTarget);
 HWY_EXPORT(AddPerTarget);
 
 void GeluTanhMul(const float* gate, const float* up, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(GeluTanhMulPerTarget)(gate, up, out, n);
+}
+void SiluMul(const float* gate, const float* up, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(SiluMulPerTarget)(gate, up, out, n);
 }
 void Add(const float* a, const float* b, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(AddPerTarget)(a, b, out, n);

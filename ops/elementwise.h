@@ -10,6 +10,10 @@ namespace kestrel::ops {
 // gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))). out may alias gate or up.
 void GeluTanhMul(const float* gate, const float* up, float* out, size_t n);
 
+// out[i] = silu(gate[i]) * up[i], the SwiGLU feed-forward gate, where silu(g) = g / (1 + e^-g).
+// out may alias gate or up.
+void SiluMul(const float* gate, const float* up, float* out, size_t n);
+
 // out[i] = a[i] + b[i]. out may alias a or b.
 void Add(const float* a, const float* b, float* out, size_t n);
 

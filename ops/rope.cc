@@ -1,4 +1,4 @@
-// NEOX rotary position embedding, compiled for every Highway target and dispatched at run time.
+// Rotary position embedding, compiled for every Highway target and dispatched at run time.
 #include "ops/rope.h"
 
 #include <cmath>
@@ -44,19 +44,32 @@ HWY_INLINE void RotateHead(DF df, float* HWY_RESTRICT head, const float* HWY_RES
   }
 }
 
+// Rotates the pairs (head[2i], head[2i + 1]). The pairs interleave, so a plain loop: RoPE is a
+// few hundred multiplies per token, far below the matmuls around it.
+HWY_INLINE void RotateHeadAdjacent(float* HWY_RESTRICT head, const float* HWY_RESTRICT cos_t,
+                                   const float* HWY_RESTRICT sin_t, size_t half) {
+  for (size_t i = 0; i < half; ++i) {
+    const float a = head[2 * i], b = head[2 * i + 1];
+    head[2 * i] = a * cos_t[i] - b * sin_t[i];
+    head[2 * i + 1] = a * sin_t[i] + b * cos_t[i];
+  }
+}
+
 // x: [n_tokens, n_heads * head_dim], rotated in place.
-void RopeNeoxPerTarget(float* HWY_RESTRICT x, size_t n_tokens, size_t n_heads, size_t head_dim,
-                       int64_t pos0, float theta_base, float freq_scale) {
+void RopePerTarget(float* HWY_RESTRICT x, size_t n_tokens, size_t n_heads, size_t head_dim,
+                   int64_t pos0, const RopeFrequencies& f) {
   HWY_DASSERT(head_dim % 2 == 0 && head_dim <= kRopeMaxHeadDim);
   const hn::ScalableTag<float> df;
   const size_t half = head_dim / 2;
 
   // Angles in double: positions times frequencies reach 1e5 radians, where float rounding of
   // the angle alone would cost about 4e-3 radians. Only cos/sin are rounded to float.
-  double freq[kRopeMaxHeadDim / 2];  // freq_scale * theta_base^(-2i / head_dim)
+  double freq[kRopeMaxHeadDim / 2];  // freq_scale * theta_base^(-2i / head_dim) / factor[i]
   for (size_t i = 0; i < half; ++i) {
     const double exponent = -2.0 * static_cast<double>(i) / static_cast<double>(head_dim);
-    freq[i] = static_cast<double>(freq_scale) * std::pow(static_cast<double>(theta_base), exponent);
+    freq[i] = static_cast<double>(f.freq_scale) *
+              std::pow(static_cast<double>(f.theta_base), exponent);
+    if (f.freq_factors != nullptr) freq[i] /= static_cast<double>(f.freq_factors[i]);
   }
 
   HWY_ALIGN float cos_t[kRopeMaxHeadDim / 2];
@@ -70,7 +83,11 @@ void RopeNeoxPerTarget(float* HWY_RESTRICT x, size_t n_tokens, size_t n_heads, s
     }
     float* HWY_RESTRICT row = x + t * n_heads * head_dim;
     for (size_t h = 0; h < n_heads; ++h) {
-      RotateHead(df, row + h * head_dim, cos_t, sin_t, half);
+      if (f.layout == RopeLayout::kAdjacent) {
+        RotateHeadAdjacent(row + h * head_dim, cos_t, sin_t, half);
+      } else {
+        RotateHead(df, row + h * head_dim, cos_t, sin_t, half);
+      }
     }
   }
 }
@@ -82,12 +99,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace kestrel::ops {
 
-HWY_EXPORT(RopeNeoxPerTarget);
+HWY_EXPORT(RopePerTarget);
 
-void RopeNeox(float* x, size_t n_tokens, size_t n_heads, size_t head_dim, int64_t pos0,
-              float theta_base, float freq_scale) {
-  HWY_DYNAMIC_DISPATCH(RopeNeoxPerTarget)(x, n_tokens, n_heads, head_dim, pos0, theta_base,
-                                          freq_scale);
+void Rope(float* x, size_t n_tokens, size_t n_heads, size_t head_dim, int64_t pos0,
+          const RopeFrequencies& freqs) {
+  HWY_DYNAMIC_DISPATCH(RopePerTarget)(x, n_tokens, n_heads, head_dim, pos0, freqs);
 }
 
 }  // namespace kestrel::ops

@@ -1,4 +1,5 @@
-// Rotary position embedding, NEOX layout (the two halves of each head form the pairs).
+// Rotary position embedding: NEOX layout (the two halves of each head form the pairs) or
+// adjacent pairs, with optional linear scaling and per-frequency factors.
 #pragma once
 
 #include <cstddef>
@@ -9,12 +10,32 @@ namespace kestrel::ops {
 // Largest head_dim RopeNeox accepts: its angle tables live on the stack.
 inline constexpr size_t kRopeMaxHeadDim = 1024;
 
+enum class RopeLayout {
+  kNeox,      // pairs (x[i], x[i + head_dim/2]): GPT-NeoX, Gemma, Qwen2
+  kAdjacent,  // pairs (x[2i], x[2i + 1]): llama.cpp's "norm" RoPE (GGUF llama files)
+};
+
+struct RopeFrequencies {
+  RopeLayout layout = RopeLayout::kNeox;
+  float theta_base = 10000.0f;
+  float freq_scale = 1.0f;              // 1 / linear scaling factor
+  const float* freq_factors = nullptr;  // [head_dim / 2] divisors (Llama 3 scaling) or null
+};
+
 // Rotates x in place. x: [n_tokens, n_heads * head_dim]; row t is at position pos0 + t.
-// For i < head_dim / 2, theta = (pos0 + t) * freq_scale * theta_base^(-2i / head_dim) and
-// (x[i], x[i + head_dim/2]) <- (x[i] cos - x[i + head_dim/2] sin, x[i] sin + x[i + head_dim/2] cos).
+// Pair i (i < head_dim / 2) turns by the angle
+//   (pos0 + t) * freq_scale * theta_base^(-2i / head_dim) / freq_factors[i]:
+// (a, b) <- (a cos - b sin, a sin + b cos), where (a, b) are the pair's two elements in `layout`.
 // head_dim must be even and at most kRopeMaxHeadDim. Angles are computed in double precision
 // (positions reach 1e5 radians, where a float angle would be off by ~1e-2).
-void RopeNeox(float* x, size_t n_tokens, size_t n_heads, size_t head_dim, int64_t pos0,
-              float theta_base, float freq_scale);
+void Rope(float* x, size_t n_tokens, size_t n_heads, size_t head_dim, int64_t pos0,
+          const RopeFrequencies& freqs);
+
+// Rope with the NEOX layout and no frequency factors.
+inline void RopeNeox(float* x, size_t n_tokens, size_t n_heads, size_t head_dim, int64_t pos0,
+                     float theta_base, float freq_scale) {
+  Rope(x, n_tokens, n_heads, head_dim, pos0,
+       {RopeLayout::kNeox, theta_base, freq_scale, nullptr});
+}
 
 }  // namespace kestrel::ops

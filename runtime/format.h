@@ -11,7 +11,8 @@ namespace kestrel {
 // The 16-byte preamble before the FlatBuffer: "KESTREL\0", u32 format version, u32 FlatBuffer size.
 inline constexpr char kKesMagic[8] = {'K', 'E', 'S', 'T', 'R', 'E', 'L', '\0'};
 inline constexpr size_t kKesPreambleBytes = 16;
-inline constexpr uint32_t kKesFormatVersion = 1;
+// 2: typed op parameters (OpParams union) and named plan inputs and outputs.
+inline constexpr uint32_t kKesFormatVersion = 2;
 // Weight blob start, every tensor in it and every arena buffer are aligned to this.
 inline constexpr size_t kKesAlignment = 64;
 

@@ -127,9 +127,14 @@ Status Model::Verify() {
   uint32_t version = 0, fb_size = 0;
   std::memcpy(&version, data_ + 8, 4);
   std::memcpy(&fb_size, data_ + 12, 4);
+  KES_CHECK_OR_RETURN(version >= kKesFormatVersion || version == 0,
+                      "this .kes file has format version " + Num(version) +
+                          ", from an older Kestrel; this runtime reads version " +
+                          Num(kKesFormatVersion) +
+                          ": convert the model again with this version's kestrel-convert");
   KES_CHECK_OR_RETURN(version == kKesFormatVersion,
                       "unsupported .kes format version: expected " + Num(kKesFormatVersion) +
-                          ", found " + Num(version));
+                          ", found " + Num(version) + " (a newer Kestrel wrote it)");
   KES_CHECK_OR_RETURN(fb_size <= size_ - kKesPreambleBytes,
                       "truncated file: header says " + Num(fb_size) +
                           " bytes of metadata but only " + Num(size_ - kKesPreambleBytes) +

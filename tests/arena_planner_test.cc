@@ -19,13 +19,13 @@ TEST(ArenaPlanner, ChainReusesMemoryOfDeadBuffers) {
   PlanBuilder b(kNoTensors, "prefill", 4);
   const uint32_t tokens = b.TokenInput();
   uint32_t prev = b.Activation("x0", 100);
-  b.Op(fb::OpCode::Embed, {tokens}, {prev}, {0});
+  b.Embed(tokens, prev, 0, 1.0f);
   for (int i = 1; i < 10; ++i) {
     const uint32_t next = b.Activation("x" + std::to_string(i), 100);
-    b.Op(fb::OpCode::Add, {prev, prev}, {next}, {});
+    b.Add(prev, prev, next);
     prev = next;
   }
-  b.SetLogits(prev);
+  b.LogitsOutput(prev);
   fb::ModelT meta;
   meta.plans.push_back(b.Finish());
   ASSERT_TRUE(PlanArena(&meta).ok());
@@ -48,11 +48,11 @@ TEST(ArenaPlanner, RandomPlansNeverOverlapLiveBuffers) {
     for (int i = 0; i < n_ops; ++i) {
       const uint32_t out = b.Activation("b" + std::to_string(i), 1 + rng() % 300);
       const uint32_t in = ids[rng() % ids.size()];
-      b.Op(fb::OpCode::Add, {in, in}, {out}, {});
+      b.Add(in, in, out);
       touched.push_back({in, out});
       ids.push_back(out);
     }
-    b.SetLogits(ids.back());
+    b.LogitsOutput(ids.back());
     fb::ModelT meta;
     meta.plans.push_back(b.Finish());
     ASSERT_TRUE(PlanArena(&meta).ok());
@@ -66,7 +66,7 @@ TEST(ArenaPlanner, RandomPlansNeverOverlapLiveBuffers) {
         last[id] = std::max(last[id], i + 1);
       }
     }
-    last[plan.logits_output] = n_ops + 1;
+    last[plan.outputs[0]->buffer] = n_ops + 1;
     for (size_t a = 0; a < plan.buffers.size(); ++a) {
       if (last[a] < 0) continue;
       EXPECT_LE(plan.buffers[a]->arena_offset + plan.buffers[a]->size, plan.activation_bytes);
@@ -87,8 +87,8 @@ TEST(ArenaPlanner, UnusedBufferIsAnError) {
   const uint32_t tokens = b.TokenInput();
   const uint32_t x = b.Activation("x", 8);
   b.Activation("never_used", 8);
-  b.Op(fb::OpCode::Embed, {tokens}, {x}, {0});
-  b.SetLogits(x);
+  b.Embed(tokens, x, 0, 1.0f);
+  b.LogitsOutput(x);
   fb::ModelT meta;
   meta.plans.push_back(b.Finish());
   const Status s = PlanArena(&meta);

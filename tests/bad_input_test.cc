@@ -345,9 +345,20 @@ TEST_F(KesFileTest, WrongMagicOrVersion) {
   const uint32_t version = kKesFormatVersion + 1;
   std::memcpy(file.data() + 8, &version, 4);
   EXPECT_TRUE(FailsWith(OpenFromBytes(file.data(), file.size(), &model),
-                        {"format version", "expected 1", "found 2"}));
+                        {"format version", "expected " + std::to_string(kKesFormatVersion),
+                         "found " + std::to_string(kKesFormatVersion + 1)}));
   ASSERT_TRUE(WriteBytes(path, file.data(), file.size())) << path;
   EXPECT_TRUE(IsCleanError(Cli({"inspect", path}), "kestrel", {"format version"}));
+
+  // A file from an older Kestrel (format version 1: positional op arguments) asks for a
+  // re-conversion instead of failing somewhere inside the plan.
+  file = bytes();
+  const uint32_t old_version = 1;
+  std::memcpy(file.data() + 8, &old_version, 4);
+  EXPECT_TRUE(FailsWith(OpenFromBytes(file.data(), file.size(), &model),
+                        {"format version 1", "older Kestrel", "convert the model again"}));
+  ASSERT_TRUE(WriteBytes(path, file.data(), file.size())) << path;
+  EXPECT_TRUE(IsCleanError(Cli({"run", path, "-p", "hi"}), "kestrel", {"convert the model again"}));
 
   // The preamble's metadata size larger than the file.
   file = bytes();
@@ -524,10 +535,10 @@ fb::PlanT& Plan(fb::ModelT& m, const std::string& name) {
   ADD_FAILURE() << "no plan " << name;
   return *m.plans[0];
 }
-// The nth op of `code` in the decode plan.
-fb::OpT& DecodeOp(fb::ModelT& m, fb::OpCode code, int nth = 0) {
+// The nth op of kind `kind` in the decode plan.
+fb::OpT& DecodeOp(fb::ModelT& m, fb::OpParams kind, int nth = 0) {
   for (auto& op : Plan(m, "decode").ops) {
-    if (op->code == code && nth-- == 0) return *op;
+    if (op->params.type == kind && nth-- == 0) return *op;
   }
   ADD_FAILURE() << "no such op";
   return *Plan(m, "decode").ops[0];
@@ -550,7 +561,7 @@ struct Corruption {
 };
 
 const std::vector<Corruption>& Corruptions() {
-  using fb::OpCode;
+  using Kind = fb::OpParams;
   static const std::vector<Corruption> all = {
       // Tensors against the weight blob.
       {"TensorOffsetPastBlob", Writer::kRaw,
@@ -644,54 +655,87 @@ const std::vector<Corruption>& Corruptions() {
       {"KvLayerHeadsZero", Writer::kWriteKes,
        [](fb::ModelT& m) { m.kv->layers[3]->n_kv_heads = 0; }, {"KV layer 3", "found 0 x 16"}},
       // Ops.
-      {"UnknownOpCode", Writer::kWriteKes,
-       [](fb::ModelT& m) { Plan(m, "decode").ops[3]->code = static_cast<fb::OpCode>(99); },
-       {"decode", "op 3", "unknown op code 99"}},
+      {"UnknownOpKind", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         auto& op = *Plan(m, "decode").ops[3];
+         op.params.Reset();
+         op.params.type = static_cast<fb::OpParams>(99);
+       },
+       {"decode", "op 3", "unknown op kind 99"}},
       {"InputBufferIdOutOfRange", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::MatMul, 2).inputs[0] = 100000; },
+       [](fb::ModelT& m) { DecodeOp(m, Kind::MatMul, 2).inputs[0] = 100000; },
        {"buffer id 100000 is out of range"}},
       {"OutputBufferIdOutOfRange", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::Add).outputs[0] = 4000000000u; },
+       [](fb::ModelT& m) { DecodeOp(m, Kind::Add).outputs[0] = 4000000000u; },
        {"buffer id 4000000000 is out of range"}},
       {"TensorIdOutOfRange", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::RmsNorm, 5).weights[0] = 80; },
+       [](fb::ModelT& m) { DecodeOp(m, Kind::RmsNorm, 5).weights[0] = 80; },
        {"tensor id 80 is out of range", "80 tensors"}},
       {"TokenInputIdOutOfRange", Writer::kWriteKes,
-       [](fb::ModelT& m) { Plan(m, "prefill").token_input = 12345; },
-       {"prefill", "token input or logits output id out of range"}},
+       [](fb::ModelT& m) { Plan(m, "prefill").inputs[0]->buffer = 12345; },
+       {"prefill", "input 'tokens'", "buffer id 12345 out of range"}},
+      {"NoTokenInput", Writer::kWriteKes, [](fb::ModelT& m) { Plan(m, "decode").inputs.clear(); },
+       {"decode", "declares no inputs"}},
       {"LogitsNotVocab", Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& plan = Plan(m, "decode");
-         plan.logits_output = BufferId(plan, "output_norm");
+         plan.outputs[0]->buffer = BufferId(plan, "output_norm");
        },
-       {"logits output must be f32 rows of vocab_size"}},
+       {"output 'logits'", "logits must be f32 rows of vocab_size"}},
+      {"LogitsAsInput", Writer::kWriteKes,
+       [](fb::ModelT& m) { Plan(m, "decode").inputs[0]->role = fb::IoRole::Logits; },
+       {"logits can only be an output"}},
       {"WrongOperandCount", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::RmsNorm, 1).fargs.clear(); },
-       {"RmsNorm", "expected 1 float arguments, found 0"}},
+       [](fb::ModelT& m) { DecodeOp(m, Kind::RmsNorm, 1).weights.clear(); },
+       {"RmsNorm", "expected 1 weights, found 0"}},
       {"EpsilonNegative", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::RmsNorm, 2).fargs[0] = -1.0f; },
+       [](fb::ModelT& m) { DecodeOp(m, Kind::RmsNorm, 2).params.AsRmsNorm()->eps = -1.0f; },
        {"epsilon must be positive"}},
       {"EpsilonNaN", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::RmsNorm, 2).fargs[0] = std::nanf(""); },
+       [](fb::ModelT& m) {
+         DecodeOp(m, Kind::RmsNorm, 2).params.AsRmsNorm()->eps = std::nanf("");
+       },
        {"epsilon must be positive"}},
       {"NormLengthNotDividing", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::RmsNorm, 0).iargs[0] = 48; },
+       [](fb::ModelT& m) { DecodeOp(m, Kind::RmsNorm, 0).params.AsRmsNorm()->dim = 48; },
        {"norm length 48 does not divide rows of 64"}},
       {"RopeOddHeadDim", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::RopeNeox).iargs = {5, 15}; },
-       {"RopeNeox", "even head_dim", "5 x 15"}},
+       [](fb::ModelT& m) {
+         auto* rope = DecodeOp(m, Kind::Rope).params.AsRope();
+         rope->n_heads = 5;
+         rope->head_dim = 15;
+       },
+       {"Rope", "even head_dim", "5 x 15"}},
+      {"RopeStyleUnknown", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         DecodeOp(m, Kind::Rope).params.AsRope()->style = static_cast<fb::RopeStyle>(7);
+       },
+       {"Rope", "unknown RoPE style 7"}},
       {"KvLayerOutOfRange", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::Attention, 1).iargs[0] = 99; },
+       [](fb::ModelT& m) { DecodeOp(m, Kind::Attention, 1).params.AsAttention()->layer = 99; },
        {"Attention", "KV layer 99 out of range"}},
-      {"KvStoreLayerNegative", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::KvStore).iargs[0] = -1; },
-       {"KvStore", "KV layer -1 out of range"}},
+      {"KvStoreLayerHuge", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, Kind::KvStore).params.AsKvStore()->layer = 4000000000u; },
+       {"KvStore", "KV layer 4000000000 out of range"}},
       {"AttentionHeadsMismatch", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::Attention).iargs[2] = 3; },
+       [](fb::ModelT& m) { DecodeOp(m, Kind::Attention).params.AsAttention()->n_kv_heads = 3; },
        {"Attention", "heads do not match the KV layer"}},
-      {"MatMulLastRowFlag", Writer::kWriteKes,
-       [](fb::ModelT& m) { DecodeOp(m, OpCode::MatMul).iargs[0] = 2; },
-       {"last-row flag must be 0 or 1, found 2"}},
+      {"AttentionWindowMismatch", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, Kind::Attention).params.AsAttention()->window = 3; },
+       {"Attention", "sliding window 3 does not match the KV layer's window 8"}},
+      {"AttentionCausalOnSlidingLayer", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         DecodeOp(m, Kind::Attention).params.AsAttention()->mask = fb::AttentionMask::Causal;
+       },
+       {"Attention", "causal attention over a sliding-window KV layer"}},
+      {"MatMulLastRowIntoTokenRows", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, Kind::MatMul).params.AsMatMul()->last_row_only = true; },
+       {"last-row output must be one f32 row"}},
+      {"MatMulBiasWrongLength", Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         DecodeOp(m, Kind::MatMul).weights.push_back(Plan(m, "decode").ops[0]->weights[0]);
+       },
+       {"MatMul", "bias", "expected f32 [64]"}},
       // The arena.
       {"ArenaOffsetPastActivations", Writer::kWriteKes,
        [](fb::ModelT& m) {

@@ -1,4 +1,4 @@
-// GeluTanhMul and Add against double-precision references on every Highway target.
+// GeluTanhMul, SiluMul and Add against double-precision references on every Highway target.
 #include "ops/elementwise.h"
 
 #include <algorithm>
@@ -40,7 +40,20 @@ std::vector<float> GateValues(size_t n, std::mt19937& rng) {
   return gate;
 }
 
-void CheckGelu(int alias) {  // 0: out is separate, 1: out == gate, 2: out == up
+double Silu(double g) { return g / (1.0 + std::exp(-g)); }
+
+// Error bound of out = g / (1 + E(-g)) up, relative to |out|: hn::Exp is within 3 ulp of exp
+// (3 kU relative), 1 + E rounds once (no cancellation: both terms are positive), the division
+// and the product with up round once each: 6 kU, 8 with margin. Below g = -88 the kernel clamps
+// exp's argument (it would overflow) and is off by less than 1e-33 from the true, tiny value.
+constexpr double kSiluBound = 8 * kU;
+
+using GatedKernel = void (*)(const float*, const float*, float*, size_t);
+
+// alias 0: out is separate, 1: out == gate, 2: out == up. bound(gate, up, want) is the largest
+// error allowed.
+template <typename Bound>
+void CheckGated(GatedKernel kernel, double (*reference)(double), int alias, Bound bound) {
   std::mt19937 rng(11);
   ForEachTarget([&](const char*) {
     for (size_t n : test::AwkwardSizes()) {
@@ -49,11 +62,10 @@ void CheckGelu(int alias) {  // 0: out is separate, 1: out == gate, 2: out == up
       std::vector<float> gate_buf = gate, up_buf = up;
       std::vector<float> out(n + 16, kSentinel);
       float* out_ptr = alias == 1 ? gate_buf.data() : alias == 2 ? up_buf.data() : out.data();
-      GeluTanhMul(gate_buf.data(), up_buf.data(), out_ptr, n);
+      kernel(gate_buf.data(), up_buf.data(), out_ptr, n);
       for (size_t i = 0; i < n; ++i) {
-        const double want = GeluTanh(gate[i]) * up[i];
-        const double bound = kGeluBound * std::fabs(double{gate[i]} * up[i]);
-        ASSERT_LE(std::fabs(out_ptr[i] - want), bound)
+        const double want = reference(gate[i]) * up[i];
+        ASSERT_LE(std::fabs(out_ptr[i] - want), bound(gate[i], up[i], want))
             << "i " << i << " gate " << gate[i] << " up " << up[i] << " got " << out_ptr[i]
             << " want " << want << " n " << n;
       }
@@ -61,6 +73,36 @@ void CheckGelu(int alias) {  // 0: out is separate, 1: out == gate, 2: out == up
         for (size_t i = n; i < out.size(); ++i) ASSERT_EQ(out[i], kSentinel) << "n " << n;
       }
     }
+  });
+}
+
+void CheckGelu(int alias) {
+  CheckGated(GeluTanhMul, GeluTanh, alias, [](double g, double up, double) {
+    return kGeluBound * std::fabs(g * up);
+  });
+}
+
+void CheckSilu(int alias) {
+  CheckGated(SiluMul, Silu, alias,
+             [](double, double, double want) { return kSiluBound * std::fabs(want) + 1e-36; });
+}
+
+TEST(OpsElementwise, SiluMulMatchesReference) { CheckSilu(0); }
+TEST(OpsElementwise, SiluMulInPlaceOnGate) { CheckSilu(1); }
+TEST(OpsElementwise, SiluMulInPlaceOnUp) { CheckSilu(2); }
+
+// SiLU is 0 at 0 and (nearly) far below it, the identity far above.
+TEST(OpsElementwise, SiluMulLimits) {
+  const std::vector<float> gate = {-1e5f, -100.0f, 0.0f, 100.0f, 1e4f};
+  const std::vector<float> up(gate.size(), 1.0f);
+  ForEachTarget([&](const char*) {
+    std::vector<float> out(gate.size());
+    SiluMul(gate.data(), up.data(), out.data(), gate.size());
+    EXPECT_LE(std::fabs(out[0]), 1e-33f);
+    EXPECT_LE(std::fabs(out[1]), 1e-33f);
+    EXPECT_EQ(out[2], 0.0f);
+    EXPECT_EQ(out[3], 100.0f);
+    EXPECT_EQ(out[4], 1e4f);
   });
 }
 

@@ -1,5 +1,7 @@
-// RopeNeox against a float64 reference written the way NumPy implementations compute it:
-// inv_freq = 1 / theta_base ** (arange(0, head_dim, 2) / head_dim); angle = pos * freq_scale * inv_freq.
+// Rope (NEOX and adjacent pairs, with and without frequency factors) against a float64 reference
+// written the way NumPy implementations compute it:
+// inv_freq = 1 / theta_base ** (arange(0, head_dim, 2) / head_dim) / factors;
+// angle = pos * freq_scale * inv_freq.
 #include "ops/rope.h"
 
 #include <cmath>
@@ -21,7 +23,21 @@ struct RopeCase {
   size_t n_tokens, n_heads, head_dim;
   int64_t pos0;
   float theta_base, freq_scale;
+  RopeLayout layout = RopeLayout::kNeox;
+  const float* factors = nullptr;  // [head_dim / 2] or null
 };
+
+// The two elements of pair i within a head.
+size_t First(const RopeCase& c, size_t i) {
+  return c.layout == RopeLayout::kNeox ? i : 2 * i;
+}
+size_t Second(const RopeCase& c, size_t i) {
+  return c.layout == RopeLayout::kNeox ? c.head_dim / 2 + i : 2 * i + 1;
+}
+// The pair element e of a head belongs to.
+size_t PairOf(const RopeCase& c, size_t e) {
+  return c.layout == RopeLayout::kNeox ? e % (c.head_dim / 2) : e / 2;
+}
 
 // x: [n_tokens, n_heads * head_dim], in float64.
 std::vector<double> Reference(const std::vector<float>& x, const RopeCase& c) {
@@ -32,12 +48,14 @@ std::vector<double> Reference(const std::vector<float>& x, const RopeCase& c) {
     for (size_t h = 0; h < c.n_heads; ++h) {
       const size_t base = (t * c.n_heads + h) * c.head_dim;
       for (size_t i = 0; i < half; ++i) {
-        const double inv_freq =
+        double inv_freq =
             1.0 / std::pow(double{c.theta_base}, double(2 * i) / double(c.head_dim));
+        if (c.factors != nullptr) inv_freq /= c.factors[i];
         const double angle = pos * double{c.freq_scale} * inv_freq;
-        const double x0 = x[base + i], x1 = x[base + half + i];
-        y[base + i] = x0 * std::cos(angle) - x1 * std::sin(angle);
-        y[base + half + i] = x0 * std::sin(angle) + x1 * std::cos(angle);
+        const size_t a = base + First(c, i), b = base + Second(c, i);
+        const double x0 = x[a], x1 = x[b];
+        y[a] = x0 * std::cos(angle) - x1 * std::sin(angle);
+        y[b] = x0 * std::sin(angle) + x1 * std::cos(angle);
       }
     }
   }
@@ -57,17 +75,19 @@ void CheckCase(const RopeCase& c, std::mt19937& rng) {
   const auto want = Reference(x, c);
   std::vector<float> got = x;
   got.resize(got.size() + 16, test::kSentinel);
-  RopeNeox(got.data(), c.n_tokens, c.n_heads, c.head_dim, c.pos0, c.theta_base, c.freq_scale);
-  const size_t half = c.head_dim / 2;
+  Rope(got.data(), c.n_tokens, c.n_heads, c.head_dim, c.pos0,
+       {c.layout, c.theta_base, c.freq_scale, c.factors});
   for (size_t j = 0; j < c.n_tokens * row; ++j) {
     const size_t head_start = j / c.head_dim * c.head_dim;
-    const size_t i = (j - head_start) % half;
-    const double pair = std::fabs(x[head_start + i]) + std::fabs(x[head_start + half + i]);
+    const size_t i = PairOf(c, j - head_start);
+    const double pair =
+        std::fabs(x[head_start + First(c, i)]) + std::fabs(x[head_start + Second(c, i)]);
     ASSERT_LE(std::fabs(got[j] - want[j]), kPairBound * pair)
         << "token " << j / row << " head " << (j % row) / c.head_dim << " element "
         << j - head_start << ": got " << got[j] << " want " << want[j] << "; head_dim "
         << c.head_dim << " pos0 " << c.pos0 << " theta " << c.theta_base << " scale "
-        << c.freq_scale;
+        << c.freq_scale << " layout " << static_cast<int>(c.layout) << " factors "
+        << (c.factors != nullptr);
   }
   for (size_t j = c.n_tokens * row; j < got.size(); ++j) {
     ASSERT_EQ(got[j], test::kSentinel) << "write past the end of x, head_dim " << c.head_dim;
@@ -76,6 +96,8 @@ void CheckCase(const RopeCase& c, std::mt19937& rng) {
 
 TEST(OpsRope, MatchesFloat64Reference) {
   std::mt19937 rng(3);
+  // Llama 3's factors run from 1 (high frequencies) to 8 (low); random ones cover any order.
+  const auto factors = test::RandomFloats(kRopeMaxHeadDim / 2, 1.0f, 8.0f, rng);
   ForEachTarget([&](const char*) {
     // half = 1, 3, 5, 8, 31, 32, 64, 128 (Gemma 3), 512: tails and whole vectors.
     for (size_t head_dim : {2, 6, 10, 16, 62, 64, 128, 256, 1024}) {
@@ -84,8 +106,12 @@ TEST(OpsRope, MatchesFloat64Reference) {
                              int64_t{39990}}) {
           for (float theta : {1e6f, 1e4f}) {
             for (float scale : {1.0f, 0.125f}) {
-              CheckCase({5, n_heads, head_dim, pos0, theta, scale}, rng);
-              if (::testing::Test::HasFatalFailure()) return;
+              for (RopeLayout layout : {RopeLayout::kNeox, RopeLayout::kAdjacent}) {
+                for (const float* f : {static_cast<const float*>(nullptr), factors.data()}) {
+                  CheckCase({5, n_heads, head_dim, pos0, theta, scale, layout, f}, rng);
+                  if (::testing::Test::HasFatalFailure()) return;
+                }
+              }
             }
           }
         }

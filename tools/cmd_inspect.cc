@@ -22,7 +22,7 @@ const char kInspectUsage[] =
 uint64_t MatMulFlopsPerToken(const Model& model) {
   uint64_t flops = 0;
   for (const fb::Op* op : *model.FindPlan("decode")->ops()) {
-    if (op->code() != fb::OpCode::MatMul) continue;
+    if (op->params_type() != fb::OpParams::MatMul) continue;
     const fb::Tensor* w = model.meta().tensors()->Get(op->weights()->Get(0));
     flops += 2 * w->shape()->Get(0) * w->shape()->Get(1);
   }
@@ -77,14 +77,21 @@ int InspectCommand(const std::vector<std::string>& args) {
   std::printf("architecture:   %s (%s), from %s\n", meta.architecture()->c_str(),
               meta.name() ? meta.name()->c_str() : "unnamed",
               meta.source() ? meta.source()->c_str() : "unknown");
-  std::printf("layers:         %u (%zu sliding-window of %u tokens, %zu global)\n", hp.n_layers(),
-              sliding, hp.sliding_window(), hp.n_layers() - sliding);
+  if (sliding > 0) {
+    std::printf("layers:         %u (%zu sliding-window of %u tokens, %zu global)\n",
+                hp.n_layers(), sliding, hp.sliding_window(), hp.n_layers() - sliding);
+  } else {
+    std::printf("layers:         %u (all global attention)\n", hp.n_layers());
+  }
   std::printf("d_model:        %u, ffn %u, heads %u (kv %u) x %u\n", hp.d_model(), hp.ffn_dim(),
               hp.n_heads(), hp.n_kv_heads(), hp.head_dim());
-  std::printf("vocab:          %u, trained context %u, rms eps %g\n", hp.vocab_size(),
-              hp.context_length(), hp.rms_eps());
-  std::printf("rope theta:     %g global, %g local\n", hp.rope_theta_global(),
-              hp.rope_theta_local());
+  std::printf("vocab:          %u, trained context %u, norm eps %g\n", hp.vocab_size(),
+              hp.context_length(), hp.norm_eps());
+  if (hp.rope_theta_local() > 0) {
+    std::printf("rope theta:     %g global, %g local\n", hp.rope_theta(), hp.rope_theta_local());
+  } else {
+    std::printf("rope theta:     %g\n", hp.rope_theta());
+  }
   std::printf("plans:         ");
   for (const fb::Plan* plan : *meta.plans()) {
     std::printf(" %s (%u ops, up to %u tokens)", plan->name()->c_str(), plan->ops()->size(),

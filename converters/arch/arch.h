@@ -2,6 +2,7 @@
 // family from a GGUF file; the runtime knows only ops.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "converters/gguf/gguf_file.h"
@@ -17,8 +18,10 @@ using ArchitectureConverter = Status (*)(const gguf::File& file, const ConvertOp
 // By GGUF general.architecture; nullptr when unsupported.
 ArchitectureConverter FindArchitecture(std::string_view name);
 // Supported names, comma-separated, for error messages.
-const char* SupportedArchitectures();
+std::string SupportedArchitectures();
 
 Status ConvertGemma3(const gguf::File& file, const ConvertOptions& options, KesModel* out);
+// GGUF architectures llama and qwen2.
+Status ConvertLlama(const gguf::File& file, const ConvertOptions& options, KesModel* out);
 
 }  // namespace kestrel

@@ -9,6 +9,8 @@ struct Entry {
 };
 constexpr Entry kArchitectures[] = {
     {"gemma3", ConvertGemma3},
+    {"llama", ConvertLlama},
+    {"qwen2", ConvertLlama},
 };
 
 }  // namespace
@@ -20,6 +22,10 @@ ArchitectureConverter FindArchitecture(std::string_view name) {
   return nullptr;
 }
 
-const char* SupportedArchitectures() { return "gemma3"; }
+std::string SupportedArchitectures() {
+  std::string names;
+  for (const Entry& e : kArchitectures) names += (names.empty() ? "" : ", ") + std::string(e.name);
+  return names;
+}
 
 }  // namespace kestrel

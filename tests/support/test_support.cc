@@ -158,25 +158,25 @@ std::string RunHostCommand(const std::string& command) {
   return rc == 0 ? std::string() : "failed (status " + std::to_string(rc) + "): " + command;
 }
 
-std::string MakeTinyGguf(const std::string& out, int seed) {
-  return RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                        "/tests/py/make_tiny_gemma3.py " + out + " --seed " +
-                        std::to_string(seed));
+std::string MakeTinyGguf(const std::string& out, int seed, const TinyFamily& family) {
+  return RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR + "/tests/py/" +
+                        family.make_script + " " + out + " --seed " + std::to_string(seed) + " " +
+                        family.make_args);
 }
-
-std::string MakeTinyModel(TinyModel* t) {
-  const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/make_tiny_gemma3.py";
-  t->gguf = TmpPath("tiny.gguf");
-  t->kes = TmpPath("tiny.kes");
+std::string MakeTinyModel(TinyModel* t, const TinyFamily& family) {
+  const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/" + family.make_script;
+  const std::string stem = family.stem;
+  t->gguf = TmpPath(stem + ".gguf");
+  t->kes = TmpPath(stem + ".kes");
   // Written under a name of our own, then renamed: parallel test processes never see half a file.
   if (!IsFresh(t->gguf, {script})) {
-    const std::string tmp = ScratchPath("tiny.gguf");
-    const std::string error = MakeTinyGguf(tmp, 1);
+    const std::string tmp = ScratchPath(stem + ".gguf");
+    const std::string error = MakeTinyGguf(tmp, 1, family);
     if (!error.empty()) return error;
     if (std::rename(tmp.c_str(), t->gguf.c_str()) != 0) return "cannot rename " + tmp;
   }
   if (!IsFresh(t->kes, {t->gguf, KESTREL_CONVERT_BIN})) {
-    const std::string tmp = ScratchPath("tiny.kes");
+    const std::string tmp = ScratchPath(stem + ".kes");
     const ProcessResult r = Convert({t->gguf, tmp});
     if (!r.exited || r.exit_code != 0) return "kestrel-convert failed: " + Describe(r);
     if (std::rename(tmp.c_str(), t->kes.c_str()) != 0) return "cannot rename " + tmp;

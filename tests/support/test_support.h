@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -66,15 +67,37 @@ std::vector<std::string> EmulatorCommand();
 // Runs a host shell command (Python scripts of tests/py); returns "" or what failed.
 std::string RunHostCommand(const std::string& command);
 
+// A tiny random-weight model family: the script (under tests/py) that writes its GGUF, with its
+// arguments, the oracle (under tests/py) that scores it, and the stem of its files in test-tmp.
+struct TinyFamily {
+  const char* stem;
+  const char* make_script;
+  const char* make_args;
+  const char* oracle;
+};
+// gtest prints a family by its stem.
+inline void PrintTo(const TinyFamily& family, std::ostream* os) { *os << family.stem; }
+inline constexpr TinyFamily kTinyGemma3 = {"tiny", "make_tiny_gemma3.py", "", "gemma3_oracle.py"};
+// Llama with a separate output head and Llama 3 RoPE frequency factors; Qwen2 with Q/K/V biases,
+// NEOX RoPE and a tied head; Llama with linear RoPE scaling.
+inline constexpr TinyFamily kTinyLlama = {"tiny-llama", "make_tiny_llama.py",
+                                          "--arch llama --rope-scaling llama3", "llama_oracle.py"};
+inline constexpr TinyFamily kTinyQwen2 = {"tiny-qwen2", "make_tiny_llama.py", "--arch qwen2",
+                                          "llama_oracle.py"};
+inline constexpr TinyFamily kTinyLlamaLinear = {"tiny-llama-linear", "make_tiny_llama.py",
+                                                "--arch llama --rope-scaling linear",
+                                                "llama_oracle.py"};
+
 // The tiny model, made once and reused (also by the other processes ctest starts) while newer
 // than the script and the converter that made it.
 struct TinyModel {
   std::string gguf, kes;
   std::vector<uint8_t> bytes;  // the .kes file
 };
-// Writes the tiny GGUF for `seed` to `out`; returns "" or what failed.
-std::string MakeTinyGguf(const std::string& out, int seed);
-// Makes (or reuses) tiny.gguf (seed 1) and its f32 conversion tiny.kes; returns "" or what failed.
-std::string MakeTinyModel(TinyModel* t);
+// Writes the tiny GGUF of `family` for `seed` to `out`; returns "" or what failed.
+std::string MakeTinyGguf(const std::string& out, int seed, const TinyFamily& family = kTinyGemma3);
+// Makes (or reuses) <stem>.gguf (seed 1) and its f32 conversion <stem>.kes; returns "" or what
+// failed.
+std::string MakeTinyModel(TinyModel* t, const TinyFamily& family = kTinyGemma3);
 
 }  // namespace kestrel::test

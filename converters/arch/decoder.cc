@@ -1,0 +1,254 @@
+#include "converters/arch/decoder.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+namespace kestrel {
+namespace {
+
+std::string Num(uint64_t v) { return std::to_string(v); }
+
+// The forward pass over one step of tokens. all_logits: logits for every token (the "score"
+// plan) instead of only the last one.
+std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool all_logits,
+                                     const DecoderConfig& c, const DecoderWeights& w,
+                                     const KesModel& m) {
+  PlanBuilder b(m, name, max_tokens);
+  const uint32_t d = c.d_model, q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+  const float eps = c.norm_eps;
+
+  const uint32_t tokens = b.TokenInput();
+  uint32_t x = b.Activation("embedding", d);  // [tokens, d_model]
+  b.Embed(tokens, x, w.embedding, c.embed_scale);
+
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const DecoderLayerWeights& lw = w.layers[l];
+    const std::string p = "blk." + Num(l) + ".";
+    const bool sliding = c.sliding[l];
+    const float theta = sliding ? c.rope_theta_local : c.rope_theta;
+    const float freq_scale = sliding ? 1.0f : c.rope_freq_scale;
+
+    const uint32_t attn_in = b.Activation(p + "attn_in", d);  // [tokens, d_model]
+    b.RmsNorm(x, attn_in, lw.attn_norm, d, eps);
+    const uint32_t q = b.Activation(p + "q", q_dim);   // [tokens, n_heads * head_dim]
+    const uint32_t k = b.Activation(p + "k", kv_dim);  // [tokens, n_kv_heads * head_dim]
+    const uint32_t v = b.Activation(p + "v", kv_dim);
+    b.MatMul(attn_in, q, lw.q, lw.q_bias);
+    b.MatMul(attn_in, k, lw.k, lw.k_bias);
+    b.MatMul(attn_in, v, lw.v, lw.v_bias);
+    if (c.qk_norm) {
+      b.RmsNorm(q, q, lw.q_norm, c.head_dim, eps);
+      b.RmsNorm(k, k, lw.k_norm, c.head_dim, eps);
+    }
+    b.Rope(q, c.rope_style, c.n_heads, c.head_dim, theta, freq_scale, w.rope_freqs);
+    b.Rope(k, c.rope_style, c.n_kv_heads, c.head_dim, theta, freq_scale, w.rope_freqs);
+    b.KvStore(l, k, v);
+    const uint32_t attn = b.Activation(p + "attn", q_dim);  // [tokens, n_heads * head_dim]
+    b.Attention(l, q, attn, c.n_heads, c.n_kv_heads, c.head_dim, c.attention_scale,
+                sliding ? c.window : 0);
+    const uint32_t attn_out = b.Activation(p + "attn_out", d);
+    b.MatMul(attn, attn_out, lw.o);
+    if (c.post_norms) b.RmsNorm(attn_out, attn_out, lw.post_attn_norm, d, eps);
+    const uint32_t mid = b.Activation(p + "residual_mid", d);
+    b.Add(x, attn_out, mid);
+
+    const uint32_t ffn_in = b.Activation(p + "ffn_in", d);
+    b.RmsNorm(mid, ffn_in, lw.ffn_norm, d, eps);
+    const uint32_t gate = b.Activation(p + "gate", c.ffn_dim);  // [tokens, ffn_dim]
+    const uint32_t up = b.Activation(p + "up", c.ffn_dim);
+    b.MatMul(ffn_in, gate, lw.gate);
+    b.MatMul(ffn_in, up, lw.up);
+    b.GatedActivation(c.activation, gate, up, gate);
+    const uint32_t ffn_out = b.Activation(p + "ffn_out", d);
+    b.MatMul(gate, ffn_out, lw.down);
+    if (c.post_norms) b.RmsNorm(ffn_out, ffn_out, lw.post_ffn_norm, d, eps);
+    const uint32_t out = b.Activation(p + "out", d);
+    b.Add(mid, ffn_out, out);
+    x = out;
+  }
+  const uint32_t final_norm = b.Activation("output_norm", d);
+  b.RmsNorm(x, final_norm, w.output_norm, d, eps);
+  const uint32_t logits = all_logits ? b.Activation("logits", c.vocab)  // [tokens, vocab]
+                                     : b.Fixed("logits", 1, c.vocab);   // [1, vocab]
+  b.MatMul(final_norm, logits, w.output, PlanBuilder::kNone, !all_logits);
+  b.LogitsOutput(logits);
+  return b.Finish();
+}
+
+Status ReadRopeScaling(const gguf::File& f, DecoderConfig* c) {
+  const std::string key = c->arch + ".rope.scaling.type";
+  if (!f.Has(key)) return OkStatus();
+  std::string type;
+  KES_RETURN_IF_ERROR(f.GetString(key, &type));
+  if (type == "none") return OkStatus();
+  KES_CHECK_OR_RETURN(type == "linear",
+                      key + ": unsupported RoPE scaling \"" + type +
+                          "\" (supported: none, linear, and Llama 3 frequency factors "
+                          "in rope_freqs.weight)");
+  double factor;
+  KES_RETURN_IF_ERROR(f.GetFloat(c->arch + ".rope.scaling.factor", &factor));
+  KES_CHECK_OR_RETURN(factor > 0 && std::isfinite(factor),
+                      c->arch + ".rope.scaling.factor must be positive, found " +
+                          std::to_string(factor));
+  c->rope_freq_scale = static_cast<float>(1.0 / factor);
+  return OkStatus();
+}
+
+Status ReadFloat(const gguf::File& f, const std::string& key, float* out) {
+  double v;
+  KES_RETURN_IF_ERROR(f.GetFloat(key, &v));
+  KES_CHECK_OR_RETURN(v > 0 && std::isfinite(v),
+                      key + ": expected a positive number, found " + std::to_string(v));
+  *out = static_cast<float>(v);
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ReadDecoderConfig(const gguf::File& f, DecoderConfig* c) {
+  const std::string& a = c->arch;
+  KES_RETURN_IF_ERROR(GetDimension(f, a + ".block_count", 1024, &c->n_layers));
+  KES_RETURN_IF_ERROR(GetDimension(f, a + ".embedding_length", 1 << 16, &c->d_model));
+  KES_RETURN_IF_ERROR(GetDimension(f, a + ".attention.head_count", 1024, &c->n_heads));
+  c->n_kv_heads = c->n_heads;
+  if (f.Has(a + ".attention.head_count_kv")) {
+    KES_RETURN_IF_ERROR(GetDimension(f, a + ".attention.head_count_kv", 1024, &c->n_kv_heads));
+  }
+  KES_CHECK_OR_RETURN(c->n_heads % c->n_kv_heads == 0,
+                      "head_count " + Num(c->n_heads) + " is not a multiple of head_count_kv " +
+                          Num(c->n_kv_heads));
+  c->head_dim = c->d_model / c->n_heads;
+  if (f.Has(a + ".attention.key_length")) {
+    KES_RETURN_IF_ERROR(GetDimension(f, a + ".attention.key_length", 1024, &c->head_dim));
+  }
+  uint32_t value_length = c->head_dim;
+  if (f.Has(a + ".attention.value_length")) {
+    KES_RETURN_IF_ERROR(GetDimension(f, a + ".attention.value_length", 1024, &value_length));
+  }
+  KES_CHECK_OR_RETURN(value_length == c->head_dim && c->head_dim % 2 == 0,
+                      "expected equal, even key and value lengths, found " + Num(c->head_dim) +
+                          " and " + Num(value_length));
+  if (f.Has(a + ".rope.dimension_count")) {
+    uint32_t rot = 0;
+    KES_RETURN_IF_ERROR(GetDimension(f, a + ".rope.dimension_count", 1024, &rot));
+    KES_CHECK_OR_RETURN(rot == c->head_dim,
+                        a + ".rope.dimension_count: RoPE over " + Num(rot) + " of the " +
+                            Num(c->head_dim) +
+                            " dimensions of a head (partial rotary) is not supported");
+  }
+  KES_RETURN_IF_ERROR(GetDimension(f, a + ".feed_forward_length", 1 << 20, &c->ffn_dim));
+  KES_RETURN_IF_ERROR(GetDimension(f, a + ".context_length", 1 << 24, &c->context));
+  KES_RETURN_IF_ERROR(ReadFloat(f, a + ".attention.layer_norm_rms_epsilon", &c->norm_eps));
+  if (f.Has(a + ".rope.freq_base")) {
+    KES_RETURN_IF_ERROR(ReadFloat(f, a + ".rope.freq_base", &c->rope_theta));
+  }
+  c->attention_scale = 1.0f / std::sqrt(static_cast<float>(c->head_dim));
+  if (f.Has(a + ".attention.scale")) {
+    KES_RETURN_IF_ERROR(ReadFloat(f, a + ".attention.scale", &c->attention_scale));
+  }
+  c->sliding.assign(c->n_layers, false);
+  c->rope_freq_factors = f.FindTensor("rope_freqs.weight") != nullptr;
+  return ReadRopeScaling(f, c);
+}
+
+Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c, fb::DType dtype,
+                            KesModel* m, DecoderWeights* w) {
+  const uint64_t d = c.d_model, q_dim = uint64_t{c.n_heads} * c.head_dim,
+                 kv_dim = uint64_t{c.n_kv_heads} * c.head_dim, ffn = c.ffn_dim;
+  KES_RETURN_IF_ERROR(ImportTensor(f, "token_embd.weight", dtype, {c.vocab, d}, m, &w->embedding));
+  KES_RETURN_IF_ERROR(
+      ImportTensor(f, "output_norm.weight", fb::DType::F32, {d}, m, &w->output_norm));
+  w->output = w->embedding;
+  if (f.FindTensor("output.weight") != nullptr) {
+    KES_RETURN_IF_ERROR(ImportTensor(f, "output.weight", dtype, {c.vocab, d}, m, &w->output));
+  }
+  if (c.rope_freq_factors) {
+    KES_RETURN_IF_ERROR(ImportTensor(f, "rope_freqs.weight", fb::DType::F32, {c.head_dim / 2}, m,
+                                     &w->rope_freqs));
+  }
+  w->layers.resize(c.n_layers);
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + Num(l) + ".";
+    DecoderLayerWeights& lw = w->layers[l];
+    const auto vector = [&](const char* name, uint64_t n, uint32_t* id) {
+      return ImportTensor(f, p + name, fb::DType::F32, {n}, m, id);
+    };
+    const auto matrix = [&](const char* name, uint64_t out, uint64_t in, uint32_t* id) {
+      return ImportTensor(f, p + name, dtype, {out, in}, m, id);
+    };
+    const auto bias = [&](const char* name, uint64_t n, uint32_t* id) {
+      return f.FindTensor(p + name) != nullptr ? vector(name, n, id) : OkStatus();
+    };
+    KES_RETURN_IF_ERROR(vector("attn_norm.weight", d, &lw.attn_norm));
+    KES_RETURN_IF_ERROR(matrix("attn_q.weight", q_dim, d, &lw.q));
+    KES_RETURN_IF_ERROR(matrix("attn_k.weight", kv_dim, d, &lw.k));
+    KES_RETURN_IF_ERROR(matrix("attn_v.weight", kv_dim, d, &lw.v));
+    KES_RETURN_IF_ERROR(bias("attn_q.bias", q_dim, &lw.q_bias));
+    KES_RETURN_IF_ERROR(bias("attn_k.bias", kv_dim, &lw.k_bias));
+    KES_RETURN_IF_ERROR(bias("attn_v.bias", kv_dim, &lw.v_bias));
+    if (c.qk_norm) {
+      KES_RETURN_IF_ERROR(vector("attn_q_norm.weight", c.head_dim, &lw.q_norm));
+      KES_RETURN_IF_ERROR(vector("attn_k_norm.weight", c.head_dim, &lw.k_norm));
+    }
+    KES_RETURN_IF_ERROR(matrix("attn_output.weight", d, q_dim, &lw.o));
+    KES_RETURN_IF_ERROR(vector("ffn_norm.weight", d, &lw.ffn_norm));
+    KES_RETURN_IF_ERROR(matrix("ffn_gate.weight", ffn, d, &lw.gate));
+    KES_RETURN_IF_ERROR(matrix("ffn_up.weight", ffn, d, &lw.up));
+    KES_RETURN_IF_ERROR(matrix("ffn_down.weight", d, ffn, &lw.down));
+    if (c.post_norms) {
+      KES_RETURN_IF_ERROR(vector("post_attention_norm.weight", d, &lw.post_attn_norm));
+      KES_RETURN_IF_ERROR(vector("post_ffw_norm.weight", d, &lw.post_ffn_norm));
+    }
+  }
+  return OkStatus();
+}
+
+void AddDecoderPlans(const DecoderConfig& c, const DecoderWeights& w,
+                     const ConvertOptions& options, KesModel* m) {
+  fb::ModelT& meta = m->meta;
+  meta.architecture = c.arch;
+  auto hp = std::make_unique<fb::HyperParamsT>();
+  hp->n_layers = c.n_layers;
+  hp->d_model = c.d_model;
+  hp->n_heads = c.n_heads;
+  hp->n_kv_heads = c.n_kv_heads;
+  hp->head_dim = c.head_dim;
+  hp->ffn_dim = c.ffn_dim;
+  hp->vocab_size = c.vocab;
+  hp->context_length = c.context;
+  hp->norm_eps = c.norm_eps;
+  hp->rope_theta = c.rope_theta;
+  hp->rope_theta_local = c.window > 0 ? c.rope_theta_local : 0.0f;
+  hp->sliding_window = c.window;
+  meta.hparams = std::move(hp);
+
+  meta.kv = std::make_unique<fb::KvLayoutT>();
+  meta.kv->dtype = fb::DType::F32;
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    auto layer = std::make_unique<fb::KvLayerT>();
+    layer->n_kv_heads = c.n_kv_heads;
+    layer->head_dim = c.head_dim;
+    layer->window = c.sliding[l] ? c.window : 0;
+    meta.kv->layers.push_back(std::move(layer));
+  }
+  meta.plans.push_back(BuildPlan("prefill", options.prefill_tokens, false, c, w, *m));
+  meta.plans.push_back(BuildPlan("decode", 1, false, c, w, *m));
+  meta.plans.push_back(BuildPlan("score", options.score_tokens, true, c, w, *m));
+}
+
+Status ConvertDecoder(const gguf::File& f, DecoderConfig c, const ConvertOptions& options,
+                      KesModel* m) {
+  auto tokenizer = std::make_unique<fb::TokenizerT>();
+  KES_RETURN_IF_ERROR(ImportSpmTokenizer(f, tokenizer.get()));
+  c.vocab = static_cast<uint32_t>(tokenizer->pieces.size());
+  KES_CHECK_OR_RETURN(c.vocab > 0, "tokenizer has no tokens");
+  DecoderWeights w;
+  KES_RETURN_IF_ERROR(ImportDecoderWeights(f, c, options.weight_dtype, m, &w));
+  if (f.Has("general.name")) KES_RETURN_IF_ERROR(f.GetString("general.name", &m->meta.name));
+  m->meta.tokenizer = std::move(tokenizer);
+  AddDecoderPlans(c, w, options, m);
+  return OkStatus();
+}
+
+}  // namespace kestrel

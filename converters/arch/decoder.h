@@ -1,0 +1,83 @@
+// The decoder-only transformer every GGUF decoder family shares: hyper-parameters read under the
+// file's own architecture prefix, one per-layer weight importer, and the plan builder
+// (prefill, decode, score). A family module (gemma3.cc, llama.cc) reads what is particular to
+// it into DecoderConfig and calls these.
+//
+// Per layer, in order (optional parts in brackets):
+//   h = attn_norm(x); q, k, v = h Wq [+ bq], h Wk [+ bk], h Wv [+ bv]; [q, k = q_norm(q), k_norm(k)]
+//   q, k = rope(q), rope(k); store k, v; a = attention(q) Wo; [a = post_attn_norm(a)]; x = x + a
+//   h = ffn_norm(x); f = (act(h Wgate) * h Wup) Wdown; [f = post_ffn_norm(f)]; x = x + f
+// then logits = output_norm(x) Wout (Wout: output.weight, or the embedding table when tied).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "converters/gguf/gguf_file.h"
+#include "converters/gguf_import.h"
+#include "converters/kes_model.h"
+#include "runtime/status.h"
+
+namespace kestrel {
+
+struct DecoderConfig {
+  std::string arch;  // GGUF general.architecture: the prefix of its hyper-parameter keys
+  uint32_t n_layers = 0, d_model = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_dim = 0;
+  uint32_t vocab = 0, context = 0;
+  float norm_eps = 0;
+  float embed_scale = 1.0f;      // Gemma: sqrt(d_model)
+  float attention_scale = 0;     // multiplies q.k
+  fb::Activation activation = fb::Activation::Silu;
+  fb::RopeStyle rope_style = fb::RopeStyle::Neox;
+  float rope_theta = 10000.0f;        // global-attention layers
+  float rope_freq_scale = 1.0f;       // global-attention layers: 1 / linear scaling factor
+  float rope_theta_local = 0;         // sliding-window layers (0: no such layers)
+  bool rope_freq_factors = false;     // rope_freqs.weight divides the frequencies (Llama 3)
+  uint32_t window = 0;                // sliding window of local layers
+  std::vector<bool> sliding;          // per layer
+  bool qk_norm = false;               // RMSNorm of q and k per head before RoPE (Gemma 3)
+  bool post_norms = false;            // RMSNorm of the attention and FFN outputs (Gemma 2/3)
+};
+
+inline constexpr uint32_t kNoTensor = PlanBuilder::kNone;
+
+struct DecoderLayerWeights {
+  uint32_t attn_norm, q, k, v, o, ffn_norm, gate, up, down;
+  uint32_t q_bias = kNoTensor, k_bias = kNoTensor, v_bias = kNoTensor;
+  uint32_t q_norm = kNoTensor, k_norm = kNoTensor;
+  uint32_t post_attn_norm = kNoTensor, post_ffn_norm = kNoTensor;
+};
+
+struct DecoderWeights {
+  uint32_t embedding, output_norm;
+  uint32_t output;                   // the embedding table when the head is tied
+  uint32_t rope_freqs = kNoTensor;   // [head_dim / 2] when config.rope_freq_factors
+  std::vector<DecoderLayerWeights> layers;
+};
+
+// Reads the keys every decoder family shares, under config->arch: block_count,
+// embedding_length, attention.head_count(_kv), attention.key_length / value_length (default
+// embedding_length / head_count), feed_forward_length, context_length,
+// attention.layer_norm_rms_epsilon, rope.freq_base (default 10000), rope.dimension_count (must
+// be the head size: partial rotary is not supported), attention.scale (when present), and
+// rope.scaling (none or linear here; a family that supports more reads it itself first and
+// passes allow_scaling). attention_scale defaults to 1/sqrt(head_dim), all layers global.
+Status ReadDecoderConfig(const gguf::File& file, DecoderConfig* config);
+
+// Imports token_embd, output_norm, output (or ties it to token_embd when absent) and every
+// layer's blk.N.* tensors: the ones every decoder has, plus attn_q/k/v biases when the file has
+// them, attn_q_norm/attn_k_norm with config.qk_norm, post_attention_norm/post_ffw_norm with
+// config.post_norms, rope_freqs with config.rope_freq_factors.
+Status ImportDecoderWeights(const gguf::File& file, const DecoderConfig& config,
+                            fb::DType weight_dtype, KesModel* model, DecoderWeights* weights);
+
+// Writes the hyper-parameters, the KV layout and the prefill, decode and score plans.
+void AddDecoderPlans(const DecoderConfig& config, const DecoderWeights& weights,
+                     const ConvertOptions& options, KesModel* model);
+
+// The whole conversion once a family has filled config (tokenizer, weights, plans, name).
+Status ConvertDecoder(const gguf::File& file, DecoderConfig config, const ConvertOptions& options,
+                      KesModel* model);
+
+}  // namespace kestrel

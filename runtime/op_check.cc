@@ -1,0 +1,66 @@
+#include <string>
+
+#include "runtime/format.h"
+#include "runtime/op_kind.h"
+
+namespace kestrel {
+namespace {
+
+std::string Num(uint64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+OpCheck::OpCheck(const fb::Model& model, const fb::Plan& plan, const fb::Op& op, uint32_t index)
+    : model_(model), plan_(plan), op_(op),
+      where_(std::string("plan '") + plan.name()->str() + "' op " + Num(index) + " (" +
+             fb::EnumNameOpParams(op.params_type()) + ")") {}
+
+Status OpCheck::Expect(bool condition, const std::string& message) const {
+  return condition ? OkStatus() : Status::Error(where_ + ": " + message);
+}
+
+Status OpCheck::Activation(const fb::Buffer& b, uint64_t row_elems, const char* role) const {
+  KES_RETURN_IF_ERROR(Expect(b.dtype() == fb::DType::F32,
+                             std::string(role) + " '" + b.name()->str() +
+                                 "': expected dtype f32, found " + DTypeName(b.dtype())));
+  KES_RETURN_IF_ERROR(Expect(b.per_token(), std::string(role) + " '" + b.name()->str() +
+                                                "': expected one row per token"));
+  return Expect(b.row_elems() == row_elems, std::string(role) + " '" + b.name()->str() +
+                                                "': expected rows of " + Num(row_elems) +
+                                                " elements, found " + Num(b.row_elems()));
+}
+
+Status OpCheck::QuantizedActivation(const fb::Buffer& b, uint64_t row_elems,
+                                    const char* role) const {
+  KES_RETURN_IF_ERROR(Expect(b.dtype() == fb::DType::Q8_ACT && b.per_token(),
+                             std::string(role) + " '" + b.name()->str() +
+                                 "': expected per-token q8-activations, found " +
+                                 DTypeName(b.dtype())));
+  return Expect(b.row_elems() == row_elems, std::string(role) + " '" + b.name()->str() +
+                                                "': expected rows of " + Num(row_elems) +
+                                                " elements, found " + Num(b.row_elems()));
+}
+
+Status OpCheck::Matrix(const fb::Tensor& t, const char* role) const {
+  return Expect(t.shape()->size() == 2, std::string(role) + " '" + t.name()->str() +
+                                            "': expected 2 dimensions, found " +
+                                            Num(t.shape()->size()));
+}
+
+Status OpCheck::F32Vector(const fb::Tensor& t, uint64_t n, const char* role) const {
+  return Expect(t.dtype() == fb::DType::F32 && t.shape()->size() == 1 && t.shape()->Get(0) == n,
+                std::string(role) + " '" + t.name()->str() + "': expected f32 [" + Num(n) +
+                    "], found " + DTypeName(t.dtype()) + " with " + Num(t.shape()->size()) +
+                    " dimensions, first " + Num(t.shape()->Get(0)));
+}
+
+Status OpCheck::KvLayer(uint32_t layer, const fb::KvLayer** out) const {
+  const auto* layers = model_.kv()->layers();
+  KES_RETURN_IF_ERROR(Expect(layer < layers->size(), "KV layer " + Num(layer) +
+                                                         " out of range (" +
+                                                         Num(layers->size()) + " layers)"));
+  *out = layers->Get(layer);
+  return OkStatus();
+}
+
+}  // namespace kestrel

@@ -1,0 +1,131 @@
+// One entry per op kind of the plan contract (schema/kestrel.fbs, union OpParams): how many
+// operands it takes, how a plan's use of it is checked against the model (once, at load), and
+// how it is bound to a kernel and to resolved arena and weight pointers (once, at session
+// creation). Each kind lives in runtime/steps/<op>_step.cc; runtime/op_table.cc lists them.
+//
+// Running a bound step is a call through Step::run with no lookups or dtype switches: bind picks
+// the kernel for the operands' dtypes and stores the op's resolved arguments in Step::args.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+#include "kestrel_generated.h"
+#include "runtime/memory_plan.h"
+#include "runtime/model.h"
+#include "runtime/status.h"
+#include "runtime/thread_pool.h"
+
+namespace kestrel {
+
+// Processes this thread's share of a step for n_tokens tokens at positions pos0...
+using StepFn = void (*)(const void* args, size_t n_tokens, int64_t pos0, size_t thread,
+                        size_t n_threads);
+
+enum class Parallelism : uint8_t {
+  kSerial,      // so little work that waking the other threads costs more
+  kMultiToken,  // split over threads when the step has several tokens
+  kAlways,      // split even for one token (matmuls, attention)
+};
+
+struct Step {
+  static constexpr size_t kArgsBytes = 128;
+
+  StepFn run = nullptr;
+  Parallelism parallelism = Parallelism::kSerial;
+  alignas(16) unsigned char args[kArgsBytes] = {};
+
+  // Sets the run function, how it splits over threads, and the op's resolved arguments (a plain
+  // struct that `run` reads back from args).
+  template <typename Args>
+  void Set(StepFn fn, Parallelism how, const Args& a) {
+    static_assert(sizeof(Args) <= kArgsBytes, "step arguments too large");
+    static_assert(std::is_trivially_copyable_v<Args>, "step arguments must be plain data");
+    run = fn;
+    parallelism = how;
+    std::memcpy(args, &a, sizeof(Args));
+  }
+};
+
+// Reads one op of a plan for its kind's check: operands by position and typed expectations that
+// fail with messages naming the plan, the op and what was expected and found.
+class OpCheck {
+ public:
+  OpCheck(const fb::Model& model, const fb::Plan& plan, const fb::Op& op, uint32_t index);
+
+  const fb::Model& model() const { return model_; }
+  const fb::Op& op() const { return op_; }
+  const fb::Buffer& In(uint32_t i) const { return *plan_.buffers()->Get(op_.inputs()->Get(i)); }
+  const fb::Buffer& Out(uint32_t i) const {
+    return *plan_.buffers()->Get(op_.outputs()->Get(i));
+  }
+  const fb::Tensor& Weight(uint32_t i) const {
+    return *model_.tensors()->Get(op_.weights()->Get(i));
+  }
+  uint32_t n_weights() const { return op_.weights() ? op_.weights()->size() : 0; }
+
+  Status Expect(bool condition, const std::string& message) const;
+  // A per-token f32 activation of row_elems elements.
+  Status Activation(const fb::Buffer& b, uint64_t row_elems, const char* role) const;
+  // A per-token Q8_ACT buffer (activations quantized by QuantizeRows) of row_elems elements.
+  Status QuantizedActivation(const fb::Buffer& b, uint64_t row_elems, const char* role) const;
+  Status Matrix(const fb::Tensor& t, const char* role) const;
+  Status F32Vector(const fb::Tensor& t, uint64_t n, const char* role) const;
+  // The KV layer `layer` names, or an error when it is out of range.
+  Status KvLayer(uint32_t layer, const fb::KvLayer** out) const;
+
+ private:
+  const fb::Model& model_;
+  const fb::Plan& plan_;
+  const fb::Op& op_;
+  std::string where_;
+};
+
+// What binding one op sees: the model, the plan's buffers placed in the arena, the session's
+// memory plan (KV rings).
+class BindContext {
+ public:
+  BindContext(const Model& model, const fb::Plan& plan, const fb::Op& op, uint8_t* arena,
+              const MemoryPlan& memory)
+      : model_(model), plan_(plan), op_(op), arena_(arena), memory_(memory) {}
+
+  const fb::Op& op() const { return op_; }
+  const MemoryPlan& memory() const { return memory_; }
+  uint8_t* arena() const { return arena_; }
+  const fb::Buffer& InBuffer(uint32_t i) const {
+    return *plan_.buffers()->Get(op_.inputs()->Get(i));
+  }
+  uint8_t* In(uint32_t i) const { return arena_ + InBuffer(i).arena_offset(); }
+  uint8_t* Out(uint32_t i) const {
+    return arena_ + plan_.buffers()->Get(op_.outputs()->Get(i))->arena_offset();
+  }
+  const fb::Tensor& Weight(uint32_t i) const {
+    return *model_.meta().tensors()->Get(op_.weights()->Get(i));
+  }
+  const uint8_t* WeightData(uint32_t i) const {
+    return model_.TensorData(op_.weights()->Get(i));
+  }
+  uint32_t n_weights() const { return op_.weights() ? op_.weights()->size() : 0; }
+
+ private:
+  const Model& model_;
+  const fb::Plan& plan_;
+  const fb::Op& op_;
+  uint8_t* arena_;
+  const MemoryPlan& memory_;
+};
+
+struct OpKind {
+  fb::OpParams params;  // the union member this entry serves
+  uint32_t inputs, outputs, min_weights, max_weights;
+  // Everything the op's bind and run rely on, beyond the operand counts and id ranges (checked
+  // generically before this is called).
+  Status (*check)(const OpCheck& c);
+  // Fills step (run function, parallelism, args); called only on checked ops.
+  void (*bind)(const BindContext& b, Step* step);
+};
+
+}  // namespace kestrel

@@ -1,0 +1,110 @@
+// Attention: streaming-softmax attention of the step's queries over one KV ring.
+#include <cmath>
+
+#include "ops/attention.h"
+#include "runtime/steps/steps.h"
+
+namespace kestrel {
+namespace {
+
+// Attention tasks are (token, head) pairs, token-major, and a token's cost is the number of keys
+// it sees, which grows with its position until the window caps it: equal task counts would give
+// the last thread of a causal prefill chunk several times the work of the first. With enough
+// tokens, cut at token boundaries where the running key count crosses equal shares instead.
+void ThreadTasks(size_t n, size_t heads, int64_t pos0, int64_t window, size_t thread,
+                 size_t n_threads, size_t* begin, size_t* end) {
+  if (n < 2 * n_threads) {
+    SplitRange(n * heads, thread, n_threads, begin, end);
+    return;
+  }
+  const auto keys = [&](size_t t) {
+    const int64_t visible = pos0 + static_cast<int64_t>(t) + 1;
+    return static_cast<uint64_t>(window > 0 && visible > window ? window : visible);
+  };
+  uint64_t total = 0;
+  for (size_t t = 0; t < n; ++t) total += keys(t);
+  const uint64_t first = total * thread / n_threads, last = total * (thread + 1) / n_threads;
+  size_t token_begin = n, token_end = n;
+  uint64_t before = 0;  // keys of tokens [0, t)
+  for (size_t t = 0; t < n; ++t) {
+    if (token_begin == n && before >= first) token_begin = t;
+    if (before >= last) {
+      token_end = t;
+      break;
+    }
+    before += keys(t);
+  }
+  if (thread + 1 == n_threads) token_end = n;
+  *begin = token_begin * heads;
+  *end = (token_end > token_begin ? token_end : token_begin) * heads;
+}
+
+void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threads) {
+  ops::AttentionArgs a = *static_cast<const ops::AttentionArgs*>(args);
+  a.n_tokens = n;
+  a.pos0 = pos0;
+  size_t b, e;
+  ThreadTasks(n, a.n_heads, pos0, a.window, thread, n_threads, &b, &e);
+  if (b < e) ops::Attention(a, b, e);
+}
+
+Status Check(const OpCheck& c) {
+  const fb::Attention& p = *c.op().params_as_Attention();
+  const fb::KvLayer* kv = nullptr;
+  KES_RETURN_IF_ERROR(c.KvLayer(p.layer(), &kv));
+  KES_RETURN_IF_ERROR(c.Expect(p.n_kv_heads() == kv->n_kv_heads() &&
+                                   p.head_dim() == kv->head_dim(),
+                               "heads do not match the KV layer"));
+  KES_RETURN_IF_ERROR(c.Expect(p.n_heads() > 0 && p.n_heads() <= 65536 &&
+                                   p.n_heads() % p.n_kv_heads() == 0,
+                               "query heads " + std::to_string(p.n_heads()) +
+                                   " must be a multiple of KV heads " +
+                                   std::to_string(p.n_kv_heads())));
+  KES_RETURN_IF_ERROR(c.Expect(p.head_dim() <= ops::kAttentionMaxHeadDim,
+                               "head_dim " + std::to_string(p.head_dim()) + " exceeds " +
+                                   std::to_string(ops::kAttentionMaxHeadDim)));
+  switch (p.mask()) {
+    case fb::AttentionMask::Causal:
+      KES_RETURN_IF_ERROR(c.Expect(kv->window() == 0, "causal attention over a sliding-window "
+                                                      "KV layer (window " +
+                                                          std::to_string(kv->window()) + ")"));
+      break;
+    case fb::AttentionMask::SlidingWindow:
+      KES_RETURN_IF_ERROR(c.Expect(p.window() > 0 && p.window() == kv->window(),
+                                   "sliding window " + std::to_string(p.window()) +
+                                       " does not match the KV layer's window " +
+                                       std::to_string(kv->window())));
+      break;
+    default:
+      return c.Expect(false, "unsupported attention mask " +
+                                 std::to_string(static_cast<int>(p.mask())));
+  }
+  KES_RETURN_IF_ERROR(c.Expect(std::isfinite(p.scale()) && p.scale() > 0.0f,
+                               "scale must be positive and finite"));
+  const uint64_t q_row = uint64_t{p.n_heads()} * p.head_dim();
+  KES_RETURN_IF_ERROR(c.Activation(c.In(0), q_row, "query"));
+  return c.Activation(c.Out(0), q_row, "output");
+}
+
+void Bind(const BindContext& b, Step* step) {
+  const fb::Attention& p = *b.op().params_as_Attention();
+  const KvRingPlan& ring = b.memory().kv[p.layer()];
+  ops::AttentionArgs a{};
+  a.q = reinterpret_cast<const float*>(b.In(0));
+  a.out = reinterpret_cast<float*>(b.Out(0));
+  a.k_cache = reinterpret_cast<const float*>(b.arena() + ring.k_offset);
+  a.v_cache = reinterpret_cast<const float*>(b.arena() + ring.v_offset);
+  a.n_heads = p.n_heads();
+  a.n_kv_heads = p.n_kv_heads();
+  a.head_dim = p.head_dim();
+  a.capacity = ring.capacity;
+  a.window = p.mask() == fb::AttentionMask::SlidingWindow ? static_cast<int64_t>(p.window()) : 0;
+  a.scale = p.scale();
+  step->Set(Run, Parallelism::kAlways, a);
+}
+
+}  // namespace
+
+const OpKind kAttentionOp = {fb::OpParams::Attention, 1, 1, 0, 0, Check, Bind};
+
+}  // namespace kestrel
