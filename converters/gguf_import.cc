@@ -82,63 +82,6 @@ Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType d
   return OkStatus();
 }
 
-Status ImportSpmTokenizer(const gguf::File& file, fb::TokenizerT* out) {
-  std::string kind;
-  KES_RETURN_IF_ERROR(file.GetString("tokenizer.ggml.model", &kind));
-  KES_CHECK_OR_RETURN(kind == "llama", "tokenizer.ggml.model: expected \"llama\" "
-                                       "(SentencePiece BPE), found \"" + kind + "\"");
-  out->kind = fb::TokenizerKind::SentencePieceBpe;
-  KES_RETURN_IF_ERROR(file.GetStringArray("tokenizer.ggml.tokens", &out->pieces));
-  KES_RETURN_IF_ERROR(file.GetFloatArray("tokenizer.ggml.scores", &out->scores));
-  std::vector<int64_t> types;
-  KES_RETURN_IF_ERROR(file.GetIntArray("tokenizer.ggml.token_type", &types));
-  const size_t n = out->pieces.size();
-  KES_CHECK_OR_RETURN(out->scores.size() == n && types.size() == n,
-                      "tokenizer: " + std::to_string(n) + " tokens but " +
-                          std::to_string(out->scores.size()) + " scores and " +
-                          std::to_string(types.size()) + " token types");
-  out->types.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    KES_CHECK_OR_RETURN(types[i] >= 0 && types[i] <= 6, "token " + std::to_string(i) +
-                                                            ": unknown token type " +
-                                                            std::to_string(types[i]));
-    out->types[i] = static_cast<int8_t>(types[i]);
-  }
-  const auto id_or_none = [&](const char* key, int32_t* id) -> Status {
-    *id = -1;
-    if (!file.Has(key)) return OkStatus();
-    int64_t v;
-    KES_RETURN_IF_ERROR(file.GetInt(key, &v));
-    KES_CHECK_OR_RETURN(v >= 0 && static_cast<uint64_t>(v) < n,
-                        std::string(key) + ": id " + std::to_string(v) + " is outside the " +
-                            std::to_string(n) + "-token vocabulary");
-    *id = static_cast<int32_t>(v);
-    return OkStatus();
-  };
-  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.bos_token_id", &out->bos_id));
-  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.eos_token_id", &out->eos_id));
-  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.unknown_token_id", &out->unk_id));
-  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.padding_token_id", &out->pad_id));
-  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.eot_token_id", &out->eot_id));
-  if (out->eot_id < 0) {
-    // Instruction-tuned Gemma ends a turn with this control token even when no key names it.
-    for (size_t i = 0; i < n; ++i) {
-      if (out->pieces[i] == "<end_of_turn>" && out->types[i] == 3) out->eot_id = static_cast<int32_t>(i);
-    }
-  }
-  const auto flag = [&](const char* key, bool fallback, bool* value) -> Status {
-    *value = fallback;
-    return file.Has(key) ? file.GetBool(key, value) : OkStatus();
-  };
-  KES_RETURN_IF_ERROR(flag("tokenizer.ggml.add_bos_token", true, &out->add_bos));
-  KES_RETURN_IF_ERROR(flag("tokenizer.ggml.add_eos_token", false, &out->add_eos));
-  KES_RETURN_IF_ERROR(flag("tokenizer.ggml.add_space_prefix", true, &out->add_space_prefix));
-  if (file.Has("tokenizer.chat_template")) {
-    KES_RETURN_IF_ERROR(file.GetString("tokenizer.chat_template", &out->chat_template));
-  }
-  return OkStatus();
-}
-
 Status GetDimension(const gguf::File& file, const std::string& key, uint64_t max, uint32_t* out) {
   int64_t v;
   KES_RETURN_IF_ERROR(file.GetInt(key, &v));

@@ -1,5 +1,5 @@
-// Pieces every architecture's import shares: weights from GGUF tensors into .kes dtypes, and the
-// tokenizer from GGUF metadata.
+// Pieces every architecture's import shares: weights from GGUF tensors into .kes dtypes, and
+// hyper-parameters (the tokenizer: converters/gguf_tokenizer.h).
 #pragma once
 
 #include <cstdint>
@@ -24,9 +24,6 @@ struct ConvertOptions {
 // reference quantizer).
 Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType dtype,
                     const std::vector<uint64_t>& expected_shape, KesModel* model, uint32_t* id);
-
-// SentencePiece-style vocabulary (tokenizer.ggml.model "llama").
-Status ImportSpmTokenizer(const gguf::File& file, fb::TokenizerT* out);
 
 // Reads an integer hyper-parameter that must be in [1, max].
 Status GetDimension(const gguf::File& file, const std::string& key, uint64_t max, uint32_t* out);

@@ -56,8 +56,9 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
 
 Status InitTokenizer(const fb::Tokenizer* tok, size_t vocab, Tokenizer* out) {
   KES_CHECK_OR_RETURN(tok != nullptr, "model has no tokenizer");
-  KES_CHECK_OR_RETURN(tok->kind() == fb::TokenizerKind::SentencePieceBpe,
-                      "tokenizer: expected kind SentencePieceBpe (0), found " +
+  const bool bpe = tok->kind() == fb::TokenizerKind::ByteLevelBpe;
+  KES_CHECK_OR_RETURN(bpe || tok->kind() == fb::TokenizerKind::SentencePieceBpe,
+                      "tokenizer: expected kind SentencePieceBpe (0) or ByteLevelBpe (1), found " +
                           Num(static_cast<uint64_t>(tok->kind())));
   const auto* pieces = tok->pieces();
   const auto* scores = tok->scores();
@@ -79,14 +80,22 @@ Status InitTokenizer(const fb::Tokenizer* tok, size_t vocab, Tokenizer* out) {
   config.add_bos = tok->add_bos();
   config.add_eos = tok->add_eos();
   config.add_space_prefix = tok->add_space_prefix();
+  const auto* merges = tok->merges();
+  if (bpe) {
+    config.algorithm = TokenizerAlgorithm::kByteLevelBpe;
+    KES_CHECK_OR_RETURN(tok->pre() != nullptr, "tokenizer: byte-level BPE without a pre-tokenizer");
+    KES_RETURN_IF_ERROR(ParsePreTokenizer(tok->pre()->string_view(), &config.pre));
+    KES_CHECK_OR_RETURN(merges != nullptr, "tokenizer: byte-level BPE without merges");
+    for (uint32_t i = 0; i < merges->size(); ++i) {
+      KES_CHECK_OR_RETURN(merges->Get(i) != nullptr, "tokenizer: merge " + Num(i) + " is missing");
+    }
+  }
+  const auto text = [](const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* list) {
+    return [list](size_t i) { return list->Get(static_cast<uint32_t>(i))->string_view(); };
+  };
   return out
-      ->Init(
-          vocab,
-          [pieces](size_t i) {
-            const auto* s = pieces->Get(static_cast<uint32_t>(i));
-            return std::string_view(s->c_str(), s->size());
-          },
-          scores->data(), types->data(), config)
+      ->Init(vocab, text(pieces), scores->data(), types->data(), config,
+             bpe ? merges->size() : 0, bpe ? text(merges) : std::function<std::string_view(size_t)>())
       .WithContext("tokenizer");
 }
 

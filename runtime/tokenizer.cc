@@ -11,8 +11,6 @@
 namespace kestrel {
 namespace {
 
-constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
-
 std::string Quoted(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
@@ -25,13 +23,6 @@ std::string Quoted(std::string_view s) {
     }
   }
   return out + "\"";
-}
-
-// Length of the UTF-8 sequence a lead byte starts, as llama.cpp splits text into symbols: a
-// stray continuation byte counts as one character, so any byte string splits somehow.
-size_t Utf8SequenceLength(unsigned char lead) {
-  static constexpr uint8_t kByHighNibble[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kByHighNibble[lead >> 4];
 }
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
@@ -92,7 +83,8 @@ uint64_t HashBytes(std::string_view s) {  // FNV-1a
 }  // namespace
 
 Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& piece,
-                       const float* scores, const int8_t* types, const TokenizerConfig& config) {
+                       const float* scores, const int8_t* types, const TokenizerConfig& config,
+                       size_t n_merges, const std::function<std::string_view(size_t)>& merge) {
   KES_CHECK_OR_RETURN(n > 0, "tokenizer: expected a vocabulary of at least 1 token, found 0");
   KES_CHECK_OR_RETURN(n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
                       "tokenizer: vocabulary of " + std::to_string(n) +
@@ -130,6 +122,11 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
   KES_RETURN_IF_ERROR(fresh.BuildPieces(n, piece));
   fresh.BuildIndex();
   fresh.BuildSpecialTrie();
+  if (config.algorithm == TokenizerAlgorithm::kByteLevelBpe) {
+    KES_RETURN_IF_ERROR(fresh.BuildMerges(n_merges, merge));
+  } else {
+    KES_CHECK_OR_RETURN(n_merges == 0, "tokenizer: merges given to a SentencePiece vocabulary");
+  }
   *this = std::move(fresh);
   return OkStatus();
 }
@@ -167,6 +164,10 @@ Status Tokenizer::BuildPieces(size_t n, const std::function<std::string_view(siz
       case TokenType::kUndefined:
       case TokenType::kNormal:
       case TokenType::kUnused:
+        if (config_.algorithm == TokenizerAlgorithm::kByteLevelBpe) {
+          AppendByteLevelText(p, &texts_);
+          break;
+        }
         for (size_t k = 0; k < p.size();) {
           if (p.substr(k, kSpaceMark.size()) == kSpaceMark) {
             texts_ += ' ';
@@ -331,94 +332,24 @@ void Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
   if (pos < text.size()) fragments->push_back({pos, text.size() - pos, -1});
 }
 
-Status Tokenizer::EncodeFragment(std::string_view fragment, bool space_prefix,
-                                 std::vector<int32_t>* out) const {
-  std::string text;  // the fragment with spaces as U+2581
-  text.reserve(fragment.size() + 8);
-  if (space_prefix) text.append(kSpaceMark);
-  for (char c : fragment) {
-    if (c == ' ') {
-      text.append(kSpaceMark);
-    } else {
-      text += c;
-    }
+Status Tokenizer::AppendPieceOrFallback(std::string_view piece, std::vector<int32_t>* out) const {
+  const int32_t id = Find(piece);
+  if (id >= 0) {
+    out->push_back(id);
+    return OkStatus();
   }
-  KES_CHECK_OR_RETURN(text.size() < std::numeric_limits<uint32_t>::max() / 2,
-                      "tokenizer: text of " + std::to_string(fragment.size()) +
-                          " bytes is too long to encode in one call");
-
-  // Doubly linked list of symbols over `text`; a merged-away symbol keeps length 0.
-  struct Symbol {
-    int32_t prev, next;
-    uint32_t start, length;
-  };
-  std::vector<Symbol> symbols;
-  for (size_t offs = 0; offs < text.size();) {
-    const size_t len = std::min(Utf8SequenceLength(text[offs]), text.size() - offs);
-    const int32_t index = static_cast<int32_t>(symbols.size());
-    symbols.push_back({index - 1, offs + len == text.size() ? -1 : index + 1,
-                       static_cast<uint32_t>(offs), static_cast<uint32_t>(len)});
-    offs += len;
+  // A character the vocabulary lacks: its bytes, or the unknown token.
+  bool have_bytes = true;
+  for (unsigned char c : piece) have_bytes = have_bytes && byte_to_id_[c] >= 0;
+  if (have_bytes) {
+    for (unsigned char c : piece) out->push_back(byte_to_id_[c]);
+    return OkStatus();
   }
-  if (symbols.empty()) return OkStatus();
-
-  struct Bigram {
-    float score;
-    int32_t left, right;
-    uint32_t length;  // of the merged piece; a mismatch later means the pair went stale
-  };
-  // Highest score first; equal scores: leftmost first.
-  const auto lower_priority = [](const Bigram& a, const Bigram& b) {
-    return a.score < b.score || (a.score == b.score && a.left > b.left);
-  };
-  std::priority_queue<Bigram, std::vector<Bigram>, decltype(lower_priority)> queue(
-      lower_priority);
-  const auto try_pair = [&](int32_t left, int32_t right) {
-    if (left < 0 || right < 0) return;
-    const std::string_view merged(text.data() + symbols[left].start,
-                                  symbols[left].length + symbols[right].length);
-    const int32_t id = Find(merged);
-    if (id < 0 || !IsMergeTarget(id)) return;
-    queue.push({scores_[id], left, right, static_cast<uint32_t>(merged.size())});
-  };
-  for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) try_pair(i - 1, i);
-
-  while (!queue.empty()) {
-    const Bigram top = queue.top();
-    queue.pop();
-    Symbol& left = symbols[top.left];
-    Symbol& right = symbols[top.right];
-    if (left.length == 0 || right.length == 0 || left.length + right.length != top.length) {
-      continue;
-    }
-    left.length += right.length;
-    right.length = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = top.left;
-    try_pair(left.prev, top.left);
-    try_pair(top.left, left.next);
-  }
-
-  for (int32_t i = 0; i != -1; i = symbols[i].next) {
-    const std::string_view piece(text.data() + symbols[i].start, symbols[i].length);
-    const int32_t id = Find(piece);
-    if (id >= 0) {
-      out->push_back(id);
-      continue;
-    }
-    // A character the vocabulary lacks: its bytes, or the unknown token.
-    bool have_bytes = true;
-    for (unsigned char c : piece) have_bytes = have_bytes && byte_to_id_[c] >= 0;
-    if (have_bytes) {
-      for (unsigned char c : piece) out->push_back(byte_to_id_[c]);
-    } else {
-      KES_CHECK_OR_RETURN(config_.unk_id >= 0,
-                          "tokenizer: " + Quoted(piece) +
-                              " is not in the vocabulary, which has neither its byte tokens nor "
-                              "an unknown token");
-      out->push_back(config_.unk_id);
-    }
-  }
+  KES_CHECK_OR_RETURN(config_.unk_id >= 0,
+                      "tokenizer: " + Quoted(piece) +
+                          " is not in the vocabulary, which has neither its byte tokens nor an "
+                          "unknown token");
+  out->push_back(config_.unk_id);
   return OkStatus();
 }
 
@@ -438,8 +369,10 @@ Status Tokenizer::Encode(std::string_view text, bool add_special, bool parse_spe
       after_special = true;
       continue;
     }
-    KES_RETURN_IF_ERROR(EncodeFragment(text.substr(f.offset, f.length),
-                                       config_.add_space_prefix && after_special, &ids));
+    const std::string_view raw = text.substr(f.offset, f.length);
+    KES_RETURN_IF_ERROR(config_.algorithm == TokenizerAlgorithm::kByteLevelBpe
+                            ? EncodeBpe(raw, &ids)
+                            : EncodeSpm(raw, config_.add_space_prefix && after_special, &ids));
     after_special = false;
   }
   if (add_special && config_.add_eos) ids.push_back(config_.eos_id);

@@ -1,8 +1,11 @@
-// SentencePiece-style BPE tokenizer and detokenizer, as llama.cpp runs GGUF vocabularies with
-// tokenizer.ggml.model == "llama" (Gemma 3, Llama 2, Mistral): the vocabulary is pieces with
-// scores and token types, no merge list.
+// The tokenizer and detokenizer of GGUF vocabularies, as llama.cpp runs them. Two algorithms
+// share the vocabulary, the special tokens and decoding (this file and tokenizer.cc):
+//   - SentencePiece-style BPE (tokenizer.ggml.model "llama": Gemma 3, Llama 2, Mistral; pieces
+//     with scores, no merge list), in tokenizer_spm.cc;
+//   - byte-level BPE (tokenizer.ggml.model "gpt2": SmolLM2, Llama 3, Qwen2; pieces in GPT-2's
+//     byte alphabet with a ranked merge list and a pre-tokenizer), in tokenizer_bpe.cc.
 //
-// Encoding, per call:
+// Encoding, per call (SentencePiece; byte-level BPE differs in step 2, see tokenizer_bpe.cc):
 //  1. Special tokens typed literally in the text are split out first, llama.cpp's way: longest
 //     special piece first (ties: lower id), each of its non-overlapping occurrences inside text
 //     not yet claimed becomes its id. User-defined tokens are always split out (Gemma 3's runs of
@@ -32,15 +35,24 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "runtime/pretokenizer.h"
 #include "runtime/status.h"
 
 namespace kestrel {
 
+enum class TokenizerAlgorithm : uint8_t {
+  kSentencePiece,  // merges by piece score
+  kByteLevelBpe,   // merges by rank, after a pre-tokenizer, over GPT-2's byte alphabet
+};
+
 struct TokenizerConfig {
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1, eot_id = -1;  // -1: none
   bool add_bos = false, add_eos = false, add_space_prefix = false;
+  TokenizerAlgorithm algorithm = TokenizerAlgorithm::kSentencePiece;
+  PreTokenizer pre = PreTokenizer::kGpt2;  // byte-level BPE only
 };
 
 // Token types as GGUF stores them (tokenizer.ggml.token_type). llama.cpp's "undefined" (0) is
@@ -63,8 +75,11 @@ class Tokenizer {
   // reload (a failed Init leaves the tokenizer as it was).
   // Validates: 0 < n <= INT32_MAX, special ids in [-1, n), add_bos/add_eos have their id,
   // pieces are valid UTF-8, types are 0..6, scores are not NaN, byte tokens read "<0xAB>".
+  // Byte-level BPE also takes merge(0..n_merges-1): "left right" in rank order, both sides and
+  // their concatenation pieces of the vocabulary.
   Status Init(size_t n, const std::function<std::string_view(size_t)>& piece, const float* scores,
-              const int8_t* types, const TokenizerConfig& config);
+              const int8_t* types, const TokenizerConfig& config, size_t n_merges = 0,
+              const std::function<std::string_view(size_t)>& merge = {});
 
   // On success *out is replaced by the ids; on error it is left alone. add_special: prepend BOS /
   // append EOS per config. Fails only when a character needs byte fallback and the vocabulary
@@ -112,7 +127,22 @@ class Tokenizer {
     uint32_t check;  // high half of the piece's hash
   };
 
+  static constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+  // Appends the bytes a byte-level piece stands for (GPT-2's alphabet mapped back to bytes;
+  // characters outside the alphabet as they are).
+  static void AppendByteLevelText(std::string_view piece, std::string* out);
+
+  // A merge of two adjacent pieces (by id) into the piece `result`; lower rank merges first.
+  struct Merge {
+    int32_t rank;
+    int32_t result;
+  };
+
   Status BuildPieces(size_t n, const std::function<std::string_view(size_t)>& piece);
+  Status BuildMerges(size_t n_merges, const std::function<std::string_view(size_t)>& merge);
+  // The merge of pieces left and right, or nullptr.
+  const Merge* FindMerge(int32_t left, int32_t right) const;
   void BuildIndex();
   void BuildSpecialTrie();
   bool IsSpecialAllowed(int32_t id, bool parse_special) const;
@@ -120,8 +150,12 @@ class Tokenizer {
   uint32_t TrieChild(uint32_t node, uint8_t byte) const;  // 0 when there is none
   void SplitSpecial(std::string_view text, bool parse_special,
                     std::vector<Fragment>* fragments) const;
-  Status EncodeFragment(std::string_view fragment, bool space_prefix,
-                        std::vector<int32_t>* out) const;
+  // Appends the ids of raw text (no special tokens in it) with the config's algorithm.
+  Status EncodeSpm(std::string_view fragment, bool space_prefix, std::vector<int32_t>* out) const;
+  Status EncodeBpe(std::string_view fragment, std::vector<int32_t>* out) const;
+  Status EncodeBpeWord(std::string_view word, std::vector<int32_t>* out) const;
+  // The id of a piece, or its byte tokens / the unknown token when it is not in the vocabulary.
+  Status AppendPieceOrFallback(std::string_view piece, std::vector<int32_t>* out) const;
 
   TokenizerConfig config_;
   std::string pieces_;                  // every piece, concatenated
@@ -135,6 +169,7 @@ class Tokenizer {
   std::vector<int32_t> specials_;       // control/unknown/user-defined ids, longest piece first
   std::vector<TrieNode> trie_;          // trie_[0] is the root
   std::vector<TrieEdge> edges_;
+  std::unordered_map<uint64_t, Merge> merges_;  // key: left id << 32 | right id
 };
 
 }  // namespace kestrel

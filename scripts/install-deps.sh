@@ -16,7 +16,7 @@ debian_packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   python3 python3-venv python3-pip
   libhwy-dev libflatbuffers-dev flatbuffers-compiler
-  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libutf8proc-dev
 )
 cross=0
 case "${1:-}" in
@@ -28,7 +28,7 @@ if [ $cross = 1 ]; then
   debian_packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user xz-utils file)
   for arch in arm64 armhf; do
     debian_packages+=("libhwy-dev:$arch" "libgtest-dev:$arch" "libgmock-dev:$arch"
-                      "libbenchmark-dev:$arch" "libflatbuffers-dev:$arch")
+                      "libbenchmark-dev:$arch" "libflatbuffers-dev:$arch" "libutf8proc-dev:$arch")
   done
   # Never flatbuffers-compiler:<arch>: it would replace the host flatc the build runs.
   for arch in arm64 armhf; do

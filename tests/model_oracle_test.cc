@@ -1,8 +1,9 @@
-// Kestrel's Gemma 3 270M (f32 weights) against an independent NumPy forward pass
-// (tests/py/gemma3_oracle.py, float64, weights dequantized by gguf-py): logits at every position
-// agree within 1e-3 of each position's logit range, and greedy continuations are identical.
-// Runs on a short prompt and on a 700+ token prompt prefilled in chunks, so the sliding-window
-// KV rings wrap.
+// Kestrel's Gemma 3 270M and SmolLM2-135M-Instruct (f32 weights) against independent NumPy
+// forward passes (tests/py/gemma3_oracle.py, llama_oracle.py: float64, weights dequantized by
+// gguf-py): logits at every position agree within 1e-3 of each position's logit range, and
+// greedy continuations are identical. Runs on a short prompt, a chat-formatted prompt with the
+// model's control tokens, and a 720-token prompt prefilled in chunks (Gemma's sliding-window KV
+// rings wrap).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,14 +36,32 @@ struct OracleResult {
   std::vector<int32_t> greedy;   // kGreedyTokens ids
 };
 
-void RunOracle(const std::string& tag, const std::vector<int32_t>& tokens, OracleResult* out) {
+struct RealModel {
+  const char* name;  // <name>-f32.kes from the ctest fixture
+  const char* gguf;
+  const char* oracle;  // under tests/py
+  const char* chat_prompt;
+};
+
+void PrintTo(const RealModel& m, std::ostream* os) { *os << m.name; }
+
+const RealModel kModels[] = {
+    {"gemma3-270m", KESTREL_MODEL_GGUF, "gemma3_oracle.py",
+     "<start_of_turn>user\nName three birds of prey.<end_of_turn>\n<start_of_turn>model\n"},
+    {"smollm2-135m", KESTREL_SMOLLM2_GGUF, "llama_oracle.py",
+     "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nName three "
+     "birds of prey.<|im_end|>\n<|im_start|>assistant\n"},
+};
+
+void RunOracle(const RealModel& m, const std::string& tag, const std::vector<int32_t>& tokens,
+               OracleResult* out) {
   const std::string in = TmpPath(tag + ".tokens.i32"), logits = TmpPath(tag + ".oracle.f32"),
                     gen = TmpPath(tag + ".oracle-gen.i32");
   ASSERT_TRUE(WriteRaw(in, tokens)) << in;
   std::remove(logits.c_str());
   std::remove(gen.c_str());
   const std::string command = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                              "/tests/py/gemma3_oracle.py --gguf " + KESTREL_MODEL_GGUF +
+                              "/tests/py/" + m.oracle + " --gguf " + m.gguf +
                               " --tokens-file " + in + " --logits-out " + logits +
                               " --generate " + std::to_string(kGreedyTokens) +
                               " --generated-out " + gen;
@@ -51,10 +70,10 @@ void RunOracle(const std::string& tag, const std::vector<int32_t>& tokens, Oracl
   out->greedy = ReadRaw<int32_t>(gen);
 }
 
-class OracleTest : public ::testing::Test {
+class OracleTest : public ::testing::TestWithParam<RealModel> {
  protected:
   void SetUp() override {
-    Status s = Model::Open(TmpPath("gemma3-270m-f32.kes"), &model_);
+    Status s = Model::Open(TmpPath(std::string(GetParam().name) + "-f32.kes"), &model_);
     ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
   }
 
@@ -68,18 +87,19 @@ class OracleTest : public ::testing::Test {
     return session;
   }
 
-  std::vector<int32_t> Tokenize(const std::string& text) {
+  std::vector<int32_t> Tokenize(const std::string& text, bool parse_special = false) {
     std::vector<int32_t> ids;
-    Status s = model_->tokenizer().Encode(text, /*add_special=*/true, /*parse_special=*/false, &ids);
+    Status s = model_->tokenizer().Encode(text, /*add_special=*/true, parse_special, &ids);
     EXPECT_TRUE(s.ok()) << s.message();
     return ids;
   }
 
-  void CompareWithOracle(const std::string& tag, const std::vector<int32_t>& tokens,
+  void CompareWithOracle(const std::string& prompt, const std::vector<int32_t>& tokens,
                          size_t threads) {
+    const std::string tag = std::string(GetParam().name) + "-" + prompt;
     const size_t n = tokens.size(), vocab = model_->vocab_size();
     OracleResult oracle;
-    RunOracle(tag, tokens, &oracle);
+    RunOracle(GetParam(), tag, tokens, &oracle);
     ASSERT_EQ(oracle.logits.size(), n * vocab) << "oracle logits have the wrong size";
     ASSERT_EQ(oracle.greedy.size(), kGreedyTokens);
 
@@ -120,7 +140,7 @@ class OracleTest : public ::testing::Test {
   std::unique_ptr<Model> model_;
 };
 
-TEST_F(OracleTest, ShortPromptMatchesAtEveryPositionAndGreedy) {
+TEST_P(OracleTest, ShortPromptMatchesAtEveryPositionAndGreedy) {
   const std::vector<int32_t> tokens = Tokenize(
       "The kestrel is a small falcon that hovers in the wind while it hunts. It feeds on voles, "
       "mice and large insects, and it nests on cliffs, in trees and on tall buildings in cities.");
@@ -128,7 +148,13 @@ TEST_F(OracleTest, ShortPromptMatchesAtEveryPositionAndGreedy) {
   CompareWithOracle("short", tokens, 1);
 }
 
-TEST_F(OracleTest, LongPromptPrefilledInChunksWrapsTheSlidingWindow) {
+TEST_P(OracleTest, ChatPromptWithControlTokensMatches) {
+  const std::vector<int32_t> tokens = Tokenize(GetParam().chat_prompt, /*parse_special=*/true);
+  ASSERT_GE(tokens.size(), 12u);
+  CompareWithOracle("chat", tokens, 2);
+}
+
+TEST_P(OracleTest, LongPromptPrefilledInChunksWrapsTheSlidingWindow) {
   std::ifstream license("/usr/share/common-licenses/GPL-3");
   ASSERT_TRUE(license.good()) << "/usr/share/common-licenses/GPL-3 (Debian base-files) is missing";
   const std::string text((std::istreambuf_iterator<char>(license)),
@@ -145,6 +171,13 @@ TEST_F(OracleTest, LongPromptPrefilledInChunksWrapsTheSlidingWindow) {
   }
   CompareWithOracle("long", tokens, 2);
 }
+
+INSTANTIATE_TEST_SUITE_P(RealModels, OracleTest, ::testing::ValuesIn(kModels),
+                         [](const auto& info) {
+                           std::string name = info.param.name;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace kestrel

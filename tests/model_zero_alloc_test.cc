@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/chat_template.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -83,7 +84,7 @@ void Collect(void* context, int32_t, std::string_view piece) {
 }
 
 struct ZeroAllocCase {
-  const char* weights;  // gemma3-270m-<weights>.kes from the ctest fixture
+  const char* model;    // <model>.kes from the ctest fixture
   size_t threads;
 };
 
@@ -91,7 +92,7 @@ class ZeroAllocTest : public ::testing::TestWithParam<ZeroAllocCase> {};
 
 TEST_P(ZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
   const ZeroAllocCase& c = GetParam();
-  const std::string path = std::string(KESTREL_TEST_TMP) + "/gemma3-270m-" + c.weights + ".kes";
+  const std::string path = std::string(KESTREL_TEST_TMP) + "/" + c.model + ".kes";
   std::unique_ptr<Model> model;
   Status s = Model::Open(path, &model);
   ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
@@ -131,18 +132,84 @@ TEST_P(ZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
   EXPECT_EQ(stats.decode_steps, 64u);
   EXPECT_EQ(collected->tokens, 65u);
   EXPECT_GT(collected->bytes, 0u);
-  EXPECT_EQ(g_calls.load(), 0) << "heap calls during inference with " << c.weights
-                               << " weights and " << c.threads << " thread(s)";
+  EXPECT_EQ(g_calls.load(), 0) << "heap calls during inference with " << c.model << " and "
+                               << c.threads << " thread(s)";
 }
 
-// f32 and the block-quantized kernels (with their on-the-fly activation quantization).
-INSTANTIATE_TEST_SUITE_P(WeightsAndThreads, ZeroAllocTest,
-                         ::testing::Values(ZeroAllocCase{"f32", 1}, ZeroAllocCase{"f32", 2},
-                                           ZeroAllocCase{"q8", 1}, ZeroAllocCase{"q8", 2},
-                                           ZeroAllocCase{"q4", 1}, ZeroAllocCase{"q4", 2}),
+// Gemma 3 and SmolLM2 (Llama family), f32 and the block-quantized kernels (with their
+// on-the-fly activation quantization).
+INSTANTIATE_TEST_SUITE_P(
+    ModelsAndThreads, ZeroAllocTest,
+    ::testing::Values(ZeroAllocCase{"gemma3-270m-f32", 1}, ZeroAllocCase{"gemma3-270m-f32", 2},
+                      ZeroAllocCase{"gemma3-270m-q8", 1}, ZeroAllocCase{"gemma3-270m-q8", 2},
+                      ZeroAllocCase{"gemma3-270m-q4", 1}, ZeroAllocCase{"gemma3-270m-q4", 2},
+                      ZeroAllocCase{"smollm2-135m-f32", 2}, ZeroAllocCase{"smollm2-135m-q8", 1},
+                      ZeroAllocCase{"smollm2-135m-q4", 2}),
+    [](const auto& info) {
+      std::string name = info.param.model;
+      for (char& c : name) c = c == '-' ? '_' : c;
+      return name + "_" + std::to_string(info.param.threads) + "_threads";
+    });
+
+// `kestrel chat`'s inference: turns of the model's chat format generated one after another on
+// one session (the KV cache kept), counted over every Generate call. Encoding a turn happens
+// between the calls, as in the chat loop, and may allocate.
+struct ChatCase {
+  const char* model;
+  ChatFormat format;
+};
+
+class ZeroAllocChatTest : public ::testing::TestWithParam<ChatCase> {};
+
+TEST_P(ZeroAllocChatTest, ChatTurnsAllocateNothing) {
+  const ChatCase& c = GetParam();
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(std::string(KESTREL_TEST_TMP) + "/" + c.model + ".kes", &model);
+  ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
+  SessionOptions options;
+  options.context_length = 512;
+  options.n_threads = 2;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, options, &session).ok());
+  GenerateOptions gen;
+  gen.max_new_tokens = 24;
+  gen.sampler.temperature = 0.7f;
+  gen.sampler.seed = 3;
+  auto collected = std::make_unique<Collected>();
+  const char* turns[] = {"What do kestrels eat?", "And where do they nest?", "Thank you."};
+  bool first = true;
+  int calls = 0;
+  for (const char* user : turns) {
+    std::vector<int32_t> tokens, ids;
+    for (const ChatSegment& seg : ChatTurn(c.format, first, "Answer briefly.", user)) {
+      ASSERT_TRUE(model->tokenizer().Encode(seg.text, false, seg.markup, &ids).ok());
+      tokens.insert(tokens.end(), ids.begin(), ids.end());
+    }
+    if (first && model->tokenizer().config().add_bos) {
+      tokens.insert(tokens.begin(), model->tokenizer().config().bos_id);
+    }
+    first = false;
+    const size_t before = session->position();
+    GenerateStats stats;
+    g_calls.store(0);
+    g_counting.store(true);
+    s = Generate(*session, tokens.data(), tokens.size(), gen, Collect, collected.get(), &stats);
+    g_counting.store(false);
+    calls += g_calls.load();
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(session->position(), before + tokens.size() + stats.decode_steps);
+  }
+  EXPECT_GT(collected->tokens, 0u);
+  EXPECT_EQ(calls, 0) << "heap calls during chat turns with " << c.model;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ZeroAllocChatTest,
+                         ::testing::Values(ChatCase{"gemma3-270m-q8", ChatFormat::kGemma},
+                                           ChatCase{"smollm2-135m-q8", ChatFormat::kChatMl}),
                          [](const auto& info) {
-                           return std::string(info.param.weights) + "_" +
-                                  std::to_string(info.param.threads) + "_threads";
+                           std::string name = info.param.model;
+                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
+                           return name;
                          });
 
 // The interposer itself must see allocations, or the test above proves nothing.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/sampler.h"
 #include "runtime/status.h"
 
 namespace kestrel::cli {
@@ -14,6 +15,7 @@ int InspectCommand(const std::vector<std::string>& args);
 int CpuCommand(const std::vector<std::string>& args);
 int BenchCommand(const std::vector<std::string>& args);
 int PerplexityCommand(const std::vector<std::string>& args);
+int ChatCommand(const std::vector<std::string>& args);
 
 // Prints "kestrel: error: <message>" to stderr and returns the exit code 1.
 int Fail(const std::string& message);
@@ -60,6 +62,11 @@ class FlagReader {
   const std::vector<std::string>& args_;
   size_t i_ = 0;
 };
+
+// The sampling flags run and chat share (--temp, --top-k, --top-p, --seed): true when `arg` is
+// one of them, with *status saying whether its value was valid.
+bool SamplerFlag(FlagReader& flags, const std::string& arg, SamplerOptions* options,
+                 Status* status);
 
 std::string FormatBytes(uint64_t bytes);
 // Escapes what a JSON string cannot hold (names come from files and /proc/cpuinfo).

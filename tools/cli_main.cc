@@ -11,6 +11,7 @@ const char kUsage[] =
     "usage: kestrel <command> [MODEL.kes] [options]\n"
     "commands:\n"
     "  run         generate text from a prompt, streaming tokens\n"
+    "  chat        talk with an instruction-tuned model, turn by turn\n"
     "  inspect     print the model's architecture, sizes, memory and FLOPs per token\n"
     "  bench       measure prefill and decode speed (tokens/s, latency, memory)\n"
     "  perplexity  score a text file (llama.cpp's protocol: chunks of --ctx, second halves)\n"
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "run") return kestrel::cli::RunCommand(args);
+  if (command == "chat") return kestrel::cli::ChatCommand(args);
   if (command == "inspect") return kestrel::cli::InspectCommand(args);
   if (command == "bench") return kestrel::cli::BenchCommand(args);
   if (command == "perplexity") return kestrel::cli::PerplexityCommand(args);

@@ -72,6 +72,27 @@ std::string JsonEscape(const std::string& text) {
   return out;
 }
 
+bool SamplerFlag(FlagReader& flags, const std::string& arg, SamplerOptions* options,
+                 Status* status) {
+  if (arg == "--temp") {
+    *status = flags.Float(arg, 0, 100, &options->temperature);
+  } else if (arg == "--top-k") {
+    *status = flags.Int(arg, 0, 1 << 24, &options->top_k);
+  } else if (arg == "--top-p") {
+    double p = 0;
+    *status = flags.Float(arg, 0, 1, &p);
+    if (status->ok() && p <= 0) {
+      *status = Status::Error("--top-p: expected a number above 0 and at most 1");
+    }
+    if (status->ok()) options->top_p = static_cast<float>(p);
+  } else if (arg == "--seed") {
+    *status = flags.Int(arg, 0, INT64_MAX, &options->seed);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 std::string FormatBytes(uint64_t bytes) {
   char text[64];
   if (bytes >= (uint64_t{1} << 30)) {

@@ -40,7 +40,6 @@ int RunCommand(const std::vector<std::string>& args) {
   FlagReader flags(args);
   while (!flags.Done()) {
     const std::string arg = flags.Next();
-    double f = 0;
     Status s;
     if (arg == "-h" || arg == "--help") {
       std::fputs(kRunUsage, stdout);
@@ -54,17 +53,8 @@ int RunCommand(const std::vector<std::string>& args) {
       s = flags.Int(arg, 1, 256, &session_options.n_threads);
     } else if (arg == "-c" || arg == "--ctx") {
       s = flags.Int(arg, 1, 1 << 24, &session_options.context_length);
-    } else if (arg == "--temp") {
-      s = flags.Float(arg, 0, 100, &gen.sampler.temperature);
-    } else if (arg == "--top-k") {
-      s = flags.Int(arg, 0, 1 << 24, &gen.sampler.top_k);
-    } else if (arg == "--top-p") {
-      if ((s = flags.Float(arg, 0, 1, &f)).ok()) {
-        if (f <= 0) s = Status::Error("--top-p: expected a number above 0 and at most 1");
-        gen.sampler.top_p = static_cast<float>(f);
-      }
-    } else if (arg == "--seed") {
-      s = flags.Int(arg, 0, INT64_MAX, &gen.sampler.seed);
+    } else if (SamplerFlag(flags, arg, &gen.sampler, &s)) {
+      // taken, *s says whether its value was valid
     } else if (arg == "--no-bos") {
       add_bos = false;
     } else {

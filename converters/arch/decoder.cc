@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "converters/gguf_tokenizer.h"
+
 namespace kestrel {
 namespace {
 
@@ -240,7 +242,7 @@ void AddDecoderPlans(const DecoderConfig& c, const DecoderWeights& w,
 Status ConvertDecoder(const gguf::File& f, DecoderConfig c, const ConvertOptions& options,
                       KesModel* m) {
   auto tokenizer = std::make_unique<fb::TokenizerT>();
-  KES_RETURN_IF_ERROR(ImportSpmTokenizer(f, tokenizer.get()));
+  KES_RETURN_IF_ERROR(ImportTokenizer(f, tokenizer.get()));
   c.vocab = static_cast<uint32_t>(tokenizer->pieces.size());
   KES_CHECK_OR_RETURN(c.vocab > 0, "tokenizer has no tokens");
   DecoderWeights w;

@@ -105,14 +105,20 @@ std::vector<std::string> EmulatorCommand() {
   return items;
 }
 
-ProcessResult RunProcess(const std::vector<std::string>& program_args) {
+ProcessResult RunProcess(const std::vector<std::string>& program_args, const std::string& input) {
   std::vector<std::string> args = EmulatorCommand();
   args.insert(args.end(), program_args.begin(), program_args.end());
   static int counter = 0;
   const std::string base = ScratchPath("proc" + std::to_string(counter++));
-  const std::string out_path = base + ".out", err_path = base + ".err";
+  const std::string out_path = base + ".out", err_path = base + ".err", in_path = base + ".in";
+  if (!WriteBytes(in_path, reinterpret_cast<const uint8_t*>(input.data()), input.size())) {
+    ProcessResult r;
+    r.err = "cannot write " + in_path;
+    return r;
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                    0644);
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
@@ -139,12 +145,13 @@ ProcessResult RunProcess(const std::vector<std::string>& program_args) {
   r.err.assign(err.begin(), err.end());
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
+  std::remove(in_path.c_str());
   return r;
 }
 
-ProcessResult Cli(std::vector<std::string> args) {
+ProcessResult Cli(std::vector<std::string> args, const std::string& input) {
   args.insert(args.begin(), KESTREL_CLI_BIN);
-  return RunProcess(args);
+  return RunProcess(args, input);
 }
 
 ProcessResult Convert(std::vector<std::string> args) {

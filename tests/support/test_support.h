@@ -57,8 +57,9 @@ std::string Describe(const ProcessResult& r);
 // Runs a program built by this project (args[0] is its path) with stdout and stderr captured,
 // no shell: arguments arrive verbatim. In a cross build it runs under the emulator
 // (CMAKE_CROSSCOMPILING_EMULATOR), which reads QEMU_CPU from the environment like ctest's runs.
-ProcessResult RunProcess(const std::vector<std::string>& args);
-ProcessResult Cli(std::vector<std::string> args);      // build/.../kestrel
+// Standard input is `input` (empty: at its end at once).
+ProcessResult RunProcess(const std::vector<std::string>& args, const std::string& input = "");
+ProcessResult Cli(std::vector<std::string> args, const std::string& input = "");  // kestrel
 ProcessResult Convert(std::vector<std::string> args);  // build/.../kestrel-convert
 
 // The emulator prefix this build runs its programs with; empty for native builds.

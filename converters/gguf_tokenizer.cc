@@ -1,0 +1,96 @@
+// The tokenizer from GGUF metadata: SentencePiece-style vocabularies (tokenizer.ggml.model
+// "llama": pieces, scores, types) and byte-level BPE (tokenizer.ggml.model "gpt2": pieces,
+// types, ranked merges, the pre-tokenizer named by tokenizer.ggml.pre).
+#include "converters/gguf_tokenizer.h"
+
+#include "runtime/pretokenizer.h"
+
+namespace kestrel {
+namespace {
+
+// Merges and pre-tokenizer of a byte-level vocabulary; its pieces have no scores (zeros).
+Status ImportBpeParts(const gguf::File& file, fb::TokenizerT* out) {
+  KES_RETURN_IF_ERROR(file.GetStringArray("tokenizer.ggml.merges", &out->merges));
+  out->pre = "gpt2";  // llama.cpp's choice when the file names none
+  if (file.Has("tokenizer.ggml.pre")) {
+    KES_RETURN_IF_ERROR(file.GetString("tokenizer.ggml.pre", &out->pre));
+  }
+  PreTokenizer pre;
+  KES_RETURN_IF_ERROR(ParsePreTokenizer(out->pre, &pre).WithContext("tokenizer.ggml.pre"));
+  out->scores.assign(out->pieces.size(), 0.0f);
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ImportTokenizer(const gguf::File& file, fb::TokenizerT* out) {
+  std::string kind;
+  KES_RETURN_IF_ERROR(file.GetString("tokenizer.ggml.model", &kind));
+  KES_CHECK_OR_RETURN(kind == "llama" || kind == "gpt2",
+                      "tokenizer.ggml.model: expected \"llama\" (SentencePiece BPE) or \"gpt2\" "
+                      "(byte-level BPE), found \"" + kind + "\"");
+  const bool bpe = kind == "gpt2";
+  out->kind = bpe ? fb::TokenizerKind::ByteLevelBpe : fb::TokenizerKind::SentencePieceBpe;
+  KES_RETURN_IF_ERROR(file.GetStringArray("tokenizer.ggml.tokens", &out->pieces));
+  if (bpe) {
+    KES_RETURN_IF_ERROR(ImportBpeParts(file, out));
+  } else {
+    KES_RETURN_IF_ERROR(file.GetFloatArray("tokenizer.ggml.scores", &out->scores));
+  }
+  std::vector<int64_t> types;
+  KES_RETURN_IF_ERROR(file.GetIntArray("tokenizer.ggml.token_type", &types));
+  const size_t n = out->pieces.size();
+  KES_CHECK_OR_RETURN(out->scores.size() == n && types.size() == n,
+                      "tokenizer: " + std::to_string(n) + " tokens but " +
+                          std::to_string(out->scores.size()) + " scores and " +
+                          std::to_string(types.size()) + " token types");
+  out->types.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    KES_CHECK_OR_RETURN(types[i] >= 0 && types[i] <= 6, "token " + std::to_string(i) +
+                                                            ": unknown token type " +
+                                                            std::to_string(types[i]));
+    out->types[i] = static_cast<int8_t>(types[i]);
+  }
+  const auto id_or_none = [&](const char* key, int32_t* id) -> Status {
+    *id = -1;
+    if (!file.Has(key)) return OkStatus();
+    int64_t v;
+    KES_RETURN_IF_ERROR(file.GetInt(key, &v));
+    KES_CHECK_OR_RETURN(v >= 0 && static_cast<uint64_t>(v) < n,
+                        std::string(key) + ": id " + std::to_string(v) + " is outside the " +
+                            std::to_string(n) + "-token vocabulary");
+    *id = static_cast<int32_t>(v);
+    return OkStatus();
+  };
+  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.bos_token_id", &out->bos_id));
+  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.eos_token_id", &out->eos_id));
+  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.unknown_token_id", &out->unk_id));
+  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.padding_token_id", &out->pad_id));
+  KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.eot_token_id", &out->eot_id));
+  if (out->eot_id < 0) {
+    // Instruction-tuned models end a turn with one of these control tokens even when no key
+    // names it: Gemma's, ChatML's (SmolLM2, Qwen2), Llama 3's.
+    for (size_t i = 0; i < n && out->eot_id < 0; ++i) {
+      for (const char* end_of_turn : {"<end_of_turn>", "<|im_end|>", "<|eot_id|>"}) {
+        if (out->pieces[i] == end_of_turn && out->types[i] == 3) {
+          out->eot_id = static_cast<int32_t>(i);
+        }
+      }
+    }
+  }
+  const auto flag = [&](const char* key, bool fallback, bool* value) -> Status {
+    *value = fallback;
+    return file.Has(key) ? file.GetBool(key, value) : OkStatus();
+  };
+  // llama.cpp's defaults: SentencePiece vocabularies add BOS and a space prefix, byte-level
+  // ones neither, unless the file says.
+  KES_RETURN_IF_ERROR(flag("tokenizer.ggml.add_bos_token", !bpe, &out->add_bos));
+  KES_RETURN_IF_ERROR(flag("tokenizer.ggml.add_eos_token", false, &out->add_eos));
+  KES_RETURN_IF_ERROR(flag("tokenizer.ggml.add_space_prefix", !bpe, &out->add_space_prefix));
+  if (file.Has("tokenizer.chat_template")) {
+    KES_RETURN_IF_ERROR(file.GetString("tokenizer.chat_template", &out->chat_template));
+  }
+  return OkStatus();
+}
+
+}  // namespace kestrel

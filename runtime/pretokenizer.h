@@ -1,0 +1,38 @@
+// Pre-tokenizers of byte-level BPE vocabularies (GGUF tokenizer.ggml.pre): the regular
+// expressions that cut text into words before BPE merges run inside each word, as llama.cpp
+// runs them. Each is written as a matcher over code points (the way llama.cpp's own
+// unicode_regex_split_custom_* functions do it), with Unicode categories from utf8proc.
+//
+//   gpt2:      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//   smollm:    \p{N} (each digit alone), then gpt2 inside each piece
+//   llama-bpe: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+//              ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+          (Llama 3)
+//   qwen2:     the same with \p{N} (one digit) instead of \p{N}{1,3}
+//
+// Bytes that are not valid UTF-8 become words of their own, kept byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "runtime/status.h"
+
+namespace kestrel {
+
+enum class PreTokenizer : uint8_t {
+  kGpt2,
+  kSmolLm,
+  kLlama3,
+  kQwen2,
+};
+
+// By GGUF name: "gpt2", "smollm", "llama-bpe" (also "llama3"), "qwen2"; an error naming the
+// supported ones otherwise.
+Status ParsePreTokenizer(std::string_view name, PreTokenizer* out);
+const char* PreTokenizerName(PreTokenizer pre);
+
+// Appends the words of `text` to *words (views into text, in order, covering it exactly).
+void PreTokenize(PreTokenizer pre, std::string_view text, std::vector<std::string_view>* words);
+
+}  // namespace kestrel

@@ -1,0 +1,191 @@
+// Byte-level BPE over one fragment of raw text, as llama.cpp runs tokenizer.ggml.model "gpt2":
+//  1. the pre-tokenizer (runtime/pretokenizer.h) cuts the fragment into words;
+//  2. each word's bytes become characters of GPT-2's byte alphabet (printable bytes stand for
+//     themselves, the others for U+0100 onwards: a space is "Ġ", a newline "Ċ");
+//  3. starting from one symbol per byte, the adjacent pair with the lowest merge rank is merged
+//     (ties: leftmost) until no adjacent pair has a merge; each symbol is then a token. With
+//     the Llama 3 pre-tokenizer a word that is a token as a whole is taken as it is (llama.cpp's
+//     ignore_merges).
+// Decoding maps the alphabet back to bytes.
+#include <queue>
+
+#include "runtime/tokenizer.h"
+
+namespace kestrel {
+namespace {
+
+// GPT-2's bytes_to_unicode: bytes '!'..'~', 0xA1..0xAC and 0xAE..0xFF are their own code
+// point; the other 68 bytes, in order, are U+0100 onwards.
+bool Printable(unsigned b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; }
+
+struct ByteAlphabet {
+  uint32_t to_char[256];
+  int16_t to_byte[0x144];  // -1: not a character of the alphabet
+  ByteAlphabet() {
+    for (int16_t& b : to_byte) b = -1;
+    uint32_t next = 0x100;
+    for (unsigned b = 0; b < 256; ++b) {
+      to_char[b] = Printable(b) ? b : next++;
+      to_byte[to_char[b]] = static_cast<int16_t>(b);
+    }
+  }
+};
+
+const ByteAlphabet& Alphabet() {
+  static const ByteAlphabet alphabet;
+  return alphabet;
+}
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    *out += static_cast<char>(cp);
+  } else {  // the alphabet stays below U+0800
+    *out += static_cast<char>(0xC0 | (cp >> 6));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+}  // namespace
+
+void Tokenizer::AppendByteLevelText(std::string_view piece, std::string* out) {
+  const ByteAlphabet& alphabet = Alphabet();
+  for (size_t i = 0; i < piece.size();) {
+    const unsigned char c = piece[i];
+    if (c < 0x80) {
+      const int16_t b = alphabet.to_byte[c];
+      *out += b >= 0 ? static_cast<char>(b) : static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0 && i + 1 < piece.size()) {
+      const uint32_t cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(piece[i + 1]) & 0x3Fu);
+      if (cp < 0x144 && alphabet.to_byte[cp] >= 0) {
+        *out += static_cast<char>(alphabet.to_byte[cp]);
+        i += 2;
+        continue;
+      }
+    }
+    *out += static_cast<char>(c);  // outside the alphabet: the piece's own bytes
+    ++i;
+  }
+}
+
+Status Tokenizer::BuildMerges(size_t n_merges,
+                              const std::function<std::string_view(size_t)>& merge) {
+  KES_CHECK_OR_RETURN(n_merges == 0 || merge, "tokenizer: merges missing");
+  KES_CHECK_OR_RETURN(n_merges < (size_t{1} << 31), "tokenizer: too many merges");
+  merges_.reserve(n_merges);
+  std::string joined;
+  for (size_t rank = 0; rank < n_merges; ++rank) {
+    const std::string_view m = merge(rank);
+    const std::string where = "tokenizer: merge " + std::to_string(rank) + " \"" +
+                              std::string(m.substr(0, 64)) + "\"";
+    const size_t space = m.find(' ');
+    KES_CHECK_OR_RETURN(space != std::string_view::npos && space > 0 && space + 1 < m.size(),
+                        where + ": expected two pieces separated by a space");
+    const std::string_view left = m.substr(0, space), right = m.substr(space + 1);
+    joined.assign(left).append(right);
+    const int32_t l = Find(left), r = Find(right), result = Find(joined);
+    KES_CHECK_OR_RETURN(l >= 0 && r >= 0 && result >= 0,
+                        where + ": expected both pieces and their concatenation in the "
+                                "vocabulary, found " +
+                            (l < 0 ? "no '" + std::string(left) + "'"
+                                   : r < 0 ? "no '" + std::string(right) + "'"
+                                           : "no '" + joined + "'"));
+    const uint64_t key = static_cast<uint64_t>(l) << 32 | static_cast<uint32_t>(r);
+    merges_.emplace(key, Merge{static_cast<int32_t>(rank), result});  // a repeat keeps rank 1st
+  }
+  return OkStatus();
+}
+
+const Tokenizer::Merge* Tokenizer::FindMerge(int32_t left, int32_t right) const {
+  if (left < 0 || right < 0) return nullptr;
+  const auto it = merges_.find(static_cast<uint64_t>(left) << 32 | static_cast<uint32_t>(right));
+  return it == merges_.end() ? nullptr : &it->second;
+}
+
+Status Tokenizer::EncodeBpe(std::string_view fragment, std::vector<int32_t>* out) const {
+  std::vector<std::string_view> words;
+  PreTokenize(config_.pre, fragment, &words);
+  for (std::string_view word : words) KES_RETURN_IF_ERROR(EncodeBpeWord(word, out));
+  return OkStatus();
+}
+
+Status Tokenizer::EncodeBpeWord(std::string_view word, std::vector<int32_t>* out) const {
+  std::string text;  // the word in the byte alphabet
+  text.reserve(word.size() * 2);
+  for (unsigned char b : word) AppendUtf8(Alphabet().to_char[b], &text);
+  if (config_.pre == PreTokenizer::kLlama3) {
+    const int32_t whole = Find(text);
+    if (whole >= 0) {
+      out->push_back(whole);
+      return OkStatus();
+    }
+  }
+
+  // Doubly linked list of symbols over `text`, each a vocabulary piece (id) or, for a byte the
+  // vocabulary lacks, id -1; a merged-away symbol keeps length 0.
+  struct Symbol {
+    int32_t prev, next, id;
+    uint32_t start, length;
+  };
+  std::vector<Symbol> symbols;
+  symbols.reserve(word.size());
+  for (size_t offs = 0; offs < text.size();) {
+    const size_t len = static_cast<unsigned char>(text[offs]) < 0x80 ? 1 : 2;
+    const int32_t index = static_cast<int32_t>(symbols.size());
+    symbols.push_back({index - 1, offs + len == text.size() ? -1 : index + 1,
+                       Find(std::string_view(text.data() + offs, len)),
+                       static_cast<uint32_t>(offs), static_cast<uint32_t>(len)});
+    offs += len;
+  }
+  if (symbols.empty()) return OkStatus();
+
+  struct Candidate {
+    int32_t rank, left, right, result;
+    int32_t left_id, right_id;  // a mismatch later means the pair went stale
+  };
+  // Lowest rank first; equal ranks (the same merge in two places): leftmost first.
+  const auto later = [](const Candidate& a, const Candidate& b) {
+    return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, decltype(later)> queue(later);
+  const auto try_pair = [&](int32_t left, int32_t right) {
+    if (left < 0 || right < 0) return;
+    const Merge* m = FindMerge(symbols[left].id, symbols[right].id);
+    if (m != nullptr) {
+      queue.push({m->rank, left, right, m->result, symbols[left].id, symbols[right].id});
+    }
+  };
+  for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) try_pair(i - 1, i);
+
+  while (!queue.empty()) {
+    const Candidate top = queue.top();
+    queue.pop();
+    Symbol& left = symbols[top.left];
+    Symbol& right = symbols[top.right];
+    if (left.length == 0 || right.length == 0 || left.next != top.right ||
+        left.id != top.left_id || right.id != top.right_id) {
+      continue;
+    }
+    left.length += right.length;
+    left.id = top.result;
+    right.length = 0;
+    left.next = right.next;
+    if (right.next >= 0) symbols[right.next].prev = top.left;
+    try_pair(left.prev, top.left);
+    try_pair(top.left, left.next);
+  }
+
+  for (int32_t i = 0; i != -1; i = symbols[i].next) {
+    if (symbols[i].id >= 0) {
+      out->push_back(symbols[i].id);
+    } else {
+      KES_RETURN_IF_ERROR(AppendPieceOrFallback(
+          std::string_view(text.data() + symbols[i].start, symbols[i].length), out));
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace kestrel

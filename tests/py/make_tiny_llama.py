@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Writes a tiny, random-weight, Llama-family GGUF (architecture `llama` or `qwen2`) for tests
+that need a whole model quickly.
+
+The file has the keys and tensor names llama.cpp reads for these architectures, with the real
+layout (GGUF ne = [in, out]) but tiny sizes: 4 layers, d_model 64, 4 query heads and 2 KV heads
+of 16, FFN 160, context 256, and a byte-level BPE vocabulary (tokenizer.ggml.model "gpt2").
+Matrices use a mix of the GGML types gguf-py can quantize (F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+Q5_0, Q5_1), so every dequantizer a converter has for them is exercised; K-quants are left out
+because their 256-value blocks do not divide rows of 64 or 160.
+
+  --arch llama   separate output.weight, no biases, tokenizer.ggml.pre "smollm", control tokens
+                 first (ids 0-2, as in SmolLM2), RoPE theta 10000 (NORM layout in llama.cpp).
+  --arch qwen2   attn_q/attn_k/attn_v biases, tied LM head (no output.weight), pre "qwen2",
+                 control tokens last (as in Qwen2), RoPE theta 1e6 (NEOX layout in llama.cpp).
+  --rope-scaling none | linear (rope.scaling.type "linear", factor 4) | llama3 (Llama 3
+                 frequency factors in rope_freqs.weight, as convert_hf_to_gguf.py writes them:
+                 factor 8, low/high freq factors 1/4, original context 64; llama only).
+
+Tokenizer: the 256 GPT-2 byte-alphabet tokens (bytes_to_unicode, in byte order), then one token
+per merge, learnt by plain BPE over a fixed list of common English words (with and without the
+leading-space marker 'Ġ'). Merges only join letters (and a leading 'Ġ'), so they never cross a
+pre-tokenizer boundary of either the smollm or the qwen2 regex. Control tokens <|endoftext|>,
+<|im_start|>, <|im_end|> (token_type 3); add_bos_token false; a ChatML chat template.
+
+The same arguments always give the same bytes.
+
+usage: make_tiny_llama.py OUT.gguf [--arch llama|qwen2] [--rope-scaling none|linear|llama3]
+                          [--seed N]
+"""
+import argparse
+import math
+from collections import Counter
+
+import numpy as np
+import gguf
+from gguf import GGMLQuantizationType as Q
+
+N_LAYERS = 4
+D_MODEL = 64
+FFN_DIM = 160
+N_HEADS = 4
+N_KV_HEADS = 2
+HEAD_DIM = 16
+CONTEXT = 256
+RMS_EPS = 1e-5
+ROPE_BASE = {"llama": 10000.0, "qwen2": 1e6}
+LINEAR_FACTOR = 4.0
+# Llama 3 rope_scaling (HF config keys) scaled down to this model's context.
+LLAMA3_FACTOR = 8.0
+LLAMA3_LOW_FREQ_FACTOR = 1.0
+LLAMA3_HIGH_FREQ_FACTOR = 4.0
+LLAMA3_ORIGINAL_CONTEXT = 64
+N_MERGES = 320
+
+# Matrix types, cycled over (layer, matrix) so each type appears in several roles. All need rows
+# that are a multiple of 32 values (or none, for the float types).
+MATRIX_TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_1, Q.Q5_1, Q.BF16]
+
+NORMAL = 1
+CONTROL = 3
+CONTROL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+
+# Common English words, most frequent first; word i gets weight ~ 1/(i+1) for merge learning.
+WORDS = """
+the of and to a in is it you that he was for on are with as i his they be at one have this
+from or had by hot word but what some we can out other were all there when up use your how
+said an each she which do their time if will way about many then them write would like so
+these her long make thing see him two has look more day could go come did number sound no
+most people my over know water than call first who may down side been now find any new work
+part take get place made live where after back little only round man year came show every
+good me give our under name very through just form sentence great think say help low line
+differ turn cause much mean before move right boy old too same tell does set three want air
+well also play small end put home read hand port large spell add even land here must big high
+such follow act why ask men change went light kind off need house picture try us again animal
+point mother world near build self earth father head stand own page should country found
+answer school grow study still learn plant cover food sun four between state keep eye never
+last let thought city tree cross farm hard start might story saw far sea draw left late run
+while press close night real life few north open seem together next white children begin got
+walk example ease paper group always music those both mark often letter until mile river car
+feet care second book carry took science eat room friend began idea fish mountain stop once
+base hear horse cut sure watch color face wood main enough plain girl usual young ready above
+ever red list though feel talk bird soon body dog family direct pose leave song measure door
+product black short numeral class wind question happen complete ship area half rock order fire
+south problem piece told knew pass since top whole king space heard best hour better true
+during hundred five remember step early hold west ground interest reach fast verb sing listen
+six table travel less morning ten simple several vowel toward war lay against pattern slow
+center love person money serve appear road map rain rule govern pull cold notice voice unit
+power town fine certain fly fall lead cry dark machine note wait plan figure star box noun
+field rest correct able pound done beauty drive stood contain front teach week final gave
+green quick develop ocean warm free minute strong special mind behind clear tail produce fact
+street inch multiply nothing course stay wheel full force blue object decide surface deep moon
+island foot system busy test record boat common gold possible plane stead dry wonder laugh
+thousand ago ran check game shape equate miss brought heat snow tire bring yes distant fill
+east paint language among hello capital france paris
+""".split()
+
+
+def bytes_to_unicode():
+    """GPT-2's byte -> printable character map (the byte-level BPE alphabet)."""
+    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) +
+                 list(range(ord("®"), ord("ÿ") + 1)))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+def learn_merges(n_merges):
+    """Plain BPE over WORDS (weighted 1/rank), 'Ġword' and 'word' forms. Ties: smallest pair."""
+    space = bytes_to_unicode()[ord(" ")]  # 'Ġ'
+    words = Counter()
+    for rank, word in enumerate(WORDS):
+        weight = 10000 // (rank + 1)
+        words[(space,) + tuple(word)] += weight
+        words[tuple(word)] += max(weight // 4, 1)
+    merges = []
+    for _ in range(n_merges):
+        pairs = Counter()
+        for symbols, weight in words.items():
+            for pair in zip(symbols, symbols[1:]):
+                pairs[pair] += weight
+        if not pairs:
+            break
+        best = min(pairs, key=lambda pair: (-pairs[pair], pair))
+        merges.append(best)
+        joined = best[0] + best[1]
+        updated = Counter()
+        for symbols, weight in words.items():
+            out, i = [], 0
+            while i < len(symbols):
+                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
+                    out.append(joined)
+                    i += 2
+                else:
+                    out.append(symbols[i])
+                    i += 1
+            updated[tuple(out)] += weight
+        words = updated
+    return merges
+
+
+def build_vocab(arch):
+    """Returns (tokens, token_types, merges as 'a b' strings, special ids)."""
+    alphabet = bytes_to_unicode()
+    tokens = [alphabet[b] for b in range(256)]
+    merges = learn_merges(N_MERGES)
+    for a, b in merges:
+        if a + b not in tokens:  # a different split can rebuild an existing token
+            tokens.append(a + b)
+    types = [NORMAL] * len(tokens)
+    if arch == "llama":   # SmolLM2: <|endoftext|> 0, <|im_start|> 1, <|im_end|> 2
+        tokens = CONTROL_TOKENS + tokens
+        types = [CONTROL] * len(CONTROL_TOKENS) + types
+    else:                 # Qwen2: the control tokens follow the BPE vocabulary
+        tokens = tokens + CONTROL_TOKENS
+        types = types + [CONTROL] * len(CONTROL_TOKENS)
+    assert len(set(tokens)) == len(tokens), "duplicate tokens"
+    index = {t: i for i, t in enumerate(tokens)}
+    for a, b in merges:
+        assert a in index and b in index and a + b in index, (a, b)
+    if arch == "llama":   # as SmolLM2's GGUF: bos <|im_start|>, eos <|im_end|>, unk/pad
+        special = {"bos": index["<|im_start|>"], "eos": index["<|im_end|>"],
+                   "unk": index["<|endoftext|>"], "pad": index["<|im_end|>"]}
+    else:                 # as Qwen2's GGUF: bos/pad <|endoftext|>, eos <|im_end|>, no unk
+        special = {"bos": index["<|endoftext|>"], "eos": index["<|im_end|>"],
+                   "pad": index["<|endoftext|>"]}
+    return tokens, types, [f"{a} {b}" for a, b in merges], special
+
+
+def llama3_freq_factors(base, n_rot):
+    """convert_hf_to_gguf.py's LlamaModel rope_freqs for rope_type 'llama3' (ggml divides by them)."""
+    freqs = 1.0 / (base ** (np.arange(0, n_rot, 2, dtype=np.float64) / n_rot))
+    low_freq_wavelen = LLAMA3_ORIGINAL_CONTEXT / LLAMA3_LOW_FREQ_FACTOR
+    high_freq_wavelen = LLAMA3_ORIGINAL_CONTEXT / LLAMA3_HIGH_FREQ_FACTOR
+    factors = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_freq_wavelen:
+            factors.append(1.0)
+        elif wavelen > low_freq_wavelen:
+            factors.append(LLAMA3_FACTOR)
+        else:
+            smooth = ((LLAMA3_ORIGINAL_CONTEXT / wavelen - LLAMA3_LOW_FREQ_FACTOR) /
+                      (LLAMA3_HIGH_FREQ_FACTOR - LLAMA3_LOW_FREQ_FACTOR))
+            factors.append(1.0 / ((1.0 - smooth) / LLAMA3_FACTOR + smooth))
+    return np.asarray(factors, dtype=np.float32)
+
+
+def quantize(values, qtype):
+    """values: float32 [out, in] -> (array, raw_dtype) for GGUFWriter.add_tensor."""
+    if qtype == Q.F32:
+        return values.astype(np.float32), None
+    if qtype == Q.F16:
+        return values.astype(np.float16), None
+    return gguf.quants.quantize(values, qtype), qtype
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--arch", choices=["llama", "qwen2"], default="llama")
+    parser.add_argument("--rope-scaling", choices=["none", "linear", "llama3"], default="none")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    arch = args.arch
+    if args.rope_scaling == "llama3" and arch != "llama":
+        parser.error("--rope-scaling llama3 (rope_freqs.weight) exists only for --arch llama "
+                     "in llama.cpp")
+    rng = np.random.default_rng(args.seed)
+
+    w = gguf.GGUFWriter(args.out, arch)
+    w.add_name(f"tiny-{arch}-random")
+    w.add_uint32(f"{arch}.block_count", N_LAYERS)
+    w.add_uint32(f"{arch}.embedding_length", D_MODEL)
+    w.add_uint32(f"{arch}.feed_forward_length", FFN_DIM)
+    w.add_uint32(f"{arch}.attention.head_count", N_HEADS)
+    w.add_uint32(f"{arch}.attention.head_count_kv", N_KV_HEADS)
+    w.add_uint32(f"{arch}.context_length", CONTEXT)
+    w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", RMS_EPS)
+    w.add_float32(f"{arch}.rope.freq_base", ROPE_BASE[arch])
+    w.add_uint32(f"{arch}.rope.dimension_count", HEAD_DIM)
+    if arch == "qwen2":  # real Llama GGUFs leave key_length out (= d_model / heads); test both
+        w.add_uint32(f"{arch}.attention.key_length", HEAD_DIM)
+        w.add_uint32(f"{arch}.attention.value_length", HEAD_DIM)
+    if args.rope_scaling == "linear":
+        w.add_string(f"{arch}.rope.scaling.type", "linear")
+        w.add_float32(f"{arch}.rope.scaling.factor", LINEAR_FACTOR)
+
+    tokens, types, merges, special = build_vocab(arch)
+    vocab_size = len(tokens)
+    w.add_uint32(f"{arch}.vocab_size", vocab_size)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("smollm" if arch == "llama" else "qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(special["bos"])
+    w.add_eos_token_id(special["eos"])
+    if "unk" in special:
+        w.add_unk_token_id(special["unk"])
+    w.add_pad_token_id(special["pad"])
+    w.add_add_bos_token(False)
+    w.add_add_space_prefix(False)
+    w.add_chat_template(CHAT_TEMPLATE)
+
+    def matrix(out_features, in_features, std=0.08):
+        return (rng.standard_normal((out_features, in_features)) * std).astype(np.float32)
+
+    def vector(n, mean, std):
+        return (mean + std * rng.standard_normal(n)).astype(np.float32)
+
+    # token_embd: [vocab, d_model] rows (Q8_0, like SmolLM2's); qwen2's tied LM head reads it too.
+    emb, emb_type = quantize(matrix(vocab_size, D_MODEL, std=0.1), Q.Q8_0)
+    w.add_tensor("token_embd.weight", emb, raw_dtype=emb_type)
+    w.add_tensor("output_norm.weight", vector(D_MODEL, 1.0, 0.1))
+    if arch == "llama":
+        out, out_type = quantize(matrix(vocab_size, D_MODEL, std=0.1), Q.Q4_1)
+        w.add_tensor("output.weight", out, raw_dtype=out_type)
+        if args.rope_scaling == "llama3":
+            w.add_tensor("rope_freqs.weight", llama3_freq_factors(ROPE_BASE[arch], HEAD_DIM))
+
+    q_dim, kv_dim = N_HEADS * HEAD_DIM, N_KV_HEADS * HEAD_DIM
+    matrices = [("attn_q", q_dim, D_MODEL), ("attn_k", kv_dim, D_MODEL),
+                ("attn_v", kv_dim, D_MODEL), ("attn_output", D_MODEL, q_dim),
+                ("ffn_gate", FFN_DIM, D_MODEL), ("ffn_up", FFN_DIM, D_MODEL),
+                ("ffn_down", D_MODEL, FFN_DIM)]
+    for layer in range(N_LAYERS):
+        p = f"blk.{layer}."
+        w.add_tensor(p + "attn_norm.weight", vector(D_MODEL, 1.0, 0.1))
+        w.add_tensor(p + "ffn_norm.weight", vector(D_MODEL, 1.0, 0.1))
+        for j, (name, out_features, in_features) in enumerate(matrices):
+            qtype = MATRIX_TYPES[(layer * len(matrices) + j) % len(MATRIX_TYPES)]
+            data, raw = quantize(matrix(out_features, in_features), qtype)
+            w.add_tensor(p + name + ".weight", data, raw_dtype=raw)
+        if arch == "qwen2":
+            for name, width in [("attn_q", q_dim), ("attn_k", kv_dim), ("attn_v", kv_dim)]:
+                w.add_tensor(p + name + ".bias", vector(width, 0.0, 0.1))
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+if __name__ == "__main__":
+    main()
