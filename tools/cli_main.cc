@@ -12,6 +12,7 @@ const char kUsage[] =
     "commands:\n"
     "  run         generate text from a prompt, streaming tokens\n"
     "  chat        talk with an instruction-tuned model, turn by turn\n"
+    "  tokenize    print the token ids of a text\n"
     "  inspect     print the model's architecture, sizes, memory and FLOPs per token\n"
     "  bench       measure prefill and decode speed (tokens/s, latency, memory)\n"
     "  perplexity  score a text file (llama.cpp's protocol: chunks of --ctx, second halves)\n"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "run") return kestrel::cli::RunCommand(args);
   if (command == "chat") return kestrel::cli::ChatCommand(args);
+  if (command == "tokenize") return kestrel::cli::TokenizeCommand(args);
   if (command == "inspect") return kestrel::cli::InspectCommand(args);
   if (command == "bench") return kestrel::cli::BenchCommand(args);
   if (command == "perplexity") return kestrel::cli::PerplexityCommand(args);

@@ -22,7 +22,8 @@ const char kRunUsage[] =
     "  --top-k K           keep the K most likely tokens; 0 keeps all (default 40)\n"
     "  --top-p P           keep the smallest set with probability P (default 0.95)\n"
     "  --seed S            random seed (default 0)\n"
-    "  --no-bos            do not add the BOS token before the prompt\n";
+    "  --no-bos            do not add BOS before the prompt (added when the model asks for it)\n"
+    "  --ignore-eos        keep generating past EOS and end-of-turn (for benchmarks and tests)\n";
 
 void PrintToken(void*, int32_t, std::string_view text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -57,6 +58,8 @@ int RunCommand(const std::vector<std::string>& args) {
       // taken, *s says whether its value was valid
     } else if (arg == "--no-bos") {
       add_bos = false;
+    } else if (arg == "--ignore-eos") {
+      gen.stop_at_end_of_generation = false;
     } else {
       s = flags.Positional(arg, "run", kRunUsage, &model_path);
     }
@@ -72,7 +75,8 @@ int RunCommand(const std::vector<std::string>& args) {
   const Tokenizer& tokenizer = model->tokenizer();
   s = tokenizer.Encode(prompt, /*add_special=*/false, /*parse_special=*/true, &tokens);
   if (!s.ok()) return Fail("prompt: " + s.message());
-  if (add_bos && tokenizer.config().bos_id >= 0) {
+  // As llama.cpp: BOS only for vocabularies that ask for it (Gemma, Llama); SmolLM2's says no.
+  if (add_bos && tokenizer.config().add_bos && tokenizer.config().bos_id >= 0) {
     tokens.insert(tokens.begin(), tokenizer.config().bos_id);
   }
   if (tokens.empty()) return Fail("the prompt is empty");

@@ -1,0 +1,153 @@
+// Byte-level BPE on a hand-made vocabulary (merge order, ties, special tokens, bytes outside
+// UTF-8, decoding) and the pre-tokenizers' word splits, written from their regular expressions.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/pretokenizer.h"
+#include "runtime/tokenizer.h"
+
+namespace kestrel {
+namespace {
+
+// GPT-2's byte alphabet as a string of pieces: byte b's character.
+std::string ByteChar(unsigned b) {
+  unsigned cp = b;
+  if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)) {
+    cp = 0x100;
+    for (unsigned k = 0; k < b; ++k) {
+      if (!((k >= 0x21 && k <= 0x7E) || (k >= 0xA1 && k <= 0xAC) || k >= 0xAE)) ++cp;
+    }
+  }
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+// 256 byte tokens, then merged pieces, then two control tokens.
+struct TinyBpe {
+  std::vector<std::string> pieces, merges;
+  std::vector<int8_t> types;
+  Tokenizer tok;
+
+  explicit TinyBpe(PreTokenizer pre) {
+    for (unsigned b = 0; b < 256; ++b) pieces.push_back(ByteChar(b));
+    const std::string sp = ByteChar(' ');  // "Ġ"
+    // Rank order matters: "ab" before "bc", so "abc" -> "ab" "c"; "Ġt" "he" "Ġthe" make " the".
+    for (const auto& [l, r] : std::vector<std::pair<std::string, std::string>>{
+             {"a", "b"}, {"b", "c"}, {sp, "t"}, {"h", "e"}, {sp + "t", "he"}, {"a", "a"}}) {
+      merges.push_back(l + " " + r);
+      pieces.push_back(l + r);
+    }
+    types.assign(pieces.size(), 1);
+    for (const char* special : {"<|im_start|>", "<|im_end|>"}) {
+      pieces.push_back(special);
+      types.push_back(3);
+    }
+    std::vector<float> scores(pieces.size(), 0.0f);
+    TokenizerConfig config;
+    config.algorithm = TokenizerAlgorithm::kByteLevelBpe;
+    config.pre = pre;
+    config.eos_id = static_cast<int32_t>(pieces.size() - 1);
+    const Status s = tok.Init(
+        pieces.size(), [&](size_t i) { return std::string_view(pieces[i]); }, scores.data(),
+        types.data(), config, merges.size(), [&](size_t i) { return std::string_view(merges[i]); });
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  int32_t Id(const std::string& piece) const { return tok.Find(piece); }
+  std::vector<int32_t> Encode(const std::string& text, bool special = false) const {
+    std::vector<int32_t> ids;
+    EXPECT_TRUE(tok.Encode(text, false, special, &ids).ok());
+    return ids;
+  }
+};
+
+TEST(TokenizerBpe, MergesByRankThenLeftmost) {
+  TinyBpe t(PreTokenizer::kGpt2);
+  EXPECT_EQ(t.Encode("abc"), (std::vector<int32_t>{t.Id("ab"), t.Id("c")}));
+  EXPECT_EQ(t.Encode("bc"), (std::vector<int32_t>{t.Id("bc")}));
+  // "aaa": the two "aa" pairs tie; the leftmost merges first.
+  EXPECT_EQ(t.Encode("aaa"), (std::vector<int32_t>{t.Id("aa"), t.Id("a")}));
+  const std::string sp = ByteChar(' ');
+  EXPECT_EQ(t.Encode("x the"), (std::vector<int32_t>{t.Id("x"), t.Id(sp + "the")}));
+}
+
+TEST(TokenizerBpe, SpecialTokensOnlyWhenParsed) {
+  TinyBpe t(PreTokenizer::kGpt2);
+  const int32_t start = t.Id("<|im_start|>");
+  EXPECT_EQ(t.Encode("<|im_start|>ab", true), (std::vector<int32_t>{start, t.Id("ab")}));
+  const std::vector<int32_t> plain = t.Encode("<|im_start|>ab", false);
+  EXPECT_GT(plain.size(), 2u);
+  EXPECT_EQ(t.tok.Decode(plain), "<|im_start|>ab");
+  EXPECT_TRUE(t.tok.IsEndOfGeneration(t.Id("<|im_end|>")));
+}
+
+TEST(TokenizerBpe, DecodeGivesEveryByteBack) {
+  TinyBpe t(PreTokenizer::kLlama3);
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);  // invalid UTF-8 included
+  const std::vector<int32_t> ids = t.Encode(all);
+  EXPECT_EQ(t.tok.Decode(ids), all);
+  EXPECT_EQ(t.tok.Decode(t.Encode("the café, 日本 😀\n\t x")), "the café, 日本 😀\n\t x");
+}
+
+TEST(TokenizerBpe, InitRejectsBadMerges) {
+  std::vector<std::string> pieces = {"a", "b"};
+  std::vector<int8_t> types = {1, 1};
+  std::vector<float> scores = {0, 0};
+  TokenizerConfig config;
+  config.algorithm = TokenizerAlgorithm::kByteLevelBpe;
+  for (const std::string merge : {"a b", "ab", "a c"}) {
+    Tokenizer tok;
+    const Status s = tok.Init(
+        2, [&](size_t i) { return std::string_view(pieces[i]); }, scores.data(), types.data(),
+        config, 1, [&](size_t) { return std::string_view(merge); });
+    ASSERT_FALSE(s.ok()) << merge;
+    EXPECT_NE(s.message().find("merge 0"), std::string::npos) << s.message();
+  }
+}
+
+std::vector<std::string> Words(PreTokenizer pre, std::string_view text) {
+  std::vector<std::string_view> views;
+  PreTokenize(pre, text, &views);
+  return std::vector<std::string>(views.begin(), views.end());
+}
+
+using W = std::vector<std::string>;
+
+TEST(PreTokenizer, Gpt2) {
+  EXPECT_EQ(Words(PreTokenizer::kGpt2, "Hello world's  end 123 ok!?"),
+            (W{"Hello", " world", "'s", " ", " end", " 123", " ok", "!?"}));
+  EXPECT_EQ(Words(PreTokenizer::kGpt2, "a\n\nb  "), (W{"a", "\n", "\n", "b", "  "}));
+  EXPECT_EQ(Words(PreTokenizer::kGpt2, "日本語 текст"), (W{"日本語", " текст"}));
+}
+
+TEST(PreTokenizer, SmolLmSplitsEveryDigit) {
+  EXPECT_EQ(Words(PreTokenizer::kSmolLm, "x 2024 y"), (W{"x", " ", "2", "0", "2", "4", " y"}));
+}
+
+TEST(PreTokenizer, Llama3AndQwen2) {
+  EXPECT_EQ(Words(PreTokenizer::kLlama3, "I'M here: 12345 (ok)\n\n  x"),
+            (W{"I", "'M", " here", ":", " ", "123", "45", " (", "ok", ")\n\n", " ", " x"}));
+  EXPECT_EQ(Words(PreTokenizer::kQwen2, "v12"), (W{"v", "1", "2"}));
+  EXPECT_EQ(Words(PreTokenizer::kLlama3, "a \n b"), (W{"a", " \n", " b"}));
+}
+
+TEST(PreTokenizer, NamesAndErrors) {
+  PreTokenizer pre;
+  ASSERT_TRUE(ParsePreTokenizer("llama-bpe", &pre).ok());
+  EXPECT_EQ(pre, PreTokenizer::kLlama3);
+  const Status s = ParsePreTokenizer("deepseek-coder", &pre);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'deepseek-coder'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("smollm"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace kestrel
