@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/sampler.h"
@@ -63,6 +64,16 @@ class FlagReader {
   const std::vector<std::string>& args_;
   size_t i_ = 0;
 };
+
+// Usage lines of the sampling flags run and chat share (a string literal, to concatenate).
+#define KESTREL_SAMPLER_FLAGS_USAGE                                                   \
+  "  --temp T            temperature; 0 is greedy (default 0.8)\n"                   \
+  "  --top-k K           keep the K most likely tokens; 0 keeps all (default 40)\n" \
+  "  --top-p P           keep the smallest set with probability P (default 0.95)\n" \
+  "  --seed S            random seed (default 0)\n"
+
+// Writes a generated token's text to stdout at once (a TokenSink for Generate).
+void StreamToken(void* context, int32_t token, std::string_view text);
 
 // The sampling flags run and chat share (--temp, --top-k, --top-p, --seed): true when `arg` is
 // one of them, with *status saying whether its value was valid.

@@ -72,6 +72,11 @@ std::string JsonEscape(const std::string& text) {
   return out;
 }
 
+void StreamToken(void*, int32_t, std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
 bool SamplerFlag(FlagReader& flags, const std::string& arg, SamplerOptions* options,
                  Status* status) {
   if (arg == "--temp") {

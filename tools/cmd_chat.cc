@@ -25,15 +25,7 @@ const char kChatUsage[] =
     "  -n, --n-predict N   most tokens per reply (default 512)\n"
     "  -t, --threads N     threads (default 1)\n"
     "  -c, --ctx N         context length in tokens for the whole chat (default 4096)\n"
-    "  --temp T            temperature; 0 is greedy (default 0.8)\n"
-    "  --top-k K           keep the K most likely tokens; 0 keeps all (default 40)\n"
-    "  --top-p P           keep the smallest set with probability P (default 0.95)\n"
-    "  --seed S            random seed (default 0)\n";
-
-void PrintToken(void*, int32_t, std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
+    KESTREL_SAMPLER_FLAGS_USAGE;
 
 // The ids of one turn: markup with control tokens parsed, people's words as plain text.
 Status EncodeTurn(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments,
@@ -118,7 +110,7 @@ int ChatCommand(const std::vector<std::string>& args) {
                   " tokens used); start a new chat, with a larger --ctx for longer ones");
     }
     GenerateStats stats;
-    s = Generate(*session, tokens.data(), tokens.size(), gen, PrintToken, nullptr, &stats);
+    s = Generate(*session, tokens.data(), tokens.size(), gen, StreamToken, nullptr, &stats);
     std::fputc('\n', stdout);
     std::fflush(stdout);
     if (!s.ok()) return Fail(s.message());

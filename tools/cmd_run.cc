@@ -18,17 +18,9 @@ const char kRunUsage[] =
     "  -n, --n-predict N   tokens to generate (default 128)\n"
     "  -t, --threads N     threads (default 1)\n"
     "  -c, --ctx N         context length in tokens (default 4096, at most the model's)\n"
-    "  --temp T            temperature; 0 is greedy (default 0.8)\n"
-    "  --top-k K           keep the K most likely tokens; 0 keeps all (default 40)\n"
-    "  --top-p P           keep the smallest set with probability P (default 0.95)\n"
-    "  --seed S            random seed (default 0)\n"
+    KESTREL_SAMPLER_FLAGS_USAGE
     "  --no-bos            do not add BOS before the prompt (added when the model asks for it)\n"
     "  --ignore-eos        keep generating past EOS and end-of-turn (for benchmarks and tests)\n";
-
-void PrintToken(void*, int32_t, std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
 
 }  // namespace
 
@@ -87,7 +79,7 @@ int RunCommand(const std::vector<std::string>& args) {
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
   GenerateStats stats;
-  s = Generate(*session, tokens.data(), tokens.size(), gen, PrintToken, nullptr, &stats);
+  s = Generate(*session, tokens.data(), tokens.size(), gen, StreamToken, nullptr, &stats);
   std::fputc('\n', stdout);
   if (!s.ok()) return Fail(s.message());
   std::fprintf(stderr,
