@@ -1,5 +1,6 @@
 // Compiles the attention op for every Highway target and dispatches to the best one at run time.
 #include "ops/attention.h"
+#include "ops/targets.h"
 
 #include <cstddef>
 
@@ -32,6 +33,11 @@ HWY_EXPORT(AttentionWithDefaultBlocks);
 
 void Attention(const AttentionArgs& args, size_t task_begin, size_t task_end) {
   HWY_DYNAMIC_DISPATCH(AttentionWithDefaultBlocks)(args, task_begin, task_end);
+}
+
+decltype(&Attention) ResolveAttention() {
+  ChooseTarget();
+  return &HWY_DYNAMIC_DISPATCH(AttentionWithDefaultBlocks);
 }
 
 }  // namespace kestrel::ops

@@ -47,4 +47,7 @@ inline constexpr size_t kAttentionMaxHeadDim = 1024;
 // capacity >= (window ? window + n_tokens - 1 : pos0 + n_tokens).
 void Attention(const AttentionArgs& args, size_t task_begin, size_t task_end);
 
+// Attention resolved to this CPU's target once (ops/targets.h).
+decltype(&Attention) ResolveAttention();
+
 }  // namespace kestrel::ops

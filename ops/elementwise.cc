@@ -1,5 +1,6 @@
 // Element-wise activations and adds, compiled for every Highway target and dispatched at run time.
 #include "ops/elementwise.h"
+#include "ops/targets.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/elementwise.cc"
@@ -90,6 +91,10 @@ void SiluMul(const float* gate, const float* up, float* out, size_t n) {
 void Add(const float* a, const float* b, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(AddPerTarget)(a, b, out, n);
 }
+
+KESTREL_DEFINE_RESOLVE(GeluTanhMul)
+KESTREL_DEFINE_RESOLVE(SiluMul)
+KESTREL_DEFINE_RESOLVE(Add)
 
 }  // namespace kestrel::ops
 #endif  // HWY_ONCE

@@ -17,4 +17,9 @@ void SiluMul(const float* gate, const float* up, float* out, size_t n);
 // out[i] = a[i] + b[i]. out may alias a or b.
 void Add(const float* a, const float* b, float* out, size_t n);
 
+// Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
+decltype(&GeluTanhMul) ResolveGeluTanhMul();
+decltype(&SiluMul) ResolveSiluMul();
+decltype(&Add) ResolveAdd();
+
 }  // namespace kestrel::ops

@@ -1,5 +1,6 @@
 // Embedding lookup, compiled for every Highway target and dispatched at run time.
 #include "ops/embed.h"
+#include "ops/targets.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/embed.cc"
@@ -74,6 +75,10 @@ void EmbedBF16(const hwy::bfloat16_t* table, size_t dim, const int32_t* tokens, 
                float scale, float* out) {
   HWY_DYNAMIC_DISPATCH(EmbedBF16PerTarget)(table, dim, tokens, n_tokens, scale, out);
 }
+
+KESTREL_DEFINE_RESOLVE(EmbedF32)
+KESTREL_DEFINE_RESOLVE(EmbedF16)
+KESTREL_DEFINE_RESOLVE(EmbedBF16)
 
 }  // namespace kestrel::ops
 #endif  // HWY_ONCE

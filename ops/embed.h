@@ -25,4 +25,9 @@ void EmbedQ8(const uint8_t* table, size_t vocab, size_t dim, const int32_t* toke
 void EmbedQ4(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
              size_t n_tokens, float scale, float* out);
 
+// Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
+decltype(&EmbedF32) ResolveEmbedF32();
+decltype(&EmbedF16) ResolveEmbedF16();
+decltype(&EmbedBF16) ResolveEmbedBF16();
+
 }  // namespace kestrel::ops

@@ -1,5 +1,6 @@
 // Compiles ops/matmul-inl.h for every Highway target and dispatches to the best one at run time.
 #include "ops/matmul.h"
+#include "ops/targets.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul.cc"
@@ -52,6 +53,10 @@ void MatMulBF16(const hwy::bfloat16_t* w, const float* x, float* y, size_t n_tok
                 size_t n_out, size_t row_begin, size_t row_end) {
   HWY_DYNAMIC_DISPATCH(MatMulBF16PerTarget)(w, x, y, n_tokens, k, n_out, row_begin, row_end);
 }
+
+KESTREL_DEFINE_RESOLVE(MatMulF32)
+KESTREL_DEFINE_RESOLVE(MatMulF16)
+KESTREL_DEFINE_RESOLVE(MatMulBF16)
 
 }  // namespace kestrel::ops
 #endif  // HWY_ONCE

@@ -23,4 +23,9 @@ void MatMulF16(const hwy::float16_t* w, const float* x, float* y, size_t n_token
 void MatMulBF16(const hwy::bfloat16_t* w, const float* x, float* y, size_t n_tokens, size_t k,
                 size_t n_out, size_t row_begin, size_t row_end);
 
+// Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
+decltype(&MatMulF32) ResolveMatMulF32();
+decltype(&MatMulF16) ResolveMatMulF16();
+decltype(&MatMulBF16) ResolveMatMulBF16();
+
 }  // namespace kestrel::ops

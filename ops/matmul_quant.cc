@@ -13,6 +13,7 @@
 // Q4_0 quants stay unsigned (0..15): sum((q - 8) * x) = sum(q * x) - 8 * sum(x), and the second
 // term comes from the per-block sums that ops/quantize_rows.h stores with the activations.
 #include "ops/matmul_quant.h"
+#include "ops/targets.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_quant.cc"
@@ -456,6 +457,9 @@ void MatMulQ4(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, siz
               size_t n_out, size_t row_begin, size_t row_end) {
   HWY_DYNAMIC_DISPATCH(MatMulQ4PerTarget)(w, x, y, n_tokens, k, n_out, row_begin, row_end);
 }
+
+KESTREL_DEFINE_RESOLVE(MatMulQ8)
+KESTREL_DEFINE_RESOLVE(MatMulQ4)
 
 }  // namespace kestrel::ops
 #endif  // HWY_ONCE

@@ -1,5 +1,6 @@
 // Activation quantization (ops/quantize_rows.h), compiled for every Highway target.
 #include "ops/quantize_rows.h"
+#include "ops/targets.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/quantize_rows.cc"
@@ -59,6 +60,8 @@ HWY_EXPORT(QuantizeRowsQ8PerTarget);
 void QuantizeRowsQ8(const float* x, size_t n_rows, size_t k, uint8_t* out) {
   HWY_DYNAMIC_DISPATCH(QuantizeRowsQ8PerTarget)(x, n_rows, k, out);
 }
+
+KESTREL_DEFINE_RESOLVE(QuantizeRowsQ8)
 
 }  // namespace kestrel::ops
 #endif  // HWY_ONCE

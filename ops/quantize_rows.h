@@ -19,4 +19,7 @@ inline constexpr size_t Q8ActRowBytes(size_t k) { return k + k / 32 * (sizeof(fl
 // x: [n_rows, k] f32, out: n_rows rows of Q8ActRowBytes(k) bytes. k % 32 == 0.
 void QuantizeRowsQ8(const float* x, size_t n_rows, size_t k, uint8_t* out);
 
+// Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
+decltype(&QuantizeRowsQ8) ResolveQuantizeRowsQ8();
+
 }  // namespace kestrel::ops

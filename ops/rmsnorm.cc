@@ -1,5 +1,6 @@
 // RMSNorm, compiled for every Highway target and dispatched at run time.
 #include "ops/rmsnorm.h"
+#include "ops/targets.h"
 
 #include <cmath>
 
@@ -76,6 +77,8 @@ HWY_EXPORT(RmsNormPerTarget);
 void RmsNorm(const float* x, const float* gamma, float* y, size_t n_rows, size_t dim, float eps) {
   HWY_DYNAMIC_DISPATCH(RmsNormPerTarget)(x, gamma, y, n_rows, dim, eps);
 }
+
+KESTREL_DEFINE_RESOLVE(RmsNorm)
 
 }  // namespace kestrel::ops
 #endif  // HWY_ONCE

@@ -12,4 +12,7 @@ namespace kestrel::ops {
 // (n_rows = n_tokens * n_heads, dim = head_dim).
 void RmsNorm(const float* x, const float* gamma, float* y, size_t n_rows, size_t dim, float eps);
 
+// Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
+decltype(&RmsNorm) ResolveRmsNorm();
+
 }  // namespace kestrel::ops

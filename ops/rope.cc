@@ -1,5 +1,6 @@
 // Rotary position embedding, compiled for every Highway target and dispatched at run time.
 #include "ops/rope.h"
+#include "ops/targets.h"
 
 #include <cmath>
 
@@ -105,6 +106,8 @@ void Rope(float* x, size_t n_tokens, size_t n_heads, size_t head_dim, int64_t po
           const RopeFrequencies& freqs) {
   HWY_DYNAMIC_DISPATCH(RopePerTarget)(x, n_tokens, n_heads, head_dim, pos0, freqs);
 }
+
+KESTREL_DEFINE_RESOLVE(Rope)
 
 }  // namespace kestrel::ops
 #endif  // HWY_ONCE

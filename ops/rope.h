@@ -38,4 +38,7 @@ inline void RopeNeox(float* x, size_t n_tokens, size_t n_heads, size_t head_dim,
        {RopeLayout::kNeox, theta_base, freq_scale, nullptr});
 }
 
+// Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
+decltype(&Rope) ResolveRope();
+
 }  // namespace kestrel::ops

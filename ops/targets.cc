@@ -42,4 +42,6 @@ std::string SupportedTargetNames() {
 
 std::string CompiledTargetNames() { return TargetNames(HWY_TARGETS); }
 
+void ChooseTarget() { SupportedTargetsKeepingDispatch(); }
+
 }  // namespace kestrel::ops

@@ -39,13 +39,19 @@ void ThreadTasks(size_t n, size_t heads, int64_t pos0, int64_t window, size_t th
   *end = (token_end > token_begin ? token_end : token_begin) * heads;
 }
 
+struct AttentionStepArgs {
+  decltype(&ops::Attention) kernel;
+  ops::AttentionArgs args;  // n_tokens and pos0 are filled in per step
+};
+
 void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threads) {
-  ops::AttentionArgs a = *static_cast<const ops::AttentionArgs*>(args);
+  const auto& step = *static_cast<const AttentionStepArgs*>(args);
+  ops::AttentionArgs a = step.args;
   a.n_tokens = n;
   a.pos0 = pos0;
   size_t b, e;
   ThreadTasks(n, a.n_heads, pos0, a.window, thread, n_threads, &b, &e);
-  if (b < e) ops::Attention(a, b, e);
+  if (b < e) step.kernel(a, b, e);
 }
 
 Status Check(const OpCheck& c) {
@@ -100,7 +106,7 @@ void Bind(const BindContext& b, Step* step) {
   a.capacity = ring.capacity;
   a.window = p.mask() == fb::AttentionMask::SlidingWindow ? static_cast<int64_t>(p.window()) : 0;
   a.scale = p.scale();
-  step->Set(Run, Parallelism::kAlways, a);
+  step->Set(Run, Parallelism::kAlways, AttentionStepArgs{ops::ResolveAttention(), a});
 }
 
 }  // namespace

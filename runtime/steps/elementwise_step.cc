@@ -47,8 +47,8 @@ void BindBinary(const BindContext& b, BinaryFn kernel, Step* step) {
 
 BinaryFn ActivationKernel(fb::Activation activation) {
   switch (activation) {
-    case fb::Activation::GeluTanh: return ops::GeluTanhMul;
-    case fb::Activation::Silu: return ops::SiluMul;
+    case fb::Activation::GeluTanh: return ops::ResolveGeluTanhMul();
+    case fb::Activation::Silu: return ops::ResolveSiluMul();
   }
   return nullptr;
 }
@@ -64,7 +64,7 @@ void BindGated(const BindContext& b, Step* step) {
   BindBinary(b, ActivationKernel(b.op().params_as_GatedActivation()->activation()), step);
 }
 
-void BindAdd(const BindContext& b, Step* step) { BindBinary(b, ops::Add, step); }
+void BindAdd(const BindContext& b, Step* step) { BindBinary(b, ops::ResolveAdd(), step); }
 
 }  // namespace
 

@@ -8,11 +8,12 @@
 namespace kestrel {
 namespace {
 
-using LookupFn = void (*)(const void* table, size_t vocab, size_t dim, const int32_t* tokens,
-                          size_t n_tokens, float scale, float* out);
+// A lookup of ops/embed.h, resolved to this CPU's target at bind time where it has one, stored
+// type-erased and called through RunDense<T> or RunQuantized, which cast it back.
+using ErasedLookup = void (*)();
 
 struct EmbedArgs {
-  LookupFn lookup;
+  ErasedLookup lookup;
   const void* table;   // [vocab, dim]
   size_t vocab, dim;
   const int32_t* tokens;
@@ -20,34 +21,30 @@ struct EmbedArgs {
   float scale;
 };
 
-template <typename T, void (*Kernel)(const T*, size_t, const int32_t*, size_t, float, float*)>
-void LookupDense(const void* table, size_t, size_t dim, const int32_t* tokens, size_t n,
-                 float scale, float* out) {
-  Kernel(static_cast<const T*>(table), dim, tokens, n, scale, out);
+bool HasLookup(fb::DType dtype) {
+  return dtype == fb::DType::F32 || dtype == fb::DType::F16 || dtype == fb::DType::BF16 ||
+         dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0;
 }
 
-template <void (*Kernel)(const uint8_t*, size_t, size_t, const int32_t*, size_t, float, float*)>
-void LookupQuantized(const void* table, size_t vocab, size_t dim, const int32_t* tokens, size_t n,
-                     float scale, float* out) {
-  Kernel(static_cast<const uint8_t*>(table), vocab, dim, tokens, n, scale, out);
-}
-
-LookupFn LookupFor(fb::DType dtype) {
-  switch (dtype) {
-    case fb::DType::F16: return LookupDense<hwy::float16_t, ops::EmbedF16>;
-    case fb::DType::BF16: return LookupDense<hwy::bfloat16_t, ops::EmbedBF16>;
-    case fb::DType::Q8_0: return LookupQuantized<ops::EmbedQ8>;
-    case fb::DType::Q4_0: return LookupQuantized<ops::EmbedQ4>;
-    case fb::DType::F32: return LookupDense<float, ops::EmbedF32>;
-    default: return nullptr;
-  }
-}
-
-void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
+template <typename T>
+void RunDense(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
+  using Lookup = void (*)(const T*, size_t, const int32_t*, size_t, float, float*);
   const auto& a = *static_cast<const EmbedArgs*>(args);
   size_t b, e;
   SplitRange(n, thread, n_threads, &b, &e);
-  if (b < e) a.lookup(a.table, a.vocab, a.dim, a.tokens + b, e - b, a.scale, a.out + b * a.dim);
+  if (b == e) return;
+  reinterpret_cast<Lookup>(a.lookup)(static_cast<const T*>(a.table), a.dim, a.tokens + b, e - b,
+                                     a.scale, a.out + b * a.dim);
+}
+
+void RunQuantized(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
+  using Lookup = void (*)(const uint8_t*, size_t, size_t, const int32_t*, size_t, float, float*);
+  const auto& a = *static_cast<const EmbedArgs*>(args);
+  size_t b, e;
+  SplitRange(n, thread, n_threads, &b, &e);
+  if (b == e) return;
+  reinterpret_cast<Lookup>(a.lookup)(static_cast<const uint8_t*>(a.table), a.vocab, a.dim,
+                                     a.tokens + b, e - b, a.scale, a.out + b * a.dim);
 }
 
 Status Check(const OpCheck& c) {
@@ -57,7 +54,7 @@ Status Check(const OpCheck& c) {
                                "input must be the i32 token ids, one per row"));
   const fb::Tensor& table = c.Weight(0);
   KES_RETURN_IF_ERROR(c.Matrix(table, "embedding table"));
-  KES_RETURN_IF_ERROR(c.Expect(LookupFor(table.dtype()) != nullptr,
+  KES_RETURN_IF_ERROR(c.Expect(HasLookup(table.dtype()),
                                std::string("embedding table: no lookup for dtype ") +
                                    DTypeName(table.dtype())));
   const uint64_t vocab = c.model().hparams()->vocab_size();
@@ -72,14 +69,34 @@ Status Check(const OpCheck& c) {
 void Bind(const BindContext& b, Step* step) {
   const fb::Tensor& table = b.Weight(0);
   EmbedArgs a{};
-  a.lookup = LookupFor(table.dtype());
+  StepFn run = RunQuantized;
+  const auto erase = [](auto lookup) { return reinterpret_cast<ErasedLookup>(lookup); };
+  switch (table.dtype()) {
+    case fb::DType::F16:
+      a.lookup = erase(ops::ResolveEmbedF16());
+      run = RunDense<hwy::float16_t>;
+      break;
+    case fb::DType::BF16:
+      a.lookup = erase(ops::ResolveEmbedBF16());
+      run = RunDense<hwy::bfloat16_t>;
+      break;
+    case fb::DType::Q8_0:  // one row dequantized per token: plain code, nothing to dispatch
+      a.lookup = erase(&ops::EmbedQ8);
+      break;
+    case fb::DType::Q4_0:
+      a.lookup = erase(&ops::EmbedQ4);
+      break;
+    default:  // F32; Check allows nothing else
+      a.lookup = erase(ops::ResolveEmbedF32());
+      run = RunDense<float>;
+  }
   a.table = b.WeightData(0);
   a.vocab = table.shape()->Get(0);
   a.dim = table.shape()->Get(1);
   a.tokens = reinterpret_cast<const int32_t*>(b.In(0));
   a.out = reinterpret_cast<float*>(b.Out(0));
   a.scale = b.op().params_as_Embed()->scale();
-  step->Set(Run, Parallelism::kMultiToken, a);
+  step->Set(run, Parallelism::kMultiToken, a);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// MatMul: out = in W^T (+ bias), the kernel bound per weight dtype; threads split output rows.
+// MatMul: out = in W^T (+ bias), the kernel bound per weight dtype and CPU target; threads split
+// output rows.
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
 #include "ops/matmul_quant.h"
@@ -9,12 +10,13 @@
 namespace kestrel {
 namespace {
 
-// Same contract as ops/matmul.h; x is f32 rows or Q8_ACT rows as the weight dtype needs.
-using KernelFn = void (*)(const void* w, const void* x, float* y, size_t n_tokens, size_t k,
-                          size_t n_out, size_t row_begin, size_t row_end);
+// A kernel of ops/matmul.h or ops/matmul_quant.h, resolved to this CPU's target at bind time,
+// stored type-erased and called through Run<W, X>, which casts it back to its own type:
+// void (*)(const W* w, const X* x, float* y, n_tokens, k, n_out, row_begin, row_end).
+using ErasedKernel = void (*)();
 
 struct MatMulArgs {
-  KernelFn kernel;
+  ErasedKernel kernel;
   const void* w;        // [n_out, k]
   const float* bias;    // [n_out] or null
   const uint8_t* x;     // [tokens, x_row_bytes]
@@ -23,29 +25,9 @@ struct MatMulArgs {
   bool last_row_only;
 };
 
-template <typename T, void (*Kernel)(const T*, const float*, float*, size_t, size_t, size_t,
-                                     size_t, size_t)>
-void Dense(const void* w, const void* x, float* y, size_t n, size_t k, size_t n_out, size_t b,
-           size_t e) {
-  Kernel(static_cast<const T*>(w), static_cast<const float*>(x), y, n, k, n_out, b, e);
-}
-
-template <void (*Kernel)(const uint8_t*, const uint8_t*, float*, size_t, size_t, size_t, size_t,
-                         size_t)>
-void Quantized(const void* w, const void* x, float* y, size_t n, size_t k, size_t n_out, size_t b,
-               size_t e) {
-  Kernel(static_cast<const uint8_t*>(w), static_cast<const uint8_t*>(x), y, n, k, n_out, b, e);
-}
-
-KernelFn KernelFor(fb::DType dtype) {
-  switch (dtype) {
-    case fb::DType::F32: return Dense<float, ops::MatMulF32>;
-    case fb::DType::F16: return Dense<hwy::float16_t, ops::MatMulF16>;
-    case fb::DType::BF16: return Dense<hwy::bfloat16_t, ops::MatMulBF16>;
-    case fb::DType::Q8_0: return Quantized<ops::MatMulQ8>;
-    case fb::DType::Q4_0: return Quantized<ops::MatMulQ4>;
-    default: return nullptr;
-  }
+bool HasKernel(fb::DType dtype) {
+  return dtype == fb::DType::F32 || dtype == fb::DType::F16 || dtype == fb::DType::BF16 ||
+         dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0;
 }
 
 // Output rows for this thread, in whole groups of kQuantGroupRows (the kernels' row tile and the
@@ -57,14 +39,18 @@ void ThreadRows(size_t rows, size_t thread, size_t n_threads, size_t* begin, siz
   *end = *end * kGroup < rows ? *end * kGroup : rows;
 }
 
+// W: the weight element type; X: the input's (float, or uint8_t for Q8_ACT rows).
+template <typename W, typename X>
 void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
+  using Kernel = void (*)(const W*, const X*, float*, size_t, size_t, size_t, size_t, size_t);
   const auto& a = *static_cast<const MatMulArgs*>(args);
   size_t b, e;
   ThreadRows(a.n_out, thread, n_threads, &b, &e);
   if (b == e) return;
   const size_t n_rows = a.last_row_only ? 1 : n;
   const uint8_t* x = a.x + (a.last_row_only ? (n - 1) * a.x_row_bytes : 0);
-  a.kernel(a.w, x, a.y, n_rows, a.k, a.n_out, b, e);
+  reinterpret_cast<Kernel>(a.kernel)(static_cast<const W*>(a.w), reinterpret_cast<const X*>(x),
+                                     a.y, n_rows, a.k, a.n_out, b, e);
   if (a.bias == nullptr) return;
   for (size_t t = 0; t < n_rows; ++t) {
     float* row = a.y + t * a.n_out;
@@ -75,7 +61,7 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
 Status Check(const OpCheck& c) {
   const fb::Tensor& w = c.Weight(0);
   KES_RETURN_IF_ERROR(c.Matrix(w, "weight"));
-  KES_RETURN_IF_ERROR(c.Expect(KernelFor(w.dtype()) != nullptr,
+  KES_RETURN_IF_ERROR(c.Expect(HasKernel(w.dtype()),
                                std::string("weight: no matmul kernel for dtype ") +
                                    DTypeName(w.dtype())));
   const uint64_t n_out = w.shape()->Get(0), k = w.shape()->Get(1);
@@ -94,7 +80,29 @@ Status Check(const OpCheck& c) {
 void Bind(const BindContext& b, Step* step) {
   const fb::Tensor& w = b.Weight(0);
   MatMulArgs a{};
-  a.kernel = KernelFor(w.dtype());
+  StepFn run = nullptr;
+  const auto erase = [](auto kernel) { return reinterpret_cast<ErasedKernel>(kernel); };
+  switch (w.dtype()) {
+    case fb::DType::F16:
+      a.kernel = erase(ops::ResolveMatMulF16());
+      run = Run<hwy::float16_t, float>;
+      break;
+    case fb::DType::BF16:
+      a.kernel = erase(ops::ResolveMatMulBF16());
+      run = Run<hwy::bfloat16_t, float>;
+      break;
+    case fb::DType::Q8_0:
+      a.kernel = erase(ops::ResolveMatMulQ8());
+      run = Run<uint8_t, uint8_t>;
+      break;
+    case fb::DType::Q4_0:
+      a.kernel = erase(ops::ResolveMatMulQ4());
+      run = Run<uint8_t, uint8_t>;
+      break;
+    default:  // F32; Check allows nothing else
+      a.kernel = erase(ops::ResolveMatMulF32());
+      run = Run<float, float>;
+  }
   a.w = b.WeightData(0);
   a.bias = b.n_weights() == 2 ? reinterpret_cast<const float*>(b.WeightData(1)) : nullptr;
   a.x = b.In(0);
@@ -103,7 +111,7 @@ void Bind(const BindContext& b, Step* step) {
   a.k = w.shape()->Get(1);
   a.x_row_bytes = RowBytes(b.InBuffer(0).dtype(), a.k);
   a.last_row_only = b.op().params_as_MatMul()->last_row_only();
-  step->Set(Run, Parallelism::kAlways, a);
+  step->Set(run, Parallelism::kAlways, a);
 }
 
 }  // namespace

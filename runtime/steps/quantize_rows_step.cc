@@ -7,6 +7,7 @@ namespace kestrel {
 namespace {
 
 struct QuantizeRowsArgs {
+  decltype(&ops::QuantizeRowsQ8) kernel;
   const float* in;  // [tokens, k]
   uint8_t* out;     // [tokens, row_bytes]
   size_t k, row_bytes;
@@ -16,7 +17,7 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
   const auto& a = *static_cast<const QuantizeRowsArgs*>(args);
   size_t b, e;
   SplitRange(n, thread, n_threads, &b, &e);
-  if (b < e) ops::QuantizeRowsQ8(a.in + b * a.k, e - b, a.k, a.out + b * a.row_bytes);
+  if (b < e) a.kernel(a.in + b * a.k, e - b, a.k, a.out + b * a.row_bytes);
 }
 
 Status Check(const OpCheck& c) {
@@ -27,6 +28,7 @@ Status Check(const OpCheck& c) {
 
 void Bind(const BindContext& b, Step* step) {
   QuantizeRowsArgs a{};
+  a.kernel = ops::ResolveQuantizeRowsQ8();
   a.in = reinterpret_cast<const float*>(b.In(0));
   a.out = b.Out(0);
   a.k = b.InBuffer(0).row_elems();

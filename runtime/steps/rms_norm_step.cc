@@ -6,6 +6,7 @@ namespace kestrel {
 namespace {
 
 struct RmsNormArgs {
+  decltype(&ops::RmsNorm) kernel;
   const float* in;     // [tokens, vectors_per_token * dim]
   float* out;
   const float* gamma;  // [dim]
@@ -17,7 +18,7 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
   const auto& a = *static_cast<const RmsNormArgs*>(args);
   size_t b, e;
   SplitRange(n * a.vectors_per_token, thread, n_threads, &b, &e);
-  if (b < e) ops::RmsNorm(a.in + b * a.dim, a.gamma, a.out + b * a.dim, e - b, a.dim, a.eps);
+  if (b < e) a.kernel(a.in + b * a.dim, a.gamma, a.out + b * a.dim, e - b, a.dim, a.eps);
 }
 
 Status Check(const OpCheck& c) {
@@ -35,6 +36,7 @@ Status Check(const OpCheck& c) {
 void Bind(const BindContext& b, Step* step) {
   const fb::RmsNorm& p = *b.op().params_as_RmsNorm();
   RmsNormArgs a{};
+  a.kernel = ops::ResolveRmsNorm();
   a.in = reinterpret_cast<const float*>(b.In(0));
   a.out = reinterpret_cast<float*>(b.Out(0));
   a.gamma = reinterpret_cast<const float*>(b.WeightData(0));

@@ -6,6 +6,7 @@ namespace kestrel {
 namespace {
 
 struct RopeArgs {
+  decltype(&ops::Rope) kernel;
   float* x;                   // [tokens, n_heads * head_dim]
   const float* freq_factors;  // [head_dim / 2] or null
   size_t n_heads, head_dim;
@@ -18,7 +19,7 @@ void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threa
   size_t b, e;
   SplitRange(n, thread, n_threads, &b, &e);
   if (b == e) return;
-  ops::Rope(a.x + b * a.n_heads * a.head_dim, e - b, a.n_heads, a.head_dim,
+  a.kernel(a.x + b * a.n_heads * a.head_dim, e - b, a.n_heads, a.head_dim,
             pos0 + static_cast<int64_t>(b),
             {a.layout, a.theta, a.freq_scale, a.freq_factors});
 }
@@ -46,6 +47,7 @@ Status Check(const OpCheck& c) {
 void Bind(const BindContext& b, Step* step) {
   const fb::Rope& p = *b.op().params_as_Rope();
   RopeArgs a{};
+  a.kernel = ops::ResolveRope();
   a.x = reinterpret_cast<float*>(b.In(0));
   a.freq_factors = b.n_weights() == 1 ? reinterpret_cast<const float*>(b.WeightData(0)) : nullptr;
   a.n_heads = p.n_heads();
