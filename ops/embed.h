@@ -7,6 +7,8 @@
 
 #include <hwy/base.h>
 
+#include "ops/block_layout.h"
+
 namespace kestrel::ops {
 
 // table: [vocab, dim], tokens: [n_tokens], out: [n_tokens, dim].
@@ -24,6 +26,15 @@ void EmbedQ8(const uint8_t* table, size_t vocab, size_t dim, const int32_t* toke
              size_t n_tokens, float scale, float* out);
 void EmbedQ4(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
              size_t n_tokens, float scale, float* out);
+
+// table: a kept GGUF type (ops/block_layout.h, the types of ops/matmul_blocks.h); each block of
+// the row is unpacked into ggml's own block and dequantized as ggml does (ops/ggml_blocks.h), so
+// the values are the GGUF file's exactly, then scaled.
+#define KESTREL_DECLARE_BLOCK_EMBED(T)                                                     \
+  void Embed##T(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens, \
+                size_t n_tokens, float scale, float* out);
+KESTREL_BLOCK_TYPES(KESTREL_DECLARE_BLOCK_EMBED)
+#undef KESTREL_DECLARE_BLOCK_EMBED
 
 // Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
 decltype(&EmbedF32) ResolveEmbedF32();

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "ops/embed.h"
+#include "ops/block_layout.h"
 #include "ops/quant_layout.h"
 
 namespace kestrel::ops {
@@ -35,7 +36,32 @@ void EmbedQuant(const uint8_t* table, size_t vocab, size_t dim, const int32_t* t
   }
 }
 
+template <GgmlBlockType kType>
+void EmbedBlocks(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
+                 size_t n_tokens, float scale, float* out) {
+  const BlockLayout layout(kType, vocab, dim);
+  constexpr size_t kElems = GgmlBlockElems(kType);
+  uint8_t block[GgmlBlockBytes(kType)];
+  for (size_t t = 0; t < n_tokens; ++t) {
+    const size_t row = static_cast<size_t>(tokens[t]);
+    float* dst = out + t * dim;
+    for (size_t b = 0; b < layout.blocks_per_row; ++b) {
+      UnpackGgmlBlock(kType, layout, table, row, b, block);
+      DequantizeGgmlBlock(kType, block, dst + b * kElems);
+    }
+    for (size_t i = 0; i < dim; ++i) dst[i] *= scale;
+  }
+}
+
 }  // namespace
+
+#define KESTREL_DEFINE_BLOCK_EMBED(T)                                                       \
+  void Embed##T(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,  \
+                size_t n_tokens, float scale, float* out) {                             \
+    EmbedBlocks<GgmlBlockType::k##T>(table, vocab, dim, tokens, n_tokens, scale, out);  \
+  }
+KESTREL_BLOCK_TYPES(KESTREL_DEFINE_BLOCK_EMBED)
+#undef KESTREL_DEFINE_BLOCK_EMBED
 
 void EmbedQ8(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
              size_t n_tokens, float scale, float* out) {

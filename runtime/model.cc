@@ -16,10 +16,11 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
       "tensor " + Num(id) + (t->name() ? " '" + t->name()->str() + "'" : std::string());
   KES_CHECK_OR_RETURN(t->name() != nullptr && t->name()->size() > 0, where + ": has no name");
   const fb::DType dtype = t->dtype();
-  const bool quantized = dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0;
+  const bool quantized = IsBlockQuantized(dtype) && dtype != fb::DType::Q8_ACT;
   KES_CHECK_OR_RETURN(dtype == fb::DType::F32 || dtype == fb::DType::F16 ||
                           dtype == fb::DType::BF16 || quantized,
-                      where + ": expected dtype f32, f16, bf16, q8 or q4, found code " +
+                      where + ": expected dtype f32, f16, bf16, q8, q4, q4_1, q5_0, q5_1, "
+                              "q4_k, q5_k or q6_k, found code " +
                           Num(static_cast<uint64_t>(dtype)));
   KES_CHECK_OR_RETURN(t->shape() != nullptr && t->shape()->size() >= 1 && t->shape()->size() <= 4,
                       where + ": expected 1 to 4 dimensions, found " +
@@ -33,7 +34,8 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
                       where + ": dimension " + Num(row_elems) + " is zero or too large");
   const uint64_t row_bytes = RowBytes(dtype, row_elems);
   KES_CHECK_OR_RETURN(row_bytes != 0, where + ": rows of " + Num(row_elems) +
-                                          " elements are not whole 32-element blocks of " +
+                                          " elements are not whole " +
+                                          Num(BlockElems(dtype)) + "-element blocks of " +
                                           DTypeName(dtype));
   uint64_t bytes = row_bytes;
   for (uint32_t i = 0; i + 1 < t->shape()->size(); ++i) {

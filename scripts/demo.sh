@@ -8,9 +8,10 @@ shift || true
 bash scripts/install-deps.sh
 bash scripts/fetch-model.sh
 bash scripts/build.sh release kestrel kestrel-convert
-model=models/gemma3-270m-f32.kes
+# --weights keep (the default for a quantized file): the Q4_K_M file's own types, 235 MiB.
+model=models/gemma3-270m-keep.kes
 if [ ! -s "$model" ] || [ "$model" -ot build/release/kestrel-convert ]; then
-  build/release/kestrel-convert models/gemma-3-270m-q4_k_m.gguf "$model" --weights f32
+  build/release/kestrel-convert models/gemma-3-270m-q4_k_m.gguf "$model" --weights keep
 fi
 build/release/kestrel inspect "$model" --ctx 4096
 echo

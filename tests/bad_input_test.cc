@@ -613,7 +613,7 @@ const std::vector<Corruption>& Corruptions() {
        {"Embed", "rows, expected vocab_size"}},
       {"TensorDtypeI32", Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::I32; },
-       {"blk.0.attn_q.weight", "expected dtype f32, f16, bf16, q8 or q4", "found code 3"}},
+       {"blk.0.attn_q.weight", "expected dtype f32, f16, bf16, q8, q4, q4_1", "found code 3"}},
       // The f32 bytes relabelled q8: the size no longer fits the shape.
       {"TensorDtypeQ8SizeMismatch", Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::Q8_0; },
@@ -629,8 +629,8 @@ const std::vector<Corruption>& Corruptions() {
        },
        {"blk.0.attn_in", "expected dtype f32, found q8-activations"}},
       {"TensorDtypeUnknown", Writer::kWriteKes,
-       [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = static_cast<fb::DType>(9); },
-       {"blk.0.attn_q.weight", "expected dtype", "found code 9"}},
+       [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = static_cast<fb::DType>(99); },
+       {"blk.0.attn_q.weight", "expected dtype", "found code 99"}},
       {"NormWeightF16", Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& t = Tensor(m, "blk.0.attn_norm.weight");  // same bytes: f32 [64] as f16 [128]

@@ -10,9 +10,9 @@ for gguf in "$gemma" "$smollm2"; do
   fi
 done
 mkdir -p "$out"
-for weights in f32 f16 q8 q4; do
+for weights in keep f32 f16 q8 q4; do
   "$convert" "$gemma" "$out/gemma3-270m-$weights.kes" --weights "$weights"
 done
-for weights in f32 q8 q4; do
+for weights in keep f32 q8 q4; do
   "$convert" "$smollm2" "$out/smollm2-135m-$weights.kes" --weights "$weights"
 done

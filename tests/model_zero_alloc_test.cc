@@ -144,7 +144,10 @@ INSTANTIATE_TEST_SUITE_P(
                       ZeroAllocCase{"gemma3-270m-q8", 1}, ZeroAllocCase{"gemma3-270m-q8", 2},
                       ZeroAllocCase{"gemma3-270m-q4", 1}, ZeroAllocCase{"gemma3-270m-q4", 2},
                       ZeroAllocCase{"smollm2-135m-f32", 2}, ZeroAllocCase{"smollm2-135m-q8", 1},
-                      ZeroAllocCase{"smollm2-135m-q4", 2}),
+                      ZeroAllocCase{"smollm2-135m-q4", 2},
+                      // keep: mixed kept types (Q8_0, Q5_0, Q4_K, Q6_K; Q4_1 and Q8_0)
+                      ZeroAllocCase{"gemma3-270m-keep", 1}, ZeroAllocCase{"gemma3-270m-keep", 2},
+                      ZeroAllocCase{"smollm2-135m-keep", 2}),
     [](const auto& info) {
       std::string name = info.param.model;
       for (char& c : name) c = c == '-' ? '_' : c;

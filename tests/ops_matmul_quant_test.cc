@@ -124,28 +124,12 @@ struct GgmlWeights {
   }
 };
 
-struct Case {
-  size_t n_tokens, k, n_out, row_begin, row_end;
-};
-
-std::vector<Case> Cases() {
-  std::vector<Case> cases;
-  for (size_t k : {32, 96, 640, 2080}) {
-    for (size_t n_tokens : {1, 2, 3, 5, 9}) {
-      for (size_t n_out : {1, 4, 7, 13}) {
-        cases.push_back({n_tokens, k, n_out, 0, n_out});
-        if (n_out > 4) cases.push_back({n_tokens, k, n_out, 4, n_out});      // a thread's share
-        if (n_out > 6) cases.push_back({n_tokens, k, n_out, 1, n_out - 2});  // ragged edges
-      }
-    }
-  }
-  return cases;
-}
+std::vector<test::QuantMatMulCase> Cases() { return test::QuantMatMulCases({32, 96, 640, 2080}); }
 
 void CheckMatMul(bool q4) {
   std::mt19937 rng(q4 ? 11 : 12);
   ForEachTarget([&](const char*) {
-    for (const Case& c : Cases()) {
+    for (const test::QuantMatMulCase& c : Cases()) {
       const std::vector<uint8_t> blocks = RandomGgmlBlocks(q4, c.n_out, c.k, rng);
       std::vector<uint8_t> packed;
       ASSERT_TRUE(

@@ -64,6 +64,27 @@ inline void ForEachTarget(const std::function<void(const char* target)>& body) {
   ::testing::Test::RecordProperty("targets", ran);
 }
 
+// Shapes for the quantized matmul tests: token counts around the kernels' token tiles, output
+// row counts around the 4-row groups, and row ranges as a thread gets them (from a group
+// boundary) or with ragged edges.
+struct QuantMatMulCase {
+  size_t n_tokens, k, n_out, row_begin, row_end;
+};
+
+inline std::vector<QuantMatMulCase> QuantMatMulCases(const std::vector<size_t>& ks) {
+  std::vector<QuantMatMulCase> cases;
+  for (size_t k : ks) {
+    for (size_t n_tokens : {1, 2, 3, 5, 9}) {
+      for (size_t n_out : {1, 4, 7, 13}) {
+        cases.push_back({n_tokens, k, n_out, 0, n_out});
+        if (n_out > 4) cases.push_back({n_tokens, k, n_out, 4, n_out});      // a thread's share
+        if (n_out > 6) cases.push_back({n_tokens, k, n_out, 1, n_out - 2});  // ragged edges
+      }
+    }
+  }
+  return cases;
+}
+
 // Error bound of a sum of m terms computed with m - 1 correctly rounded f32 additions in any
 // order: |computed - exact| <= Gamma(m) * sum |term| (Higham, Accuracy and Stability, 3.1).
 inline double Gamma(size_t m) { return m * kU / (1.0 - m * kU); }

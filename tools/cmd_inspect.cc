@@ -98,15 +98,22 @@ int InspectCommand(const std::vector<std::string>& args) {
                 plan->max_tokens());
   }
   std::printf("\n\ntensors by dtype:\n");
-  std::map<std::string, std::pair<uint64_t, uint64_t>> by_dtype;  // count, bytes
+  struct DTypeTotals {
+    uint64_t tensors = 0, bytes = 0, elements = 0;
+  };
+  std::map<std::string, DTypeTotals> by_dtype;
   for (const fb::Tensor* t : *meta.tensors()) {
-    auto& entry = by_dtype[DTypeName(t->dtype())];
-    entry.first += 1;
-    entry.second += t->size();
+    DTypeTotals& entry = by_dtype[DTypeName(t->dtype())];
+    uint64_t elements = 1;
+    for (uint64_t d : *t->shape()) elements *= d;
+    entry.tensors += 1;
+    entry.bytes += t->size();
+    entry.elements += elements;
   }
   for (const auto& [name, entry] : by_dtype) {
-    std::printf("  %-5s %4llu tensors, %s\n", name.c_str(),
-                static_cast<unsigned long long>(entry.first), FormatBytes(entry.second).c_str());
+    std::printf("  %-5s %4llu tensors, %s, %.4g bits per weight\n", name.c_str(),
+                static_cast<unsigned long long>(entry.tensors), FormatBytes(entry.bytes).c_str(),
+                8.0 * static_cast<double>(entry.bytes) / static_cast<double>(entry.elements));
   }
   std::printf("parameters:     %llu (%.1f M)\n",
               static_cast<unsigned long long>(model->parameter_count()),

@@ -154,16 +154,22 @@ Status ReadDecoderConfig(const gguf::File& f, DecoderConfig* c) {
   return ReadRopeScaling(f, c);
 }
 
-Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c, fb::DType dtype,
-                            KesModel* m, DecoderWeights* w) {
+Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
+                            const ConvertOptions& options, KesModel* m, DecoderWeights* w) {
   const uint64_t d = c.d_model, q_dim = uint64_t{c.n_heads} * c.head_dim,
                  kv_dim = uint64_t{c.n_kv_heads} * c.head_dim, ffn = c.ffn_dim;
-  KES_RETURN_IF_ERROR(ImportTensor(f, "token_embd.weight", dtype, {c.vocab, d}, m, &w->embedding));
+  // A matmul or embedding weight, stored as --weights says.
+  const auto weight = [&](const std::string& name, uint64_t rows, uint64_t cols, uint32_t* id) {
+    fb::DType dtype;
+    KES_RETURN_IF_ERROR(WeightDType(f, name, options, &dtype));
+    return ImportTensor(f, name, dtype, {rows, cols}, m, id);
+  };
+  KES_RETURN_IF_ERROR(weight("token_embd.weight", c.vocab, d, &w->embedding));
   KES_RETURN_IF_ERROR(
       ImportTensor(f, "output_norm.weight", fb::DType::F32, {d}, m, &w->output_norm));
   w->output = w->embedding;
   if (f.FindTensor("output.weight") != nullptr) {
-    KES_RETURN_IF_ERROR(ImportTensor(f, "output.weight", dtype, {c.vocab, d}, m, &w->output));
+    KES_RETURN_IF_ERROR(weight("output.weight", c.vocab, d, &w->output));
   }
   if (c.rope_freq_factors) {
     KES_RETURN_IF_ERROR(ImportTensor(f, "rope_freqs.weight", fb::DType::F32, {c.head_dim / 2}, m,
@@ -177,7 +183,7 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c, fb::DTy
       return ImportTensor(f, p + name, fb::DType::F32, {n}, m, id);
     };
     const auto matrix = [&](const char* name, uint64_t out, uint64_t in, uint32_t* id) {
-      return ImportTensor(f, p + name, dtype, {out, in}, m, id);
+      return weight(p + name, out, in, id);
     };
     const auto bias = [&](const char* name, uint64_t n, uint32_t* id) {
       return f.FindTensor(p + name) != nullptr ? vector(name, n, id) : OkStatus();
@@ -246,7 +252,7 @@ Status ConvertDecoder(const gguf::File& f, DecoderConfig c, const ConvertOptions
   c.vocab = static_cast<uint32_t>(tokenizer->pieces.size());
   KES_CHECK_OR_RETURN(c.vocab > 0, "tokenizer has no tokens");
   DecoderWeights w;
-  KES_RETURN_IF_ERROR(ImportDecoderWeights(f, c, options.weight_dtype, m, &w));
+  KES_RETURN_IF_ERROR(ImportDecoderWeights(f, c, options, m, &w));
   if (f.Has("general.name")) KES_RETURN_IF_ERROR(f.GetString("general.name", &m->meta.name));
   m->meta.tokenizer = std::move(tokenizer);
   AddDecoderPlans(c, w, options, m);

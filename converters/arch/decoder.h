@@ -70,7 +70,8 @@ Status ReadDecoderConfig(const gguf::File& file, DecoderConfig* config);
 // them, attn_q_norm/attn_k_norm with config.qk_norm, post_attention_norm/post_ffw_norm with
 // config.post_norms, rope_freqs with config.rope_freq_factors.
 Status ImportDecoderWeights(const gguf::File& file, const DecoderConfig& config,
-                            fb::DType weight_dtype, KesModel* model, DecoderWeights* weights);
+                            const ConvertOptions& options, KesModel* model,
+                            DecoderWeights* weights);
 
 // Writes the hyper-parameters, the KV layout and the prefill, decode and score plans.
 void AddDecoderPlans(const DecoderConfig& config, const DecoderWeights& weights,

@@ -4,6 +4,8 @@
 #include <limits>
 #include <string>
 
+#include "ops/ggml_blocks.h"
+
 // ggml and gguf-py round every product and sum to f32 on its own. With today's formulas the
 // products that feed an addition are exact in f32 (an 11-bit fp16 scale times a few-bit integer),
 // so a fused multiply-add would give the same bits; turning contraction off keeps bit-exactness
@@ -32,160 +34,16 @@ float FromBits(uint32_t bits) {
   return f;
 }
 
-// Block layouts below follow ggml-common.h; each function turns one block into its values.
-
-// Q4_0 (18 bytes): d, qs[16]. Low nibbles are values 0..15, high nibbles 16..31.
-void BlockQ4_0(const uint8_t* b, float* y) {
-  const float d = LoadHalf(b);
-  const uint8_t* qs = b + 2;
-  for (size_t j = 0; j < kQK / 2; ++j) {
-    y[j] = static_cast<float>((qs[j] & 0x0F) - 8) * d;
-    y[j + kQK / 2] = static_cast<float>((qs[j] >> 4) - 8) * d;
-  }
-}
-
-// Q4_1 (20 bytes): d, m, qs[16]; y = q * d + m.
-void BlockQ4_1(const uint8_t* b, float* y) {
-  const float d = LoadHalf(b);
-  const float m = LoadHalf(b + 2);
-  const uint8_t* qs = b + 4;
-  for (size_t j = 0; j < kQK / 2; ++j) {
-    y[j] = static_cast<float>(qs[j] & 0x0F) * d + m;
-    y[j + kQK / 2] = static_cast<float>(qs[j] >> 4) * d + m;
-  }
-}
-
-// Q5_0 (22 bytes): d, qh[4] (bit j is the fifth bit of value j), qs[16].
-void BlockQ5_0(const uint8_t* b, float* y) {
-  const float d = LoadHalf(b);
-  const uint32_t qh = LoadU32(b + 2);
-  const uint8_t* qs = b + 6;
-  for (size_t j = 0; j < kQK / 2; ++j) {
-    const uint32_t xh0 = ((qh >> j) << 4) & 0x10;
-    const uint32_t xh1 = (qh >> (j + 12)) & 0x10;
-    const int32_t x0 = static_cast<int32_t>((qs[j] & 0x0F) | xh0) - 16;
-    const int32_t x1 = static_cast<int32_t>((qs[j] >> 4) | xh1) - 16;
-    y[j] = static_cast<float>(x0) * d;
-    y[j + kQK / 2] = static_cast<float>(x1) * d;
-  }
-}
-
-// Q5_1 (24 bytes): d, m, qh[4], qs[16]; y = q * d + m.
-void BlockQ5_1(const uint8_t* b, float* y) {
-  const float d = LoadHalf(b);
-  const float m = LoadHalf(b + 2);
-  const uint32_t qh = LoadU32(b + 4);
-  const uint8_t* qs = b + 8;
-  for (size_t j = 0; j < kQK / 2; ++j) {
-    const uint32_t xh0 = ((qh >> j) << 4) & 0x10;
-    const uint32_t xh1 = (qh >> (j + 12)) & 0x10;
-    const uint32_t x0 = (qs[j] & 0x0F) | xh0;
-    const uint32_t x1 = (qs[j] >> 4) | xh1;
-    y[j] = static_cast<float>(x0) * d + m;
-    y[j + kQK / 2] = static_cast<float>(x1) * d + m;
-  }
-}
-
-// Q8_0 (34 bytes): d, int8 qs[32].
-void BlockQ8_0(const uint8_t* b, float* y) {
-  const float d = LoadHalf(b);
-  for (size_t j = 0; j < kQK; ++j) {
-    y[j] = static_cast<float>(static_cast<int8_t>(b[2 + j])) * d;
-  }
-}
-
-// The 6-bit scale and min of sub-block j (0..7) packed in the 12 scale bytes of Q4_K and Q5_K.
-void ScaleMinK4(size_t j, const uint8_t* s, uint8_t* scale, uint8_t* min) {
-  if (j < 4) {
-    *scale = s[j] & 63;
-    *min = s[j + 4] & 63;
-  } else {
-    *scale = static_cast<uint8_t>((s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4));
-    *min = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
-  }
-}
-
-// Q4_K (144 bytes): d, dmin, scales[12], qs[128]. Each 64-value chunk c uses qs[32c..32c+31]:
-// low nibbles are sub-block 2c, high nibbles sub-block 2c+1. y = (d*scale) * q - (dmin*min).
-void BlockQ4_K(const uint8_t* b, float* y) {
-  const float d = LoadHalf(b);
-  const float dmin = LoadHalf(b + 2);
-  const uint8_t* scales = b + 4;
-  const uint8_t* q = b + 16;
-  for (size_t chunk = 0; chunk < kQK_K / 64; ++chunk) {
-    uint8_t sc, m;
-    ScaleMinK4(2 * chunk, scales, &sc, &m);
-    const float d1 = d * static_cast<float>(sc);
-    const float m1 = dmin * static_cast<float>(m);
-    ScaleMinK4(2 * chunk + 1, scales, &sc, &m);
-    const float d2 = d * static_cast<float>(sc);
-    const float m2 = dmin * static_cast<float>(m);
-    for (size_t l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0x0F) - m1;
-    for (size_t l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-    q += 32;
-  }
-}
-
-// Q5_K (176 bytes): d, dmin, scales[12], qh[32], qs[128]. As Q4_K, plus 16 where qh[l] has
-// bit 2c (low-nibble sub-block of chunk c) or bit 2c+1 (high-nibble sub-block) set.
-void BlockQ5_K(const uint8_t* b, float* y) {
-  const float d = LoadHalf(b);
-  const float dmin = LoadHalf(b + 2);
-  const uint8_t* scales = b + 4;
-  const uint8_t* qh = b + 16;
-  const uint8_t* ql = b + 48;
-  for (size_t chunk = 0; chunk < kQK_K / 64; ++chunk) {
-    const uint8_t u1 = static_cast<uint8_t>(1u << (2 * chunk));
-    const uint8_t u2 = static_cast<uint8_t>(2u << (2 * chunk));
-    uint8_t sc, m;
-    ScaleMinK4(2 * chunk, scales, &sc, &m);
-    const float d1 = d * static_cast<float>(sc);
-    const float m1 = dmin * static_cast<float>(m);
-    ScaleMinK4(2 * chunk + 1, scales, &sc, &m);
-    const float d2 = d * static_cast<float>(sc);
-    const float m2 = dmin * static_cast<float>(m);
-    for (size_t l = 0; l < 32; ++l) {
-      const int q = (ql[l] & 0x0F) + ((qh[l] & u1) ? 16 : 0);
-      *y++ = d1 * static_cast<float>(q) - m1;
-    }
-    for (size_t l = 0; l < 32; ++l) {
-      const int q = (ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0);
-      *y++ = d2 * static_cast<float>(q) - m2;
-    }
-    ql += 32;
-  }
-}
-
-// Q6_K (210 bytes): ql[128] (low 4 bits), qh[64] (high 2 bits), int8 scales[16], d.
-// Two halves of 128 values; y = (d * scale) * (q - 32).
-void BlockQ6_K(const uint8_t* b, float* y) {
-  const uint8_t* ql = b;
-  const uint8_t* qh = b + 128;
-  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  const float d = LoadHalf(b + 208);
-  for (size_t half = 0; half < 2; ++half) {
-    for (size_t l = 0; l < 32; ++l) {
-      const size_t is = l / 16;
-      const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
-      const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
-      const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-      const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-      y[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
-      y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
-      y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
-      y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
-    }
-    y += 128;
-    ql += 64;
-    qh += 32;
-    sc += 8;
-  }
-}
-
 void BlockF32(const uint8_t* b, float* y) { *y = FromBits(LoadU32(b)); }
 void BlockF16(const uint8_t* b, float* y) { *y = LoadHalf(b); }
 void BlockBF16(const uint8_t* b, float* y) {
   *y = FromBits(static_cast<uint32_t>(LoadU16(b)) << 16);
+}
+
+// The quantized types' blocks: ops/ggml_blocks.h, shared with the runtime's embedding lookup.
+template <ops::GgmlBlockType kType>
+void BlockQuantized(const uint8_t* b, float* y) {
+  ops::DequantizeGgmlBlock(kType, b, y);
 }
 
 using BlockFn = void (*)(const uint8_t* block, float* values);
@@ -201,16 +59,16 @@ TypeTraits Traits(GgmlType t) {
     case GgmlType::F32: return {1, 4, BlockF32};
     case GgmlType::F16: return {1, 2, BlockF16};
     case GgmlType::BF16: return {1, 2, BlockBF16};
-    case GgmlType::Q4_0: return {kQK, 18, BlockQ4_0};
-    case GgmlType::Q4_1: return {kQK, 20, BlockQ4_1};
-    case GgmlType::Q5_0: return {kQK, 22, BlockQ5_0};
-    case GgmlType::Q5_1: return {kQK, 24, BlockQ5_1};
-    case GgmlType::Q8_0: return {kQK, 34, BlockQ8_0};
+    case GgmlType::Q4_0: return {kQK, 18, BlockQuantized<ops::GgmlBlockType::kQ4_0>};
+    case GgmlType::Q4_1: return {kQK, 20, BlockQuantized<ops::GgmlBlockType::kQ4_1>};
+    case GgmlType::Q5_0: return {kQK, 22, BlockQuantized<ops::GgmlBlockType::kQ5_0>};
+    case GgmlType::Q5_1: return {kQK, 24, BlockQuantized<ops::GgmlBlockType::kQ5_1>};
+    case GgmlType::Q8_0: return {kQK, 34, BlockQuantized<ops::GgmlBlockType::kQ8_0>};
     case GgmlType::Q2_K: return {kQK_K, 84, nullptr};
     case GgmlType::Q3_K: return {kQK_K, 110, nullptr};
-    case GgmlType::Q4_K: return {kQK_K, 144, BlockQ4_K};
-    case GgmlType::Q5_K: return {kQK_K, 176, BlockQ5_K};
-    case GgmlType::Q6_K: return {kQK_K, 210, BlockQ6_K};
+    case GgmlType::Q4_K: return {kQK_K, 144, BlockQuantized<ops::GgmlBlockType::kQ4_K>};
+    case GgmlType::Q5_K: return {kQK_K, 176, BlockQuantized<ops::GgmlBlockType::kQ5_K>};
+    case GgmlType::Q6_K: return {kQK_K, 210, BlockQuantized<ops::GgmlBlockType::kQ6_K>};
   }
   return {0, 0, nullptr};
 }

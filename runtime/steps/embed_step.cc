@@ -22,8 +22,20 @@ struct EmbedArgs {
 };
 
 bool HasLookup(fb::DType dtype) {
+  ops::GgmlBlockType kept;
   return dtype == fb::DType::F32 || dtype == fb::DType::F16 || dtype == fb::DType::BF16 ||
-         dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0;
+         dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 || KeptBlockType(dtype, &kept);
+}
+
+// The lookup of a kept GGUF type: plain code, nothing to dispatch.
+ErasedLookup BlockLookup(ops::GgmlBlockType type) {
+  switch (type) {
+#define KESTREL_BLOCK_LOOKUP(T) \
+  case ops::GgmlBlockType::k##T: return reinterpret_cast<ErasedLookup>(&ops::Embed##T);
+    KESTREL_BLOCK_TYPES(KESTREL_BLOCK_LOOKUP)
+#undef KESTREL_BLOCK_LOOKUP
+    default: return nullptr;  // Q4_0 and Q8_0 have their own layout and lookups
+  }
 }
 
 template <typename T>
@@ -86,9 +98,15 @@ void Bind(const BindContext& b, Step* step) {
     case fb::DType::Q4_0:
       a.lookup = erase(&ops::EmbedQ4);
       break;
-    default:  // F32; Check allows nothing else
+    case fb::DType::F32:
       a.lookup = erase(ops::ResolveEmbedF32());
       run = RunDense<float>;
+      break;
+    default: {  // a kept GGUF type; Check allows nothing else
+      ops::GgmlBlockType kept = ops::GgmlBlockType::kQ4_1;
+      KeptBlockType(table.dtype(), &kept);
+      a.lookup = BlockLookup(kept);
+    }
   }
   a.table = b.WeightData(0);
   a.vocab = table.shape()->Get(0);

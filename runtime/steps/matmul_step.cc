@@ -2,6 +2,7 @@
 // output rows.
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
+#include "ops/matmul_blocks.h"
 #include "ops/matmul_quant.h"
 #include "ops/quant_layout.h"
 #include "runtime/format.h"
@@ -26,8 +27,20 @@ struct MatMulArgs {
 };
 
 bool HasKernel(fb::DType dtype) {
+  ops::GgmlBlockType kept;
   return dtype == fb::DType::F32 || dtype == fb::DType::F16 || dtype == fb::DType::BF16 ||
-         dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0;
+         dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 || KeptBlockType(dtype, &kept);
+}
+
+// The kernel of ops/matmul_blocks.h for a kept GGUF type.
+ErasedKernel ResolveBlockKernel(ops::GgmlBlockType type) {
+  switch (type) {
+#define KESTREL_BLOCK_KERNEL(T) \
+  case ops::GgmlBlockType::k##T: return reinterpret_cast<ErasedKernel>(ops::ResolveMatMul##T());
+    KESTREL_BLOCK_TYPES(KESTREL_BLOCK_KERNEL)
+#undef KESTREL_BLOCK_KERNEL
+    default: return nullptr;  // Q4_0 and Q8_0 have their own layout and kernels
+  }
 }
 
 // Output rows for this thread, in whole groups of kQuantGroupRows (the kernels' row tile and the
@@ -99,9 +112,16 @@ void Bind(const BindContext& b, Step* step) {
       a.kernel = erase(ops::ResolveMatMulQ4());
       run = Run<uint8_t, uint8_t>;
       break;
-    default:  // F32; Check allows nothing else
+    case fb::DType::F32:
       a.kernel = erase(ops::ResolveMatMulF32());
       run = Run<float, float>;
+      break;
+    default: {  // a kept GGUF type; Check allows nothing else
+      ops::GgmlBlockType kept = ops::GgmlBlockType::kQ4_1;
+      KeptBlockType(w.dtype(), &kept);
+      a.kernel = ResolveBlockKernel(kept);
+      run = Run<uint8_t, uint8_t>;
+    }
   }
   a.w = b.WeightData(0);
   a.bias = b.n_weights() == 2 ? reinterpret_cast<const float*>(b.WeightData(1)) : nullptr;

@@ -184,7 +184,8 @@ std::string MakeTinyModel(TinyModel* t, const TinyFamily& family) {
   }
   if (!IsFresh(t->kes, {t->gguf, KESTREL_CONVERT_BIN})) {
     const std::string tmp = ScratchPath(stem + ".kes");
-    const ProcessResult r = Convert({t->gguf, tmp});
+    // f32: the oracles' exact weights (the file mixes quantized types, which keep would keep).
+    const ProcessResult r = Convert({t->gguf, tmp, "--weights", "f32"});
     if (!r.exited || r.exit_code != 0) return "kestrel-convert failed: " + Describe(r);
     if (std::rename(tmp.c_str(), t->kes.c_str()) != 0) return "cannot rename " + tmp;
   }

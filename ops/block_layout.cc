@@ -1,0 +1,129 @@
+#include "ops/block_layout.h"
+
+namespace kestrel::ops {
+namespace {
+
+// Where ggml keeps the bits of one quant inside its block: the nibble at bit nib_shift of byte
+// nib_byte, the high bits (if the type has them) at bit high_shift of byte high_byte.
+struct QuantBits {
+  size_t nib_byte, nib_shift, high_byte, high_shift;
+};
+
+// Calls f(element, QuantBits) for every element of a ggml block of type t (ggml-common.h).
+template <typename F>
+void ForEachGgmlQuant(GgmlBlockType t, F f) {
+  const auto legacy = [&](size_t qh, size_t qs) {  // Q4_1, Q5_0, Q5_1: 32 values
+    for (size_t j = 0; j < 16; ++j) {
+      f(j, QuantBits{qs + j, 0, qh + j / 8, j % 8});
+      f(j + 16, QuantBits{qs + j, 4, qh + (j + 16) / 8, (j + 16) % 8});
+    }
+  };
+  switch (t) {
+    case GgmlBlockType::kQ4_1: return legacy(0, 4);
+    case GgmlBlockType::kQ5_0: return legacy(2, 6);
+    case GgmlBlockType::kQ5_1: return legacy(4, 8);
+    case GgmlBlockType::kQ4_K:
+    case GgmlBlockType::kQ5_K: {
+      // 64-value chunks c: low nibbles of qs[32c..] are values 64c.., high nibbles 64c + 32..;
+      // Q5_K's fifth bits: bit 2c (low) and 2c + 1 (high) of qh[l].
+      const size_t qs = t == GgmlBlockType::kQ4_K ? 16 : 48;
+      for (size_t c = 0; c < 4; ++c) {
+        for (size_t l = 0; l < 32; ++l) {
+          f(64 * c + l, QuantBits{qs + 32 * c + l, 0, 16 + l, 2 * c});
+          f(64 * c + 32 + l, QuantBits{qs + 32 * c + l, 4, 16 + l, 2 * c + 1});
+        }
+      }
+      return;
+    }
+    case GgmlBlockType::kQ6_K:
+      // Two halves of 128: ql[64h + l] and ql[64h + l + 32] hold values l, l + 32 (low
+      // nibbles) and l + 64, l + 96 (high); qh[128 + 32h + l] their top two bits, 2 bits each.
+      for (size_t h = 0; h < 2; ++h) {
+        for (size_t l = 0; l < 32; ++l) {
+          const size_t base = 128 * h + l, ql = 64 * h + l, qh = 128 + 32 * h + l;
+          f(base, QuantBits{ql, 0, qh, 0});
+          f(base + 32, QuantBits{ql + 32, 0, qh, 2});
+          f(base + 64, QuantBits{ql, 4, qh, 4});
+          f(base + 96, QuantBits{ql + 32, 4, qh, 6});
+        }
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+// The packed position of element i (0..31) of sub-block `sub` of `row`.
+QuantBits PackedBits(const BlockLayout& layout, size_t row, size_t sub, size_t i) {
+  const size_t g = layout.GroupRows(row), in_group = row % kQuantGroupRows;
+  const size_t byte = i % 16, chunk = byte / kQuantChunkBytes;
+  QuantBits bits{layout.SubBlockOffset(row, sub) + (chunk * g + in_group) * kQuantChunkBytes +
+                     byte % kQuantChunkBytes,
+                 i / 16 * 4, 0, 0};
+  const size_t high = layout.HighOffset(row, sub);
+  if (layout.format.high_bits == 1) {
+    bits.high_byte = high + i / 8, bits.high_shift = i % 8;
+  } else {
+    bits.high_byte = high + i % 8, bits.high_shift = 2 * (i / 8);
+  }
+  return bits;
+}
+
+uint32_t ReadQuant(const uint8_t* bytes, const QuantBits& b, size_t high_bits) {
+  uint32_t q = (bytes[b.nib_byte] >> b.nib_shift) & 0x0F;
+  if (high_bits) q |= ((bytes[b.high_byte] >> b.high_shift) & ((1u << high_bits) - 1)) << 4;
+  return q;
+}
+
+void WriteQuant(uint8_t* bytes, const QuantBits& b, size_t high_bits, uint32_t q) {
+  const auto put = [&](size_t byte, size_t shift, uint32_t mask, uint32_t value) {
+    bytes[byte] = static_cast<uint8_t>((bytes[byte] & ~(mask << shift)) | (value << shift));
+  };
+  put(b.nib_byte, b.nib_shift, 0x0F, q & 0x0F);
+  if (high_bits) put(b.high_byte, b.high_shift, (1u << high_bits) - 1, q >> 4);
+}
+
+}  // namespace
+
+void PackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* ggml_block,
+                   size_t row, size_t block, uint8_t* tensor) {
+  const BlockFormat& f = layout.format;
+  const size_t first_sub = block * f.SubBlocks();
+  ForEachGgmlQuant(t, [&](size_t e, const QuantBits& from) {
+    const QuantBits to = PackedBits(layout, row, first_sub + e / 32, e % 32);
+    WriteQuant(tensor, to, f.high_bits, ReadQuant(ggml_block, from, f.high_bits));
+  });
+  std::memcpy(tensor + layout.RecordOffset(row, block), ggml_block + f.record_begin,
+              f.record_bytes);
+}
+
+void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* tensor,
+                     size_t row, size_t block, uint8_t* ggml_block) {
+  const BlockFormat& f = layout.format;
+  const size_t first_sub = block * f.SubBlocks();
+  std::memset(ggml_block, 0, GgmlBlockBytes(t));
+  ForEachGgmlQuant(t, [&](size_t e, const QuantBits& to) {
+    const QuantBits from = PackedBits(layout, row, first_sub + e / 32, e % 32);
+    WriteQuant(ggml_block, to, f.high_bits, ReadQuant(tensor, from, f.high_bits));
+  });
+  std::memcpy(ggml_block + f.record_begin, tensor + layout.RecordOffset(row, block),
+              f.record_bytes);
+}
+
+void LoadSubBlockQuants(const BlockLayout& layout, const uint8_t* tensor, size_t row, size_t sub,
+                        int8_t* q) {
+  const BlockFormat& f = layout.format;
+  uint8_t nibbles[kNibbleBytes];
+  CopyRowBlock(tensor + layout.SubBlockOffset(row, sub), layout.GroupRows(row),
+               row % kQuantGroupRows, kNibbleBytes, nibbles);
+  const uint8_t* high = tensor + layout.HighOffset(row, sub);
+  const int offset = f.centered ? 32 : 0;
+  for (size_t i = 0; i < kGgmlSubBlockElems; ++i) {
+    int v = i < 16 ? nibbles[i] & 0x0F : nibbles[i - 16] >> 4;
+    if (f.high_bits == 1) v |= ((high[i / 8] >> (i % 8)) & 1) << 4;
+    if (f.high_bits == 2) v |= ((high[i % 8] >> (2 * (i / 8))) & 3) << 4;
+    q[i] = static_cast<int8_t>(v - offset);
+  }
+}
+
+}  // namespace kestrel::ops

@@ -1,0 +1,153 @@
+// Where the quants and scales of a kept GGUF tensor (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) live:
+// the layout the converter packs, the matmul kernels (ops/matmul_blocks.h) read and the
+// embedding lookup unpacks. Q8_0 and Q4_0 keep their own layout (ops/quant_layout.h).
+//
+// Every element of these types is an unsigned integer quant q of 4, 5 or 6 bits times scales
+// that ggml stores once per block (32 elements) or super-block (256, the K-quants). The packing
+// separates the two and moves bytes only, so the tensor is exactly as large as ggml's and its
+// values are ggml's bit for bit:
+// - quants, in sub-blocks of 32 elements. Rows are taken in groups of kQuantGroupRows as for
+//   Q8_0/Q4_0; a group stores sub-block 0 of its rows, then sub-block 1, ... For each sub-block:
+//     nibbles: 16 bytes per row, byte i holding element i (low nibble) and i + 16 (high), the
+//              rows' bytes interleaved in 8-byte chunks exactly as Q4_0's quants are;
+//     high bits (5- and 6-bit types), then, row after row, 4 or 8 bytes per row:
+//              5-bit: byte c, bit i is bit 4 of element 8c + i;
+//              6-bit: byte i, bits 2c..2c+1 are bits 4-5 of element 8c + i.
+//   Either way a row's high bits for the elements of one 8-element chunk sit in the lanes of
+//   that chunk's nibbles with a shift and a mask (6-bit) or one byte shuffle (5-bit).
+// - scale records, after the last quant: ggml's own scale bytes of each (row, block), in the
+//   (group, block, row) order of ops/quant_layout.h: Q4_1/Q5_1 d and m (f16), Q5_0 d, Q4_K/Q5_K
+//   d, dmin and the 12 bytes of 6-bit scales and mins, Q6_K the 16 int8 scales then d.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "ops/ggml_blocks.h"
+#include "ops/quant_layout.h"
+
+// The types packed this way, for declaring one kernel per type: X(Q4_1) X(Q5_0) ...
+#define KESTREL_BLOCK_TYPES(X) X(Q4_1) X(Q5_0) X(Q5_1) X(Q4_K) X(Q5_K) X(Q6_K)
+
+namespace kestrel::ops {
+
+inline constexpr size_t kNibbleBytes = 16;  // per row and sub-block of 32
+
+struct BlockFormat {
+  size_t block_elems;   // 32, or 256 for K-quants
+  size_t high_bits;     // bits of each quant above its nibble: 0, 1 or 2
+  size_t record_begin;  // where the scale bytes sit in ggml's block, and how many
+  size_t record_bytes;
+  bool centered;        // Q6_K: the quant means q - 32 (the kernels make it signed)
+  size_t scales;        // scale values per block: 1, 8 (one per 32) or 16 (Q6_K: per 16)
+
+  constexpr size_t SubBlocks() const { return block_elems / kGgmlSubBlockElems; }
+  constexpr size_t HighBytes() const { return high_bits * 4; }  // per row and sub-block
+  constexpr size_t SubBlockRowBytes() const { return kNibbleBytes + HighBytes(); }
+};
+
+// The format of a kept type; Q4_0 and Q8_0 are not among them.
+constexpr BlockFormat FormatOf(GgmlBlockType t) {
+  switch (t) {
+    case GgmlBlockType::kQ4_1: return {32, 0, 0, 4, false, 1};
+    case GgmlBlockType::kQ5_0: return {32, 1, 0, 2, false, 1};
+    case GgmlBlockType::kQ5_1: return {32, 1, 0, 4, false, 1};
+    case GgmlBlockType::kQ4_K: return {256, 0, 0, 16, false, 8};
+    case GgmlBlockType::kQ5_K: return {256, 1, 0, 16, false, 8};
+    case GgmlBlockType::kQ6_K: return {256, 2, 192, 18, true, 16};
+    default: return {0, 0, 0, 0, false, 0};
+  }
+}
+
+struct BlockLayout {
+  BlockFormat format;
+  size_t rows = 0;
+  size_t blocks_per_row = 0;      // k / block_elems
+  size_t sub_blocks_per_row = 0;  // k / 32
+
+  BlockLayout(GgmlBlockType t, size_t n_rows, size_t k)
+      : format(FormatOf(t)),
+        rows(n_rows),
+        blocks_per_row(k / format.block_elems),
+        sub_blocks_per_row(k / kGgmlSubBlockElems) {}
+
+  size_t GroupFirst(size_t row) const { return row / kQuantGroupRows * kQuantGroupRows; }
+  size_t GroupRows(size_t row) const {
+    const size_t first = GroupFirst(row);
+    return rows - first < kQuantGroupRows ? rows - first : kQuantGroupRows;
+  }
+  // The start of sub-block `sub` (0 .. k/32 - 1) of the group holding `row`: every row's
+  // nibbles, then every row's high bits. A group's sub-blocks follow one another.
+  size_t SubBlockOffset(size_t row, size_t sub) const {
+    return (GroupFirst(row) * sub_blocks_per_row + sub * GroupRows(row)) *
+           format.SubBlockRowBytes();
+  }
+  size_t HighOffset(size_t row, size_t sub) const {
+    return SubBlockOffset(row, sub) + GroupRows(row) * kNibbleBytes +
+           row % kQuantGroupRows * format.HighBytes();
+  }
+  size_t QuantBytes() const { return rows * sub_blocks_per_row * format.SubBlockRowBytes(); }
+  size_t RecordOffset(size_t row, size_t block) const {
+    const size_t first = GroupFirst(row);
+    return QuantBytes() +
+           (first * blocks_per_row + block * GroupRows(row) + row - first) * format.record_bytes;
+  }
+  size_t TotalBytes() const {
+    return QuantBytes() + rows * blocks_per_row * format.record_bytes;
+  }
+};
+
+// Moves ggml block `block` of `row` (GgmlBlockBytes(t) bytes) into the packed tensor, and back.
+void PackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* ggml_block,
+                   size_t row, size_t block, uint8_t* tensor);
+void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* tensor,
+                     size_t row, size_t block, uint8_t* ggml_block);
+
+// A block's scale record as the kernels use it: for scale j (see BlockFormat::scales), element
+// values are scale[j] * q + min[j] for unsigned types and scale[j] * (q - 32) for Q6_K (min
+// unused). Computed in f32 as ggml does (d * sc, dmin * m); they feed the kernels' f32 sums.
+inline void DecodeScales(GgmlBlockType t, const uint8_t* record, float* scale, float* min) {
+  uint16_t bits[2];
+  switch (t) {
+    case GgmlBlockType::kQ4_1:
+    case GgmlBlockType::kQ5_1:
+      std::memcpy(bits, record, 4);
+      scale[0] = ScaleToF32(bits[0]);
+      min[0] = ScaleToF32(bits[1]);
+      return;
+    case GgmlBlockType::kQ5_0:
+      std::memcpy(bits, record, 2);
+      scale[0] = ScaleToF32(bits[0]);
+      min[0] = -16.0f * scale[0];
+      return;
+    case GgmlBlockType::kQ4_K:
+    case GgmlBlockType::kQ5_K: {
+      std::memcpy(bits, record, 4);
+      const float d = ScaleToF32(bits[0]), dmin = ScaleToF32(bits[1]);
+      for (size_t j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        ScaleMinK4(j, record + 4, &sc, &m);
+        scale[j] = d * static_cast<float>(sc);
+        min[j] = -(dmin * static_cast<float>(m));
+      }
+      return;
+    }
+    case GgmlBlockType::kQ6_K: {
+      std::memcpy(bits, record + 16, 2);
+      const float d = ScaleToF32(bits[0]);
+      for (size_t j = 0; j < 16; ++j) {
+        scale[j] = d * static_cast<float>(static_cast<int8_t>(record[j]));
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+// The 32 quants of sub-block `sub` of `row`, out of the packing: unsigned, or q - 32 for Q6_K.
+void LoadSubBlockQuants(const BlockLayout& layout, const uint8_t* tensor, size_t row, size_t sub,
+                        int8_t* q);
+
+}  // namespace kestrel::ops

@@ -1,0 +1,52 @@
+// ggml's block-quantized formats as GGUF files store them (ggml-common.h) and their
+// dequantization, bit-exact with ggml's dequantize_row_* and gguf-py's gguf.quants.dequantize.
+// Shared by the converter, which imports GGUF tensors, and the embedding lookup of kept types,
+// which unpacks a packed row back into these blocks (ops/block_layout.h) and dequantizes it
+// here, so a kept tensor reads back exactly as the GGUF file's values. Scalar code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kestrel::ops {
+
+enum class GgmlBlockType : uint8_t { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K };
+
+inline constexpr size_t kGgmlSubBlockElems = 32;
+inline constexpr size_t kGgmlSuperBlockElems = 256;  // the K-quants' block
+
+// Values per block (32, or 256 for K-quants) and bytes per block as GGUF stores them.
+constexpr size_t GgmlBlockElems(GgmlBlockType t) {
+  return t == GgmlBlockType::kQ4_K || t == GgmlBlockType::kQ5_K || t == GgmlBlockType::kQ6_K
+             ? kGgmlSuperBlockElems
+             : kGgmlSubBlockElems;
+}
+constexpr size_t GgmlBlockBytes(GgmlBlockType t) {
+  switch (t) {
+    case GgmlBlockType::kQ4_0: return 18;
+    case GgmlBlockType::kQ4_1: return 20;
+    case GgmlBlockType::kQ5_0: return 22;
+    case GgmlBlockType::kQ5_1: return 24;
+    case GgmlBlockType::kQ8_0: return 34;
+    case GgmlBlockType::kQ4_K: return 144;
+    case GgmlBlockType::kQ5_K: return 176;
+    case GgmlBlockType::kQ6_K: return 210;
+  }
+  return 0;
+}
+
+// One block's GgmlBlockElems(t) values into y.
+void DequantizeGgmlBlock(GgmlBlockType t, const uint8_t* block, float* y);
+
+// The 6-bit scale and min of sub-block j (0..7) packed in the 12 scale bytes of Q4_K and Q5_K.
+inline void ScaleMinK4(size_t j, const uint8_t* s, uint8_t* scale, uint8_t* min) {
+  if (j < 4) {
+    *scale = s[j] & 63;
+    *min = s[j + 4] & 63;
+  } else {
+    *scale = static_cast<uint8_t>((s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4));
+    *min = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
+}  // namespace kestrel::ops

@@ -1,0 +1,347 @@
+// Matmul over the kept GGUF types (ops/matmul_blocks.h), compiled for every Highway target and
+// dispatched at run time.
+//
+// Every type is handled the same way: a weight element is scale * q + min with q an unsigned
+// integer of 4-6 bits (Q6_K: scale * (q - 32), made signed), the scale and min constant over a
+// sub-block of 32 (16 for Q6_K). With activations quantized per 32 (x = xs * xq, ops/
+// quantize_rows.h), a sub-block contributes xs * (scale * sum(q * xq) + min * sum(xq)): the
+// first sum is exact in int32, the second is stored with the activations. Scales are decoded
+// from ggml's records once per block and row (ops/block_layout.h).
+//
+// Full groups of 4 rows go to the x86 AVX2 kernel below; everything else (other targets, a
+// last partial group) to the portable Highway kernel, which decodes one row's sub-block into
+// int8 quants and multiplies them in int16 lanes like ops/matmul_quant.cc's portable kernel.
+#include "ops/matmul_blocks.h"
+#include "ops/targets.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/matmul_blocks.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#include <immintrin.h>
+#endif
+
+#include "ops/block_layout.h"
+#include "ops/dispatch.h"
+#include "ops/quantize_rows.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kestrel::ops {
+namespace HWY_NAMESPACE {
+namespace blocks {
+namespace hn = hwy::HWY_NAMESPACE;
+
+inline constexpr size_t kMaxScales = 16;  // per block: Q6_K has one per 16 of 256 values
+inline constexpr size_t kTokenTile = 4;
+
+using D16 = hn::CappedTag<int16_t, 16>;
+using D32 = hn::Repartition<int32_t, D16>;
+using DF = hn::Rebind<float, D32>;
+using VF = hn::Vec<DF>;
+using V16 = hn::Vec<D16>;
+
+// One token's activation row: quants, per-32 scales and per-32 sums of the quants.
+struct ActRow {
+  const int8_t* q;
+  const float* scale;
+  const int32_t* sum;
+};
+
+HWY_INLINE ActRow ActRowAt(const uint8_t* x, size_t k) {
+  const auto* scale = reinterpret_cast<const float*>(x + k);
+  return {reinterpret_cast<const int8_t*>(x), scale,
+          reinterpret_cast<const int32_t*>(scale + k / kGgmlSubBlockElems)};
+}
+
+// acc += dot(x, w) over one half-sub-block slice of L lanes, times factor.
+HWY_INLINE void MulAddDot(V16 x, V16 w, float factor, VF& acc) {
+  const D32 d32;
+  const DF df;
+  auto odd = hn::Zero(d32);
+  auto sum = hn::ReorderWidenMulAccumulate(d32, x, w, hn::Zero(d32), odd);
+  sum = hn::RearrangeToOddPlusEven(sum, odd);
+  acc = hn::MulAdd(hn::ConvertTo(df, sum), hn::Set(df, factor), acc);
+}
+
+// One token against lanes [j, j + L) of both halves of a decoded sub-block.
+template <GgmlBlockType T>
+HWY_INLINE void TokenSubBlock(const ActRow& a, size_t sub, size_t s, size_t j, V16 w_lo, V16 w_hi,
+                              const float* scale, VF& acc) {
+  const D16 d16;
+  const hn::Rebind<int8_t, D16> d8;
+  const int8_t* q = a.q + sub * kGgmlSubBlockElems + j;
+  const float xs = a.scale[sub];
+  const V16 x_lo = hn::PromoteTo(d16, hn::LoadU(d8, q));
+  const V16 x_hi = hn::PromoteTo(d16, hn::LoadU(d8, q + 16));
+  if constexpr (FormatOf(T).centered) {
+    MulAddDot(x_lo, w_lo, scale[2 * s] * xs, acc);
+    MulAddDot(x_hi, w_hi, scale[2 * s + 1] * xs, acc);
+  } else {
+    MulAddDot(x_lo, w_lo, scale[s] * xs, acc);
+    MulAddDot(x_hi, w_hi, scale[s] * xs, acc);
+  }
+}
+
+// Portable: one row x kTokens tokens. y: y[t0, row], row stride n_out.
+template <GgmlBlockType T, size_t kTokens>
+HWY_NOINLINE void RowTile(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout, size_t row,
+                          const uint8_t* HWY_RESTRICT x, size_t x_row_bytes, size_t k,
+                          float* HWY_RESTRICT y, size_t n_out) {
+  constexpr BlockFormat F = FormatOf(T);
+  const D16 d16;
+  const DF df;
+  const hn::Rebind<int8_t, D16> d8;
+  const size_t L = hn::Lanes(d16);
+  VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+  float offset[kTokens] = {};
+  ActRow act[kTokens];
+  for (size_t t = 0; t < kTokens; ++t) act[t] = ActRowAt(x + t * x_row_bytes, k);
+
+  for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
+    float scale[kMaxScales], min[kMaxScales];
+    DecodeScales(T, w + layout.RecordOffset(row, blk), scale, min);
+    for (size_t s = 0; s < F.SubBlocks(); ++s) {
+      const size_t sub = blk * F.SubBlocks() + s;
+      HWY_ALIGN int8_t q[kGgmlSubBlockElems];
+      LoadSubBlockQuants(layout, w, row, sub, q);
+      for (size_t j = 0; j < 16; j += L) {
+        const V16 w_lo = hn::PromoteTo(d16, hn::LoadU(d8, q + j));
+        const V16 w_hi = hn::PromoteTo(d16, hn::LoadU(d8, q + 16 + j));
+        TokenSubBlock<T>(act[0], sub, s, j, w_lo, w_hi, scale, a0);
+        if constexpr (kTokens > 1) TokenSubBlock<T>(act[1], sub, s, j, w_lo, w_hi, scale, a1);
+        if constexpr (kTokens > 2) TokenSubBlock<T>(act[2], sub, s, j, w_lo, w_hi, scale, a2);
+        if constexpr (kTokens > 3) TokenSubBlock<T>(act[3], sub, s, j, w_lo, w_hi, scale, a3);
+      }
+      if constexpr (!F.centered) {
+        for (size_t t = 0; t < kTokens; ++t) {
+          offset[t] += min[s] * (act[t].scale[sub] * static_cast<float>(act[t].sum[sub]));
+        }
+      }
+    }
+  }
+  y[0] = ReduceSum(df, a0) + offset[0];
+  if constexpr (kTokens > 1) y[n_out] = ReduceSum(df, a1) + offset[1];
+  if constexpr (kTokens > 2) y[2 * n_out] = ReduceSum(df, a2) + offset[2];
+  if constexpr (kTokens > 3) y[3 * n_out] = ReduceSum(df, a3) + offset[3];
+}
+
+template <GgmlBlockType T>
+void RowPortable(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t row,
+                 const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
+  switch (tokens) {
+    case 1: return RowTile<T, 1>(w, layout, row, x, x_row_bytes, k, y, n_out);
+    case 2: return RowTile<T, 2>(w, layout, row, x, x_row_bytes, k, y, n_out);
+    case 3: return RowTile<T, 3>(w, layout, row, x, x_row_bytes, k, y, n_out);
+    default: return RowTile<T, kTokenTile>(w, layout, row, x, x_row_bytes, k, y, n_out);
+  }
+}
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// x86 with AVX2: one full group of 4 rows against kTokens tokens, in raw intrinsics for the
+// same reason as ops/matmul_quant.cc's x86 kernel (Highway 1.0.3 has no vpmaddubsw), and on the
+// same plan: a vector holds one 8-element chunk of the four rows, [r0 r1 | r2 r3], against the
+// token's 8 quants broadcast to every 64-bit lane, so the four rows' sums come out in separate
+// lanes. Nibbles and high bits are combined in registers into the quants 0..63.
+inline constexpr size_t kPrefetchBytes = 2048;
+
+// Sub-block `p` of a full group as four chunk vectors (elements 0-7, 8-15, 16-23, 24-31 of
+// each row): unsigned quants, or q - 32 for Q6_K.
+template <GgmlBlockType T>
+HWY_INLINE void LoadGroupSubBlock(const uint8_t* HWY_RESTRICT p, __m256i c[4]) {
+  constexpr BlockFormat F = FormatOf(T);
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+  c[0] = _mm256_and_si256(b0, low);
+  c[1] = _mm256_and_si256(b1, low);
+  c[2] = _mm256_and_si256(_mm256_srli_epi16(b0, 4), low);
+  c[3] = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low);
+  const uint8_t* high = p + kQuantGroupRows * kNibbleBytes;
+  if constexpr (F.high_bits == 1) {
+    // 4 bytes per row; chunk e needs byte e of each row spread over that row's 8 lanes, then
+    // lane i's bit i.
+    const __m256i h = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(high)));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    const __m256i five = _mm256_set1_epi8(0x10);
+    for (int e = 0; e < 4; ++e) {
+      const __m256i spread = _mm256_setr_epi8(
+          e, e, e, e, e, e, e, e, 4 + e, 4 + e, 4 + e, 4 + e, 4 + e, 4 + e, 4 + e, 4 + e, 8 + e,
+          8 + e, 8 + e, 8 + e, 8 + e, 8 + e, 8 + e, 8 + e, 12 + e, 12 + e, 12 + e, 12 + e,
+          12 + e, 12 + e, 12 + e, 12 + e);
+      const __m256i set = _mm256_cmpeq_epi8(
+          _mm256_and_si256(_mm256_shuffle_epi8(h, spread), bit), bit);
+      c[e] = _mm256_or_si256(c[e], _mm256_and_si256(set, five));
+    }
+  } else if constexpr (F.high_bits == 2) {
+    // 8 bytes per row, lane-aligned with the chunks: chunk e's bits sit at 2e..2e+1.
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high));
+    const __m256i mask = _mm256_set1_epi8(0x30);
+    c[0] = _mm256_or_si256(c[0], _mm256_and_si256(_mm256_slli_epi16(h, 4), mask));
+    c[1] = _mm256_or_si256(c[1], _mm256_and_si256(_mm256_slli_epi16(h, 2), mask));
+    c[2] = _mm256_or_si256(c[2], _mm256_and_si256(h, mask));
+    c[3] = _mm256_or_si256(c[3], _mm256_and_si256(_mm256_srli_epi16(h, 2), mask));
+  }
+  if constexpr (F.centered) {
+    const __m256i bias = _mm256_set1_epi8(32);
+    for (int e = 0; e < 4; ++e) c[e] = _mm256_sub_epi8(c[e], bias);
+  }
+}
+
+HWY_INLINE __m256i Broadcast8(const int8_t* HWY_RESTRICT x8) {
+  int64_t chunk;
+  memcpy(&chunk, x8, 8);
+  return _mm256_set1_epi64x(chunk);
+}
+
+// [v0 v0 v1 v1 | v2 v2 v3 v3] * factor: one value per row, in both of its lanes.
+HWY_INLINE __m256 RowLanes(const float v[4], float factor) {
+  return _mm256_mul_ps(_mm256_setr_ps(v[0], v[0], v[1], v[1], v[2], v[2], v[3], v[3]),
+                       _mm256_set1_ps(factor));
+}
+
+template <GgmlBlockType T, size_t kTokens>
+HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                               size_t r0, const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
+                               size_t k, float* HWY_RESTRICT y, size_t n_out) {
+  constexpr BlockFormat F = FormatOf(T);
+  constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
+  const __m256i ones = _mm256_set1_epi16(1);
+  const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
+  __m256 acc[kTokens];
+  ActRow act[kTokens];
+  for (size_t t = 0; t < kTokens; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    act[t] = ActRowAt(x + t * x_row_bytes, k);
+  }
+  for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
+    // Scales transposed to [scale index][row], so a sub-block's four rows sit together.
+    float scale[kMaxScales][kQuantGroupRows], min[kMaxScales][kQuantGroupRows];
+    for (size_t r = 0; r < kQuantGroupRows; ++r) {
+      float s[kMaxScales], m[kMaxScales];
+      DecodeScales(T, w + layout.RecordOffset(r0 + r, blk), s, m);
+      for (size_t j = 0; j < F.scales; ++j) scale[j][r] = s[j], min[j][r] = F.centered ? 0 : m[j];
+    }
+    for (size_t s = 0; s < F.SubBlocks(); ++s) {
+      const size_t sub = blk * F.SubBlocks() + s;
+      const uint8_t* HWY_RESTRICT p = quants + sub * kSubBytes;
+      hwy::Prefetch(p + kPrefetchBytes);
+      if constexpr (kSubBytes > 64) hwy::Prefetch(p + kPrefetchBytes + 64);
+      __m256i c[4];
+      LoadGroupSubBlock<T>(p, c);
+      for (size_t t = 0; t < kTokens; ++t) {
+        const int8_t* xb = act[t].q + sub * kGgmlSubBlockElems;
+        const float xs = act[t].scale[sub];
+        if constexpr (F.centered) {
+          // Signed quants: move each weight's sign onto the activation (vpsignb) and multiply
+          // |w| (<= 32) as unsigned. Each half's two chunks sum to at most 2 * 2 * 32 * 127.
+          const auto half = [&](int e) {
+            const __m256i p0 = _mm256_maddubs_epi16(_mm256_sign_epi8(c[e], c[e]),
+                                                    _mm256_sign_epi8(Broadcast8(xb + 8 * e), c[e]));
+            const __m256i p1 = _mm256_maddubs_epi16(
+                _mm256_sign_epi8(c[e + 1], c[e + 1]),
+                _mm256_sign_epi8(Broadcast8(xb + 8 * e + 8), c[e + 1]));
+            return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones));
+          };
+          acc[t] = _mm256_fmadd_ps(half(0), RowLanes(scale[2 * s], xs), acc[t]);
+          acc[t] = _mm256_fmadd_ps(half(2), RowLanes(scale[2 * s + 1], xs), acc[t]);
+        } else {
+          // Unsigned quants of at most 5 bits: four chunks of pair sums stay below
+          // 4 * 2 * 31 * 127 < 2^15 in int16.
+          const __m256i prod = _mm256_add_epi16(
+              _mm256_add_epi16(_mm256_maddubs_epi16(c[0], Broadcast8(xb)),
+                               _mm256_maddubs_epi16(c[1], Broadcast8(xb + 8))),
+              _mm256_add_epi16(_mm256_maddubs_epi16(c[2], Broadcast8(xb + 16)),
+                               _mm256_maddubs_epi16(c[3], Broadcast8(xb + 24))));
+          const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
+          const size_t j = F.SubBlocks() == 1 ? 0 : s;
+          acc[t] = _mm256_fmadd_ps(sums, RowLanes(scale[j], xs), acc[t]);
+          // The min term once per row: half of it in each of the row's two lanes.
+          acc[t] = _mm256_fmadd_ps(RowLanes(min[j], 0.5f),
+                                   _mm256_set1_ps(xs * static_cast<float>(act[t].sum[sub])),
+                                   acc[t]);
+        }
+      }
+    }
+  }
+  for (size_t t = 0; t < kTokens; ++t) {
+    const __m128 rows =
+        _mm_hadd_ps(_mm256_castps256_ps128(acc[t]), _mm256_extractf128_ps(acc[t], 1));
+    _mm_storeu_ps(y + t * n_out, rows);
+  }
+}
+
+template <GgmlBlockType T>
+void GroupX86(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t r0,
+              const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
+  switch (tokens) {
+    case 1: return GroupTileX86<T, 1>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    case 2: return GroupTileX86<T, 2>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    case 3: return GroupTileX86<T, 3>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    default: return GroupTileX86<T, kTokenTile>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  }
+}
+#endif  // x86 with AVX2
+
+template <GgmlBlockType T>
+void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                  size_t row_begin, size_t row_end) {
+  const BlockLayout layout(T, n_out, k);
+  const size_t x_row_bytes = Q8ActRowBytes(k);
+  for (size_t r = row_begin; r < row_end;) {
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    if (r % kQuantGroupRows == 0 && layout.GroupRows(r) == kQuantGroupRows &&
+        r + kQuantGroupRows <= row_end) {
+      for (size_t t = 0; t < n_tokens; t += kTokenTile) {
+        GroupX86<T>(HWY_MIN(kTokenTile, n_tokens - t), w, layout, r, x + t * x_row_bytes,
+                    x_row_bytes, k, y + t * n_out + r, n_out);
+      }
+      r += kQuantGroupRows;
+      continue;
+    }
+#endif
+    for (size_t t = 0; t < n_tokens; t += kTokenTile) {
+      RowPortable<T>(HWY_MIN(kTokenTile, n_tokens - t), w, layout, r, x + t * x_row_bytes,
+                     x_row_bytes, k, y + t * n_out + r, n_out);
+    }
+    ++r;
+  }
+}
+
+}  // namespace blocks
+
+#define KESTREL_BLOCK_MATMUL_PER_TARGET(T)                                                    \
+  void MatMul##T##PerTarget(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,  \
+                            float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out, \
+                            size_t row_begin, size_t row_end) {                             \
+    blocks::MatMulBlocks<GgmlBlockType::k##T>(w, x, y, n_tokens, k, n_out, row_begin,       \
+                                              row_end);                                     \
+  }
+KESTREL_BLOCK_TYPES(KESTREL_BLOCK_MATMUL_PER_TARGET)
+#undef KESTREL_BLOCK_MATMUL_PER_TARGET
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kestrel::ops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kestrel::ops {
+
+#define KESTREL_BLOCK_MATMUL_EXPORT(T)                                                     \
+  HWY_EXPORT(MatMul##T##PerTarget);                                                        \
+  void MatMul##T(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k, \
+                 size_t n_out, size_t row_begin, size_t row_end) {                         \
+    HWY_DYNAMIC_DISPATCH(MatMul##T##PerTarget)(w, x, y, n_tokens, k, n_out, row_begin,     \
+                                               row_end);                                   \
+  }                                                                                        \
+  KESTREL_DEFINE_RESOLVE(MatMul##T)
+KESTREL_BLOCK_TYPES(KESTREL_BLOCK_MATMUL_EXPORT)
+#undef KESTREL_BLOCK_MATMUL_EXPORT
+
+}  // namespace kestrel::ops
+#endif  // HWY_ONCE

@@ -1,0 +1,21 @@
+// Matrix multiplication with the kept GGUF types Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K (packed
+// as ops/block_layout.h describes) against activations quantized to int8 by
+// ops/quantize_rows.h: integer dot products per 32 elements (per 16 for Q6_K, whose scales
+// change every 16), scaled and summed in f32. Same contract as ops/matmul_quant.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/block_layout.h"
+
+namespace kestrel::ops {
+
+#define KESTREL_DECLARE_BLOCK_MATMUL(T)                                                     \
+  void MatMul##T(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k, \
+                 size_t n_out, size_t row_begin, size_t row_end);                         \
+  decltype(&MatMul##T) ResolveMatMul##T();
+KESTREL_BLOCK_TYPES(KESTREL_DECLARE_BLOCK_MATMUL)
+#undef KESTREL_DECLARE_BLOCK_MATMUL
+
+}  // namespace kestrel::ops

@@ -1,0 +1,206 @@
+// The kept GGUF types (ops/block_layout.h): packing round trips, the matmul kernels of
+// ops/matmul_blocks.h against an exact reference on every Highway target, and the embedding
+// lookup against ggml's dequantization.
+//
+// Weights are random ggml blocks (random quant bits and scales), packed as the converter packs
+// them. The matmul reference multiplies ggml's dequantized weights (ops/ggml_blocks.h, tested
+// against gguf-py by dequantize_test) by the exactly known quantized activations in double;
+// the kernel's f32 rounding is bounded by Gamma over the magnitudes of its terms.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ops/block_layout.h"
+#include "ops/embed.h"
+#include "ops/ggml_blocks.h"
+#include "ops/matmul_blocks.h"
+#include "ops/quantize_rows.h"
+#include "tests/ops_test_util.h"
+
+namespace kestrel::ops {
+namespace {
+
+using test::ForEachTarget;
+using test::kSentinel;
+
+using MatMulFn = void (*)(const uint8_t*, const uint8_t*, float*, size_t, size_t, size_t, size_t,
+                          size_t);
+using EmbedFn = void (*)(const uint8_t*, size_t, size_t, const int32_t*, size_t, float, float*);
+
+struct TypeCase {
+  const char* name;
+  GgmlBlockType type;
+  MatMulFn matmul;
+  EmbedFn embed;
+};
+
+std::vector<TypeCase> Types() {
+  return {
+#define KESTREL_TYPE_CASE(T) {#T, GgmlBlockType::k##T, MatMul##T, Embed##T},
+      KESTREL_BLOCK_TYPES(KESTREL_TYPE_CASE)
+#undef KESTREL_TYPE_CASE
+  };
+}
+
+void PutHalf(uint8_t* p, float v) {
+  const uint16_t h = test::F16BitsFromF32(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Random ggml blocks of type t for [rows, k]: random quant and scale bits, f16 fields finite
+// and of either sign.
+std::vector<uint8_t> RandomBlocks(GgmlBlockType t, size_t rows, size_t k, std::mt19937& rng) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> half(-0.05f, 0.05f);
+  const size_t n_blocks = rows * k / GgmlBlockElems(t), bytes = GgmlBlockBytes(t);
+  std::vector<uint8_t> blocks(n_blocks * bytes);
+  for (uint8_t& b : blocks) b = static_cast<uint8_t>(byte(rng));
+  for (size_t i = 0; i < n_blocks; ++i) {
+    uint8_t* b = blocks.data() + i * bytes;
+    switch (t) {
+      case GgmlBlockType::kQ4_1:
+      case GgmlBlockType::kQ5_1:
+      case GgmlBlockType::kQ4_K:
+      case GgmlBlockType::kQ5_K:
+        PutHalf(b, half(rng));
+        PutHalf(b + 2, half(rng));
+        break;
+      case GgmlBlockType::kQ5_0: PutHalf(b, half(rng)); break;
+      case GgmlBlockType::kQ6_K: PutHalf(b + 208, half(rng) * 0.01f); break;
+      default: break;
+    }
+  }
+  return blocks;
+}
+
+std::vector<uint8_t> Pack(GgmlBlockType t, const std::vector<uint8_t>& blocks, size_t rows,
+                          size_t k) {
+  const BlockLayout layout(t, rows, k);
+  std::vector<uint8_t> packed(layout.TotalBytes(), 0);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t b = 0; b < layout.blocks_per_row; ++b) {
+      PackGgmlBlock(t, layout, blocks.data() + (r * layout.blocks_per_row + b) *
+                                                   GgmlBlockBytes(t),
+                    r, b, packed.data());
+    }
+  }
+  return packed;
+}
+
+std::vector<float> Dequantize(GgmlBlockType t, const std::vector<uint8_t>& blocks) {
+  const size_t n_blocks = blocks.size() / GgmlBlockBytes(t);
+  std::vector<float> w(n_blocks * GgmlBlockElems(t));
+  for (size_t i = 0; i < n_blocks; ++i) {
+    DequantizeGgmlBlock(t, blocks.data() + i * GgmlBlockBytes(t), w.data() + i * GgmlBlockElems(t));
+  }
+  return w;
+}
+
+TEST(OpsBlockLayout, PackingIsExactlyGgmlSizeAndRoundTrips) {
+  std::mt19937 rng(3);
+  for (const TypeCase& tc : Types()) {
+    SCOPED_TRACE(tc.name);
+    for (size_t rows : {1, 4, 6, 9}) {
+      const size_t k = 2 * GgmlBlockElems(tc.type);
+      const std::vector<uint8_t> blocks = RandomBlocks(tc.type, rows, k, rng);
+      const std::vector<uint8_t> packed = Pack(tc.type, blocks, rows, k);
+      ASSERT_EQ(packed.size(), blocks.size());
+      const BlockLayout layout(tc.type, rows, k);
+      std::vector<uint8_t> back(GgmlBlockBytes(tc.type));
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t b = 0; b < layout.blocks_per_row; ++b) {
+          UnpackGgmlBlock(tc.type, layout, packed.data(), r, b, back.data());
+          ASSERT_EQ(0, std::memcmp(back.data(),
+                                   blocks.data() + (r * layout.blocks_per_row + b) * back.size(),
+                                   back.size()))
+              << "row " << r << " block " << b;
+        }
+      }
+    }
+  }
+}
+
+std::vector<test::QuantMatMulCase> Cases(GgmlBlockType t) {
+  const size_t e = GgmlBlockElems(t);
+  return test::QuantMatMulCases({e, 3 * e, e == 32 ? size_t{640} : size_t{1024}});
+}
+
+TEST(OpsMatMulBlocks, MatchesExactReferenceForEveryKeptType) {
+  std::mt19937 rng(21);
+  for (const TypeCase& tc : Types()) {
+    SCOPED_TRACE(tc.name);
+    ForEachTarget([&](const char*) {
+      for (const test::QuantMatMulCase& c : Cases(tc.type)) {
+        const std::vector<uint8_t> blocks = RandomBlocks(tc.type, c.n_out, c.k, rng);
+        const std::vector<uint8_t> packed = Pack(tc.type, blocks, c.n_out, c.k);
+        const std::vector<float> w = Dequantize(tc.type, blocks);
+        const std::vector<float> x = test::RandomFloats(c.n_tokens * c.k, -3.0f, 3.0f, rng);
+        std::vector<uint8_t> xq(c.n_tokens * Q8ActRowBytes(c.k));
+        QuantizeRowsQ8(x.data(), c.n_tokens, c.k, xq.data());
+        std::vector<float> y(c.n_tokens * c.n_out, kSentinel);
+        tc.matmul(packed.data(), xq.data(), y.data(), c.n_tokens, c.k, c.n_out, c.row_begin,
+                  c.row_end);
+        const BlockLayout layout(tc.type, c.n_out, c.k);
+        const BlockFormat& f = layout.format;
+        for (size_t t = 0; t < c.n_tokens; ++t) {
+          const uint8_t* row = xq.data() + t * Q8ActRowBytes(c.k);
+          const auto* xs = reinterpret_cast<const float*>(row + c.k);
+          for (size_t r = 0; r < c.n_out; ++r) {
+            const float got = y[t * c.n_out + r];
+            if (r < c.row_begin || r >= c.row_end) {
+              ASSERT_EQ(got, kSentinel) << "wrote outside its rows";
+              continue;
+            }
+            // Activations are exactly xs * q; weights exactly ggml's values. The kernel's
+            // terms are scale * q * x and min * x per element, |scale * q| <= |w| + |min|.
+            double exact = 0.0, magnitude = 0.0;
+            for (size_t b = 0; b < layout.blocks_per_row; ++b) {
+              float scale[16], min[16] = {};
+              DecodeScales(tc.type, blocks.data() + (r * layout.blocks_per_row + b) *
+                                                        GgmlBlockBytes(tc.type) +
+                                        f.record_begin,
+                           scale, min);
+              for (size_t i = 0; i < f.block_elems; ++i) {
+                const size_t e = b * f.block_elems + i;
+                const double xv = double{xs[e / 32]} * static_cast<int8_t>(row[e]);
+                const double wv = w[r * c.k + e];
+                const double m = f.centered ? 0.0 : std::fabs(min[i / 32]);
+                exact += wv * xv;
+                magnitude += (std::fabs(wv) + 2 * m) * std::fabs(xv);
+              }
+            }
+            const double bound = 4 * test::Gamma(c.k / 32 + 8) * magnitude + 1e-30;
+            ASSERT_NEAR(got, exact, bound) << "token " << t << " row " << r << " k=" << c.k
+                                           << " n_out=" << c.n_out << " tokens=" << c.n_tokens;
+          }
+        }
+      }
+    });
+  }
+}
+
+TEST(OpsEmbedBlocks, RowsAreGgmlValuesScaled) {
+  std::mt19937 rng(8);
+  for (const TypeCase& tc : Types()) {
+    SCOPED_TRACE(tc.name);
+    const size_t vocab = 11, dim = 2 * GgmlBlockElems(tc.type);
+    const std::vector<uint8_t> blocks = RandomBlocks(tc.type, vocab, dim, rng);
+    const std::vector<uint8_t> packed = Pack(tc.type, blocks, vocab, dim);
+    const std::vector<float> w = Dequantize(tc.type, blocks);
+    const std::vector<int32_t> tokens = {0, 10, 5, 5, 3};
+    std::vector<float> out(tokens.size() * dim, kSentinel);
+    tc.embed(packed.data(), vocab, dim, tokens.data(), tokens.size(), 2.5f, out.data());
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      for (size_t i = 0; i < dim; ++i) {
+        ASSERT_EQ(out[t * dim + i], w[tokens[t] * dim + i] * 2.5f) << "token " << t << " " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kestrel::ops
