@@ -13,7 +13,9 @@
 #include <hwy/base.h>
 
 #include "bench/machine_peak.h"
+#include "ops/block_layout.h"
 #include "ops/matmul.h"
+#include "ops/matmul_blocks.h"
 #include "ops/matmul_quant.h"
 #include "ops/quant_layout.h"
 #include "ops/quantize_rows.h"
@@ -108,6 +110,30 @@ void BM_MatMulQuant(benchmark::State& state) {
   ReportRates(state, 2.0 * n_tokens * k * n_out, static_cast<double>(layout.TotalBytes()));
 }
 
+// A kept GGUF type (ops/block_layout.h), with the activation quantization as above. Quant bits
+// vary; every scale record byte is 0x11, so the f16 scales are normal numbers (no subnormal
+// slow paths) and the 6-bit K-quant scales non-zero.
+template <GgmlBlockType kType>
+void BM_MatMulBlocks(benchmark::State& state) {
+  const size_t n_tokens = state.range(0), k = state.range(1), n_out = state.range(2);
+  const BlockLayout layout(kType, n_out, k);
+  auto w = hwy::AllocateAligned<uint8_t>(layout.TotalBytes());
+  for (size_t i = 0; i < layout.QuantBytes(); ++i) w[i] = static_cast<uint8_t>(i * 37 % 251);
+  std::memset(w.get() + layout.QuantBytes(), 0x11, layout.TotalBytes() - layout.QuantBytes());
+  auto x = hwy::AllocateAligned<float>(n_tokens * k);
+  auto xq = hwy::AllocateAligned<uint8_t>(n_tokens * Q8ActRowBytes(k));
+  auto y = hwy::AllocateAligned<float>(n_tokens * n_out);
+  for (size_t i = 0; i < n_tokens * k; ++i) x[i] = 0.5f - static_cast<float>(i % 7) / 8;
+  const auto matmul = ResolveBlockMatMul(kType);
+  for (auto _ : state) {
+    QuantizeRowsQ8(x.get(), n_tokens, k, xq.get());
+    matmul(w.get(), xq.get(), y.get(), n_tokens, k, n_out, 0, n_out);
+    benchmark::DoNotOptimize(y.get());
+    benchmark::ClobberMemory();
+  }
+  ReportRates(state, 2.0 * n_tokens * k * n_out, static_cast<double>(layout.TotalBytes()));
+}
+
 // Gemma 3 270M: d_model 640, FFN 2048, vocab 262144 (tied LM head).
 void ModelShapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "k", "n_out"});
@@ -125,6 +151,12 @@ BENCHMARK_TEMPLATE(BM_MatMul, hwy::float16_t)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, hwy::bfloat16_t)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_MatMul<q8>")->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, true)->Name("BM_MatMul<q4>")->Apply(ModelShapes);
+#define KESTREL_BENCH_BLOCKS(T)                                         \
+  BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T)              \
+      ->Name("BM_MatMul<" #T ">")                                       \
+      ->Apply(ModelShapes);
+KESTREL_BLOCK_TYPES(KESTREL_BENCH_BLOCKS)
+#undef KESTREL_BENCH_BLOCKS
 
 // The limits the fractions above divide by, printed once per run.
 void BM_MachinePeak(benchmark::State& state) {

@@ -198,10 +198,92 @@ HWY_INLINE __m256i Broadcast8(const int8_t* HWY_RESTRICT x8) {
   return _mm256_set1_epi64x(chunk);
 }
 
-// [v0 v0 v1 v1 | v2 v2 v3 v3] * factor: one value per row, in both of its lanes.
-HWY_INLINE __m256 RowLanes(const float v[4], float factor) {
-  return _mm256_mul_ps(_mm256_setr_ps(v[0], v[0], v[1], v[1], v[2], v[2], v[3], v[3]),
-                       _mm256_set1_ps(factor));
+// Eight vectors in, eight out: out[j] lane i = in[i] lane j.
+HWY_INLINE void Transpose8x8(const __m256 in[8], __m256 out[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(in[2 * i], in[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(in[2 * i], in[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    out[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    out[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+// rows[r] lane j = row r's value j -> out[j] = [r0 r0 r1 r1 | r2 r2 r3 r3]: each sub-block's
+// four row values in the lanes where the kernel sums that row.
+HWY_INLINE void RowsToLanes(const __m256 rows[4], __m256 out[8]) {
+  const __m256 doubled[8] = {rows[0], rows[0], rows[1], rows[1],
+                             rows[2], rows[2], rows[3], rows[3]};
+  Transpose8x8(doubled, out);
+}
+
+HWY_INLINE float HalfAt(const uint8_t* p) {
+  uint16_t bits;
+  memcpy(&bits, p, 2);
+  return _cvtsh_ss(bits);
+}
+
+// 8 unsigned bytes (or signed, kSigned) widened to f32 and multiplied by factor.
+template <bool kSigned>
+HWY_INLINE __m256 BytesTimes(const void* bytes, float factor) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes));
+  const __m256i wide = kSigned ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(wide), _mm256_set1_ps(factor));
+}
+
+// One block's scales and mins for the four rows of a full group, as the kernel's lane vectors:
+// scale[j], min[j] for each scale index j of the block (BlockFormat::scales), min halved because
+// each row has two lanes. rec: the group's four scale records, one after another.
+template <GgmlBlockType T>
+HWY_INLINE void GroupScales(const uint8_t* HWY_RESTRICT rec, __m256* scale, __m256* min) {
+  const __m256 half = _mm256_set1_ps(0.5f);
+  if constexpr (T == GgmlBlockType::kQ5_0) {
+    const __m128 d = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(rec)));
+    scale[0] = _mm256_set_m128(_mm_unpackhi_ps(d, d), _mm_unpacklo_ps(d, d));
+    min[0] = _mm256_mul_ps(scale[0], _mm256_set1_ps(-16.0f * 0.5f));
+  } else if constexpr (T == GgmlBlockType::kQ4_1 || T == GgmlBlockType::kQ5_1) {
+    const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec)));
+    scale[0] = _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6));
+    min[0] = _mm256_mul_ps(
+        _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7)), half);
+  } else if constexpr (T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K) {
+    __m256 rows_scale[4], rows_min[4];
+    for (int r = 0; r < 4; ++r) {
+      const uint8_t* p = rec + 16 * r;
+      // The 12 bytes of 6-bit scales and mins (ops/ggml_blocks.h ScaleMinK4) unpacked four at
+      // a time: u[0..1] become the 8 scales, u[2..3] the 8 mins.
+      uint32_t u[4];
+      memcpy(u, p + 4, 12);
+      constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F, kLow2 = 0x03030303;
+      u[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
+      const uint32_t mins_low = u[1] & kLow6;
+      u[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
+      u[2] = mins_low;
+      u[0] &= kLow6;
+      rows_scale[r] = BytesTimes<false>(u, HalfAt(p));
+      rows_min[r] = BytesTimes<false>(u + 2, -0.5f * HalfAt(p + 2));
+    }
+    RowsToLanes(rows_scale, scale);
+    RowsToLanes(rows_min, min);
+  } else if constexpr (T == GgmlBlockType::kQ6_K) {
+    __m256 rows_lo[4], rows_hi[4];
+    for (int r = 0; r < 4; ++r) {
+      const uint8_t* p = rec + 18 * r;  // 16 int8 scales, then d
+      const float d = HalfAt(p + 16);
+      rows_lo[r] = BytesTimes<true>(p, d);
+      rows_hi[r] = BytesTimes<true>(p + 8, d);
+    }
+    RowsToLanes(rows_lo, scale);
+    RowsToLanes(rows_hi, scale + 8);
+  }
 }
 
 template <GgmlBlockType T, size_t kTokens>
@@ -219,13 +301,8 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
     act[t] = ActRowAt(x + t * x_row_bytes, k);
   }
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
-    // Scales transposed to [scale index][row], so a sub-block's four rows sit together.
-    float scale[kMaxScales][kQuantGroupRows], min[kMaxScales][kQuantGroupRows];
-    for (size_t r = 0; r < kQuantGroupRows; ++r) {
-      float s[kMaxScales], m[kMaxScales];
-      DecodeScales(T, w + layout.RecordOffset(r0 + r, blk), s, m);
-      for (size_t j = 0; j < F.scales; ++j) scale[j][r] = s[j], min[j][r] = F.centered ? 0 : m[j];
-    }
+    __m256 scale[kMaxScales], min[kMaxScales];
+    GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
     for (size_t s = 0; s < F.SubBlocks(); ++s) {
       const size_t sub = blk * F.SubBlocks() + s;
       const uint8_t* HWY_RESTRICT p = quants + sub * kSubBytes;
@@ -247,8 +324,9 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
                 _mm256_sign_epi8(Broadcast8(xb + 8 * e + 8), c[e + 1]));
             return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones));
           };
-          acc[t] = _mm256_fmadd_ps(half(0), RowLanes(scale[2 * s], xs), acc[t]);
-          acc[t] = _mm256_fmadd_ps(half(2), RowLanes(scale[2 * s + 1], xs), acc[t]);
+          const __m256 x_scale = _mm256_set1_ps(xs);
+          acc[t] = _mm256_fmadd_ps(half(0), _mm256_mul_ps(scale[2 * s], x_scale), acc[t]);
+          acc[t] = _mm256_fmadd_ps(half(2), _mm256_mul_ps(scale[2 * s + 1], x_scale), acc[t]);
         } else {
           // Unsigned quants of at most 5 bits: four chunks of pair sums stay below
           // 4 * 2 * 31 * 127 < 2^15 in int16.
@@ -259,9 +337,9 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
                                _mm256_maddubs_epi16(c[3], Broadcast8(xb + 24))));
           const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
           const size_t j = F.SubBlocks() == 1 ? 0 : s;
-          acc[t] = _mm256_fmadd_ps(sums, RowLanes(scale[j], xs), acc[t]);
+          acc[t] = _mm256_fmadd_ps(sums, _mm256_mul_ps(scale[j], _mm256_set1_ps(xs)), acc[t]);
           // The min term once per row: half of it in each of the row's two lanes.
-          acc[t] = _mm256_fmadd_ps(RowLanes(min[j], 0.5f),
+          acc[t] = _mm256_fmadd_ps(min[j],
                                    _mm256_set1_ps(xs * static_cast<float>(act[t].sum[sub])),
                                    acc[t]);
         }
@@ -342,6 +420,16 @@ namespace kestrel::ops {
   KESTREL_DEFINE_RESOLVE(MatMul##T)
 KESTREL_BLOCK_TYPES(KESTREL_BLOCK_MATMUL_EXPORT)
 #undef KESTREL_BLOCK_MATMUL_EXPORT
+
+decltype(&MatMulQ4_1) ResolveBlockMatMul(GgmlBlockType type) {
+  switch (type) {
+#define KESTREL_BLOCK_MATMUL_CASE(T) \
+  case GgmlBlockType::k##T: return ResolveMatMul##T();
+    KESTREL_BLOCK_TYPES(KESTREL_BLOCK_MATMUL_CASE)
+#undef KESTREL_BLOCK_MATMUL_CASE
+    default: return nullptr;
+  }
+}
 
 }  // namespace kestrel::ops
 #endif  // HWY_ONCE

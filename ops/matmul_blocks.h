@@ -18,4 +18,8 @@ namespace kestrel::ops {
 KESTREL_BLOCK_TYPES(KESTREL_DECLARE_BLOCK_MATMUL)
 #undef KESTREL_DECLARE_BLOCK_MATMUL
 
+// The kernel above for a kept type, resolved to this CPU's target; null for Q4_0 and Q8_0,
+// which have their own layout and kernels (ops/matmul_quant.h).
+decltype(&MatMulQ4_1) ResolveBlockMatMul(GgmlBlockType type);
+
 }  // namespace kestrel::ops

@@ -32,17 +32,6 @@ bool HasKernel(fb::DType dtype) {
          dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 || KeptBlockType(dtype, &kept);
 }
 
-// The kernel of ops/matmul_blocks.h for a kept GGUF type.
-ErasedKernel ResolveBlockKernel(ops::GgmlBlockType type) {
-  switch (type) {
-#define KESTREL_BLOCK_KERNEL(T) \
-  case ops::GgmlBlockType::k##T: return reinterpret_cast<ErasedKernel>(ops::ResolveMatMul##T());
-    KESTREL_BLOCK_TYPES(KESTREL_BLOCK_KERNEL)
-#undef KESTREL_BLOCK_KERNEL
-    default: return nullptr;  // Q4_0 and Q8_0 have their own layout and kernels
-  }
-}
-
 // Output rows for this thread, in whole groups of kQuantGroupRows (the kernels' row tile and the
 // packing unit of quantized weights) so no thread gets a partial tile.
 void ThreadRows(size_t rows, size_t thread, size_t n_threads, size_t* begin, size_t* end) {
@@ -119,7 +108,7 @@ void Bind(const BindContext& b, Step* step) {
     default: {  // a kept GGUF type; Check allows nothing else
       ops::GgmlBlockType kept = ops::GgmlBlockType::kQ4_1;
       KeptBlockType(w.dtype(), &kept);
-      a.kernel = ResolveBlockKernel(kept);
+      a.kernel = erase(ops::ResolveBlockMatMul(kept));
       run = Run<uint8_t, uint8_t>;
     }
   }
