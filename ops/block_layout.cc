@@ -62,7 +62,7 @@ QuantBits PackedBits(const BlockLayout& layout, size_t row, size_t sub, size_t i
                  i / 16 * 4, 0, 0};
   const size_t high = layout.HighOffset(row, sub);
   if (layout.format.high_bits == 1) {
-    bits.high_byte = high + i / 8, bits.high_shift = i % 8;
+    bits.high_byte = high + i % 4, bits.high_shift = 2 * (i / 8) + i % 8 / 4;
   } else {
     bits.high_byte = high + i % 8, bits.high_shift = 2 * (i / 8);
   }
@@ -120,7 +120,7 @@ void LoadSubBlockQuants(const BlockLayout& layout, const uint8_t* tensor, size_t
   const int offset = f.centered ? 32 : 0;
   for (size_t i = 0; i < kGgmlSubBlockElems; ++i) {
     int v = i < 16 ? nibbles[i] & 0x0F : nibbles[i - 16] >> 4;
-    if (f.high_bits == 1) v |= ((high[i / 8] >> (i % 8)) & 1) << 4;
+    if (f.high_bits == 1) v |= ((high[i % 4] >> (2 * (i / 8) + i % 8 / 4)) & 1) << 4;
     if (f.high_bits == 2) v |= ((high[i % 8] >> (2 * (i / 8))) & 3) << 4;
     q[i] = static_cast<int8_t>(v - offset);
   }

@@ -11,10 +11,11 @@
 //     nibbles: 16 bytes per row, byte i holding element i (low nibble) and i + 16 (high), the
 //              rows' bytes interleaved in 8-byte chunks exactly as Q4_0's quants are;
 //     high bits (5- and 6-bit types), then, row after row, 4 or 8 bytes per row:
-//              5-bit: byte c, bit i is bit 4 of element 8c + i;
-//              6-bit: byte i, bits 2c..2c+1 are bits 4-5 of element 8c + i.
-//   Either way a row's high bits for the elements of one 8-element chunk sit in the lanes of
-//   that chunk's nibbles with a shift and a mask (6-bit) or one byte shuffle (5-bit).
+//              5-bit: byte k (0..3), bit 2c + h is bit 4 of element 8c + 4h + k;
+//              6-bit: byte i (0..7), bits 2c..2c+1 are bits 4-5 of element 8c + i.
+//   Either way the high bits of an 8-element chunk c reach the lanes of that chunk's nibbles
+//   with one shift and one mask: 6-bit, shifting each row's 8 bytes by 2c; 5-bit, shifting a
+//   row's 4 bytes, copied into the 32-bit lanes of its elements 0-3 and 4-7, by 2c + h.
 // - scale records, after the last quant: ggml's own scale bytes of each (row, block), in the
 //   (group, block, row) order of ops/quant_layout.h: Q4_1/Q5_1 d and m (f16), Q5_0 d, Q4_K/Q5_K
 //   d, dmin and the 12 bytes of 6-bit scales and mins, Q6_K the 16 int8 scales then d.

@@ -162,21 +162,20 @@ HWY_INLINE void LoadGroupSubBlock(const uint8_t* HWY_RESTRICT p, __m256i c[4]) {
   c[3] = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low);
   const uint8_t* high = p + kQuantGroupRows * kNibbleBytes;
   if constexpr (F.high_bits == 1) {
-    // 4 bytes per row; chunk e needs byte e of each row spread over that row's 8 lanes, then
-    // lane i's bit i.
-    const __m256i h = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(high)));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    // 4 bytes per row, copied into the row's two 32-bit lanes of each chunk vector (elements
+    // 0-3 and 4-7); chunk c's bits sit at 2c (first lane) and 2c + 1 (second) of every byte.
+    const __m256i h = _mm256_permutevar8x32_epi32(
+        _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(high))),
+        _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
     const __m256i five = _mm256_set1_epi8(0x10);
-    for (int e = 0; e < 4; ++e) {
-      const __m256i spread = _mm256_setr_epi8(
-          e, e, e, e, e, e, e, e, 4 + e, 4 + e, 4 + e, 4 + e, 4 + e, 4 + e, 4 + e, 4 + e, 8 + e,
-          8 + e, 8 + e, 8 + e, 8 + e, 8 + e, 8 + e, 8 + e, 12 + e, 12 + e, 12 + e, 12 + e,
-          12 + e, 12 + e, 12 + e, 12 + e);
-      const __m256i set = _mm256_cmpeq_epi8(
-          _mm256_and_si256(_mm256_shuffle_epi8(h, spread), bit), bit);
-      c[e] = _mm256_or_si256(c[e], _mm256_and_si256(set, five));
-    }
+    c[0] = _mm256_or_si256(c[0], _mm256_and_si256(
+        _mm256_sllv_epi32(h, _mm256_setr_epi32(4, 3, 4, 3, 4, 3, 4, 3)), five));
+    c[1] = _mm256_or_si256(c[1], _mm256_and_si256(
+        _mm256_sllv_epi32(h, _mm256_setr_epi32(2, 1, 2, 1, 2, 1, 2, 1)), five));
+    c[2] = _mm256_or_si256(c[2], _mm256_and_si256(
+        _mm256_srlv_epi32(h, _mm256_setr_epi32(0, 1, 0, 1, 0, 1, 0, 1)), five));
+    c[3] = _mm256_or_si256(c[3], _mm256_and_si256(
+        _mm256_srlv_epi32(h, _mm256_setr_epi32(2, 3, 2, 3, 2, 3, 2, 3)), five));
   } else if constexpr (F.high_bits == 2) {
     // 8 bytes per row, lane-aligned with the chunks: chunk e's bits sit at 2e..2e+1.
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high));
@@ -294,10 +293,13 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
   constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
   const __m256i ones = _mm256_set1_epi16(1);
   const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
-  __m256 acc[kTokens];
+  // Two accumulators per token: the two multiply-adds of a sub-block go to different ones, so
+  // a one-token tile is not bound by one chain of dependent FMAs (4 cycles each).
+  __m256 acc[kTokens], acc2[kTokens];
   ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
     acc[t] = _mm256_setzero_ps();
+    acc2[t] = _mm256_setzero_ps();
     act[t] = ActRowAt(x + t * x_row_bytes, k);
   }
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
@@ -326,7 +328,7 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
           };
           const __m256 x_scale = _mm256_set1_ps(xs);
           acc[t] = _mm256_fmadd_ps(half(0), _mm256_mul_ps(scale[2 * s], x_scale), acc[t]);
-          acc[t] = _mm256_fmadd_ps(half(2), _mm256_mul_ps(scale[2 * s + 1], x_scale), acc[t]);
+          acc2[t] = _mm256_fmadd_ps(half(2), _mm256_mul_ps(scale[2 * s + 1], x_scale), acc2[t]);
         } else {
           // Unsigned quants of at most 5 bits: four chunks of pair sums stay below
           // 4 * 2 * 31 * 127 < 2^15 in int16.
@@ -339,16 +341,17 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
           const size_t j = F.SubBlocks() == 1 ? 0 : s;
           acc[t] = _mm256_fmadd_ps(sums, _mm256_mul_ps(scale[j], _mm256_set1_ps(xs)), acc[t]);
           // The min term once per row: half of it in each of the row's two lanes.
-          acc[t] = _mm256_fmadd_ps(min[j],
-                                   _mm256_set1_ps(xs * static_cast<float>(act[t].sum[sub])),
-                                   acc[t]);
+          acc2[t] = _mm256_fmadd_ps(min[j],
+                                    _mm256_set1_ps(xs * static_cast<float>(act[t].sum[sub])),
+                                    acc2[t]);
         }
       }
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {
+    const __m256 sum = _mm256_add_ps(acc[t], acc2[t]);
     const __m128 rows =
-        _mm_hadd_ps(_mm256_castps256_ps128(acc[t]), _mm256_extractf128_ps(acc[t], 1));
+        _mm_hadd_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
     _mm_storeu_ps(y + t * n_out, rows);
   }
 }
