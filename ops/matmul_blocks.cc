@@ -8,8 +8,9 @@
 // first sum is exact in int32, the second is stored with the activations. Scales are decoded
 // from ggml's records once per block and row (ops/block_layout.h).
 //
-// Full groups of 4 rows go to the x86 AVX2 kernel below; everything else (other targets, a
-// last partial group) to the portable Highway kernel, which decodes one row's sub-block into
+// Full groups of 4 rows go to the x86 AVX2 kernel below or, on aarch64 cores with dotprod, to
+// ops/matmul_blocks_dotprod.cc; everything else (other targets, a last partial group) to the
+// portable Highway kernel, which decodes one row's sub-block into
 // int8 quants and multiplies them in int16 lanes like ops/matmul_quant.cc's portable kernel.
 #include "ops/matmul_blocks.h"
 #include "ops/targets.h"
@@ -27,6 +28,8 @@
 
 #include "ops/block_layout.h"
 #include "ops/dispatch.h"
+#include "ops/matmul_blocks_dotprod.h"
+#include "ops/matmul_quant_dotprod.h"
 #include "ops/quantize_rows.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -337,13 +340,22 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
                                _mm256_maddubs_epi16(c[1], Broadcast8(xb + 8))),
               _mm256_add_epi16(_mm256_maddubs_epi16(c[2], Broadcast8(xb + 16)),
                                _mm256_maddubs_epi16(c[3], Broadcast8(xb + 24))));
-          const __m256 sums = _mm256_cvtepi32_ps(_mm256_madd_epi16(prod, ones));
+          __m256i sums = _mm256_madd_epi16(prod, ones);
           const size_t j = F.SubBlocks() == 1 ? 0 : s;
-          acc[t] = _mm256_fmadd_ps(sums, _mm256_mul_ps(scale[j], _mm256_set1_ps(xs)), acc[t]);
-          // The min term once per row: half of it in each of the row's two lanes.
-          acc2[t] = _mm256_fmadd_ps(min[j],
-                                    _mm256_set1_ps(xs * static_cast<float>(act[t].sum[sub])),
-                                    acc2[t]);
+          if constexpr (T == GgmlBlockType::kQ5_0) {
+            // q - 16 shares the scale: subtract 16 * sum(x) in int32, half in each row lane,
+            // instead of a second multiply-add per token.
+            sums = _mm256_sub_epi32(sums, _mm256_set1_epi32(8 * act[t].sum[sub]));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums),
+                                     _mm256_mul_ps(scale[j], _mm256_set1_ps(xs)), acc[t]);
+          } else {
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums),
+                                     _mm256_mul_ps(scale[j], _mm256_set1_ps(xs)), acc[t]);
+            // The min term once per row: half of it in each of the row's two lanes.
+            acc2[t] = _mm256_fmadd_ps(min[j],
+                                      _mm256_set1_ps(xs * static_cast<float>(act[t].sum[sub])),
+                                      acc2[t]);
+          }
         }
       }
     }
@@ -381,6 +393,17 @@ void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
       for (size_t t = 0; t < n_tokens; t += kTokenTile) {
         GroupX86<T>(HWY_MIN(kTokenTile, n_tokens - t), w, layout, r, x + t * x_row_bytes,
                     x_row_bytes, k, y + t * n_out + r, n_out);
+      }
+      r += kQuantGroupRows;
+      continue;
+    }
+#endif
+#if HWY_ARCH_ARM_A64
+    if (r % kQuantGroupRows == 0 && layout.GroupRows(r) == kQuantGroupRows &&
+        r + kQuantGroupRows <= row_end && CpuHasDotProd()) {
+      for (size_t t = 0; t < n_tokens; t += kTokenTile) {
+        BlockGroupTileDotProd(T, HWY_MIN(kTokenTile, n_tokens - t), w, layout, r,
+                              x + t * x_row_bytes, x_row_bytes, k, y + t * n_out + r, n_out);
       }
       r += kQuantGroupRows;
       continue;
