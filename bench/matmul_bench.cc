@@ -5,8 +5,11 @@
 // of_read_BW), prefill (n = 64, 512) by FMA throughput (of_FMA_peak).
 //
 //   build-x/bench/matmul_bench --benchmark_min_time=0.2
+//   build-x/bench/matmul_bench --disable-targets=AVX3_DL   (the same on the next best target)
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include <benchmark/benchmark.h>
 #include <hwy/aligned_allocator.h>
@@ -170,3 +173,26 @@ BENCHMARK(BM_MachinePeak)->Iterations(1);
 
 }  // namespace
 }  // namespace kestrel::ops
+
+// Google Benchmark's main, after taking our one flag out of the arguments.
+int main(int argc, char** argv) {
+  const std::string flag = "--disable-targets=";
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], flag.c_str(), flag.size()) == 0) {
+      const std::string error = kestrel::ops::DisableTargets(argv[i] + flag.size());
+      if (!error.empty()) {
+        std::fprintf(stderr, "matmul_bench: %s\n", error.c_str());
+        return 2;
+      }
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

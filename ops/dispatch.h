@@ -60,6 +60,19 @@ HWY_INLINE void StorePartial(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p, size_t
   memcpy(p, lanes, count * sizeof(float));
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+// acc + in each int32 lane the sum of four products of u8's unsigned bytes and s8's signed ones
+// (vpdpbusd, AVX-512 VNNI). Written as assembly because Highway 1.0.3 compiles its AVX3_DL
+// target with GCC's "avxvnni" (the VEX encoding of Alder Lake and later) instead of
+// "avx512vnni", so the intrinsic becomes `{vex} vpdpbusd`, which AVX-512 VNNI cores without
+// AVX-VNNI (Ice Lake, Zen 4) fault on. The assembler's default for the mnemonic is the EVEX
+// form every AVX3_DL core has; tests/no_vex_vnni_test checks that no VEX form is built.
+HWY_INLINE __m256i DotBytesAccumulate(__m256i acc, __m256i u8, __m256i s8) {
+  asm("vpdpbusd %[s8], %[u8], %[acc]" : [acc] "+v"(acc) : [u8] "v"(u8), [s8] "v"(s8));
+  return acc;
+}
+#endif
+
 // Sum of all lanes as a scalar.
 template <class DF>
 HWY_INLINE float ReduceSum(DF df, hn::Vec<DF> v) {

@@ -294,7 +294,7 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
                                size_t k, float* HWY_RESTRICT y, size_t n_out) {
   constexpr BlockFormat F = FormatOf(T);
   constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
-  const __m256i ones = _mm256_set1_epi16(1);
+  [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);  // vpmaddwd pair sums
   const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
   // Two accumulators per token: the two multiply-adds of a sub-block go to different ones, so
   // a one-token tile is not bound by one chain of dependent FMAs (4 cycles each).
@@ -315,42 +315,64 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
       if constexpr (kSubBytes > 64) hwy::Prefetch(p + kPrefetchBytes + 64);
       __m256i c[4];
       LoadGroupSubBlock<T>(p, c);
+      // Signed quants (Q6_K) are multiplied as |w| (<= 32, unsigned) against x carrying w's
+      // sign (vpsignb).
+      [[maybe_unused]] __m256i magnitude[4];
+      if constexpr (F.centered) {
+        for (int e = 0; e < 4; ++e) magnitude[e] = _mm256_sign_epi8(c[e], c[e]);
+      }
       for (size_t t = 0; t < kTokens; ++t) {
         const int8_t* xb = act[t].q + sub * kGgmlSubBlockElems;
         const float xs = act[t].scale[sub];
         if constexpr (F.centered) {
-          // Signed quants: move each weight's sign onto the activation (vpsignb) and multiply
-          // |w| (<= 32) as unsigned. Each half's two chunks sum to at most 2 * 2 * 32 * 127.
+          // Without VNNI each half's two chunks of pair sums add up in int16: at most
+          // 2 * 2 * 32 * 127 < 2^15.
           const auto half = [&](int e) {
-            const __m256i p0 = _mm256_maddubs_epi16(_mm256_sign_epi8(c[e], c[e]),
+#if HWY_TARGET == HWY_AVX3_DL
+            const __m256i p0 = DotBytesAccumulate(_mm256_setzero_si256(), magnitude[e],
+                                                   _mm256_sign_epi8(Broadcast8(xb + 8 * e), c[e]));
+            return _mm256_cvtepi32_ps(DotBytesAccumulate(
+                p0, magnitude[e + 1], _mm256_sign_epi8(Broadcast8(xb + 8 * e + 8), c[e + 1])));
+#else
+            const __m256i p0 = _mm256_maddubs_epi16(magnitude[e],
                                                     _mm256_sign_epi8(Broadcast8(xb + 8 * e), c[e]));
             const __m256i p1 = _mm256_maddubs_epi16(
-                _mm256_sign_epi8(c[e + 1], c[e + 1]),
-                _mm256_sign_epi8(Broadcast8(xb + 8 * e + 8), c[e + 1]));
+                magnitude[e + 1], _mm256_sign_epi8(Broadcast8(xb + 8 * e + 8), c[e + 1]));
             return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones));
+#endif
           };
           const __m256 x_scale = _mm256_set1_ps(xs);
           acc[t] = _mm256_fmadd_ps(half(0), _mm256_mul_ps(scale[2 * s], x_scale), acc[t]);
           acc2[t] = _mm256_fmadd_ps(half(2), _mm256_mul_ps(scale[2 * s + 1], x_scale), acc2[t]);
         } else {
-          // Unsigned quants of at most 5 bits: four chunks of pair sums stay below
+          // Unsigned quants of at most 5 bits: without VNNI, four chunks of pair sums stay below
           // 4 * 2 * 31 * 127 < 2^15 in int16.
+          const size_t j = F.SubBlocks() == 1 ? 0 : s;
+          // Q5_0: q - 16 shares the scale, so 16 * sum(x) is subtracted in int32 (half in each
+          // of a row's two lanes) instead of a second multiply-add per token.
+          const __m256i start = T == GgmlBlockType::kQ5_0
+                                    ? _mm256_set1_epi32(-8 * act[t].sum[sub])
+                                    : _mm256_setzero_si256();
+#if HWY_TARGET == HWY_AVX3_DL
+          // vpdpbusd sums four u8 x s8 products into each int32 lane: one instruction per
+          // chunk, in two independent chains.
+          const __m256i s0 = DotBytesAccumulate(
+              DotBytesAccumulate(start, c[0], Broadcast8(xb)), c[1], Broadcast8(xb + 8));
+          const __m256i s1 = DotBytesAccumulate(
+              DotBytesAccumulate(_mm256_setzero_si256(), c[2], Broadcast8(xb + 16)), c[3],
+              Broadcast8(xb + 24));
+          const __m256i sums = _mm256_add_epi32(s0, s1);
+#else
           const __m256i prod = _mm256_add_epi16(
               _mm256_add_epi16(_mm256_maddubs_epi16(c[0], Broadcast8(xb)),
                                _mm256_maddubs_epi16(c[1], Broadcast8(xb + 8))),
               _mm256_add_epi16(_mm256_maddubs_epi16(c[2], Broadcast8(xb + 16)),
                                _mm256_maddubs_epi16(c[3], Broadcast8(xb + 24))));
-          __m256i sums = _mm256_madd_epi16(prod, ones);
-          const size_t j = F.SubBlocks() == 1 ? 0 : s;
-          if constexpr (T == GgmlBlockType::kQ5_0) {
-            // q - 16 shares the scale: subtract 16 * sum(x) in int32, half in each row lane,
-            // instead of a second multiply-add per token.
-            sums = _mm256_sub_epi32(sums, _mm256_set1_epi32(8 * act[t].sum[sub]));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums),
-                                     _mm256_mul_ps(scale[j], _mm256_set1_ps(xs)), acc[t]);
-          } else {
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums),
-                                     _mm256_mul_ps(scale[j], _mm256_set1_ps(xs)), acc[t]);
+          const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(prod, ones), start);
+#endif
+          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums),
+                                   _mm256_mul_ps(scale[j], _mm256_set1_ps(xs)), acc[t]);
+          if constexpr (T != GgmlBlockType::kQ5_0) {
             // The min term once per row: half of it in each of the row's two lanes.
             acc2[t] = _mm256_fmadd_ps(min[j],
                                       _mm256_set1_ps(xs * static_cast<float>(act[t].sum[sub])),
@@ -368,6 +390,15 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
   }
 }
 
+// Tokens per tile: AVX-512's 32 vector registers hold the accumulators of 8 tokens, which
+// halves the weight decoding per token against AVX2's 4.
+#if HWY_TARGET <= HWY_AVX3
+inline constexpr size_t kX86TokenTile = 8;
+#else
+inline constexpr size_t kX86TokenTile = kTokenTile;
+#endif
+
+// One full group against tokens (1 .. kX86TokenTile) tokens.
 template <GgmlBlockType T>
 void GroupX86(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t r0,
               const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
@@ -375,7 +406,12 @@ void GroupX86(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t
     case 1: return GroupTileX86<T, 1>(w, layout, r0, x, x_row_bytes, k, y, n_out);
     case 2: return GroupTileX86<T, 2>(w, layout, r0, x, x_row_bytes, k, y, n_out);
     case 3: return GroupTileX86<T, 3>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    default: return GroupTileX86<T, kTokenTile>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    case kX86TokenTile:
+      return GroupTileX86<T, kX86TokenTile>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    default:  // 4 .. kX86TokenTile - 1: a tile of 4, then the rest
+      GroupTileX86<T, 4>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+      return GroupX86<T>(tokens - 4, w, layout, r0, x + 4 * x_row_bytes, x_row_bytes, k,
+                         y + 4 * n_out, n_out);
   }
 }
 #endif  // x86 with AVX2
@@ -390,8 +426,8 @@ void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     if (r % kQuantGroupRows == 0 && layout.GroupRows(r) == kQuantGroupRows &&
         r + kQuantGroupRows <= row_end) {
-      for (size_t t = 0; t < n_tokens; t += kTokenTile) {
-        GroupX86<T>(HWY_MIN(kTokenTile, n_tokens - t), w, layout, r, x + t * x_row_bytes,
+      for (size_t t = 0; t < n_tokens; t += kX86TokenTile) {
+        GroupX86<T>(HWY_MIN(kX86TokenTile, n_tokens - t), w, layout, r, x + t * x_row_bytes,
                     x_row_bytes, k, y + t * n_out + r, n_out);
       }
       r += kQuantGroupRows;

@@ -278,14 +278,22 @@ HWY_INLINE void LoadGroupBlock(const uint8_t* HWY_RESTRICT block, __m256i& c0, _
   }
 }
 
-// One chunk's products, i16 pair sums: [r0 x4, r1 x4 | r2 x4, r3 x4]. Q8: aw = |w|.
+// The token's 8 quants of one chunk broadcast to every 64-bit lane; for Q8 with each weight's
+// sign moved onto them, to be multiplied by |w|.
 template <bool kQ4>
-HWY_INLINE __m256i ChunkProducts(const int8_t* HWY_RESTRICT x8, __m256i w, __m256i aw) {
+HWY_INLINE __m256i SignedChunk(const int8_t* HWY_RESTRICT x8, __m256i w) {
   int64_t chunk;
   memcpy(&chunk, x8, 8);
   const __m256i x = _mm256_set1_epi64x(chunk);
-  if constexpr (kQ4) return _mm256_maddubs_epi16(w, x);
-  return _mm256_maddubs_epi16(aw, _mm256_sign_epi8(x, w));
+  if constexpr (kQ4) return x;
+  return _mm256_sign_epi8(x, w);
+}
+
+// One chunk's products, i16 pair sums: [r0 x4, r1 x4 | r2 x4, r3 x4]. aw: the unsigned weight
+// operand (Q4: w; Q8: |w|).
+template <bool kQ4>
+HWY_INLINE __m256i ChunkProducts(const int8_t* HWY_RESTRICT x8, __m256i w, __m256i aw) {
+  return _mm256_maddubs_epi16(aw, SignedChunk<kQ4>(x8, w));
 }
 
 // One full group (4 rows) x kTokens tokens. w: the group's block 0; ws: the scale of its first
@@ -297,7 +305,7 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
                                     float* HWY_RESTRICT y, size_t n_out) {
   constexpr size_t kBlockBytes = kQ4 ? kQ4BlockBytes : kQ8BlockBytes;
   const size_t blocks = k / kQuantBlockElems;
-  const __m256i ones = _mm256_set1_epi16(1);
+  [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);  // vpmaddwd pair sums
   __m256 acc[kTokens];
   const int8_t* xq[kTokens];
   const float* x_scale[kTokens];
@@ -324,6 +332,19 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
     const __m256 w_scale = _mm256_set_m128(_mm_unpackhi_ps(s4, s4), _mm_unpacklo_ps(s4, s4));
     for (size_t t = 0; t < kTokens; ++t) {
       const int8_t* xb = xq[t] + b * kQuantBlockElems;
+#if HWY_TARGET == HWY_AVX3_DL
+      // vpdpbusd sums four u8 x s8 products into each int32 lane: one instruction per chunk,
+      // in two independent chains. Q4 starts from -8 * sum(x) (half in each of a row's lanes).
+      const __m256i start =
+          kQ4 ? _mm256_set1_epi32(-4 * x_sum[t][b]) : _mm256_setzero_si256();
+      const __m256i s0 =
+          DotBytesAccumulate(DotBytesAccumulate(start, a0, SignedChunk<kQ4>(xb, c0)), a1,
+                              SignedChunk<kQ4>(xb + 8, c1));
+      const __m256i s1 = DotBytesAccumulate(
+          DotBytesAccumulate(_mm256_setzero_si256(), a2, SignedChunk<kQ4>(xb + 16, c2)), a3,
+          SignedChunk<kQ4>(xb + 24, c3));
+      const __m256i sums = _mm256_add_epi32(s0, s1);
+#else
       __m256i sums;
       if constexpr (kQ4) {
         // Four chunks of i16 pair sums add up to at most 4 * 3810 < 2^15 before widening.
@@ -341,6 +362,7 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
             _mm256_add_epi32(_mm256_madd_epi16(ChunkProducts<false>(xb + 16, c2, a2), ones),
                              _mm256_madd_epi16(ChunkProducts<false>(xb + 24, c3, a3), ones)));
       }
+#endif
       const __m256 scale = _mm256_mul_ps(w_scale, _mm256_set1_ps(x_scale[t][b]));
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc[t]);
     }
@@ -353,8 +375,15 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
   }
 }
 
+// Tokens per tile: AVX-512's 32 vector registers hold the accumulators of 8 tokens, which
+// halves the weight loads and unpacking per token against AVX2's 4.
+#if HWY_TARGET <= HWY_AVX3
+inline constexpr size_t kX86TokenTile = 8;
+#else
 inline constexpr size_t kX86TokenTile = 4;
+#endif
 
+// One full group against tokens (1 .. kX86TokenTile) tokens.
 template <bool kQ4>
 HWY_INLINE void QuantGroupX86(size_t tokens, const uint8_t* w, const hwy::float16_t* ws,
                               const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
@@ -363,7 +392,12 @@ HWY_INLINE void QuantGroupX86(size_t tokens, const uint8_t* w, const hwy::float1
     case 1: return QuantGroupTileX86<1, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
     case 2: return QuantGroupTileX86<2, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
     case 3: return QuantGroupTileX86<3, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-    default: return QuantGroupTileX86<kX86TokenTile, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+    case kX86TokenTile:
+      return QuantGroupTileX86<kX86TokenTile, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+    default:  // 4 .. kX86TokenTile - 1: a tile of 4, then the rest
+      QuantGroupTileX86<4, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+      return QuantGroupX86<kQ4>(tokens - 4, w, ws, x + 4 * x_row_bytes, x_row_bytes, k,
+                                y + 4 * n_out, n_out);
   }
 }
 #endif  // x86 with AVX2

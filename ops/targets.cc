@@ -44,4 +44,28 @@ std::string CompiledTargetNames() { return TargetNames(HWY_TARGETS); }
 
 void ChooseTarget() { SupportedTargetsKeepingDispatch(); }
 
+std::string DisableTargets(const std::string& names) {
+  int64_t disabled = 0;
+  size_t begin = 0;
+  while (begin < names.size()) {
+    size_t end = names.find_first_of(" ,", begin);
+    if (end == std::string::npos) end = names.size();
+    const std::string name = names.substr(begin, end - begin);
+    begin = end + 1;
+    if (name.empty()) continue;
+    int64_t target = 0;
+    for (int bit = 0; bit < 63 && target == 0; ++bit) {
+      const int64_t candidate = int64_t{1} << bit;
+      if ((HWY_TARGETS & candidate) != 0 && name == hwy::TargetName(candidate)) target = candidate;
+    }
+    if (target == 0) {
+      return "unknown SIMD target '" + name + "' (compiled: " + CompiledTargetNames() + ")";
+    }
+    disabled |= target;
+  }
+  hwy::DisableTargets(disabled);
+  ChooseTarget();
+  return "";
+}
+
 }  // namespace kestrel::ops

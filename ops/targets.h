@@ -12,6 +12,11 @@ std::string SupportedTargetNames();
 // Names of every target compiled into this binary, best first, separated by spaces.
 std::string CompiledTargetNames();
 
+// Keeps dispatch off the named targets (names as printed above, separated by spaces or commas),
+// e.g. to measure AVX3 against AVX3_DL in one run. Kernels resolved earlier keep their target.
+// Returns an empty string, or an error naming the unknown target and the compiled ones.
+std::string DisableTargets(const std::string& names);
+
 // Makes Highway choose this CPU's target now (a kernel resolved before that would be Highway's
 // choose-then-call trampoline, correct but dispatching on every call).
 void ChooseTarget();

@@ -74,7 +74,7 @@ struct QuantMatMulCase {
 inline std::vector<QuantMatMulCase> QuantMatMulCases(const std::vector<size_t>& ks) {
   std::vector<QuantMatMulCase> cases;
   for (size_t k : ks) {
-    for (size_t n_tokens : {1, 2, 3, 5, 9}) {
+    for (size_t n_tokens : {1, 2, 3, 5, 8, 9, 14}) {  // tiles of 4 (AVX2, ARM) and 8 (AVX-512)
       for (size_t n_out : {1, 4, 7, 13}) {
         cases.push_back({n_tokens, k, n_out, 0, n_out});
         if (n_out > 4) cases.push_back({n_tokens, k, n_out, 4, n_out});      // a thread's share

@@ -29,7 +29,8 @@ const char kBenchUsage[] =
     "  -n, --n-gen N         tokens for the decode test; 0 skips it (default 128)\n"
     "  -t, --threads N[,N]   thread counts to run, e.g. 1,2,4 (default 1)\n"
     "  -r, --repetitions N   timed repetitions after one warm-up (default 5)\n"
-    "  --json                print one JSON document instead of the table\n";
+    "  --json                print one JSON document instead of the table\n"
+    "  --disable-targets T   SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n";
 
 using Clock = std::chrono::steady_clock;
 
@@ -138,6 +139,11 @@ int BenchCommand(const std::vector<std::string>& args) {
       s = flags.Int(arg, 1, 1000, &repetitions);
     } else if (arg == "--json") {
       json = true;
+    } else if (arg == "--disable-targets") {
+      if ((s = flags.Value(arg, &value)).ok()) {
+        const std::string error = ops::DisableTargets(value);
+        if (!error.empty()) s = Status::Error("--disable-targets: " + error);
+      }
     } else {
       s = flags.Positional(arg, "bench", kBenchUsage, &model_path);
     }
