@@ -124,14 +124,17 @@ TEST(OpsRope, MatchesFloat64Reference) {
 // (row t of a chunk starting at pos0 is position pos0 + t).
 TEST(OpsRope, ChunksMatchOneCall) {
   std::mt19937 rng(4);
-  const size_t n_heads = 4, head_dim = 256, n_tokens = 9, row = n_heads * head_dim;
+  const size_t n_heads = 4, head_dim = 256, n_tokens = 41, row = n_heads * head_dim;
   const auto x = test::RandomFloats(n_tokens * row, -2.0f, 2.0f, rng);
   ForEachTarget([&](const char*) {
     std::vector<float> whole = x;
     RopeNeox(whole.data(), n_tokens, n_heads, head_dim, 100, 1e6f, 1.0f);
     std::vector<float> chunked = x;
+    // Splits inside and across the kernel's 16-position anchor intervals.
     RopeNeox(chunked.data(), 4, n_heads, head_dim, 100, 1e6f, 1.0f);
     RopeNeox(chunked.data() + 4 * row, 5, n_heads, head_dim, 104, 1e6f, 1.0f);
+    RopeNeox(chunked.data() + 9 * row, 19, n_heads, head_dim, 109, 1e6f, 1.0f);
+    RopeNeox(chunked.data() + 28 * row, 13, n_heads, head_dim, 128, 1e6f, 1.0f);
     ASSERT_EQ(whole, chunked);
 
     std::vector<float> at_zero = x;

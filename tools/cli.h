@@ -55,6 +55,8 @@ class FlagReader {
     if (s.ok()) *out = static_cast<T>(v);
     return s;
   }
+  // --disable-targets LIST: keeps kernel dispatch off the named SIMD targets (ops/targets.h).
+  Status DisableTargets(const std::string& flag);
   // An argument no flag of `command` matched: the model path when none was given yet, else an
   // error naming it (an unknown option, or a second positional argument), followed by usage.
   Status Positional(const std::string& arg, const std::string& command, const char* usage,

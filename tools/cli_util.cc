@@ -6,6 +6,8 @@
 
 #include "tools/cli.h"
 
+#include "ops/targets.h"
+
 namespace kestrel::cli {
 
 int Fail(const std::string& message) {
@@ -43,6 +45,13 @@ Status FlagReader::Value(const std::string& flag, std::string* out) {
   if (Done()) return Status::Error(flag + " needs a value");
   *out = Next();
   return OkStatus();
+}
+
+Status FlagReader::DisableTargets(const std::string& flag) {
+  std::string names;
+  KES_RETURN_IF_ERROR(Value(flag, &names));
+  const std::string error = ops::DisableTargets(names);
+  return error.empty() ? OkStatus() : Status::Error(flag + ": " + error);
 }
 
 Status FlagReader::Positional(const std::string& arg, const std::string& command,

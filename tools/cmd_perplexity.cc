@@ -34,7 +34,8 @@ const char kPerplexityUsage[] =
     "  -c, --ctx N         tokens per chunk; the second half of each is scored (default 512)\n"
     "  --chunks N          score only the first N chunks (default: all)\n"
     "  -t, --threads N     threads (default 1)\n"
-    "  --json              print one JSON object instead of the summary line\n";
+    "  --json              print one JSON object instead of the summary line\n"
+    "  --disable-targets T SIMD targets not to use, e.g. AVX3_DL\n";
 
 // The NLL sums over the scored tokens, as llama.cpp keeps them.
 struct NllSums {
@@ -120,6 +121,8 @@ int PerplexityCommand(const std::vector<std::string>& args) {
       s = flags.Int(arg, 1, 256, &session_options.n_threads);
     } else if (arg == "--json") {
       json = true;
+    } else if (arg == "--disable-targets") {
+      s = flags.DisableTargets(arg);
     } else {
       s = flags.Positional(arg, "perplexity", kPerplexityUsage, &model_path);
     }
