@@ -47,22 +47,28 @@ def load_library() -> ctypes.CDLL:
     return lib
 
 
-def quantize(lib: ctypes.CDLL, type_name: str, n_per_row: int, in_path: str,
-             out_path: str) -> None:
+def quantize_rows(lib: ctypes.CDLL, type_name: str, rows: np.ndarray) -> np.ndarray:
+    """float32 [nrows, n_per_row] -> ggml's blocks, uint8 [nrows, row bytes]."""
     if type_name not in GGML_TYPES:
         sys.exit(f"unknown type {type_name}: expected one of {', '.join(GGML_TYPES)}")
     ggml_type = GGML_TYPES[type_name]
-    values = np.ascontiguousarray(np.fromfile(in_path, dtype="<f4"))
-    if n_per_row <= 0 or values.size % n_per_row != 0:
-        sys.exit(f"{in_path}: {values.size} values are not whole rows of {n_per_row}")
-    nrows = values.size // n_per_row
+    rows = np.ascontiguousarray(rows, dtype="<f4")
+    nrows, n_per_row = rows.shape
     row_size = lib.ggml_row_size(ggml_type, n_per_row)
-    out = np.zeros(nrows * row_size, dtype=np.uint8)
-    written = lib.ggml_quantize_chunk(ggml_type, values.ctypes.data, out.ctypes.data, 0, nrows,
+    out = np.zeros((nrows, row_size), dtype=np.uint8)
+    written = lib.ggml_quantize_chunk(ggml_type, rows.ctypes.data, out.ctypes.data, 0, nrows,
                                       n_per_row, None)
     if written != out.size:
         sys.exit(f"ggml_quantize_chunk wrote {written} bytes, expected {out.size}")
-    out.tofile(out_path)
+    return out
+
+
+def quantize(lib: ctypes.CDLL, type_name: str, n_per_row: int, in_path: str,
+             out_path: str) -> None:
+    values = np.fromfile(in_path, dtype="<f4")
+    if n_per_row <= 0 or values.size % n_per_row != 0:
+        sys.exit(f"{in_path}: {values.size} values are not whole rows of {n_per_row}")
+    quantize_rows(lib, type_name, values.reshape(-1, n_per_row)).tofile(out_path)
 
 
 def main() -> None:
