@@ -8,20 +8,29 @@
 #include "converters/arch/arch.h"
 #include "converters/gguf/gguf_file.h"
 #include "converters/gguf_import.h"
+#include "converters/weight_recipe.h"
 #include "runtime/model.h"
 
 namespace {
 
 const char kUsage[] =
     "usage: kestrel-convert INPUT.gguf OUTPUT.kes [options]\n"
-    "  --weights keep|f32|f16|bf16|q8|q4\n"
+    "  --weights keep|f32|f16|bf16|q8|q4|q4_k_m|q4_k|q5_k|q6_k\n"
     "                           dtype of matmul and embedding weights. keep (the default for a\n"
     "                           quantized file; f32 otherwise): each tensor keeps its GGUF type\n"
     "                           (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K),\n"
     "                           values unchanged. q8 and q4 are ggml's Q8_0 and Q4_0 (8.5 and 4.5\n"
-    "                           bits per weight), moved losslessly when a tensor already is one\n"
+    "                           bits per weight). q4_k_m: llama.cpp's Q4_K_M mix, each tensor in\n"
+    "                           the type llama-quantize gives it (Q4_K, Q6_K, and Q5_0/Q8_0 for\n"
+    "                           rows not a multiple of 256). q4_k, q5_k, q6_k: every weight in\n"
+    "                           that K-quant (4.5, 5.5, 6.56 bits per weight), or, for rows not a\n"
+    "                           multiple of 256, in llama.cpp's fallback Q5_0, Q5_1 or Q8_0.\n"
+    "                           Quantized with ggml's reference quantizers, bit for bit; a\n"
+    "                           tensor already of the chosen type is moved losslessly\n"
     "  --prefill-tokens N       tokens per prefill step (default 128)\n"
     "  --score-tokens N         tokens per step of the all-logits 'score' plan (default 8)\n";
+
+const char kWeightChoices[] = "keep, f32, f16, bf16, q8, q4, q4_k_m, q4_k, q5_k or q6_k";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "kestrel-convert: error: %s\n", message.c_str());
@@ -43,6 +52,8 @@ int main(int argc, char** argv) {
   std::string input, output;
   ConvertOptions options;
   bool weights_given = false;
+  bool recipe_given = false;
+  WeightRecipe recipe = WeightRecipe::kQ4_K_M;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -50,16 +61,21 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (arg == "--weights") {
-      if (!has_value) return Fail("--weights needs a value (keep, f32, f16, bf16, q8 or q4)");
+      if (!has_value) return Fail(std::string("--weights needs a value (") + kWeightChoices + ")");
       const std::string v = argv[++i];
       weights_given = true;
+      recipe_given = false;
       if (v == "keep") options.keep_types = true;
       else if (v == "f32") options.weight_dtype = fb::DType::F32;
       else if (v == "f16") options.weight_dtype = fb::DType::F16;
       else if (v == "bf16") options.weight_dtype = fb::DType::BF16;
       else if (v == "q8") options.weight_dtype = fb::DType::Q8_0;
       else if (v == "q4") options.weight_dtype = fb::DType::Q4_0;
-      else return Fail("--weights: expected keep, f32, f16, bf16, q8 or q4, found '" + v + "'");
+      else if (v == "q4_k_m") recipe_given = true, recipe = WeightRecipe::kQ4_K_M;
+      else if (v == "q4_k") recipe_given = true, recipe = WeightRecipe::kQ4_K;
+      else if (v == "q5_k") recipe_given = true, recipe = WeightRecipe::kQ5_K;
+      else if (v == "q6_k") recipe_given = true, recipe = WeightRecipe::kQ6_K;
+      else return Fail(std::string("--weights: expected ") + kWeightChoices + ", found '" + v + "'");
     } else if (arg == "--prefill-tokens" || arg == "--score-tokens") {
       uint32_t* target = arg == "--prefill-tokens" ? &options.prefill_tokens : &options.score_tokens;
       if (!has_value || !ParseCount(argv[++i], 4096, target)) {
@@ -82,6 +98,10 @@ int main(int argc, char** argv) {
   Status s = gguf::File::Open(input, &file);
   if (!s.ok()) return Fail(s.message());
   if (!weights_given) options.keep_types = HasQuantizedTensors(*file);
+  if (recipe_given) {
+    s = ChooseWeightTypes(*file, recipe, &options.tensor_types);
+    if (!s.ok()) return Fail(input + ": " + s.message());
+  }
   std::string arch;
   s = file->GetString("general.architecture", &arch);
   if (!s.ok()) return Fail(input + ": " + s.message());

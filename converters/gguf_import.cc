@@ -17,22 +17,16 @@ std::string ShapeString(const std::vector<uint64_t>& shape) {
   return s + "]";
 }
 
-// The .kes dtype that holds a GGUF type unchanged, if there is one.
-bool SameDType(gguf::GgmlType type, fb::DType* dtype) {
-  switch (type) {
-    case gguf::GgmlType::F32: *dtype = fb::DType::F32; return true;
-    case gguf::GgmlType::F16: *dtype = fb::DType::F16; return true;
-    case gguf::GgmlType::BF16: *dtype = fb::DType::BF16; return true;
-    case gguf::GgmlType::Q8_0: *dtype = fb::DType::Q8_0; return true;
-    case gguf::GgmlType::Q4_0: *dtype = fb::DType::Q4_0; return true;
-    case gguf::GgmlType::Q4_1: *dtype = fb::DType::Q4_1; return true;
-    case gguf::GgmlType::Q5_0: *dtype = fb::DType::Q5_0; return true;
-    case gguf::GgmlType::Q5_1: *dtype = fb::DType::Q5_1; return true;
-    case gguf::GgmlType::Q4_K: *dtype = fb::DType::Q4_K; return true;
-    case gguf::GgmlType::Q5_K: *dtype = fb::DType::Q5_K; return true;
-    case gguf::GgmlType::Q6_K: *dtype = fb::DType::Q6_K; return true;
-    default: return false;
+// The ggml block type a block-quantized .kes dtype holds.
+bool BlockTypeOf(fb::DType dtype, ops::GgmlBlockType* type) {
+  if (dtype == fb::DType::Q8_0) {
+    *type = ops::GgmlBlockType::kQ8_0;
+  } else if (dtype == fb::DType::Q4_0) {
+    *type = ops::GgmlBlockType::kQ4_0;
+  } else {
+    return KeptBlockType(dtype, type);
   }
+  return true;
 }
 
 // Moves the ggml blocks of a kept type into the packing of ops/block_layout.h.
@@ -51,6 +45,23 @@ void PackKeptBlocks(ops::GgmlBlockType type, const uint8_t* blocks, size_t rows,
 
 }  // namespace
 
+bool DTypeOfGgmlType(gguf::GgmlType type, fb::DType* dtype) {
+  switch (type) {
+    case gguf::GgmlType::F32: *dtype = fb::DType::F32; return true;
+    case gguf::GgmlType::F16: *dtype = fb::DType::F16; return true;
+    case gguf::GgmlType::BF16: *dtype = fb::DType::BF16; return true;
+    case gguf::GgmlType::Q8_0: *dtype = fb::DType::Q8_0; return true;
+    case gguf::GgmlType::Q4_0: *dtype = fb::DType::Q4_0; return true;
+    case gguf::GgmlType::Q4_1: *dtype = fb::DType::Q4_1; return true;
+    case gguf::GgmlType::Q5_0: *dtype = fb::DType::Q5_0; return true;
+    case gguf::GgmlType::Q5_1: *dtype = fb::DType::Q5_1; return true;
+    case gguf::GgmlType::Q4_K: *dtype = fb::DType::Q4_K; return true;
+    case gguf::GgmlType::Q5_K: *dtype = fb::DType::Q5_K; return true;
+    case gguf::GgmlType::Q6_K: *dtype = fb::DType::Q6_K; return true;
+    default: return false;
+  }
+}
+
 bool HasQuantizedTensors(const gguf::File& file) {
   for (const gguf::TensorInfo& t : file.tensors()) {
     if (t.type != gguf::GgmlType::F32 && t.type != gguf::GgmlType::F16 &&
@@ -63,13 +74,20 @@ bool HasQuantizedTensors(const gguf::File& file) {
 
 Status WeightDType(const gguf::File& file, const std::string& name, const ConvertOptions& options,
                    fb::DType* dtype) {
-  if (!options.keep_types) {
+  if (!options.keep_types && options.tensor_types.empty()) {
     *dtype = options.weight_dtype;
     return OkStatus();
   }
   const gguf::TensorInfo* info = file.FindTensor(name);
   KES_CHECK_OR_RETURN(info != nullptr, "GGUF has no tensor '" + name + "'");
-  if (SameDType(info->type, dtype)) return OkStatus();
+  const auto chosen = options.tensor_types.find(name);
+  if (chosen != options.tensor_types.end()) {
+    KES_CHECK_OR_RETURN(DTypeOfGgmlType(chosen->second, dtype),
+                        std::string("tensor '") + name + "': no .kes type holds " +
+                            gguf::GgmlTypeName(chosen->second));
+    return OkStatus();
+  }
+  if (DTypeOfGgmlType(info->type, dtype)) return OkStatus();
   return Status::Error(
       "tensor '" + name + "' is " + gguf::GgmlTypeName(info->type) +
       ", which --weights keep cannot keep (kept: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
@@ -93,41 +111,32 @@ Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType d
                                                DTypeName(dtype) + ", found shape " +
                                                ShapeString(shape));
     const uint64_t rows = shape[0], k = shape[1];
-    ops::GgmlBlockType kept;
-    if (KeptBlockType(dtype, &kept)) {
-      fb::DType same;
-      KES_CHECK_OR_RETURN(SameDType(info->type, &same) && same == dtype,
-                          "tensor '" + name + "': cannot store " +
-                              gguf::GgmlTypeName(info->type) + " as " + DTypeName(dtype) +
-                              " (only a tensor of that type keeps it)");
-      PackKeptBlocks(kept, info->data, rows, k, &bytes);
-      *id = model->AddTensor(name, dtype, shape, std::move(bytes));
-      return OkStatus();
-    }
-    const bool q4 = dtype == fb::DType::Q4_0;
-    const gguf::GgmlType same = q4 ? gguf::GgmlType::Q4_0 : gguf::GgmlType::Q8_0;
-    if (info->type == same) {
-      // Already these exact blocks: move them, never requantize.
-      KES_RETURN_IF_ERROR(PackGgmlBlocks(dtype, info->data, rows, k, &bytes)
-                              .WithContext("tensor '" + name + "'"));
-      *id = model->AddTensor(name, dtype, shape, std::move(bytes));
-      return OkStatus();
-    }
-    KES_CHECK_OR_RETURN(k % kQuantBlock == 0,
+    ops::GgmlBlockType block_type;
+    KES_CHECK_OR_RETURN(BlockTypeOf(dtype, &block_type),
+                        std::string("tensor '") + name + "': cannot store weights as " +
+                            DTypeName(dtype));
+    const size_t block_elems = ops::GgmlBlockElems(block_type);
+    KES_CHECK_OR_RETURN(k % block_elems == 0,
                         "tensor '" + name + "': rows of " + std::to_string(k) +
                             " elements cannot be stored as " + DTypeName(dtype) +
-                            " (blocks of " + std::to_string(kQuantBlock) + ")");
-    std::vector<float> values;
-    KES_RETURN_IF_ERROR(
-        gguf::DequantizeTensor(*info, &values).WithContext("tensor '" + name + "'"));
-    std::vector<uint8_t> blocks;
-    blocks.reserve(rows * k / kQuantBlock * (q4 ? kGgmlQ4BlockBytes : kGgmlQ8BlockBytes));
-    if (q4) {
-      QuantizeQ4_0(values.data(), values.size(), &blocks);
-    } else {
-      QuantizeQ8_0(values.data(), values.size(), &blocks);
+                            " (blocks of " + std::to_string(block_elems) + ")");
+    // A tensor of this very type moves, never requantized; any other is quantized from the
+    // values ggml's dequantization gives, as llama.cpp's quantize tool does.
+    fb::DType source;
+    const uint8_t* blocks = info->data;
+    std::vector<uint8_t> quantized;
+    if (!DTypeOfGgmlType(info->type, &source) || source != dtype) {
+      std::vector<float> values;
+      KES_RETURN_IF_ERROR(
+          gguf::DequantizeTensor(*info, &values).WithContext("tensor '" + name + "'"));
+      QuantizeGgml(block_type, values.data(), values.size(), &quantized);
+      blocks = quantized.data();
     }
-    KES_RETURN_IF_ERROR(PackGgmlBlocks(dtype, blocks.data(), rows, k, &bytes));
+    if (dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0) {
+      KES_RETURN_IF_ERROR(PackGgmlBlocks(dtype, blocks, rows, k, &bytes));
+    } else {
+      PackKeptBlocks(block_type, blocks, rows, k, &bytes);
+    }
     *id = model->AddTensor(name, dtype, shape, std::move(bytes));
     return OkStatus();
   }

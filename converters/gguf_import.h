@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "converters/gguf/gguf_file.h"
@@ -15,23 +16,30 @@ struct ConvertOptions {
   fb::DType weight_dtype = fb::DType::F32;  // matmul and embedding weights; norms stay f32
   // --weights keep: every matmul and embedding weight keeps its GGUF type (weight_dtype unused).
   bool keep_types = false;
+  // --weights q4_k_m, q4_k, q5_k, q6_k: the GGUF type of each weight, by name, as llama.cpp's
+  // quantize tool would choose it (ChooseWeightTypes, converters/weight_recipe.h); a weight
+  // absent from it keeps its own type, as llama.cpp keeps it. Used when not empty.
+  std::map<std::string, gguf::GgmlType> tensor_types;
   uint32_t prefill_tokens = 128;            // max tokens per prefill step (the "chunk")
   uint32_t score_tokens = 8;                // max tokens per step of the all-logits "score" plan
 };
 
 // Stores GGUF tensor `name` as `dtype` with the .kes shape (outermost first, i.e. GGUF's ne
 // reversed); expected_shape (outermost first) must match. Returns the tensor id. A tensor already
-// of a quantized dtype asked for (Q8_0, Q4_0 or a kept type) is repacked losslessly; anything
-// else is
-// dequantized exactly as ggml does, then converted (rounded to nearest, or quantized with ggml's
-// reference quantizer).
+// of the quantized dtype asked for (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) is repacked
+// losslessly; anything else is dequantized exactly as ggml does, then converted (rounded to
+// nearest, or quantized with ggml's reference quantizer, converters/quantize.h).
 Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType dtype,
                     const std::vector<uint64_t>& expected_shape, KesModel* model, uint32_t* id);
 
-// The dtype weight matrix `name` is stored as: options.weight_dtype, or with keep_types the
-// GGUF tensor's own type, or an error naming the type and the --weights choices that work.
+// The dtype weight matrix `name` is stored as: options.weight_dtype; with keep_types the GGUF
+// tensor's own type, or an error naming the type and the --weights choices that work; with
+// tensor_types the type chosen there.
 Status WeightDType(const gguf::File& file, const std::string& name, const ConvertOptions& options,
                    fb::DType* dtype);
+
+// The .kes dtype that holds a GGUF type unchanged; false when there is none.
+bool DTypeOfGgmlType(gguf::GgmlType type, fb::DType* dtype);
 
 // Whether any tensor of the file is block-quantized (the default is then --weights keep).
 bool HasQuantizedTensors(const gguf::File& file);

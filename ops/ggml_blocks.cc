@@ -4,15 +4,10 @@
 
 #include "ops/quant_layout.h"
 
-// ggml and gguf-py round every product and sum to f32 on its own. With today's formulas the
-// products that feed an addition are exact in f32 (an 11-bit fp16 scale times a few-bit integer),
-// so a fused multiply-add would give the same bits; turning contraction off keeps bit-exactness
-// from resting on that argument (GCC contracts across statements in C++, aarch64 has FMA).
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// With today's formulas the products that feed an addition are exact in f32 (an 11-bit fp16
+// scale times a few-bit integer), so a fused multiply-add would give the same bits; turning
+// contraction off keeps bit-exactness from resting on that argument.
+#include "ops/fp_contract_off.h"
 
 namespace kestrel::ops {
 namespace {

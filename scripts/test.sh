@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 bash scripts/install-deps.sh --cross
 bash scripts/fetch-model.sh
+# ggml's own quantizers, the K-quant tests' oracle (cached in models/; about 35 s the first time).
+bash scripts/fetch-ggml-oracle.sh > /dev/null
 
 bash scripts/build.sh release
 (cd build/release && ctest --output-on-failure --timeout 1500)

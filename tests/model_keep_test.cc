@@ -15,26 +15,12 @@
 
 #include "converters/gguf/dequantize.h"
 #include "converters/gguf/gguf_file.h"
-#include "ops/embed.h"
 #include "runtime/format.h"
 #include "runtime/model.h"
+#include "tests/support/test_support.h"
 
 namespace kestrel {
 namespace {
-
-using EmbedFn = void (*)(const uint8_t*, size_t, size_t, const int32_t*, size_t, float, float*);
-
-EmbedFn LookupFor(fb::DType dtype) {
-  switch (dtype) {
-    case fb::DType::Q8_0: return ops::EmbedQ8;
-    case fb::DType::Q4_0: return ops::EmbedQ4;
-#define KESTREL_LOOKUP(T) \
-  case fb::DType::T: return ops::Embed##T;
-      KESTREL_BLOCK_TYPES(KESTREL_LOOKUP)
-#undef KESTREL_LOOKUP
-    default: return nullptr;
-  }
-}
 
 struct KeepCase {
   const char* name;  // <name>-keep.kes from the ctest fixture
@@ -70,7 +56,7 @@ TEST_P(KeepTest, EveryTensorKeepsItsTypeAndValues) {
     ASSERT_EQ(ggml_type, DTypeName(t->dtype()));
 
     const uint64_t row_len = info->ne[0], rows = info->n_elements / row_len;
-    const EmbedFn lookup = LookupFor(t->dtype());
+    const test::LookupFn lookup = test::QuantizedLookup(t->dtype());
     if (lookup == nullptr) {  // f32 vectors: the same bytes
       ASSERT_EQ(t->dtype(), fb::DType::F32);
       ASSERT_EQ(0, std::memcmp(model->TensorData(id), info->data, t->size()));

@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "runtime/model.h"
-#include "runtime/session.h"
 #include "tests/ops_test_util.h"
 #include "tests/support/test_support.h"
 
@@ -44,17 +43,8 @@ std::vector<int32_t> Tokens(size_t vocab) {
 }
 
 std::vector<float> Score(const Model& model, const std::vector<int32_t>& tokens, size_t threads) {
-  SessionOptions options;
-  options.context_length = 64;
-  options.n_threads = threads;
-  std::unique_ptr<Session> session;
-  Status s = Session::Create(model, options, &session);
-  EXPECT_TRUE(s.ok()) << s.message();
-  std::vector<float> logits(tokens.size() * model.vocab_size());
-  if (session) {
-    s = session->Score(tokens.data(), tokens.size(), logits.data());
-    EXPECT_TRUE(s.ok()) << s.message();
-  }
+  std::vector<float> logits;
+  EXPECT_EQ(ScoreAll(model, tokens, threads, 64, &logits), "");
   return logits;
 }
 

@@ -9,7 +9,8 @@ itself bit-exact with ggml.
       dequantized values as little-endian float32 bytes (row-major).
   dequant_ref.py quantize TYPE IN.f32 OUT.bin
       IN.f32 holds little-endian float32 values (a multiple of the block size); OUT.bin receives
-      gguf.quants.quantize's blocks of type TYPE (Q8_0 or Q4_0, ggml's reference quantizers).
+      gguf.quants.quantize's blocks of type TYPE (Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1: ggml's reference
+      quantizers; gguf-py has no K-quant quantizer, tests/py/ggml_oracle.py calls ggml for those).
   dequant_ref.py sizes TYPE...
       Prints "TYPE block_elements block_bytes" per type, from gguf-py's GGML_QUANT_SIZES.
 """

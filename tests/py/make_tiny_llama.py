@@ -25,8 +25,17 @@ pre-tokenizer boundary of either the smollm or the qwen2 regex. Control tokens <
 
 The same arguments always give the same bytes.
 
+  --fake-quant LIST
+                 each matrix named in LIST (lines "NAME TYPE") replaced by ggml's quantize ->
+                 dequantize of it (tests/py/ggml_oracle.py): the F32 model a K-quant conversion
+                 of the same file should behave as, up to the int8 activations.
+  --d-model N, --ffn N, --f32
+                 other widths (rows of 256 let the K-quants in: --d-model 256 --ffn 320 gives
+                 rows of 256, 64 and 320), and every matrix F32, the source llama.cpp's quantize
+                 tool starts from (tests/convert_kquant_test.cc).
+
 usage: make_tiny_llama.py OUT.gguf [--arch llama|qwen2] [--rope-scaling none|linear|llama3]
-                          [--seed N]
+                          [--seed N] [--d-model N] [--ffn N] [--f32] [--fake-quant LIST]
 """
 import argparse
 import math
@@ -212,7 +221,25 @@ def main():
     parser.add_argument("--arch", choices=["llama", "qwen2"], default="llama")
     parser.add_argument("--rope-scaling", choices=["none", "linear", "llama3"], default="none")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--d-model", type=int, default=D_MODEL)
+    parser.add_argument("--ffn", type=int, default=FFN_DIM)
+    parser.add_argument("--f32", action="store_true", help="every matrix F32")
+    parser.add_argument("--fake-quant", help="lines NAME TYPE: matrices to quantize-dequantize")
     args = parser.parse_args()
+    fake_quant = {}
+    if args.fake_quant:
+        with open(args.fake_quant) as listing:
+            fake_quant = dict(line.split() for line in listing if line.strip())
+        import ggml_oracle  # noqa: E402 (only this option needs ggml)
+        oracle = ggml_oracle.load_library()
+
+    def add_matrix(name, values, qtype):
+        if name in fake_quant:
+            blocks = ggml_oracle.quantize_rows(oracle, fake_quant[name], values)
+            values = gguf.quants.dequantize(blocks, Q[fake_quant[name]]).astype(np.float32)
+        data, raw = quantize(values, qtype)
+        w.add_tensor(name, data, raw_dtype=raw)
+    d_model, ffn_dim = args.d_model, args.ffn
     arch = args.arch
     if args.rope_scaling == "llama3" and arch != "llama":
         parser.error("--rope-scaling llama3 (rope_freqs.weight) exists only for --arch llama "
@@ -222,15 +249,16 @@ def main():
     w = gguf.GGUFWriter(args.out, arch)
     w.add_name(f"tiny-{arch}-random")
     w.add_uint32(f"{arch}.block_count", N_LAYERS)
-    w.add_uint32(f"{arch}.embedding_length", D_MODEL)
-    w.add_uint32(f"{arch}.feed_forward_length", FFN_DIM)
+    w.add_uint32(f"{arch}.embedding_length", d_model)
+    w.add_uint32(f"{arch}.feed_forward_length", ffn_dim)
     w.add_uint32(f"{arch}.attention.head_count", N_HEADS)
     w.add_uint32(f"{arch}.attention.head_count_kv", N_KV_HEADS)
     w.add_uint32(f"{arch}.context_length", CONTEXT)
     w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{arch}.rope.freq_base", ROPE_BASE[arch])
     w.add_uint32(f"{arch}.rope.dimension_count", HEAD_DIM)
-    if arch == "qwen2":  # real Llama GGUFs leave key_length out (= d_model / heads); test both
+    # Real Llama GGUFs leave key_length out (= d_model / heads); test both. Other widths need it.
+    if arch == "qwen2" or d_model != N_HEADS * HEAD_DIM:
         w.add_uint32(f"{arch}.attention.key_length", HEAD_DIM)
         w.add_uint32(f"{arch}.attention.value_length", HEAD_DIM)
     if args.rope_scaling == "linear":
@@ -261,28 +289,29 @@ def main():
         return (mean + std * rng.standard_normal(n)).astype(np.float32)
 
     # token_embd: [vocab, d_model] rows (Q8_0, like SmolLM2's); qwen2's tied LM head reads it too.
-    emb, emb_type = quantize(matrix(vocab_size, D_MODEL, std=0.1), Q.Q8_0)
-    w.add_tensor("token_embd.weight", emb, raw_dtype=emb_type)
-    w.add_tensor("output_norm.weight", vector(D_MODEL, 1.0, 0.1))
+    add_matrix("token_embd.weight", matrix(vocab_size, d_model, std=0.1),
+               Q.F32 if args.f32 else Q.Q8_0)
+    w.add_tensor("output_norm.weight", vector(d_model, 1.0, 0.1))
     if arch == "llama":
-        out, out_type = quantize(matrix(vocab_size, D_MODEL, std=0.1), Q.Q4_1)
-        w.add_tensor("output.weight", out, raw_dtype=out_type)
+        add_matrix("output.weight", matrix(vocab_size, d_model, std=0.1),
+                   Q.F32 if args.f32 else Q.Q4_1)
         if args.rope_scaling == "llama3":
             w.add_tensor("rope_freqs.weight", llama3_freq_factors(ROPE_BASE[arch], HEAD_DIM))
 
     q_dim, kv_dim = N_HEADS * HEAD_DIM, N_KV_HEADS * HEAD_DIM
-    matrices = [("attn_q", q_dim, D_MODEL), ("attn_k", kv_dim, D_MODEL),
-                ("attn_v", kv_dim, D_MODEL), ("attn_output", D_MODEL, q_dim),
-                ("ffn_gate", FFN_DIM, D_MODEL), ("ffn_up", FFN_DIM, D_MODEL),
-                ("ffn_down", D_MODEL, FFN_DIM)]
+    matrices = [("attn_q", q_dim, d_model), ("attn_k", kv_dim, d_model),
+                ("attn_v", kv_dim, d_model), ("attn_output", d_model, q_dim),
+                ("ffn_gate", ffn_dim, d_model), ("ffn_up", ffn_dim, d_model),
+                ("ffn_down", d_model, ffn_dim)]
     for layer in range(N_LAYERS):
         p = f"blk.{layer}."
-        w.add_tensor(p + "attn_norm.weight", vector(D_MODEL, 1.0, 0.1))
-        w.add_tensor(p + "ffn_norm.weight", vector(D_MODEL, 1.0, 0.1))
+        w.add_tensor(p + "attn_norm.weight", vector(d_model, 1.0, 0.1))
+        w.add_tensor(p + "ffn_norm.weight", vector(d_model, 1.0, 0.1))
         for j, (name, out_features, in_features) in enumerate(matrices):
             qtype = MATRIX_TYPES[(layer * len(matrices) + j) % len(MATRIX_TYPES)]
-            data, raw = quantize(matrix(out_features, in_features), qtype)
-            w.add_tensor(p + name + ".weight", data, raw_dtype=raw)
+            if args.f32:
+                qtype = Q.F32
+            add_matrix(p + name + ".weight", matrix(out_features, in_features), qtype)
         if arch == "qwen2":
             for name, width in [("attn_q", q_dim), ("attn_k", kv_dim), ("attn_v", kv_dim)]:
                 w.add_tensor(p + name + ".bias", vector(width, 0.0, 0.1))

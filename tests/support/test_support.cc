@@ -14,7 +14,11 @@
 #include <fstream>
 #include <iterator>
 
+#include "ops/block_layout.h"
+#include "ops/embed.h"
 #include "runtime/format.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
 
 extern char** environ;
 
@@ -192,6 +196,31 @@ std::string MakeTinyModel(TinyModel* t, const TinyFamily& family) {
   t->bytes = ReadBytes(t->kes);
   if (t->bytes.size() < kKesPreambleBytes) return "cannot read " + t->kes;
   return std::string();
+}
+
+LookupFn QuantizedLookup(fb::DType dtype) {
+  switch (dtype) {
+    case fb::DType::Q8_0: return ops::EmbedQ8;
+    case fb::DType::Q4_0: return ops::EmbedQ4;
+#define KESTREL_LOOKUP(T) \
+  case fb::DType::T: return ops::Embed##T;
+      KESTREL_BLOCK_TYPES(KESTREL_LOOKUP)
+#undef KESTREL_LOOKUP
+    default: return nullptr;
+  }
+}
+
+std::string ScoreAll(const Model& model, const std::vector<int32_t>& tokens, size_t threads,
+                     size_t context, std::vector<float>* logits) {
+  SessionOptions options;
+  options.context_length = context;
+  options.n_threads = threads;
+  std::unique_ptr<Session> session;
+  Status s = Session::Create(model, options, &session);
+  if (!s.ok()) return s.message();
+  logits->assign(tokens.size() * model.vocab_size(), 0.0f);
+  s = session->Score(tokens.data(), tokens.size(), logits->data());
+  return s.ok() ? "" : s.message();
 }
 
 }  // namespace kestrel::test

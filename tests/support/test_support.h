@@ -10,7 +10,25 @@
 #include <string>
 #include <vector>
 
+#include "kestrel_generated.h"
+
+namespace kestrel {
+class Model;
+}
+
 namespace kestrel::test {
+
+// The runtime's embedding lookup for a block-quantized .kes dtype (Q8_0, Q4_0 or a kept GGUF
+// type), which reads rows back as floats: the tests' way to see a quantized tensor's values.
+// nullptr for other dtypes.
+using LookupFn = void (*)(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
+                          size_t n, float scale, float* out);
+LookupFn QuantizedLookup(fb::DType dtype);
+
+// The logits of every position of `tokens` (the model's score plan), with a session of
+// `context` positions and `threads` threads; "" or what failed.
+std::string ScoreAll(const Model& model, const std::vector<int32_t>& tokens, size_t threads,
+                     size_t context, std::vector<float>* logits);
 
 // A path in the tests' scratch folder (created on first use).
 std::string TmpPath(const std::string& name);
