@@ -27,7 +27,7 @@ const char kUsage[] =
     "                           multiple of 256, in llama.cpp's fallback Q5_0, Q5_1 or Q8_0.\n"
     "                           Quantized with ggml's reference quantizers, bit for bit; a\n"
     "                           tensor already of the chosen type is moved losslessly\n"
-    "  --prefill-tokens N       tokens per prefill step (default 128)\n"
+    "  --prefill-tokens N       tokens per prefill step (default 512)\n"
     "  --score-tokens N         tokens per step of the all-logits 'score' plan (default 8)\n";
 
 const char kWeightChoices[] = "keep, f32, f16, bf16, q8, q4, q4_k_m, q4_k, q5_k or q6_k";

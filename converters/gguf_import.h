@@ -20,7 +20,7 @@ struct ConvertOptions {
   // quantize tool would choose it (ChooseWeightTypes, converters/weight_recipe.h); a weight
   // absent from it keeps its own type, as llama.cpp keeps it. Used when not empty.
   std::map<std::string, gguf::GgmlType> tensor_types;
-  uint32_t prefill_tokens = 128;            // max tokens per prefill step (the "chunk")
+  uint32_t prefill_tokens = 512;            // max tokens per prefill step (the "chunk")
   uint32_t score_tokens = 8;                // max tokens per step of the all-logits "score" plan
 };
 

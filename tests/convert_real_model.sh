@@ -10,9 +10,14 @@ for gguf in "$gemma" "$smollm2"; do
   fi
 done
 mkdir -p "$out"
-for weights in keep f32 f16 q8 q4; do
-  "$convert" "$gemma" "$out/gemma3-270m-$weights.kes" --weights "$weights"
+# keep: the default conversion. The others take 128-token prefill steps, so the oracle tests'
+# 720-token prompt is prefilled in several chunks and Gemma's sliding-window rings (window +
+# step slots) wrap, which the default 512-token steps would not do at that length.
+"$convert" "$gemma" "$out/gemma3-270m-keep.kes"
+for weights in f32 f16 q8 q4; do
+  "$convert" "$gemma" "$out/gemma3-270m-$weights.kes" --weights "$weights" --prefill-tokens 128
 done
-for weights in keep f32 q8 q4; do
-  "$convert" "$smollm2" "$out/smollm2-135m-$weights.kes" --weights "$weights"
+"$convert" "$smollm2" "$out/smollm2-135m-keep.kes"
+for weights in f32 q8 q4; do
+  "$convert" "$smollm2" "$out/smollm2-135m-$weights.kes" --weights "$weights" --prefill-tokens 128
 done
