@@ -146,6 +146,7 @@ void ModelShapes(benchmark::internal::Benchmark* b) {
   b->Args({1, 640, 262144});   // decode: LM head
   b->Args({64, 640, 2048});    // prefill chunk
   b->Args({512, 640, 2048});   // prefill chunk
+  b->Args({512, 2048, 640});   // prefill chunk: FFN down
   b->Unit(benchmark::kMicrosecond);
 }
 

@@ -288,6 +288,46 @@ HWY_INLINE void GroupScales(const uint8_t* HWY_RESTRICT rec, __m256* scale, __m2
   }
 }
 
+// What a token's sub-block adds besides the quants' dot product, for the types that have such
+// a term: Q5_0's -16 * sum(x) in int32, half in each of a row's two lanes; the min term's
+// x_scale * sum(x) of the others. Computed for kSumRun sub-blocks at a time with vector
+// instructions, instead of with four scalar instructions per token and sub-block inside the
+// tile's inner loop.
+union SumTerm {
+  int32_t offset;
+  float scaled;
+};
+inline constexpr size_t kSumRun = 8;
+
+template <GgmlBlockType T>
+HWY_INLINE void SumTerms(const ActRow* act, size_t tokens, size_t sub, size_t subs,
+                         SumTerm (*HWY_RESTRICT out)[kSumRun]) {
+  if constexpr (FormatOf(T).centered) return;  // Q6_K: signed quants, no such term
+  const size_t n = HWY_MIN(kSumRun, subs - sub);
+  for (size_t t = 0; t < tokens; ++t) {
+    const int32_t* HWY_RESTRICT sum = act[t].sum + sub;
+    const float* HWY_RESTRICT scale = act[t].scale + sub;
+    if (n == kSumRun) {
+      const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sum));
+      if constexpr (T == GgmlBlockType::kQ5_0) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out[t]),
+                           _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums, 3)));
+      } else {
+        _mm256_store_ps(reinterpret_cast<float*>(out[t]),
+                        _mm256_mul_ps(_mm256_loadu_ps(scale), _mm256_cvtepi32_ps(sums)));
+      }
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if constexpr (T == GgmlBlockType::kQ5_0) {
+        out[t][i].offset = -8 * sum[i];
+      } else {
+        out[t][i].scaled = scale[i] * static_cast<float>(sum[i]);
+      }
+    }
+  }
+}
+
 template <GgmlBlockType T, size_t kTokens>
 HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
                                size_t r0, const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
@@ -305,11 +345,13 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
     acc2[t] = _mm256_setzero_ps();
     act[t] = ActRowAt(x + t * x_row_bytes, k);
   }
+  HWY_ALIGN SumTerm sum_terms[kTokens][kSumRun];
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     __m256 scale[kMaxScales], min[kMaxScales];
     GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
     for (size_t s = 0; s < F.SubBlocks(); ++s) {
       const size_t sub = blk * F.SubBlocks() + s;
+      if (sub % kSumRun == 0) SumTerms<T>(act, kTokens, sub, k / kGgmlSubBlockElems, sum_terms);
       const uint8_t* HWY_RESTRICT p = quants + sub * kSubBytes;
       hwy::Prefetch(p + kPrefetchBytes);
       if constexpr (kSubBytes > 64) hwy::Prefetch(p + kPrefetchBytes + 64);
@@ -351,7 +393,7 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
           // Q5_0: q - 16 shares the scale, so 16 * sum(x) is subtracted in int32 (half in each
           // of a row's two lanes) instead of a second multiply-add per token.
           const __m256i start = T == GgmlBlockType::kQ5_0
-                                    ? _mm256_set1_epi32(-8 * act[t].sum[sub])
+                                    ? _mm256_set1_epi32(sum_terms[t][sub % kSumRun].offset)
                                     : _mm256_setzero_si256();
 #if HWY_TARGET == HWY_AVX3_DL
           // vpdpbusd sums four u8 x s8 products into each int32 lane: one instruction per
@@ -374,8 +416,7 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
                                    _mm256_mul_ps(scale[j], _mm256_set1_ps(xs)), acc[t]);
           if constexpr (T != GgmlBlockType::kQ5_0) {
             // The min term once per row: half of it in each of the row's two lanes.
-            acc2[t] = _mm256_fmadd_ps(min[j],
-                                      _mm256_set1_ps(xs * static_cast<float>(act[t].sum[sub])),
+            acc2[t] = _mm256_fmadd_ps(min[j], _mm256_set1_ps(sum_terms[t][sub % kSumRun].scaled),
                                       acc2[t]);
           }
         }
@@ -398,28 +439,32 @@ inline constexpr size_t kX86TokenTile = 8;
 inline constexpr size_t kX86TokenTile = kTokenTile;
 #endif
 
-// One full group against tokens (1 .. kX86TokenTile) tokens.
+// One full group against tokens (1 .. kX86TokenTile) tokens: a full tile, or tiles of 4 and a
+// last one of 1 .. 3.
 template <GgmlBlockType T>
 void GroupX86(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t r0,
               const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
+  if (tokens == kX86TokenTile) {
+    return GroupTileX86<T, kX86TokenTile>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  }
+  for (; tokens >= 4; tokens -= 4, x += 4 * x_row_bytes, y += 4 * n_out) {
+    GroupTileX86<T, 4>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  }
   switch (tokens) {
     case 1: return GroupTileX86<T, 1>(w, layout, r0, x, x_row_bytes, k, y, n_out);
     case 2: return GroupTileX86<T, 2>(w, layout, r0, x, x_row_bytes, k, y, n_out);
     case 3: return GroupTileX86<T, 3>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    case kX86TokenTile:
-      return GroupTileX86<T, kX86TokenTile>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    default:  // 4 .. kX86TokenTile - 1: a tile of 4, then the rest
-      GroupTileX86<T, 4>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-      return GroupX86<T>(tokens - 4, w, layout, r0, x + 4 * x_row_bytes, x_row_bytes, k,
-                         y + 4 * n_out, n_out);
+    default: return;
   }
 }
+
 #endif  // x86 with AVX2
 
+// Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock).
 template <GgmlBlockType T>
-void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
-                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
-                  size_t row_begin, size_t row_end) {
+void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                        size_t row_begin, size_t row_end) {
   const BlockLayout layout(T, n_out, k);
   const size_t x_row_bytes = Q8ActRowBytes(k);
   for (size_t r = row_begin; r < row_end;) {
@@ -450,6 +495,17 @@ void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                      x_row_bytes, k, y + t * n_out + r, n_out);
     }
     ++r;
+  }
+}
+
+template <GgmlBlockType T>
+void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                  size_t row_begin, size_t row_end) {
+  const size_t block = QuantMatMulTokenBlock(k);
+  for (size_t t = 0; t < n_tokens; t += block) {
+    MatMulBlocksTokens<T>(w, x + t * Q8ActRowBytes(k), y + t * n_out, HWY_MIN(block, n_tokens - t),
+                          k, n_out, row_begin, row_end);
   }
 }
 

@@ -383,29 +383,31 @@ inline constexpr size_t kX86TokenTile = 8;
 inline constexpr size_t kX86TokenTile = 4;
 #endif
 
-// One full group against tokens (1 .. kX86TokenTile) tokens.
+// One full group against tokens (1 .. kX86TokenTile) tokens: a full tile, or tiles of 4 and a
+// last one of 1 .. 3.
 template <bool kQ4>
-HWY_INLINE void QuantGroupX86(size_t tokens, const uint8_t* w, const hwy::float16_t* ws,
-                              const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
-                              size_t n_out) {
+void QuantGroupX86(size_t tokens, const uint8_t* w, const hwy::float16_t* ws, const uint8_t* x,
+                   size_t x_row_bytes, size_t k, float* y, size_t n_out) {
+  if (tokens == kX86TokenTile) {
+    return QuantGroupTileX86<kX86TokenTile, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+  }
+  for (; tokens >= 4; tokens -= 4, x += 4 * x_row_bytes, y += 4 * n_out) {
+    QuantGroupTileX86<4, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+  }
   switch (tokens) {
     case 1: return QuantGroupTileX86<1, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
     case 2: return QuantGroupTileX86<2, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
     case 3: return QuantGroupTileX86<3, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-    case kX86TokenTile:
-      return QuantGroupTileX86<kX86TokenTile, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-    default:  // 4 .. kX86TokenTile - 1: a tile of 4, then the rest
-      QuantGroupTileX86<4, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-      return QuantGroupX86<kQ4>(tokens - 4, w, ws, x + 4 * x_row_bytes, x_row_bytes, k,
-                                y + 4 * n_out, n_out);
+    default: return;
   }
 }
 #endif  // x86 with AVX2
 
+// Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock).
 template <bool kQ4>
-void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
-                 float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
-                 size_t row_begin, size_t row_end) {
+void MatMulQuantTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                       float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                       size_t row_begin, size_t row_end) {
   const QuantLayout layout(n_out, k, kQ4 ? kQ4BlockBytes : kQ8BlockBytes);
   const size_t x_row_bytes = Q8ActRowBytes(k);
   // Rows outer, tokens inner: the tile's weights stay in L1 while every token passes over them.
@@ -459,6 +461,17 @@ void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
       }
     }
     r += rows;
+  }
+}
+
+template <bool kQ4>
+void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                 float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                 size_t row_begin, size_t row_end) {
+  const size_t block = QuantMatMulTokenBlock(k);
+  for (size_t t = 0; t < n_tokens; t += block) {
+    MatMulQuantTokens<kQ4>(w, x + t * Q8ActRowBytes(k), y + t * n_out,
+                           HWY_MIN(block, n_tokens - t), k, n_out, row_begin, row_end);
   }
 }
 

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "ops/quantize_rows.h"
 #include <hwy/base.h>
 #include <hwy/targets.h>
 
@@ -74,7 +76,7 @@ struct QuantMatMulCase {
 inline std::vector<QuantMatMulCase> QuantMatMulCases(const std::vector<size_t>& ks) {
   std::vector<QuantMatMulCase> cases;
   for (size_t k : ks) {
-    for (size_t n_tokens : {1, 2, 3, 5, 8, 9, 14}) {  // tiles of 4 (AVX2, ARM) and 8 (AVX-512)
+    for (size_t n_tokens : {1, 2, 3, 4, 5, 8, 9, 12, 14}) {  // tiles of 4 (AVX2, ARM), 8 (AVX-512)
       for (size_t n_out : {1, 4, 7, 13}) {
         cases.push_back({n_tokens, k, n_out, 0, n_out});
         if (n_out > 4) cases.push_back({n_tokens, k, n_out, 4, n_out});      // a thread's share
@@ -82,6 +84,11 @@ inline std::vector<QuantMatMulCase> QuantMatMulCases(const std::vector<size_t>& 
       }
     }
   }
+  // Rows this long take 16 tokens per L2 block (QuantMatMulTokenBlock): 40 tokens are three
+  // blocks, the last one partial.
+  static_assert(QuantMatMulTokenBlock(8192) == 16, "the case below no longer spans blocks");
+  cases.push_back({40, 8192, 6, 0, 6});
+  cases.push_back({40, 8192, 6, 1, 5});
   return cases;
 }
 
