@@ -96,109 +96,155 @@ Status ScoreChunk(Session& session, const int32_t* tokens, size_t ctx, size_t st
   return OkStatus();
 }
 
-}  // namespace
-
-int PerplexityCommand(const std::vector<std::string>& args) {
+// What the flags ask for.
+struct PerplexityOptions {
   std::string model_path, text_path;
-  size_t ctx = 512, max_chunks = 0;  // 0: all
+  size_t ctx = 512, max_chunks = 0;  // max_chunks 0: all
   bool json = false;
-  SessionOptions session_options;
+  SessionOptions session;
+};
+
+// Parses the flags into *o; *help when -h asked for the usage.
+Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bool* help) {
   FlagReader flags(args);
   while (!flags.Done()) {
     const std::string arg = flags.Next();
     Status s;
     if (arg == "-h" || arg == "--help") {
-      std::fputs(kPerplexityUsage, stdout);
-      return 0;
+      *help = true;
+      return OkStatus();
     } else if (arg == "-f" || arg == "--file") {
-      s = flags.Value(arg, &text_path);
+      s = flags.Value(arg, &o->text_path);
     } else if (arg == "-c" || arg == "--ctx") {
       // Below 4 tokens a chunk scores fewer than 2 tokens: no mean worth the name.
-      s = flags.Int(arg, 4, 1 << 24, &ctx);
+      s = flags.Int(arg, 4, 1 << 24, &o->ctx);
     } else if (arg == "--chunks") {
-      s = flags.Int(arg, 1, 1 << 30, &max_chunks);
+      s = flags.Int(arg, 1, 1 << 30, &o->max_chunks);
     } else if (arg == "-t" || arg == "--threads") {
-      s = flags.Int(arg, 1, 256, &session_options.n_threads);
+      s = flags.Int(arg, 1, 256, &o->session.n_threads);
     } else if (arg == "--json") {
-      json = true;
+      o->json = true;
     } else if (arg == "--disable-targets") {
       s = flags.DisableTargets(arg);
     } else {
-      s = flags.Positional(arg, "perplexity", kPerplexityUsage, &model_path);
+      s = flags.Positional(arg, "perplexity", kPerplexityUsage, &o->model_path);
     }
-    if (!s.ok()) return Fail(s.message());
+    KES_RETURN_IF_ERROR(s);
   }
-  if (model_path.empty()) return Fail(std::string("no model given\n") + kPerplexityUsage);
-  if (text_path.empty()) return Fail(std::string("no text file given (-f)\n") + kPerplexityUsage);
+  KES_CHECK_OR_RETURN(!o->model_path.empty(), std::string("no model given\n") + kPerplexityUsage);
+  KES_CHECK_OR_RETURN(!o->text_path.empty(),
+                      std::string("no text file given (-f)\n") + kPerplexityUsage);
+  return OkStatus();
+}
 
+// A run: the model, its session and score-plan step, the text's tokens and the chunks scored.
+struct PerplexityRun {
   std::unique_ptr<Model> model;
-  Status s = Model::Open(model_path, &model);
-  if (!s.ok()) return Fail(s.message());
-  const fb::Plan* score_plan = model->FindPlan("score");
-  if (score_plan == nullptr || score_plan->max_tokens() == 0) {
-    return Fail("the model has no 'score' plan, which perplexity needs (convert it again)");
-  }
-  if (ctx > model->hparams().context_length()) {
-    return Fail("--ctx " + std::to_string(ctx) + " exceeds the model's context of " +
-                std::to_string(model->hparams().context_length()) + " tokens");
-  }
-  std::string text;
-  s = ReadTextFile(text_path, &text);
-  if (!s.ok()) return Fail(s.message());
-
-  const Tokenizer& tokenizer = model->tokenizer();
-  std::vector<int32_t> tokens;
-  s = tokenizer.Encode(text, /*add_special=*/true, /*parse_special=*/false, &tokens);
-  if (!s.ok()) return Fail("text file '" + text_path + "': " + s.message());
-  if (tokens.size() < ctx) {
-    return Fail("text file '" + text_path + "' has " + std::to_string(tokens.size()) +
-                " tokens; --ctx " + std::to_string(ctx) + " needs at least " +
-                std::to_string(ctx) + " for one chunk");
-  }
-  size_t n_chunks = tokens.size() / ctx;
-  if (max_chunks > 0) n_chunks = std::min(n_chunks, max_chunks);
-
-  session_options.context_length = ctx;
   std::unique_ptr<Session> session;
-  s = Session::Create(*model, session_options, &session);
-  if (!s.ok()) return Fail(s.message());
-  if (session->context_length() < ctx) {
-    return Fail("--ctx " + std::to_string(ctx) + " exceeds the session's context of " +
-                std::to_string(session->context_length()) + " tokens");
-  }
-  const size_t step = score_plan->max_tokens();
-  std::vector<float> logits(step * model->vocab_size());  // [step, vocab], before any scoring
-  const bool replace_with_bos = tokenizer.config().add_bos && tokenizer.config().bos_id >= 0;
+  size_t step = 0;  // tokens per Score call
+  std::vector<int32_t> tokens;
+  size_t n_chunks = 0;
+};
 
-  NllSums sums;
-  const auto start = std::chrono::steady_clock::now();
-  for (size_t c = 0; c < n_chunks; ++c) {
-    int32_t* chunk = tokens.data() + c * ctx;
+Status OpenModel(const PerplexityOptions& o, PerplexityRun* run) {
+  KES_RETURN_IF_ERROR(Model::Open(o.model_path, &run->model));
+  const Model& model = *run->model;
+  const fb::Plan* score_plan = model.FindPlan("score");
+  KES_CHECK_OR_RETURN(score_plan != nullptr && score_plan->max_tokens() > 0,
+                      "the model has no 'score' plan, which perplexity needs (convert it again)");
+  run->step = score_plan->max_tokens();
+  KES_CHECK_OR_RETURN(o.ctx <= model.hparams().context_length(),
+                      "--ctx " + std::to_string(o.ctx) + " exceeds the model's context of " +
+                          std::to_string(model.hparams().context_length()) + " tokens");
+  return OkStatus();
+}
+
+Status TokenizeText(const PerplexityOptions& o, PerplexityRun* run) {
+  std::string text;
+  KES_RETURN_IF_ERROR(ReadTextFile(o.text_path, &text));
+  const Status s = run->model->tokenizer().Encode(text, /*add_special=*/true,
+                                                  /*parse_special=*/false, &run->tokens);
+  KES_RETURN_IF_ERROR(s.WithContext("text file '" + o.text_path + "'"));
+  KES_CHECK_OR_RETURN(run->tokens.size() >= o.ctx,
+                      "text file '" + o.text_path + "' has " +
+                          std::to_string(run->tokens.size()) + " tokens; --ctx " +
+                          std::to_string(o.ctx) + " needs at least " + std::to_string(o.ctx) +
+                          " for one chunk");
+  run->n_chunks = run->tokens.size() / o.ctx;
+  if (o.max_chunks > 0) run->n_chunks = std::min(run->n_chunks, o.max_chunks);
+  return OkStatus();
+}
+
+Status CreateSession(const PerplexityOptions& o, PerplexityRun* run) {
+  SessionOptions options = o.session;
+  options.context_length = o.ctx;
+  KES_RETURN_IF_ERROR(Session::Create(*run->model, options, &run->session));
+  KES_CHECK_OR_RETURN(run->session->context_length() >= o.ctx,
+                      "--ctx " + std::to_string(o.ctx) + " exceeds the session's context of " +
+                          std::to_string(run->session->context_length()) + " tokens");
+  return OkStatus();
+}
+
+// Scores every chunk, printing the running perplexity to stderr as llama.cpp does.
+Status ScoreChunks(const PerplexityOptions& o, PerplexityRun* run, NllSums* sums) {
+  const Tokenizer& tokenizer = run->model->tokenizer();
+  const bool replace_with_bos = tokenizer.config().add_bos && tokenizer.config().bos_id >= 0;
+  std::vector<float> logits(run->step * run->model->vocab_size());  // [step, vocab]
+  for (size_t c = 0; c < run->n_chunks; ++c) {
+    int32_t* chunk = run->tokens.data() + c * o.ctx;
     const int32_t original = chunk[0];
     if (replace_with_bos) chunk[0] = tokenizer.config().bos_id;
-    s = ScoreChunk(*session, chunk, ctx, step, logits.data(), &sums);
+    const Status s = ScoreChunk(*run->session, chunk, o.ctx, run->step, logits.data(), sums);
     chunk[0] = original;  // the previous chunk's last token stays what the text says
-    if (!s.ok()) return Fail("chunk " + std::to_string(c + 1) + ": " + s.message());
-    std::fprintf(stderr, "[%zu]%.4f,", c + 1, sums.Perplexity());
+    KES_RETURN_IF_ERROR(s.WithContext("chunk " + std::to_string(c + 1)));
+    std::fprintf(stderr, "[%zu]%.4f,", c + 1, sums->Perplexity());
     std::fflush(stderr);
   }
   std::fputc('\n', stderr);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return OkStatus();
+}
 
-  if (json) {
+void PrintResults(const PerplexityOptions& o, const PerplexityRun& run, const NllSums& sums,
+                  double seconds) {
+  const size_t threads = run.session->n_threads();
+  if (o.json) {
     // text_tokens lets a caller check that another runtime tokenized the text the same way.
     std::printf("{\"model\": \"%s\", \"ctx\": %zu, \"chunks\": %zu, \"tokens_scored\": %zu, "
                 "\"text_tokens\": %zu, \"ppl\": %.17g, \"ppl_err\": %.17g, \"seconds\": %.4f, "
                 "\"threads\": %zu}\n",
-                JsonEscape(model_path).c_str(), ctx, n_chunks, sums.count, tokens.size(),
-                sums.Perplexity(), sums.Error(), seconds, session->n_threads());
-    return 0;
+                JsonEscape(o.model_path).c_str(), o.ctx, run.n_chunks, sums.count,
+                run.tokens.size(), sums.Perplexity(), sums.Error(), seconds, threads);
+    return;
   }
   std::printf("perplexity: %.4f ± %.5f over %zu tokens (%zu chunks of %zu)\n", sums.Perplexity(),
-              sums.Error(), sums.count, n_chunks, ctx);
+              sums.Error(), sums.count, run.n_chunks, o.ctx);
   std::fprintf(stderr, "%zu tokens of context scored in %.2f s (%.2f tokens/s), %zu threads\n",
-               n_chunks * ctx, seconds, n_chunks * ctx / seconds, session->n_threads());
+               run.n_chunks * o.ctx, seconds, run.n_chunks * o.ctx / seconds, threads);
+}
+
+}  // namespace
+
+int PerplexityCommand(const std::vector<std::string>& args) {
+  PerplexityOptions options;
+  bool help = false;
+  Status s = ParseFlags(args, &options, &help);
+  if (help) {
+    std::fputs(kPerplexityUsage, stdout);
+    return 0;
+  }
+  PerplexityRun run;
+  if (s.ok()) s = OpenModel(options, &run);
+  if (s.ok()) s = TokenizeText(options, &run);
+  if (s.ok()) s = CreateSession(options, &run);
+  if (!s.ok()) return Fail(s.message());
+
+  NllSums sums;
+  const auto start = std::chrono::steady_clock::now();
+  s = ScoreChunks(options, &run, &sums);
+  if (!s.ok()) return Fail(s.message());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  PrintResults(options, run, sums, seconds);
   return 0;
 }
 
