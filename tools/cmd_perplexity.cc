@@ -9,6 +9,8 @@
 //     ctx - ctx/2 - 1 tokens per chunk (llama.cpp's count).
 // PPL = exp(mean NLL) and its error is llama.cpp's: PPL * sqrt(var(NLL) / (count - 1)).
 // Log-softmax is done in double.
+// --kl-divergence-base FILE saves the scored positions' log-probabilities (llama.cpp's file
+// format); adding --kl-divergence compares this model against them instead (kl_divergence.h).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "runtime/model.h"
 #include "runtime/session.h"
 #include "tools/cli.h"
+#include "tools/kl_divergence.h"
 
 namespace kestrel::cli {
 namespace {
@@ -35,6 +38,10 @@ const char kPerplexityUsage[] =
     "  --chunks N          score only the first N chunks (default: all)\n"
     "  -t, --threads N     threads (default 1)\n"
     "  --json              print one JSON object instead of the summary line\n"
+    "  --kl-divergence-base PATH\n"
+    "                      save the log-probabilities of the scored tokens to PATH (llama.cpp's\n"
+    "                      format), or with --kl-divergence read them as the base to compare to\n"
+    "  --kl-divergence     report the KL divergence from the base in --kl-divergence-base\n"
     "  --disable-targets T SIMD targets not to use, e.g. AVX3_DL\n";
 
 // The NLL sums over the scored tokens, as llama.cpp keeps them.
@@ -49,15 +56,6 @@ struct NllSums {
     return Perplexity() * std::sqrt(variance / (count - 1));
   }
 };
-
-// -log softmax(logits)[token], in double.
-double NegativeLogLikelihood(const float* logits, size_t vocab, int32_t token) {
-  float max = logits[0];
-  for (size_t i = 1; i < vocab; ++i) max = std::max(max, logits[i]);
-  double sum = 0;
-  for (size_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - max);
-  return std::log(sum) - (static_cast<double>(logits[token]) - max);
-}
 
 Status ReadTextFile(const std::string& path, std::string* out) {
   struct stat st;
@@ -76,21 +74,24 @@ Status ReadTextFile(const std::string& path, std::string* out) {
   return OkStatus();
 }
 
-// Scores one chunk from position 0 and adds the NLL of its second half to *sums. The score plan
-// runs `step` tokens at a time, so Score is called `step` tokens at a time too: the same chunks
-// as one call over the whole chunk, with a logits buffer of `step` rows instead of `ctx`.
+// Scores one chunk from position 0 and adds the NLL of its second half to *sums, and each of
+// those positions to *kld when given. The score plan runs `step` tokens at a time, so Score is
+// called `step` tokens at a time too: the same chunks as one call over the whole chunk, with a
+// logits buffer of `step` rows instead of `ctx`.
 Status ScoreChunk(Session& session, const int32_t* tokens, size_t ctx, size_t step,
-                  float* logits, NllSums* sums) {
+                  float* logits, NllSums* sums, KlDivergenceFile* kld) {
   const size_t vocab = session.vocab_size(), first = ctx / 2;
   session.Reset();
   for (size_t begin = 0; begin < ctx; begin += step) {
     const size_t n = std::min(step, ctx - begin);
     KES_RETURN_IF_ERROR(session.Score(tokens + begin, n, logits));
     for (size_t j = std::max(begin, first); j < begin + n && j + 1 < ctx; ++j) {
-      const double nll = NegativeLogLikelihood(logits + (j - begin) * vocab, vocab, tokens[j + 1]);
+      const float* row = logits + (j - begin) * vocab;
+      const double nll = LogSumExp(row, vocab) - row[tokens[j + 1]];
       sums->nll += nll;
       sums->nll2 += nll * nll;
       ++sums->count;
+      if (kld != nullptr) KES_RETURN_IF_ERROR(kld->AddPosition(row, tokens[j + 1]));
     }
   }
   return OkStatus();
@@ -98,9 +99,9 @@ Status ScoreChunk(Session& session, const int32_t* tokens, size_t ctx, size_t st
 
 // What the flags ask for.
 struct PerplexityOptions {
-  std::string model_path, text_path;
+  std::string model_path, text_path, kld_base_path;
   size_t ctx = 512, max_chunks = 0;  // max_chunks 0: all
-  bool json = false;
+  bool json = false, kl_divergence = false;
   SessionOptions session;
 };
 
@@ -124,6 +125,10 @@ Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bo
       s = flags.Int(arg, 1, 256, &o->session.n_threads);
     } else if (arg == "--json") {
       o->json = true;
+    } else if (arg == "--kl-divergence-base") {
+      s = flags.Value(arg, &o->kld_base_path);
+    } else if (arg == "--kl-divergence") {
+      o->kl_divergence = true;
     } else if (arg == "--disable-targets") {
       s = flags.DisableTargets(arg);
     } else {
@@ -134,6 +139,8 @@ Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bo
   KES_CHECK_OR_RETURN(!o->model_path.empty(), std::string("no model given\n") + kPerplexityUsage);
   KES_CHECK_OR_RETURN(!o->text_path.empty(),
                       std::string("no text file given (-f)\n") + kPerplexityUsage);
+  KES_CHECK_OR_RETURN(!o->kl_divergence || !o->kld_base_path.empty(),
+                      "--kl-divergence needs the base model's file: --kl-divergence-base PATH");
   return OkStatus();
 }
 
@@ -144,6 +151,7 @@ struct PerplexityRun {
   size_t step = 0;  // tokens per Score call
   std::vector<int32_t> tokens;
   size_t n_chunks = 0;
+  std::unique_ptr<KlDivergenceFile> kld;  // with --kl-divergence-base
 };
 
 Status OpenModel(const PerplexityOptions& o, PerplexityRun* run) {
@@ -185,6 +193,21 @@ Status CreateSession(const PerplexityOptions& o, PerplexityRun* run) {
   return OkStatus();
 }
 
+// --kl-divergence-base: creates the base file for this run's chunks, or (--kl-divergence) opens
+// it, checks it against this run's text, --ctx and vocabulary, and scores the chunks it holds
+// (no more than --chunks).
+Status OpenBaseFile(const PerplexityOptions& o, PerplexityRun* run) {
+  if (o.kld_base_path.empty()) return OkStatus();
+  const size_t vocab = run->model->vocab_size();
+  if (!o.kl_divergence) {
+    return KlDivergenceFile::Create(o.kld_base_path, o.ctx, vocab, run->tokens, run->n_chunks,
+                                    &run->kld);
+  }
+  run->n_chunks = o.max_chunks;
+  return KlDivergenceFile::Open(o.kld_base_path, o.ctx, vocab, run->tokens, &run->n_chunks,
+                                &run->kld);
+}
+
 // Scores every chunk, printing the running perplexity to stderr as llama.cpp does.
 Status ScoreChunks(const PerplexityOptions& o, PerplexityRun* run, NllSums* sums) {
   const Tokenizer& tokenizer = run->model->tokenizer();
@@ -194,30 +217,39 @@ Status ScoreChunks(const PerplexityOptions& o, PerplexityRun* run, NllSums* sums
     int32_t* chunk = run->tokens.data() + c * o.ctx;
     const int32_t original = chunk[0];
     if (replace_with_bos) chunk[0] = tokenizer.config().bos_id;
-    const Status s = ScoreChunk(*run->session, chunk, o.ctx, run->step, logits.data(), sums);
+    const Status s =
+        ScoreChunk(*run->session, chunk, o.ctx, run->step, logits.data(), sums, run->kld.get());
     chunk[0] = original;  // the previous chunk's last token stays what the text says
     KES_RETURN_IF_ERROR(s.WithContext("chunk " + std::to_string(c + 1)));
     std::fprintf(stderr, "[%zu]%.4f,", c + 1, sums->Perplexity());
     std::fflush(stderr);
   }
   std::fputc('\n', stderr);
-  return OkStatus();
+  return run->kld ? run->kld->Finish() : OkStatus();
 }
 
 void PrintResults(const PerplexityOptions& o, const PerplexityRun& run, const NllSums& sums,
                   double seconds) {
   const size_t threads = run.session->n_threads();
+  const bool comparing = run.kld && run.kld->comparing();
+  const KlDivergenceSummary kld = comparing ? run.kld->sums().Summarize() : KlDivergenceSummary();
   if (o.json) {
     // text_tokens lets a caller check that another runtime tokenized the text the same way.
     std::printf("{\"model\": \"%s\", \"ctx\": %zu, \"chunks\": %zu, \"tokens_scored\": %zu, "
                 "\"text_tokens\": %zu, \"ppl\": %.17g, \"ppl_err\": %.17g, \"seconds\": %.4f, "
-                "\"threads\": %zu}\n",
+                "\"threads\": %zu%s}\n",
                 JsonEscape(o.model_path).c_str(), o.ctx, run.n_chunks, sums.count,
-                run.tokens.size(), sums.Perplexity(), sums.Error(), seconds, threads);
+                run.tokens.size(), sums.Perplexity(), sums.Error(), seconds, threads,
+                comparing ? KlDivergenceJsonMembers(kld).c_str() : "");
     return;
   }
   std::printf("perplexity: %.4f ± %.5f over %zu tokens (%zu chunks of %zu)\n", sums.Perplexity(),
               sums.Error(), sums.count, run.n_chunks, o.ctx);
+  if (comparing) PrintKlDivergence(kld, stdout);
+  if (run.kld && !comparing) {
+    std::fprintf(stderr, "log-probabilities of %zu positions saved to '%s'\n", sums.count,
+                 o.kld_base_path.c_str());
+  }
   std::fprintf(stderr, "%zu tokens of context scored in %.2f s (%.2f tokens/s), %zu threads\n",
                run.n_chunks * o.ctx, seconds, run.n_chunks * o.ctx / seconds, threads);
 }
@@ -236,6 +268,7 @@ int PerplexityCommand(const std::vector<std::string>& args) {
   if (s.ok()) s = OpenModel(options, &run);
   if (s.ok()) s = TokenizeText(options, &run);
   if (s.ok()) s = CreateSession(options, &run);
+  if (s.ok()) s = OpenBaseFile(options, &run);
   if (!s.ok()) return Fail(s.message());
 
   NllSums sums;
