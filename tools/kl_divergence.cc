@@ -55,7 +55,8 @@ void EncodeRow(const float* logits, size_t vocab, uint16_t* row) {
   for (size_t i = 0; i < vocab; ++i) {
     if (logits[i] <= floor) continue;
     // (max - floor) * inv_scale may round a hair above 65535.
-    q[i] = static_cast<uint16_t>(std::min(kLevels, std::nearbyint((logits[i] - floor) * inv_scale)));
+    const float steps = std::nearbyint((logits[i] - floor) * inv_scale);
+    q[i] = static_cast<uint16_t>(std::min(kLevels, steps));
   }
 }
 
