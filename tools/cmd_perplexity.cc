@@ -9,6 +9,8 @@
 //     ctx - ctx/2 - 1 tokens per chunk (llama.cpp's count).
 // PPL = exp(mean NLL) and its error is llama.cpp's: PPL * sqrt(var(NLL) / (count - 1)).
 // Log-softmax is done in double.
+// --kl-divergence-base FILE saves the scored positions' log-probabilities (llama.cpp's file
+// format); adding --kl-divergence compares this model against them instead (kl_divergence.h).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 #include "runtime/model.h"
 #include "runtime/session.h"
 #include "tools/cli.h"
+#include "tools/kl_divergence.h"
 
 namespace kestrel::cli {
 namespace {
@@ -35,6 +38,10 @@ const char kPerplexityUsage[] =
     "  --chunks N          score only the first N chunks (default: all)\n"
     "  -t, --threads N     threads (default 1)\n"
     "  --json              print one JSON object instead of the summary line\n"
+    "  --kl-divergence-base PATH\n"
+    "                      save the log-probabilities of the scored tokens to PATH (llama.cpp's\n"
+    "                      format), or with --kl-divergence read them as the base to compare to\n"
+    "  --kl-divergence     report the KL divergence from the base in --kl-divergence-base\n"
     "  --disable-targets T SIMD targets not to use, e.g. AVX3_DL\n";
 
 // The NLL sums over the scored tokens, as llama.cpp keeps them.
@@ -49,15 +56,6 @@ struct NllSums {
     return Perplexity() * std::sqrt(variance / (count - 1));
   }
 };
-
-// -log softmax(logits)[token], in double.
-double NegativeLogLikelihood(const float* logits, size_t vocab, int32_t token) {
-  float max = logits[0];
-  for (size_t i = 1; i < vocab; ++i) max = std::max(max, logits[i]);
-  double sum = 0;
-  for (size_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - max);
-  return std::log(sum) - (static_cast<double>(logits[token]) - max);
-}
 
 Status ReadTextFile(const std::string& path, std::string* out) {
   struct stat st;
@@ -76,129 +74,210 @@ Status ReadTextFile(const std::string& path, std::string* out) {
   return OkStatus();
 }
 
-// Scores one chunk from position 0 and adds the NLL of its second half to *sums. The score plan
-// runs `step` tokens at a time, so Score is called `step` tokens at a time too: the same chunks
-// as one call over the whole chunk, with a logits buffer of `step` rows instead of `ctx`.
+// Scores one chunk from position 0 and adds the NLL of its second half to *sums, and each of
+// those positions to *kld when given. The score plan runs `step` tokens at a time, so Score is
+// called `step` tokens at a time too: the same chunks as one call over the whole chunk, with a
+// logits buffer of `step` rows instead of `ctx`.
 Status ScoreChunk(Session& session, const int32_t* tokens, size_t ctx, size_t step,
-                  float* logits, NllSums* sums) {
+                  float* logits, NllSums* sums, KlDivergenceFile* kld) {
   const size_t vocab = session.vocab_size(), first = ctx / 2;
   session.Reset();
   for (size_t begin = 0; begin < ctx; begin += step) {
     const size_t n = std::min(step, ctx - begin);
     KES_RETURN_IF_ERROR(session.Score(tokens + begin, n, logits));
     for (size_t j = std::max(begin, first); j < begin + n && j + 1 < ctx; ++j) {
-      const double nll = NegativeLogLikelihood(logits + (j - begin) * vocab, vocab, tokens[j + 1]);
+      const float* row = logits + (j - begin) * vocab;
+      const double nll = LogSumExp(row, vocab) - row[tokens[j + 1]];
       sums->nll += nll;
       sums->nll2 += nll * nll;
       ++sums->count;
+      if (kld != nullptr) KES_RETURN_IF_ERROR(kld->AddPosition(row, tokens[j + 1]));
     }
   }
   return OkStatus();
 }
 
-}  // namespace
+// What the flags ask for.
+struct PerplexityOptions {
+  std::string model_path, text_path, kld_base_path;
+  size_t ctx = 512, max_chunks = 0;  // max_chunks 0: all
+  bool json = false, kl_divergence = false;
+  SessionOptions session;
+};
 
-int PerplexityCommand(const std::vector<std::string>& args) {
-  std::string model_path, text_path;
-  size_t ctx = 512, max_chunks = 0;  // 0: all
-  bool json = false;
-  SessionOptions session_options;
+// Parses the flags into *o; *help when -h asked for the usage.
+Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bool* help) {
   FlagReader flags(args);
   while (!flags.Done()) {
     const std::string arg = flags.Next();
     Status s;
     if (arg == "-h" || arg == "--help") {
-      std::fputs(kPerplexityUsage, stdout);
-      return 0;
+      *help = true;
+      return OkStatus();
     } else if (arg == "-f" || arg == "--file") {
-      s = flags.Value(arg, &text_path);
+      s = flags.Value(arg, &o->text_path);
     } else if (arg == "-c" || arg == "--ctx") {
       // Below 4 tokens a chunk scores fewer than 2 tokens: no mean worth the name.
-      s = flags.Int(arg, 4, 1 << 24, &ctx);
+      s = flags.Int(arg, 4, 1 << 24, &o->ctx);
     } else if (arg == "--chunks") {
-      s = flags.Int(arg, 1, 1 << 30, &max_chunks);
+      s = flags.Int(arg, 1, 1 << 30, &o->max_chunks);
     } else if (arg == "-t" || arg == "--threads") {
-      s = flags.Int(arg, 1, 256, &session_options.n_threads);
+      s = flags.Int(arg, 1, 256, &o->session.n_threads);
     } else if (arg == "--json") {
-      json = true;
+      o->json = true;
+    } else if (arg == "--kl-divergence-base") {
+      s = flags.Value(arg, &o->kld_base_path);
+    } else if (arg == "--kl-divergence") {
+      o->kl_divergence = true;
     } else if (arg == "--disable-targets") {
       s = flags.DisableTargets(arg);
     } else {
-      s = flags.Positional(arg, "perplexity", kPerplexityUsage, &model_path);
+      s = flags.Positional(arg, "perplexity", kPerplexityUsage, &o->model_path);
     }
-    if (!s.ok()) return Fail(s.message());
+    KES_RETURN_IF_ERROR(s);
   }
-  if (model_path.empty()) return Fail(std::string("no model given\n") + kPerplexityUsage);
-  if (text_path.empty()) return Fail(std::string("no text file given (-f)\n") + kPerplexityUsage);
+  KES_CHECK_OR_RETURN(!o->model_path.empty(), std::string("no model given\n") + kPerplexityUsage);
+  KES_CHECK_OR_RETURN(!o->text_path.empty(),
+                      std::string("no text file given (-f)\n") + kPerplexityUsage);
+  KES_CHECK_OR_RETURN(!o->kl_divergence || !o->kld_base_path.empty(),
+                      "--kl-divergence needs the base model's file: --kl-divergence-base PATH");
+  return OkStatus();
+}
 
+// A run: the model, its session and score-plan step, the text's tokens and the chunks scored.
+struct PerplexityRun {
   std::unique_ptr<Model> model;
-  Status s = Model::Open(model_path, &model);
-  if (!s.ok()) return Fail(s.message());
-  const fb::Plan* score_plan = model->FindPlan("score");
-  if (score_plan == nullptr || score_plan->max_tokens() == 0) {
-    return Fail("the model has no 'score' plan, which perplexity needs (convert it again)");
-  }
-  if (ctx > model->hparams().context_length()) {
-    return Fail("--ctx " + std::to_string(ctx) + " exceeds the model's context of " +
-                std::to_string(model->hparams().context_length()) + " tokens");
-  }
-  std::string text;
-  s = ReadTextFile(text_path, &text);
-  if (!s.ok()) return Fail(s.message());
-
-  const Tokenizer& tokenizer = model->tokenizer();
-  std::vector<int32_t> tokens;
-  s = tokenizer.Encode(text, /*add_special=*/true, /*parse_special=*/false, &tokens);
-  if (!s.ok()) return Fail("text file '" + text_path + "': " + s.message());
-  if (tokens.size() < ctx) {
-    return Fail("text file '" + text_path + "' has " + std::to_string(tokens.size()) +
-                " tokens; --ctx " + std::to_string(ctx) + " needs at least " +
-                std::to_string(ctx) + " for one chunk");
-  }
-  size_t n_chunks = tokens.size() / ctx;
-  if (max_chunks > 0) n_chunks = std::min(n_chunks, max_chunks);
-
-  session_options.context_length = ctx;
   std::unique_ptr<Session> session;
-  s = Session::Create(*model, session_options, &session);
-  if (!s.ok()) return Fail(s.message());
-  if (session->context_length() < ctx) {
-    return Fail("--ctx " + std::to_string(ctx) + " exceeds the session's context of " +
-                std::to_string(session->context_length()) + " tokens");
-  }
-  const size_t step = score_plan->max_tokens();
-  std::vector<float> logits(step * model->vocab_size());  // [step, vocab], before any scoring
-  const bool replace_with_bos = tokenizer.config().add_bos && tokenizer.config().bos_id >= 0;
+  size_t step = 0;  // tokens per Score call
+  std::vector<int32_t> tokens;
+  size_t n_chunks = 0;
+  std::unique_ptr<KlDivergenceFile> kld;  // with --kl-divergence-base
+};
 
-  NllSums sums;
-  const auto start = std::chrono::steady_clock::now();
-  for (size_t c = 0; c < n_chunks; ++c) {
-    int32_t* chunk = tokens.data() + c * ctx;
+Status OpenModel(const PerplexityOptions& o, PerplexityRun* run) {
+  KES_RETURN_IF_ERROR(Model::Open(o.model_path, &run->model));
+  const Model& model = *run->model;
+  const fb::Plan* score_plan = model.FindPlan("score");
+  KES_CHECK_OR_RETURN(score_plan != nullptr && score_plan->max_tokens() > 0,
+                      "the model has no 'score' plan, which perplexity needs (convert it again)");
+  run->step = score_plan->max_tokens();
+  KES_CHECK_OR_RETURN(o.ctx <= model.hparams().context_length(),
+                      "--ctx " + std::to_string(o.ctx) + " exceeds the model's context of " +
+                          std::to_string(model.hparams().context_length()) + " tokens");
+  return OkStatus();
+}
+
+Status TokenizeText(const PerplexityOptions& o, PerplexityRun* run) {
+  std::string text;
+  KES_RETURN_IF_ERROR(ReadTextFile(o.text_path, &text));
+  const Status s = run->model->tokenizer().Encode(text, /*add_special=*/true,
+                                                  /*parse_special=*/false, &run->tokens);
+  KES_RETURN_IF_ERROR(s.WithContext("text file '" + o.text_path + "'"));
+  KES_CHECK_OR_RETURN(run->tokens.size() >= o.ctx,
+                      "text file '" + o.text_path + "' has " +
+                          std::to_string(run->tokens.size()) + " tokens; --ctx " +
+                          std::to_string(o.ctx) + " needs at least " + std::to_string(o.ctx) +
+                          " for one chunk");
+  run->n_chunks = run->tokens.size() / o.ctx;
+  if (o.max_chunks > 0) run->n_chunks = std::min(run->n_chunks, o.max_chunks);
+  return OkStatus();
+}
+
+Status CreateSession(const PerplexityOptions& o, PerplexityRun* run) {
+  SessionOptions options = o.session;
+  options.context_length = o.ctx;
+  KES_RETURN_IF_ERROR(Session::Create(*run->model, options, &run->session));
+  KES_CHECK_OR_RETURN(run->session->context_length() >= o.ctx,
+                      "--ctx " + std::to_string(o.ctx) + " exceeds the session's context of " +
+                          std::to_string(run->session->context_length()) + " tokens");
+  return OkStatus();
+}
+
+// --kl-divergence-base: creates the base file for this run's chunks, or (--kl-divergence) opens
+// it, checks it against this run's text, --ctx and vocabulary, and scores the chunks it holds
+// (no more than --chunks).
+Status OpenBaseFile(const PerplexityOptions& o, PerplexityRun* run) {
+  if (o.kld_base_path.empty()) return OkStatus();
+  const size_t vocab = run->model->vocab_size();
+  if (!o.kl_divergence) {
+    return KlDivergenceFile::Create(o.kld_base_path, o.ctx, vocab, run->tokens, run->n_chunks,
+                                    &run->kld);
+  }
+  run->n_chunks = o.max_chunks;
+  return KlDivergenceFile::Open(o.kld_base_path, o.ctx, vocab, run->tokens, &run->n_chunks,
+                                &run->kld);
+}
+
+// Scores every chunk, printing the running perplexity to stderr as llama.cpp does.
+Status ScoreChunks(const PerplexityOptions& o, PerplexityRun* run, NllSums* sums) {
+  const Tokenizer& tokenizer = run->model->tokenizer();
+  const bool replace_with_bos = tokenizer.config().add_bos && tokenizer.config().bos_id >= 0;
+  std::vector<float> logits(run->step * run->model->vocab_size());  // [step, vocab]
+  for (size_t c = 0; c < run->n_chunks; ++c) {
+    int32_t* chunk = run->tokens.data() + c * o.ctx;
     const int32_t original = chunk[0];
     if (replace_with_bos) chunk[0] = tokenizer.config().bos_id;
-    s = ScoreChunk(*session, chunk, ctx, step, logits.data(), &sums);
+    const Status s =
+        ScoreChunk(*run->session, chunk, o.ctx, run->step, logits.data(), sums, run->kld.get());
     chunk[0] = original;  // the previous chunk's last token stays what the text says
-    if (!s.ok()) return Fail("chunk " + std::to_string(c + 1) + ": " + s.message());
-    std::fprintf(stderr, "[%zu]%.4f,", c + 1, sums.Perplexity());
+    KES_RETURN_IF_ERROR(s.WithContext("chunk " + std::to_string(c + 1)));
+    std::fprintf(stderr, "[%zu]%.4f,", c + 1, sums->Perplexity());
     std::fflush(stderr);
   }
   std::fputc('\n', stderr);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return run->kld ? run->kld->Finish() : OkStatus();
+}
 
-  if (json) {
+void PrintResults(const PerplexityOptions& o, const PerplexityRun& run, const NllSums& sums,
+                  double seconds) {
+  const size_t threads = run.session->n_threads();
+  const bool comparing = run.kld && run.kld->comparing();
+  const KlDivergenceSummary kld = comparing ? run.kld->sums().Summarize() : KlDivergenceSummary();
+  if (o.json) {
     // text_tokens lets a caller check that another runtime tokenized the text the same way.
     std::printf("{\"model\": \"%s\", \"ctx\": %zu, \"chunks\": %zu, \"tokens_scored\": %zu, "
                 "\"text_tokens\": %zu, \"ppl\": %.17g, \"ppl_err\": %.17g, \"seconds\": %.4f, "
-                "\"threads\": %zu}\n",
-                JsonEscape(model_path).c_str(), ctx, n_chunks, sums.count, tokens.size(),
-                sums.Perplexity(), sums.Error(), seconds, session->n_threads());
-    return 0;
+                "\"threads\": %zu%s}\n",
+                JsonEscape(o.model_path).c_str(), o.ctx, run.n_chunks, sums.count,
+                run.tokens.size(), sums.Perplexity(), sums.Error(), seconds, threads,
+                comparing ? KlDivergenceJsonMembers(kld).c_str() : "");
+    return;
   }
   std::printf("perplexity: %.4f ± %.5f over %zu tokens (%zu chunks of %zu)\n", sums.Perplexity(),
-              sums.Error(), sums.count, n_chunks, ctx);
+              sums.Error(), sums.count, run.n_chunks, o.ctx);
+  if (comparing) PrintKlDivergence(kld, stdout);
+  if (run.kld && !comparing) {
+    std::fprintf(stderr, "log-probabilities of %zu positions saved to '%s'\n", sums.count,
+                 o.kld_base_path.c_str());
+  }
   std::fprintf(stderr, "%zu tokens of context scored in %.2f s (%.2f tokens/s), %zu threads\n",
-               n_chunks * ctx, seconds, n_chunks * ctx / seconds, session->n_threads());
+               run.n_chunks * o.ctx, seconds, run.n_chunks * o.ctx / seconds, threads);
+}
+
+}  // namespace
+
+int PerplexityCommand(const std::vector<std::string>& args) {
+  PerplexityOptions options;
+  bool help = false;
+  Status s = ParseFlags(args, &options, &help);
+  if (help) {
+    std::fputs(kPerplexityUsage, stdout);
+    return 0;
+  }
+  PerplexityRun run;
+  if (s.ok()) s = OpenModel(options, &run);
+  if (s.ok()) s = TokenizeText(options, &run);
+  if (s.ok()) s = CreateSession(options, &run);
+  if (s.ok()) s = OpenBaseFile(options, &run);
+  if (!s.ok()) return Fail(s.message());
+
+  NllSums sums;
+  const auto start = std::chrono::steady_clock::now();
+  s = ScoreChunks(options, &run, &sums);
+  if (!s.ok()) return Fail(s.message());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  PrintResults(options, run, sums, seconds);
   return 0;
 }
 
