@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Kestrel next to llama.cpp (through llama-cpp-python) on this machine, on the same weights.
+"""Kestrel next to llama.cpp on this machine, on the same weights.
 
 For each weight format (keep = the --model's GGUF as it is, every tensor keeping its type;
 f32, f16, q8 = ggml Q8_0, q4 = ggml Q4_0) it measures
@@ -17,15 +17,26 @@ embedding and output too, gets exactly that type), and kestrel-convert makes eac
 GGUF llama.cpp runs (f32 and f16 from the F32 GGUF; q8 and q4 from llama.cpp's Q8_0 and Q4_0
 GGUFs, which Kestrel moves losslessly).
 
-llama.cpp's speed is taken through llama-cpp-python by default; with --llama-bench PATH it comes
-from llama.cpp's own C++ llama-bench (no Python in the timed loop), which is the fairer figure:
-llama-bench's pp and tg are the same tests as `kestrel bench`'s (prefill of P tokens, N decode
-steps, from an empty context).
+llama.cpp runs in one of two ways:
+  - with --llama-cpp-bin DIR (recommended): llama.cpp's own C++ tools in DIR, as llama.cpp's users
+    run them: llama-quantize --pure makes the GGUFs, llama-bench measures speed (no Python in the
+    timed loop; its pp and tg are the same tests as `kestrel bench`'s: prefill of P tokens, N
+    decode steps, from an empty context), llama-perplexity measures perplexity (-c 512 -b 512,
+    one chunk per batch). llama_cpp is never imported: numpy and gguf (for the F32 GGUF) are all
+    the Python it needs, so the project's .venv will do. scripts/build-llama-cpp.sh builds the
+    three tools from the same llama.cpp source llama-cpp-python 0.3.36 carries.
+  - without it: through llama-cpp-python (its quantizer, a Python loop for speed and one for
+    perplexity); --llama-bench PATH then takes the speed from a C++ llama-bench instead.
+Perplexity uses an f32 KV cache on the llama.cpp side by default, like Kestrel's
+(--llama-kv f16 selects llama.cpp's default f16); speed runs with llama.cpp's default KV cache.
 
-Setup: bash scripts/setup-bench.sh; build Kestrel (scripts/build.sh gives build/release). Then
+Setup: build Kestrel (scripts/build.sh gives build/release); then either
+    bash scripts/build-llama-cpp.sh        # prints the folder holding the tools on its last line
+    .venv/bin/python bench/compare_llama_cpp.py --model smollm2 --formats keep,q8,q4 \
+        --llama-cpp-bin build/llama.cpp/build/bin
+or (llama-cpp-python, built by pip: 20-40 minutes on a small machine)
+    bash scripts/setup-bench.sh
     .venv-bench/bin/python bench/compare_llama_cpp.py --threads 1,2 --formats f32,f16,q8,q4
-    .venv-bench/bin/python bench/compare_llama_cpp.py --model smollm2 --formats q8,q4 \
-        --llama-bench path/to/llama.cpp/build/bin/llama-bench
 """
 import argparse
 import ctypes
@@ -34,6 +45,7 @@ import logging
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -58,6 +70,11 @@ FORMATS = ("keep", "f32", "f16", "q8", "q4")
 LLAMA_FTYPE_NAMES = {"f16": "LLAMA_FTYPE_MOSTLY_F16", "q8": "LLAMA_FTYPE_MOSTLY_Q8_0",
                      "q4": "LLAMA_FTYPE_MOSTLY_Q4_0"}
 GGUF_TYPES = {"f32": "F32", "f16": "F16", "q8": "Q8_0", "q4": "Q4_0"}
+# The C++ tools --llama-cpp-bin DIR must hold.
+LLAMA_TOOLS = ("llama-bench", "llama-perplexity", "llama-quantize")
+# llama.cpp's KV cache types for perplexity (--llama-kv): the name llama-perplexity's -ctk/-ctv
+# take, and llama-cpp-python's type_k/type_v constant.
+LLAMA_KV_TYPES = {"f32": "GGML_TYPE_F32", "f16": "GGML_TYPE_F16"}
 
 
 def die(message):
@@ -73,15 +90,24 @@ def log(message):
 # Prerequisites
 
 
-def import_bench_modules():
-    """numpy, gguf and llama_cpp live in .venv-bench; say how to get them when they are missing."""
+def import_bench_modules(need_llama_cpp):
+    """numpy and gguf (in .venv and .venv-bench), and llama_cpp (in .venv-bench) unless llama.cpp
+    runs as C++ tools; says how to get them when they are missing."""
     try:
         import numpy  # noqa: F401
         import gguf  # noqa: F401
+    except ImportError as e:
+        die(f"{e.name or e} is not installed in {sys.executable}: start this script with "
+            f".venv/bin/python (pip install -r scripts/requirements.txt) or .venv-bench/bin/python")
+    if not need_llama_cpp:
+        return numpy, gguf, None
+    try:
         import llama_cpp  # noqa: F401
     except ImportError as e:
-        die(f"{e.name or e} is not installed in {sys.executable}: run scripts/setup-bench.sh and "
-            f"start this script with .venv-bench/bin/python")
+        die(f"{e.name or e} is not installed in {sys.executable}: either build llama.cpp's C++ "
+            f"tools (scripts/build-llama-cpp.sh) and pass --llama-cpp-bin with the folder it "
+            f"prints, or run scripts/setup-bench.sh and start this script with "
+            f".venv-bench/bin/python")
     # llama.cpp logs through llama-cpp-python's logger; until a Llama(verbose=False) sets its level,
     # the quantizer would print a line per tensor.
     logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
@@ -95,6 +121,18 @@ def check_binaries(kestrel_dir):
             die(f"{path} is missing: build Kestrel first (scripts/build.sh), or point "
                 f"--kestrel-bin at the folder holding {name}")
     return binaries["kestrel"], binaries["kestrel-convert"]
+
+
+def check_llama_tools(tools_dir):
+    """{name: path} of the C++ tools in --llama-cpp-bin; names every one that is missing."""
+    tools = {name: tools_dir / name for name in LLAMA_TOOLS}
+    missing = [name for name, path in tools.items()
+               if not (path.is_file() and os.access(path, os.X_OK))]
+    if missing:
+        die(f"--llama-cpp-bin {tools_dir}: no executable {', '.join(missing)} there (it must hold "
+            f"{', '.join(LLAMA_TOOLS)}): build them with scripts/build-llama-cpp.sh and pass the "
+            f"folder it prints")
+    return tools
 
 
 def source_gguf(model):
@@ -167,7 +205,8 @@ def write_f32_gguf(src, dst, np, gguf):
 
 
 def llama_quantize(src, dst, fmt, llama_cpp):
-    """llama.cpp's own quantizer; pure, so no tensor gets a different type (e.g. Q6_K output)."""
+    """llama.cpp's own quantizer through llama-cpp-python; pure, so no tensor gets a different
+    type (e.g. Q6_K output)."""
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, LLAMA_FTYPE_NAMES[fmt])
     params.pure = True
@@ -181,6 +220,18 @@ def llama_quantize(src, dst, fmt, llama_cpp):
     replace_when_done(dst, write)
 
 
+def llama_quantize_tool(quantize_bin, src, dst, fmt, threads):
+    """The same quantizer as llama_quantize, run as llama.cpp's C++ llama-quantize --pure."""
+    def write(tmp):
+        cmd = [str(quantize_bin), "--pure", str(src), str(tmp), GGUF_TYPES[fmt], str(threads)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-20:])
+            die(f"{' '.join(cmd)} failed with {r.returncode}:\n{tail}")
+
+    replace_when_done(dst, write)
+
+
 def kestrel_convert(convert_bin, src, dst, fmt):
     # kestrel-convert writes atomically itself: a failed conversion leaves nothing behind.
     r = subprocess.run([str(convert_bin), str(src), str(dst), "--weights", fmt],
@@ -189,8 +240,9 @@ def kestrel_convert(convert_bin, src, dst, fmt):
         die(f"kestrel-convert {src.name} --weights {fmt} failed:\n{r.stderr.strip()}")
 
 
-def prepare_models(model, formats, out_dir, convert_bin, np, gguf, llama_cpp):
-    """Returns {format: (gguf path, kes path)}, making whatever --out-dir does not hold yet."""
+def prepare_models(model, formats, out_dir, convert_bin, np, gguf, quantize):
+    """Returns {format: (gguf path, kes path)}, making whatever --out-dir does not hold yet;
+    quantize(src, dst, fmt) is llama.cpp's quantizer."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = MODELS[model]["stem"]
     f32_gguf = out_dir / f"{stem}-F32.gguf"
@@ -205,8 +257,8 @@ def prepare_models(model, formats, out_dir, convert_bin, np, gguf, llama_cpp):
         else:
             gguf_path = out_dir / f"{stem}-{GGUF_TYPES[fmt]}.gguf"
         if not gguf_path.exists():
-            log(f"writing {gguf_path} with llama.cpp's quantizer ({LLAMA_FTYPE_NAMES[fmt]}, pure)")
-            llama_quantize(f32_gguf, gguf_path, fmt, llama_cpp)
+            log(f"writing {gguf_path} with llama.cpp's quantizer ({GGUF_TYPES[fmt]}, pure)")
+            quantize(f32_gguf, gguf_path, fmt)
         # Kestrel quantizes nothing itself here: q8/q4 come from llama.cpp's Q8_0/Q4_0 blocks.
         kes_source = f32_gguf if fmt in ("f32", "f16") else gguf_path
         kes_path = out_dir / f"{stem}-{fmt}.kes"
@@ -325,12 +377,13 @@ def log_softmax_nll(logits, targets, np):
     return out
 
 
-def llama_perplexity(gguf_path, text_path, chunks, threads, np, llama_cpp):
+def llama_perplexity(gguf_path, text_path, chunks, threads, kv, np, llama_cpp):
     """llama.cpp's perplexity protocol (examples/perplexity, the default mode) in Python."""
     ctx = PPL_CTX
+    kv_type = getattr(llama_cpp, LLAMA_KV_TYPES[kv])
     llm = llama_cpp.Llama(model_path=str(gguf_path), n_ctx=ctx, n_batch=ctx, n_ubatch=ctx,
                           n_threads=threads, n_threads_batch=threads, logits_all=True,
-                          verbose=False)
+                          type_k=kv_type, type_v=kv_type, verbose=False)
     tokens = llm.tokenize(text_path.read_bytes(), add_bos=True, special=False)
     bos = llm.token_bos()
     adds_bos = bool(tokens) and tokens[0] == bos  # add_bos=True adds it only if the model says so
@@ -357,14 +410,52 @@ def llama_perplexity(gguf_path, text_path, chunks, threads, np, llama_cpp):
     variance = (nll * nll).mean() - nll.mean() ** 2  # llama.cpp's one-pass estimate
     err = ppl * math.sqrt(variance / (len(nll) - 1)) if len(nll) > 1 and variance > 0 else 0.0
     return {"ctx": ctx, "chunks": n_chunks, "tokens_scored": len(nll), "text_tokens": len(tokens),
-            "ppl": ppl, "ppl_err": err, "seconds": seconds}
+            "ppl": ppl, "ppl_err": err, "seconds": seconds, "kv_cache": kv}
+
+
+def llama_perplexity_tool(perplexity_bin, gguf_path, text_path, chunks, threads, kv):
+    """llama.cpp's own llama-perplexity (default mode), one 512-token chunk per batch. -lv 4 makes
+    it log the KV cache it made, so the report gives the type llama.cpp says it used."""
+    cmd = [str(perplexity_bin), "-m", str(gguf_path), "-f", str(text_path), "-c", str(PPL_CTX),
+           "-b", str(PPL_CTX), "--chunks", str(chunks), "-t", str(threads),
+           "-ctk", kv, "-ctv", kv, "-lv", "4"]
+    start = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    output = r.stdout + r.stderr
+    final = re.search(r"Final estimate: PPL = ([0-9.]+) \+/- ([0-9.]+)", output)
+    counted = re.search(r"calculating perplexity over (\d+) chunks, n_ctx=(\d+)", output)
+    if r.returncode != 0 or not final or not counted:
+        tail = "\n".join(output.strip().splitlines()[-20:])
+        die(f"{' '.join(cmd)} failed (exit {r.returncode}, no \"Final estimate\" line):\n{tail}")
+    n_chunks, ctx = int(counted.group(1)), int(counted.group(2))
+    cache = re.search(r"llama_kv_cache: size = .*K \((\w+)\).*V \((\w+)\)", output)
+    if cache and cache.groups() != (kv, kv):
+        die(f"{' '.join(cmd)} made a K {cache.group(1)}, V {cache.group(2)} KV cache, not {kv}")
+    # Its log lines start with a time stamp and a level letter.
+    system_info = re.search(r"system_info: (.*)$", output, re.MULTILINE)
+    # llama-perplexity scores the tokens after the middle of each chunk, as Kestrel does; it does
+    # not print how many tokens the text has.
+    return {"ctx": ctx, "chunks": n_chunks, "tokens_scored": n_chunks * (ctx - ctx // 2 - 1),
+            "text_tokens": None, "ppl": float(final.group(1)), "ppl_err": float(final.group(2)),
+            "seconds_wall": seconds,
+            "kv_cache": f"{kv} (as logged)" if cache else f"{kv} (asked; not in its log)",
+            "system_info": system_info.group(1).strip() if system_info else None}
 
 
 # --------------------------------------------------------------------------------------------
 # Report
 
 
-def machine_info(kestrel_bin, llama_cpp):
+def llama_tools_version(tools):
+    """The version lines llama.cpp's tools print (version, commit, compiler)."""
+    r = subprocess.run([str(tools["llama-perplexity"]), "--version"], capture_output=True,
+                       text=True)
+    return "; ".join(line.strip() for line in (r.stdout + r.stderr).splitlines()
+                     if line.startswith(("version:", "built with")))
+
+
+def machine_info(kestrel_bin, llama_cpp, tools):
     cpu = "unknown"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -374,10 +465,16 @@ def machine_info(kestrel_bin, llama_cpp):
     except OSError:
         pass
     r = subprocess.run([str(kestrel_bin), "cpu"], capture_output=True, text=True)
-    return {"cpu": cpu, "cores": os.cpu_count(), "machine": platform.machine(),
-            "kestrel_cpu": (r.stdout + r.stderr).strip(),
-            "llama_cpp_python": llama_cpp.__version__,
-            "llama_cpp_system_info": llama_cpp.llama_print_system_info().decode().strip()}
+    info = {"cpu": cpu, "cores": os.cpu_count(), "machine": platform.machine(),
+            "kestrel_cpu": (r.stdout + r.stderr).strip()}
+    if llama_cpp:
+        info["llama_cpp_python"] = llama_cpp.__version__
+        info["llama_cpp_system_info"] = llama_cpp.llama_print_system_info().decode().strip()
+    else:
+        info["llama_cpp_tools"] = str(tools["llama-perplexity"].parent)
+        info["llama_cpp_version"] = llama_tools_version(tools)
+        info["llama_cpp_system_info"] = None  # filled in from llama-perplexity's log, if it ran
+    return info
 
 
 def ratio(a, b):
@@ -426,8 +523,17 @@ def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="gemma3", choices=sorted(MODELS),
                     help="which model to compare on (default gemma3)")
-    ap.add_argument("--llama-bench", type=Path, default=None,
-                    help="llama.cpp's llama-bench binary: take llama.cpp's speed from it")
+    llama = ap.add_mutually_exclusive_group()
+    llama.add_argument("--llama-cpp-bin", type=Path, default=None, metavar="DIR",
+                       help="folder holding llama.cpp's C++ llama-bench, llama-perplexity and "
+                            "llama-quantize (scripts/build-llama-cpp.sh prints it): run llama.cpp "
+                            "through them only, without llama-cpp-python (recommended)")
+    llama.add_argument("--llama-bench", type=Path, default=None,
+                       help="with llama-cpp-python: llama.cpp's llama-bench binary, to take "
+                            "llama.cpp's speed from it")
+    ap.add_argument("--llama-kv", default="f32", choices=sorted(LLAMA_KV_TYPES),
+                    help="llama.cpp's KV cache type for perplexity: f32 as Kestrel's (default), "
+                         "or f16, llama.cpp's default")
     ap.add_argument("--threads", default="1,2", type=lambda s: parse_list(s, cast=int),
                     help="thread counts, e.g. 1,2 (default 1,2)")
     ap.add_argument("--formats", default=",".join(FORMATS),
@@ -449,6 +555,8 @@ def parse_args():
         ap.error("nothing to do: -p, -n and --ppl-chunks are all 0")
     if args.llama_bench and not os.access(args.llama_bench, os.X_OK):
         ap.error(f"--llama-bench {args.llama_bench}: not an executable")
+    if args.llama_cpp_bin and not args.llama_cpp_bin.is_dir():
+        ap.error(f"--llama-cpp-bin {args.llama_cpp_bin}: not a folder")
     if args.out_dir is None:
         args.out_dir = REPO / "models" / "compare" / args.model
     return args
@@ -456,14 +564,22 @@ def parse_args():
 
 def main():
     args = parse_args()
-    np, gguf, llama_cpp = import_bench_modules()
+    tools = check_llama_tools(args.llama_cpp_bin.resolve()) if args.llama_cpp_bin else None
+    np, gguf, llama_cpp = import_bench_modules(need_llama_cpp=tools is None)
     kestrel_bin, convert_bin = check_binaries(args.kestrel_bin.resolve())
     if args.ppl_chunks and not PPL_TEXT.is_file():
         die(f"{PPL_TEXT} is missing (Debian's base-files has it); use --ppl-chunks 0 to skip")
+    llama_bench = tools["llama-bench"] if tools else args.llama_bench
 
+    if tools:
+        def quantize(src, dst, fmt):
+            llama_quantize_tool(tools["llama-quantize"], src, dst, fmt, max(args.threads))
+    else:
+        def quantize(src, dst, fmt):
+            llama_quantize(src, dst, fmt, llama_cpp)
     models = prepare_models(args.model, args.formats, args.out_dir, convert_bin, np, gguf,
-                            llama_cpp)
-    info = machine_info(kestrel_bin, llama_cpp)
+                            quantize)
+    info = machine_info(kestrel_bin, llama_cpp, tools)
 
     speed = []
     if args.p or args.n:
@@ -471,12 +587,12 @@ def main():
             gguf_path, kes_path = models[fmt]
             log(f"speed {fmt}: kestrel bench, threads {args.threads}")
             kestrel = kestrel_speed(kestrel_bin, kes_path, args.threads, args.p, args.n, args.r)
-            if args.llama_bench:
+            if llama_bench:
                 log(f"speed {fmt}: llama-bench, threads {args.threads}")
-                bench = llama_bench_speed(args.llama_bench, gguf_path, args.threads, args.p,
+                bench = llama_bench_speed(llama_bench, gguf_path, args.threads, args.p,
                                           args.n, args.r)
             for t in args.threads:
-                if args.llama_bench:
+                if llama_bench:
                     llama = bench[t]
                 else:
                     log(f"speed {fmt}: llama.cpp, {t} threads")
@@ -491,29 +607,52 @@ def main():
             gguf_path, kes_path = models[fmt]
             log(f"perplexity {fmt}: Kestrel, {args.ppl_chunks} chunks of {PPL_CTX}")
             k = kestrel_perplexity(kestrel_bin, kes_path, PPL_TEXT, args.ppl_chunks, threads)
-            log(f"perplexity {fmt}: llama.cpp")
-            l = llama_perplexity(gguf_path, PPL_TEXT, args.ppl_chunks, threads, np, llama_cpp)
-            if k.get("text_tokens") != l["text_tokens"] or k["tokens_scored"] != l["tokens_scored"]:
+            if tools:
+                log(f"perplexity {fmt}: llama-perplexity, {args.llama_kv} KV cache")
+                l = llama_perplexity_tool(tools["llama-perplexity"], gguf_path, PPL_TEXT,
+                                          args.ppl_chunks, threads, args.llama_kv)
+                if l["system_info"] and not info["llama_cpp_system_info"]:
+                    info["llama_cpp_system_info"] = l["system_info"]
+            else:
+                log(f"perplexity {fmt}: llama-cpp-python, {args.llama_kv} KV cache")
+                l = llama_perplexity(gguf_path, PPL_TEXT, args.ppl_chunks, threads,
+                                     args.llama_kv, np, llama_cpp)
+            # llama-perplexity does not print the text's token count: compare what both report.
+            same_text = l["text_tokens"] is None or k.get("text_tokens") == l["text_tokens"]
+            if not same_text or k["tokens_scored"] != l["tokens_scored"]:
                 log(f"warning: the runtimes tokenized {PPL_TEXT} differently: Kestrel "
-                    f"{k.get('text_tokens')} tokens, llama.cpp {l['text_tokens']}")
+                    f"{k.get('text_tokens')} tokens ({k['tokens_scored']} scored), llama.cpp "
+                    f"{l['text_tokens']} ({l['tokens_scored']} scored)")
             ppl[fmt] = {"kestrel": k, "llama_cpp": l}
 
     print(f"CPU: {info['cpu']} ({info['cores']} cores)")
-    print(f"model: {args.model}; llama.cpp speed from "
-          f"{args.llama_bench or 'llama-cpp-python'}")
-    print(f"llama-cpp-python {info['llama_cpp_python']}: {info['llama_cpp_system_info']}")
+    if tools:
+        print(f"model: {args.model}; llama.cpp: C++ tools in {info['llama_cpp_tools']} "
+              f"({info['llama_cpp_version'] or 'version unknown'})")
+        if info["llama_cpp_system_info"]:
+            print(f"llama.cpp system_info: {info['llama_cpp_system_info']}")
+    else:
+        print(f"model: {args.model}; llama.cpp speed from "
+              f"{args.llama_bench or 'llama-cpp-python'}")
+        print(f"llama-cpp-python {info['llama_cpp_python']}: {info['llama_cpp_system_info']}")
     print("kestrel cpu:\n" + info["kestrel_cpu"] + "\n")
     if speed:
-        print(f"Speed: median tokens/s of {args.r} runs after a warm-up; "
-              f"ratio = Kestrel / llama.cpp\n")
+        print(f"Speed: median tokens/s of {args.r} runs after a warm-up; llama.cpp from "
+              f"{'llama-bench' if llama_bench else 'llama-cpp-python'} with its default (f16) KV "
+              f"cache; ratio = Kestrel / llama.cpp\n")
         print(speed_table(speed, args.p, args.n) + "\n")
     if ppl:
-        print(f"Perplexity: {PPL_TEXT}, {args.ppl_chunks} chunks of {PPL_CTX} tokens, ± is the "
-              f"standard error; difference = (Kestrel - llama.cpp) / llama.cpp\n")
+        kv_used = ", ".join(sorted({r["llama_cpp"]["kv_cache"] for r in ppl.values()}))
+        print(f"Perplexity: {PPL_TEXT}, {args.ppl_chunks} chunks of {PPL_CTX} tokens; llama.cpp "
+              f"from {'llama-perplexity' if tools else 'llama-cpp-python'}, KV cache {kv_used} "
+              f"(Kestrel's: f32); ± is the standard error; "
+              f"difference = (Kestrel - llama.cpp) / llama.cpp\n")
         print(ppl_table(ppl))
 
     results = {"machine": info, "args": {"model": args.model,
-                                         "llama_bench": str(args.llama_bench or ""),
+                                         "llama_cpp_bin": str(args.llama_cpp_bin or ""),
+                                         "llama_bench": str(llama_bench or ""),
+                                         "llama_kv": args.llama_kv,
                                          "threads": args.threads, "formats": args.formats,
                                          "p": args.p, "n": args.n, "r": args.r,
                                          "ppl_chunks": args.ppl_chunks, "ppl_ctx": PPL_CTX},
