@@ -502,11 +502,10 @@ template <GgmlBlockType T>
 void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                   float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                   size_t row_begin, size_t row_end) {
-  const size_t block = QuantMatMulTokenBlock(k);
-  for (size_t t = 0; t < n_tokens; t += block) {
-    MatMulBlocksTokens<T>(w, x + t * Q8ActRowBytes(k), y + t * n_out, HWY_MIN(block, n_tokens - t),
-                          k, n_out, row_begin, row_end);
-  }
+  ForEachTokenBlock(n_tokens, k, [&](size_t first, size_t count) {
+    MatMulBlocksTokens<T>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k, n_out,
+                          row_begin, row_end);
+  });
 }
 
 }  // namespace blocks

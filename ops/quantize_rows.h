@@ -27,6 +27,15 @@ inline constexpr size_t QuantMatMulTokenBlock(size_t k) {
   return rows < 8 ? 8 : rows;
 }
 
+// Calls run(first, count) for consecutive blocks of QuantMatMulTokenBlock(k) of n_tokens tokens.
+template <typename Run>
+inline void ForEachTokenBlock(size_t n_tokens, size_t k, const Run& run) {
+  const size_t block = QuantMatMulTokenBlock(k);
+  for (size_t first = 0; first < n_tokens; first += block) {
+    run(first, n_tokens - first < block ? n_tokens - first : block);
+  }
+}
+
 // x: [n_rows, k] f32, out: n_rows rows of Q8ActRowBytes(k) bytes. k % 32 == 0.
 void QuantizeRowsQ8(const float* x, size_t n_rows, size_t k, uint8_t* out);
 
