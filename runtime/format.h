@@ -6,6 +6,7 @@
 
 #include "kestrel_generated.h"
 #include "ops/ggml_blocks.h"
+#include "ops/quantize_rows.h"
 
 namespace kestrel {
 
@@ -73,9 +74,9 @@ inline uint64_t RowBytes(fb::DType dtype, uint64_t elems) {
   }
   const uint64_t blocks = elems / kQuantBlock;
   switch (dtype) {
-    case fb::DType::Q8_0: return blocks * (kQuantBlock + 2);      // quants + f16 scale
-    case fb::DType::Q4_0: return blocks * (kQuantBlock / 2 + 2);  // nibbles + f16 scale
-    case fb::DType::Q8_ACT: return blocks * (kQuantBlock + 8);    // quants + f32 scale + f32 sum
+    case fb::DType::Q8_0: return ops::GgmlBlockBytes(ops::GgmlBlockType::kQ8_0) * blocks;
+    case fb::DType::Q4_0: return ops::GgmlBlockBytes(ops::GgmlBlockType::kQ4_0) * blocks;
+    case fb::DType::Q8_ACT: return ops::Q8ActRowBytes(elems);  // the kernels' own layout
     default: return 0;
   }
 }
