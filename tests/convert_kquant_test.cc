@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,8 @@ struct Case {
   const char* arch;
   const char* recipe;
 };
+// How ctest and gtest name a case (instead of its raw bytes).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.arch << " --weights " << c.recipe; }
 
 // Against the F32 model whose weights are ggml's quantize -> dequantize, the only difference is
 // the int8 activations of the quantized matmuls: 1-2% of the logit range on these random-weight

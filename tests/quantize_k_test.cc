@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct TypeCase {
   GgmlBlockType type;
   bool gguf_py;      // gguf.quants.quantize implements it
 };
+// How ctest and gtest name a case (instead of its raw bytes).
+void PrintTo(const TypeCase& c, std::ostream* os) { *os << c.name; }
 
 // Blocks ggml quantizes with `script` ("ggml_oracle.py quantize TYPE N_PER_ROW" or
 // "dequant_ref.py quantize TYPE") for `values`; *error says what failed.
