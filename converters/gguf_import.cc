@@ -93,7 +93,8 @@ Status WeightDType(const gguf::File& file, const std::string& name, const Conver
       ", which --weights keep cannot keep (kept: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
       "Q4_K, Q5_K, Q6_K)" +
       (gguf::CanDequantize(info->type)
-           ? "; convert with --weights q8, q4, f16, bf16 or f32"
+           ? "; convert with --weights q4_k_m, q4_k, q5_k, q6_k, q8, q4, f16, bf16 or f32 "
+             "(the tensor is dequantized, then stored in that type)"
            : "; Kestrel cannot read this type yet, so no --weights choice converts the file"));
 }
 

@@ -213,6 +213,8 @@ std::vector<size_t> HalfFieldOffsets(GgmlType type) {
     case GgmlType::Q4_K:
     case GgmlType::Q5_K: return {0, 2};
     case GgmlType::Q6_K: return {208};
+    case GgmlType::Q2_K: return {80, 82};
+    case GgmlType::Q3_K: return {108};
     default: return {};
   }
 }
@@ -278,8 +280,9 @@ TEST_P(RandomBlocksTest, BitExactWithGgufPy) {
 INSTANTIATE_TEST_SUITE_P(AllSupportedTypes, RandomBlocksTest,
                          ::testing::Values(GgmlType::F32, GgmlType::F16, GgmlType::BF16,
                                            GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
-                                           GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q4_K,
-                                           GgmlType::Q5_K, GgmlType::Q6_K),
+                                           GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K,
+                                           GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                                           GgmlType::Q6_K),
                          [](const ::testing::TestParamInfo<GgmlType>& info) {
                            return std::string(GgmlTypeName(info.param));
                          });
@@ -333,10 +336,11 @@ TEST(BlockSizes, MatchGgufPy) {
 TEST(DequantizeRow, RejectsUnsupportedTypesAndPartialBlocks) {
   std::vector<uint8_t> bytes(1024);
   std::vector<float> out(256);
-  Status s = DequantizeRow(GgmlType::Q2_K, bytes.data(), 256, out.data());
+  // 16: IQ2_XXS, a type with no dequantizer here.
+  Status s = DequantizeRow(static_cast<GgmlType>(16), bytes.data(), 256, out.data());
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("Q2_K"), std::string::npos) << s.message();
-  EXPECT_FALSE(CanDequantize(GgmlType::Q3_K));
+  EXPECT_NE(s.message().find("(16)"), std::string::npos) << s.message();
+  EXPECT_FALSE(CanDequantize(static_cast<GgmlType>(16)));
   EXPECT_FALSE(CanDequantize(static_cast<GgmlType>(99)));
   EXPECT_EQ(BlockElements(static_cast<GgmlType>(99)), 0u);
   EXPECT_STREQ(GgmlTypeName(static_cast<GgmlType>(99)), "unknown");

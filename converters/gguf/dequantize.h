@@ -16,8 +16,8 @@ namespace kestrel::gguf {
 size_t BlockElements(GgmlType t);
 // Bytes per block (e.g. 18 for Q4_0, 144 for Q4_K); 0 if unknown.
 size_t BlockBytes(GgmlType t);
-// F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K. (Q2_K and Q3_K have known
-// sizes, so files holding them open, but they cannot be dequantized.)
+// F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K. (Other types,
+// e.g. the IQ ones, cannot be dequantized.)
 bool CanDequantize(GgmlType t);
 
 // IEEE half to float, exact for every input: subnormals are kept (never flushed), infinities
