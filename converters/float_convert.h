@@ -40,4 +40,11 @@ inline uint16_t BF16BitsFromF32(float value) {
   return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
+// value as f16 (round to nearest even) in two little-endian bytes, as ggml's block fields are.
+inline void StoreF16(float value, uint8_t* out) {
+  const uint16_t bits = F16BitsFromF32(value);
+  out[0] = static_cast<uint8_t>(bits & 0xFF);
+  out[1] = static_cast<uint8_t>(bits >> 8);
+}
+
 }  // namespace kestrel

@@ -17,12 +17,6 @@ namespace {
 
 constexpr size_t kQK = ops::kGgmlSubBlockElems;
 
-void StoreHalf(float value, uint8_t* out) {
-  const uint16_t bits = F16BitsFromF32(value);
-  out[0] = static_cast<uint8_t>(bits & 0xFF);
-  out[1] = static_cast<uint8_t>(bits >> 8);
-}
-
 void StoreU32(uint32_t value, uint8_t* out) {
   for (int i = 0; i < 4; ++i) out[i] = static_cast<uint8_t>(value >> (8 * i));
 }
@@ -66,7 +60,7 @@ void BlockQ8_0(const float* v, uint8_t* y) {
   for (size_t i = 0; i < kQK; ++i) amax = std::fmax(amax, std::fabs(v[i]));
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  StoreHalf(d, y);
+  StoreF16(d, y);
   for (size_t i = 0; i < kQK; ++i) {
     y[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(Truncate(std::roundf(v[i] * id))));
   }
@@ -78,7 +72,7 @@ void BlockSymmetric(const float* v, uint8_t* y) {
   constexpr int kHalfRange = 1 << (kBits - 1), kMaxQuant = (1 << kBits) - 1;
   const float d = SignedAbsMax(v) / static_cast<float>(-kHalfRange);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  StoreHalf(d, y);
+  StoreF16(d, y);
   const auto quant = [&](float value) {
     const float scaled = value * id;
     const int q = Truncate(scaled + (static_cast<float>(kHalfRange) + 0.5f));
@@ -98,8 +92,8 @@ void BlockAffine(const float* v, uint8_t* y) {
   }
   const float d = (max - min) / static_cast<float>(kMaxQuant);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  StoreHalf(d, y);
-  StoreHalf(min, y + 2);
+  StoreF16(d, y);
+  StoreF16(min, y + 2);
   // ggml clamps Q4_1 to 15 and leaves Q5_1 unclamped ((x - m) / d never exceeds 31.5 there).
   const auto quant = [&](float value) {
     const float scaled = (value - min) * id;

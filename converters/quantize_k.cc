@@ -35,12 +35,6 @@ int Clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 float HalfRoundTrip(float value) { return gguf::Fp16ToFp32(F16BitsFromF32(value)); }
 
-void StoreHalf(float value, uint8_t* out) {
-  const uint16_t bits = F16BitsFromF32(value);
-  out[0] = static_cast<uint8_t>(bits & 0xFF);
-  out[1] = static_cast<uint8_t>(bits >> 8);
-}
-
 // make_qkx2_quants with ggml's Q4_K/Q5_K arguments (weighted squared error): fits x ~ scale * L
 // - min_out with L in [0, max_quant], trying iscale = (rmin + 0.1 * step + max_quant) / (max -
 // min) for step 0..steps and keeping the least weighted error. Returns the scale; *min_out is
@@ -143,8 +137,8 @@ void QuantizeScalesAndMinsK(const float* x, int max_quant, float rmin, int steps
       packed[j] = static_cast<uint8_t>(packed[j] | ((lm >> 4) << 6));
     }
   }
-  StoreHalf(max_scale / 63.f, block);
-  StoreHalf(max_min / 63.f, block + 2);
+  StoreF16(max_scale / 63.f, block);
+  StoreF16(max_min / 63.f, block + 2);
   // The quants again, against the scales as stored. A sub-block whose stored scale is 0 keeps
   // the quants of its fit (they then multiply 0).
   const float d_all = HalfRoundTrip(max_scale / 63.f), dmin_all = HalfRoundTrip(max_min / 63.f);
@@ -267,7 +261,7 @@ void QuantizeBlockQ6_K(const float* x, uint8_t* block) {
     return;  // d = +0 as well
   }
   const float iscale = -128.f / max_scale;
-  StoreHalf(1 / iscale, block + 208);
+  StoreF16(1 / iscale, block + 208);
   for (int ib = 0; ib < kSuper / kSub6; ++ib) {
     const int s = NearestInt(iscale * scales[ib]);
     sc[ib] = static_cast<int8_t>(s < 127 ? s : 127);
