@@ -1,4 +1,4 @@
-// kestrel-convert: GGUF -> .kes.
+// kestrel-convert: GGUF file or Hugging Face checkpoint folder -> .kes.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -8,13 +8,17 @@
 #include "converters/arch/arch.h"
 #include "converters/gguf/gguf_file.h"
 #include "converters/gguf_import.h"
+#include "converters/hf/hf_import.h"
 #include "converters/weight_recipe.h"
 #include "runtime/model.h"
 
 namespace {
 
 const char kUsage[] =
-    "usage: kestrel-convert INPUT.gguf OUTPUT.kes [options]\n"
+    "usage: kestrel-convert INPUT OUTPUT.kes [options]\n"
+    "INPUT is a GGUF file (decoders: Gemma 3, Llama, Qwen2) or a Hugging Face checkpoint folder\n"
+    "(config.json, model.safetensors, tokenizer files; encoders: BERT, with the\n"
+    "sentence-transformers pooling and normalization when the folder has them).\n"
     "  --weights keep|f32|f16|bf16|q8|q4|q4_k_m|q4_k|q5_k|q6_k\n"
     "                           dtype of matmul and embedding weights. keep (the default for a\n"
     "                           quantized file; f32 otherwise): each tensor keeps its GGUF type\n"
@@ -27,8 +31,15 @@ const char kUsage[] =
     "                           multiple of 256, in llama.cpp's fallback Q5_0, Q5_1 or Q8_0.\n"
     "                           Quantized with ggml's reference quantizers, bit for bit; a\n"
     "                           tensor already of the chosen type is moved losslessly\n"
+    "                           Hugging Face checkpoints: f32, f16, bf16, q8 or q4; keep (the\n"
+    "                           default) stores the checkpoint's own F32/F16/BF16\n"
     "  --prefill-tokens N       tokens per prefill step (default 512)\n"
-    "  --score-tokens N         tokens per step of the all-logits 'score' plan (default 8)\n";
+    "  --score-tokens N         tokens per step of the all-logits 'score' plan (default 8)\n"
+    "encoders:\n"
+    "  --max-seq-length N       longest text in tokens, longer ones are truncated (default:\n"
+    "                           sentence_bert_config.json's, else max_position_embeddings)\n"
+    "  --max-batch N            texts per encode step; the arena holds N texts of the longest\n"
+    "                           length (default 32)\n";
 
 const char kWeightChoices[] = "keep, f32, f16, bf16, q8, q4, q4_k_m, q4_k, q5_k or q6_k";
 
@@ -54,6 +65,7 @@ int main(int argc, char** argv) {
   bool weights_given = false;
   bool recipe_given = false;
   WeightRecipe recipe = WeightRecipe::kQ4_K_M;
+  HfEncoderOptions encoder;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -81,6 +93,11 @@ int main(int argc, char** argv) {
       if (!has_value || !ParseCount(argv[++i], 4096, target)) {
         return Fail(arg + ": expected a whole number from 1 to 4096");
       }
+    } else if (arg == "--max-seq-length" || arg == "--max-batch") {
+      uint32_t* target = arg == "--max-batch" ? &encoder.max_batch : &encoder.max_seq_length;
+      if (!has_value || !ParseCount(argv[++i], 65536, target)) {
+        return Fail(arg + ": expected a whole number from 1 to 65536");
+      }
     } else if (!arg.empty() && arg[0] == '-') {
       return Fail("unknown option '" + arg + "'\n" + kUsage);
     } else if (input.empty()) {
@@ -94,27 +111,42 @@ int main(int argc, char** argv) {
   if (input.empty() || output.empty()) return Fail(std::string("need INPUT and OUTPUT\n") + kUsage);
 
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<gguf::File> file;
-  Status s = gguf::File::Open(input, &file);
-  if (!s.ok()) return Fail(s.message());
-  if (!weights_given) options.keep_types = HasQuantizedTensors(*file);
-  if (recipe_given) {
-    s = ChooseWeightTypes(*file, recipe, &options.tensor_types);
+  KesModel model;
+  std::string arch;
+  Status s;
+  if (IsDirectory(input)) {
+    if (!weights_given) options.keep_types = true;
+    if (recipe_given) {
+      return Fail("--weights q4_k_m, q4_k, q5_k and q6_k are for GGUF input; for a Hugging Face "
+                  "checkpoint use keep, f32, f16, bf16, q8 or q4");
+    }
+    s = ConvertHfCheckpoint(input, options, encoder, &model);
+    if (!s.ok()) return Fail(input + ": " + s.message());
+    arch = model.meta.architecture;
+  } else {
+    std::unique_ptr<gguf::File> file;
+    s = gguf::File::Open(input, &file);
+    if (!s.ok()) return Fail(s.message());
+    if (!weights_given) options.keep_types = HasQuantizedTensors(*file);
+    if (recipe_given) {
+      s = ChooseWeightTypes(*file, recipe, &options.tensor_types);
+      if (!s.ok()) return Fail(input + ": " + s.message());
+    }
+    s = file->GetString("general.architecture", &arch);
+    if (!s.ok()) return Fail(input + ": " + s.message());
+    const ArchitectureConverter convert = FindArchitecture(arch);
+    if (!convert) {
+      return Fail(input + ": unsupported architecture '" + arch + "' (supported: " +
+                  SupportedArchitectures() + ")");
+    }
+    s = convert(*file, options, &model);
     if (!s.ok()) return Fail(input + ": " + s.message());
   }
-  std::string arch;
-  s = file->GetString("general.architecture", &arch);
+  s = PlanArena(&model.meta);
   if (!s.ok()) return Fail(input + ": " + s.message());
-  const ArchitectureConverter convert = FindArchitecture(arch);
-  if (!convert) {
-    return Fail(input + ": unsupported architecture '" + arch + "' (supported: " +
-                SupportedArchitectures() + ")");
-  }
-  KesModel model;
-  s = convert(*file, options, &model);
-  if (s.ok()) s = PlanArena(&model.meta);
-  if (!s.ok()) return Fail(input + ": " + s.message());
-  model.meta.source = input.substr(input.find_last_of('/') + 1);
+  std::string source = input;
+  while (source.size() > 1 && source.back() == '/') source.pop_back();
+  model.meta.source = source.substr(source.find_last_of('/') + 1);
   s = WriteKes(&model, output);
   if (!s.ok()) return Fail(s.message());
 

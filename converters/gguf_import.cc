@@ -2,48 +2,11 @@
 
 #include <cstring>
 
-#include "converters/float_convert.h"
 #include "converters/gguf/dequantize.h"
-#include "converters/quantize.h"
-#include "ops/block_layout.h"
+#include "converters/store_weights.h"
 #include "runtime/format.h"
 
 namespace kestrel {
-namespace {
-
-std::string ShapeString(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-// The ggml block type a block-quantized .kes dtype holds.
-bool BlockTypeOf(fb::DType dtype, ops::GgmlBlockType* type) {
-  if (dtype == fb::DType::Q8_0) {
-    *type = ops::GgmlBlockType::kQ8_0;
-  } else if (dtype == fb::DType::Q4_0) {
-    *type = ops::GgmlBlockType::kQ4_0;
-  } else {
-    return KeptBlockType(dtype, type);
-  }
-  return true;
-}
-
-// Moves the ggml blocks of a kept type into the packing of ops/block_layout.h.
-void PackKeptBlocks(ops::GgmlBlockType type, const uint8_t* blocks, size_t rows, size_t k,
-                    std::vector<uint8_t>* packed) {
-  const ops::BlockLayout layout(type, rows, k);
-  packed->assign(layout.TotalBytes(), 0);
-  const size_t block_bytes = ops::GgmlBlockBytes(type);
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t b = 0; b < layout.blocks_per_row; ++b) {
-      ops::PackGgmlBlock(type, layout, blocks + (r * layout.blocks_per_row + b) * block_bytes, r,
-                         b, packed->data());
-    }
-  }
-}
-
-}  // namespace
 
 bool DTypeOfGgmlType(gguf::GgmlType type, fb::DType* dtype) {
   switch (type) {
@@ -106,62 +69,24 @@ Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType d
   KES_CHECK_OR_RETURN(shape == expected_shape, "tensor '" + name + "': expected shape " +
                                                    ShapeString(expected_shape) + ", found " +
                                                    ShapeString(shape));
-  std::vector<uint8_t> bytes;
-  if (IsBlockQuantized(dtype)) {
+  // A tensor of this very block type moves, never requantized; any other is stored from the
+  // values ggml's dequantization gives, as llama.cpp's quantize tool does.
+  fb::DType source;
+  ops::GgmlBlockType block_type;
+  if (BlockTypeOf(dtype, &block_type) && DTypeOfGgmlType(info->type, &source) &&
+      source == dtype) {
     KES_CHECK_OR_RETURN(shape.size() == 2, "tensor '" + name + "': only matrices can be stored as " +
                                                DTypeName(dtype) + ", found shape " +
                                                ShapeString(shape));
-    const uint64_t rows = shape[0], k = shape[1];
-    ops::GgmlBlockType block_type;
-    KES_CHECK_OR_RETURN(BlockTypeOf(dtype, &block_type),
-                        std::string("tensor '") + name + "': cannot store weights as " +
-                            DTypeName(dtype));
-    const size_t block_elems = ops::GgmlBlockElems(block_type);
-    KES_CHECK_OR_RETURN(k % block_elems == 0,
-                        "tensor '" + name + "': rows of " + std::to_string(k) +
-                            " elements cannot be stored as " + DTypeName(dtype) +
-                            " (blocks of " + std::to_string(block_elems) + ")");
-    // A tensor of this very type moves, never requantized; any other is quantized from the
-    // values ggml's dequantization gives, as llama.cpp's quantize tool does.
-    fb::DType source;
-    const uint8_t* blocks = info->data;
-    std::vector<uint8_t> quantized;
-    if (!DTypeOfGgmlType(info->type, &source) || source != dtype) {
-      std::vector<float> values;
-      KES_RETURN_IF_ERROR(
-          gguf::DequantizeTensor(*info, &values).WithContext("tensor '" + name + "'"));
-      QuantizeGgml(block_type, values.data(), values.size(), &quantized);
-      blocks = quantized.data();
-    }
-    if (dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0) {
-      KES_RETURN_IF_ERROR(PackGgmlBlocks(dtype, blocks, rows, k, &bytes));
-    } else {
-      PackKeptBlocks(block_type, blocks, rows, k, &bytes);
-    }
+    std::vector<uint8_t> bytes;
+    KES_RETURN_IF_ERROR(PackBlocks(dtype, info->data, shape[0], shape[1], &bytes)
+                            .WithContext("tensor '" + name + "'"));
     *id = model->AddTensor(name, dtype, shape, std::move(bytes));
     return OkStatus();
   }
   std::vector<float> values;
   KES_RETURN_IF_ERROR(gguf::DequantizeTensor(*info, &values).WithContext("tensor '" + name + "'"));
-  bytes.resize(values.size() * DTypeSize(dtype));
-  switch (dtype) {
-    case fb::DType::F32:
-      std::memcpy(bytes.data(), values.data(), bytes.size());
-      break;
-    case fb::DType::F16:
-    case fb::DType::BF16: {
-      uint16_t* out = reinterpret_cast<uint16_t*>(bytes.data());
-      for (size_t i = 0; i < values.size(); ++i) {
-        out[i] = dtype == fb::DType::F16 ? F16BitsFromF32(values[i]) : BF16BitsFromF32(values[i]);
-      }
-      break;
-    }
-    default:
-      return Status::Error(std::string("tensor '") + name + "': cannot store weights as " +
-                           DTypeName(dtype));
-  }
-  *id = model->AddTensor(name, dtype, shape, std::move(bytes));
-  return OkStatus();
+  return StoreWeights(name, values, dtype, shape, model, id);
 }
 
 Status GetDimension(const gguf::File& file, const std::string& key, uint64_t max, uint32_t* out) {

@@ -68,6 +68,28 @@ void PlanBuilder::LogitsOutput(uint32_t buffer) {
   NewIo(&plan_->outputs, "logits", fb::IoRole::Logits, buffer);
 }
 
+uint32_t PlanBuilder::PositionInput() {
+  const uint32_t id = AddBuffer("positions", fb::DType::I32, 1, true, 0);
+  NewIo(&plan_->inputs, "positions", fb::IoRole::Positions, id);
+  return id;
+}
+
+uint32_t PlanBuilder::TokenTypeInput() {
+  const uint32_t id = AddBuffer("token_types", fb::DType::I32, 1, true, 0);
+  NewIo(&plan_->inputs, "token_types", fb::IoRole::TokenTypes, id);
+  return id;
+}
+
+uint32_t PlanBuilder::SequenceInput(uint32_t max_sequences) {
+  const uint32_t id = AddBuffer("sequences", fb::DType::I32, 2, false, max_sequences);
+  NewIo(&plan_->inputs, "sequences", fb::IoRole::Sequences, id);
+  return id;
+}
+
+void PlanBuilder::EmbeddingsOutput(uint32_t buffer) {
+  NewIo(&plan_->outputs, "embeddings", fb::IoRole::Embeddings, buffer);
+}
+
 template <typename Params>
 void PlanBuilder::AddOp(Params params, std::vector<uint32_t> inputs,
                         std::vector<uint32_t> outputs, std::vector<uint32_t> weights) {
@@ -157,6 +179,37 @@ void PlanBuilder::GatedActivation(fb::Activation activation, uint32_t gate, uint
 
 void PlanBuilder::Add(uint32_t a, uint32_t b, uint32_t out) {
   AddOp(fb::AddT{}, {a, b}, {out}, {});
+}
+
+void PlanBuilder::LayerNorm(uint32_t in, uint32_t out, uint32_t gamma, uint32_t beta, float eps) {
+  fb::LayerNormT params;
+  params.eps = eps;
+  AddOp(std::move(params), {in}, {out}, {gamma, beta});
+}
+
+void PlanBuilder::Activate(fb::Activation activation, uint32_t in, uint32_t out) {
+  fb::ActivateT params;
+  params.activation = activation;
+  AddOp(std::move(params), {in}, {out}, {});
+}
+
+void PlanBuilder::SequenceAttention(uint32_t q, uint32_t k, uint32_t v, uint32_t sequences,
+                                    uint32_t out, uint32_t n_heads, uint32_t n_kv_heads,
+                                    uint32_t head_dim, float scale) {
+  fb::SequenceAttentionT params;
+  params.n_heads = n_heads;
+  params.n_kv_heads = n_kv_heads;
+  params.head_dim = head_dim;
+  params.scale = scale;
+  AddOp(std::move(params), {q, k, v, sequences}, {out}, {});
+}
+
+void PlanBuilder::Pool(fb::PoolMode mode, bool normalize, uint32_t in, uint32_t sequences,
+                       uint32_t out) {
+  fb::PoolT params;
+  params.mode = mode;
+  params.normalize = normalize;
+  AddOp(std::move(params), {in, sequences}, {out}, {});
 }
 
 }  // namespace kestrel

@@ -40,6 +40,14 @@ class PlanBuilder {
   uint32_t TokenInput();
   // Declares `buffer` as the plan's logits output.
   void LogitsOutput(uint32_t buffer);
+  // Encoder inputs, written by the runtime before each step: i32 per token, its position within
+  // its sequence or its segment (token type).
+  uint32_t PositionInput();
+  uint32_t TokenTypeInput();
+  // The sequence table of an encoder step: up to max_sequences rows of (start, length).
+  uint32_t SequenceInput(uint32_t max_sequences);
+  // Declares `buffer` (a Fixed buffer with a row per sequence) as the plan's embeddings output.
+  void EmbeddingsOutput(uint32_t buffer);
 
   // out [tokens, d] = table[tokens] * scale; table [vocab, d].
   void Embed(uint32_t tokens, uint32_t out, uint32_t table, float scale);
@@ -63,6 +71,16 @@ class PlanBuilder {
   void GatedActivation(fb::Activation activation, uint32_t gate, uint32_t up, uint32_t out);
   // out = a + b, all [tokens, n].
   void Add(uint32_t a, uint32_t b, uint32_t out);
+  // out = LayerNorm(in) * gamma + beta, all [tokens, n]; gamma, beta [n]. out may be in.
+  void LayerNorm(uint32_t in, uint32_t out, uint32_t gamma, uint32_t beta, float eps);
+  // out = activation(in), element by element, all [tokens, n]. out may be in.
+  void Activate(fb::Activation activation, uint32_t in, uint32_t out);
+  // out [tokens, n_heads * head_dim]: bidirectional attention of q over k, v within each
+  // sequence of the table.
+  void SequenceAttention(uint32_t q, uint32_t k, uint32_t v, uint32_t sequences, uint32_t out,
+                         uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, float scale);
+  // out [max sequences, n]: one pooled (and, with normalize, unit-length) row per sequence.
+  void Pool(fb::PoolMode mode, bool normalize, uint32_t in, uint32_t sequences, uint32_t out);
 
   std::unique_ptr<fb::PlanT> Finish() { return std::move(plan_); }
 

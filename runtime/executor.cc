@@ -24,19 +24,12 @@ void RunOnPool(void* ctx, size_t thread, size_t n_threads) {
 Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
                        const MemoryPlan& memory) {
   const std::string where = "plan '" + plan.name()->str() + "'";
-  const int64_t tokens = FindPlanIo(plan, fb::IoRole::TokenIds);
-  const int64_t logits = FindPlanIo(plan, fb::IoRole::Logits);
-  KES_CHECK_OR_RETURN(tokens >= 0, where + ": expected a token-ids input, found none");
-  KES_CHECK_OR_RETURN(logits >= 0, where + ": expected a logits output, found none");
-  KES_CHECK_OR_RETURN(memory.kv.size() == model.meta().kv()->layers()->size(),
+  const auto* kv_layers = model.meta().kv()->layers();
+  KES_CHECK_OR_RETURN(memory.kv.size() == (kv_layers ? kv_layers->size() : 0),
                       "memory plan does not match the model's KV layout");
-  const auto* buffers = plan.buffers();
+  plan_ = &plan;
+  arena_ = arena;
   max_tokens_ = plan.max_tokens();
-  token_input_ = reinterpret_cast<int32_t*>(
-      arena + buffers->Get(static_cast<uint32_t>(tokens))->arena_offset());
-  const fb::Buffer& logits_buffer = *buffers->Get(static_cast<uint32_t>(logits));
-  logits_ = reinterpret_cast<const float*>(arena + logits_buffer.arena_offset());
-  logits_per_token_ = logits_buffer.per_token();
 
   steps_.clear();
   steps_.reserve(plan.ops()->size());
@@ -49,6 +42,21 @@ Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
     steps_.push_back(step);
   }
   return OkStatus();
+}
+
+const fb::Buffer* BoundPlan::IoBuffer(fb::IoRole role) const {
+  const int64_t id = plan_ == nullptr ? -1 : FindPlanIo(*plan_, role);
+  return id < 0 ? nullptr : plan_->buffers()->Get(static_cast<uint32_t>(id));
+}
+
+uint8_t* BoundPlan::Io(fb::IoRole role) const {
+  const fb::Buffer* b = IoBuffer(role);
+  return b == nullptr ? nullptr : arena_ + b->arena_offset();
+}
+
+bool BoundPlan::logits_per_token() const {
+  const fb::Buffer* b = IoBuffer(fb::IoRole::Logits);
+  return b != nullptr && b->per_token();
 }
 
 void BoundPlan::Run(ThreadPool& pool, size_t n_tokens, int64_t pos0) const {

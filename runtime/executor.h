@@ -17,23 +17,25 @@ namespace kestrel {
 
 class BoundPlan {
  public:
-  // The plan was checked when the model was opened. It must have a token-ids input and a logits
-  // output. The arena holds at least memory.arena_bytes bytes; model and arena must outlive this.
+  // The plan was checked when the model was opened. The arena holds at least memory.arena_bytes
+  // bytes; model and arena must outlive this.
   Status Bind(const Model& model, const fb::Plan& plan, uint8_t* arena, const MemoryPlan& memory);
-  // Runs every op on the tokens already written to token_input(). 1 <= n_tokens <= max_tokens().
+  // Runs every op on the inputs already written. 1 <= n_tokens <= max_tokens().
   void Run(ThreadPool& pool, size_t n_tokens, int64_t pos0) const;
 
-  int32_t* token_input() const { return token_input_; }
+  // The buffer of the plan input or output with this role, or nullptr when it has none.
+  uint8_t* Io(fb::IoRole role) const;
+  const fb::Buffer* IoBuffer(fb::IoRole role) const;
+  int32_t* token_input() const { return reinterpret_cast<int32_t*>(Io(fb::IoRole::TokenIds)); }
   // [n_tokens or 1, vocab]: one row when the plan computes only the last token's logits.
-  const float* logits() const { return logits_; }
-  bool logits_per_token() const { return logits_per_token_; }
+  const float* logits() const { return reinterpret_cast<const float*>(Io(fb::IoRole::Logits)); }
+  bool logits_per_token() const;
   size_t max_tokens() const { return max_tokens_; }
 
  private:
   std::vector<Step> steps_;
-  int32_t* token_input_ = nullptr;
-  const float* logits_ = nullptr;
-  bool logits_per_token_ = false;
+  const fb::Plan* plan_ = nullptr;
+  uint8_t* arena_ = nullptr;
   size_t max_tokens_ = 0;
 };
 

@@ -44,4 +44,12 @@ Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out) {
   return OkStatus();
 }
 
+MemoryPlan PlanEncoderMemory(const Model& model) {
+  MemoryPlan plan;
+  plan.context_length = model.hparams().context_length();
+  plan.activation_bytes = AlignUp(model.meta().activation_bytes(), kKesAlignment);
+  plan.kv_offset = plan.sampler_offset = plan.arena_bytes = plan.activation_bytes;
+  return plan;
+}
+
 }  // namespace kestrel

@@ -1,5 +1,6 @@
 // Where everything a session needs lives in its one arena, computed before any inference:
 //   [activations (planned by the converter)] [KV rings, per layer K then V] [sampler scratch]
+// (an encoder's arena is the activations alone).
 #pragma once
 
 #include <cstddef>
@@ -30,7 +31,10 @@ struct MemoryPlan {
   std::vector<KvRingPlan> kv;
 };
 
-// Fails when context_length is 0 or above the model's trained context.
+// A decoder's arena. Fails when context_length is 0 or above the model's trained context.
 Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out);
+// An encoder's arena: activations only (no KV rings, no sampler); context_length is the longest
+// sequence it takes.
+MemoryPlan PlanEncoderMemory(const Model& model);
 
 }  // namespace kestrel

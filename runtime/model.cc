@@ -184,10 +184,12 @@ Status Model::Verify() {
   KES_RETURN_IF_ERROR(InitTokenizer(meta_->tokenizer(), vocab_size_, &tokenizer_));
 
   const auto* kv = meta_->kv();
-  KES_CHECK_OR_RETURN(kv != nullptr && kv->layers() != nullptr, "model has no KV-cache layout");
+  // An encoder's layout has no layers (FlatBuffers then stores no vector at all).
+  KES_CHECK_OR_RETURN(kv != nullptr, "model has no KV-cache layout");
   KES_CHECK_OR_RETURN(kv->dtype() == fb::DType::F32,
                       std::string("KV cache: expected dtype f32, found ") + DTypeName(kv->dtype()));
-  for (uint32_t l = 0; l < kv->layers()->size(); ++l) {
+  const uint32_t n_kv_layers = kv->layers() ? kv->layers()->size() : 0;
+  for (uint32_t l = 0; l < n_kv_layers; ++l) {
     const auto* layer = kv->layers()->Get(l);
     KES_CHECK_OR_RETURN(layer->n_kv_heads() > 0 && layer->head_dim() > 0 &&
                             layer->head_dim() <= 1024 && layer->n_kv_heads() <= 4096,
@@ -196,9 +198,18 @@ Status Model::Verify() {
   }
 
   KES_CHECK_OR_RETURN(meta_->plans() != nullptr, "model has no plans");
-  for (const char* required : {"prefill", "decode"}) {
-    KES_CHECK_OR_RETURN(FindPlan(required) != nullptr,
-                        std::string("model has no '") + required + "' plan");
+  is_encoder_ = FindPlan("encode") != nullptr;
+  if (is_encoder_) {
+    KES_CHECK_OR_RETURN(FindPlan("prefill") == nullptr && FindPlan("decode") == nullptr &&
+                            n_kv_layers == 0,
+                        "model has an 'encode' plan and also decoder plans or a KV cache "
+                        "(encoder-decoder models are not supported yet)");
+  } else {
+    KES_CHECK_OR_RETURN(kv->layers() != nullptr, "model has no KV-cache layers");
+    for (const char* required : {"prefill", "decode"}) {
+      KES_CHECK_OR_RETURN(FindPlan(required) != nullptr,
+                          std::string("model has no '") + required + "' plan (nor 'encode')");
+    }
   }
   for (uint32_t p = 0; p < meta_->plans()->size(); ++p) {
     const fb::Plan* plan = meta_->plans()->Get(p);

@@ -32,8 +32,12 @@ class Model {
   const fb::Model& meta() const { return *meta_; }
   const fb::HyperParams& hparams() const { return *meta_->hparams(); }
   const Tokenizer& tokenizer() const { return tokenizer_; }
-  // nullptr when the model has no plan of that name ("prefill" and "decode" always exist).
+  // nullptr when the model has no plan of that name. A decoder always has "prefill" and
+  // "decode", an encoder "encode".
   const fb::Plan* FindPlan(std::string_view name) const;
+  // An encoder turns batches of texts into embeddings (runtime/encoder.h) and has no KV cache;
+  // a decoder generates (runtime/session.h).
+  bool is_encoder() const { return is_encoder_; }
   const uint8_t* TensorData(uint32_t tensor_id) const;
   size_t vocab_size() const { return vocab_size_; }
   // The largest step any plan takes: sliding-window KV rings hold window + this many slots.
@@ -54,6 +58,7 @@ class Model {
   const uint8_t* weights_ = nullptr;
   size_t vocab_size_ = 0;
   size_t max_step_tokens_ = 0;
+  bool is_encoder_ = false;
   Tokenizer tokenizer_;
 };
 

@@ -2,6 +2,7 @@
 
 #include "runtime/format.h"
 #include "runtime/op_kind.h"
+#include "runtime/plan_check.h"
 
 namespace kestrel {
 namespace {
@@ -56,11 +57,35 @@ Status OpCheck::F32Vector(const fb::Tensor& t, uint64_t n, const char* role) con
 
 Status OpCheck::KvLayer(uint32_t layer, const fb::KvLayer** out) const {
   const auto* layers = model_.kv()->layers();
+  KES_RETURN_IF_ERROR(Expect(layers != nullptr, "the model has no KV cache"));
   KES_RETURN_IF_ERROR(Expect(layer < layers->size(), "KV layer " + Num(layer) +
                                                          " out of range (" +
                                                          Num(layers->size()) + " layers)"));
   *out = layers->Get(layer);
   return OkStatus();
+}
+
+bool OpCheck::InputIs(uint32_t i, fb::IoRole role) const {
+  const int64_t id = FindPlanIo(plan_, role);
+  return id >= 0 && static_cast<uint64_t>(id) == op_.inputs()->Get(i);
+}
+
+Status OpCheck::SequenceTable(uint32_t i) const {
+  return Expect(InputIs(i, fb::IoRole::Sequences),
+                "input " + Num(i) + " '" + In(i).name()->str() +
+                    "': expected the plan's sequence table");
+}
+
+Status OpCheck::PerSequence(const fb::Buffer& b, uint64_t row_elems, const char* role) const {
+  const int64_t table = FindPlanIo(plan_, fb::IoRole::Sequences);
+  KES_RETURN_IF_ERROR(Expect(table >= 0, "the plan has no sequence table"));
+  const uint64_t sequences = plan_.buffers()->Get(static_cast<uint32_t>(table))->fixed_rows();
+  return Expect(b.dtype() == fb::DType::F32 && !b.per_token() && b.fixed_rows() == sequences &&
+                    b.row_elems() == row_elems,
+                std::string(role) + " '" + b.name()->str() + "': expected f32 [" +
+                    Num(sequences) + ", " + Num(row_elems) + "] (a row per sequence), found " +
+                    DTypeName(b.dtype()) + (b.per_token() ? " per token" : "") + " rows of " +
+                    Num(b.row_elems()));
 }
 
 }  // namespace kestrel

@@ -66,6 +66,8 @@ class OpCheck {
     return *model_.tensors()->Get(op_.weights()->Get(i));
   }
   uint32_t n_weights() const { return op_.weights() ? op_.weights()->size() : 0; }
+  // Whether input i is the plan input of this role.
+  bool InputIs(uint32_t i, fb::IoRole role) const;
 
   Status Expect(bool condition, const std::string& message) const;
   // A per-token f32 activation of row_elems elements.
@@ -76,6 +78,10 @@ class OpCheck {
   Status F32Vector(const fb::Tensor& t, uint64_t n, const char* role) const;
   // The KV layer `layer` names, or an error when it is out of range.
   Status KvLayer(uint32_t layer, const fb::KvLayer** out) const;
+  // Input i is the plan's sequence table (encoder steps).
+  Status SequenceTable(uint32_t i) const;
+  // A fixed f32 buffer with one row of row_elems elements per row of the sequence table.
+  Status PerSequence(const fb::Buffer& b, uint64_t row_elems, const char* role) const;
 
  private:
   const fb::Model& model_;

@@ -92,9 +92,22 @@ Status CheckIo(const fb::Model& model, const fb::Plan& plan, const fb::PlanIo* i
   const fb::Buffer& b = *plan.buffers()->Get(io->buffer());
   switch (io->role()) {
     case fb::IoRole::TokenIds:
-      KES_CHECK_OR_RETURN(input, what + ": token ids can only be an input");
+    case fb::IoRole::TokenTypes:
+    case fb::IoRole::Positions:
+      KES_CHECK_OR_RETURN(input, what + ": " + fb::EnumNameIoRole(io->role()) +
+                                     " can only be an input");
       KES_CHECK_OR_RETURN(b.dtype() == fb::DType::I32 && b.row_elems() == 1 && b.per_token(),
-                          what + ": token ids must be i32, one id per token");
+                          what + ": expected i32, one value per token");
+      return OkStatus();
+    case fb::IoRole::Sequences:
+      KES_CHECK_OR_RETURN(input, what + ": the sequence table can only be an input");
+      KES_CHECK_OR_RETURN(b.dtype() == fb::DType::I32 && b.row_elems() == 2 && !b.per_token(),
+                          what + ": expected a fixed i32 table of (start, length) rows");
+      return OkStatus();
+    case fb::IoRole::Embeddings:
+      KES_CHECK_OR_RETURN(!input, what + ": embeddings can only be an output");
+      KES_CHECK_OR_RETURN(b.dtype() == fb::DType::F32 && !b.per_token(),
+                          what + ": expected fixed f32 rows, one per sequence");
       return OkStatus();
     case fb::IoRole::Logits:
       KES_CHECK_OR_RETURN(!input, what + ": logits can only be an output");
@@ -123,6 +136,16 @@ Status CheckPlanIo(const fb::Model& model, const fb::Plan& plan) {
                                            fb::EnumNameIoRole(io->role()) + " input or output");
       seen[role] = true;
     }
+  }
+  // An encoder's step is a batch of sequences: the pooled output has a row per table row.
+  const int64_t sequences = FindPlanIo(plan, fb::IoRole::Sequences);
+  const int64_t embeddings = FindPlanIo(plan, fb::IoRole::Embeddings);
+  if (embeddings >= 0) {
+    KES_CHECK_OR_RETURN(sequences >= 0, where + ": embeddings output without a sequence table");
+    const uint64_t table_rows = plan.buffers()->Get(static_cast<uint32_t>(sequences))->fixed_rows();
+    const uint64_t rows = plan.buffers()->Get(static_cast<uint32_t>(embeddings))->fixed_rows();
+    KES_CHECK_OR_RETURN(rows == table_rows, where + ": expected one embedding row per sequence (" +
+                                                Num(table_rows) + "), found " + Num(rows));
   }
   return OkStatus();
 }

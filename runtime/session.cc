@@ -25,6 +25,8 @@ Status Session::Create(const Model& model, const SessionOptions& options,
   KES_CHECK_OR_RETURN(ops::ChosenTargetName() != "none",
                       "this CPU supports none of the SIMD targets this binary was compiled for (" +
                           ops::CompiledTargetNames() + "); build Kestrel for this CPU");
+  KES_CHECK_OR_RETURN(!model.is_encoder(), "this is an encoder model (it embeds texts and has no "
+                                           "'prefill' or 'decode' plan): use an Encoder");
   const size_t context =
       std::min<size_t>(options.context_length, model.hparams().context_length());
   std::unique_ptr<Session> session(new Session(model, options.n_threads));
@@ -47,12 +49,18 @@ Status Session::Create(const Model& model, const SessionOptions& options,
   }
   // Zeroing touches every page now, so the first token does not pay for page faults.
   std::memset(session->arena_, 0, need);
-  KES_RETURN_IF_ERROR(session->prefill_.Bind(model, *model.FindPlan("prefill"), session->arena_,
-                                             session->memory_));
-  KES_RETURN_IF_ERROR(session->decode_.Bind(model, *model.FindPlan("decode"), session->arena_,
-                                            session->memory_));
+  // Every plan a session runs takes token ids and gives logits.
+  const auto bind = [&](const fb::Plan& plan, BoundPlan* bound) {
+    KES_RETURN_IF_ERROR(bound->Bind(model, plan, session->arena_, session->memory_));
+    KES_CHECK_OR_RETURN(bound->token_input() != nullptr && bound->logits() != nullptr,
+                        "plan '" + plan.name()->str() +
+                            "': expected a token-ids input and a logits output");
+    return OkStatus();
+  };
+  KES_RETURN_IF_ERROR(bind(*model.FindPlan("prefill"), &session->prefill_));
+  KES_RETURN_IF_ERROR(bind(*model.FindPlan("decode"), &session->decode_));
   if (const fb::Plan* score = model.FindPlan("score")) {
-    KES_RETURN_IF_ERROR(session->score_.Bind(model, *score, session->arena_, session->memory_));
+    KES_RETURN_IF_ERROR(bind(*score, &session->score_));
     KES_CHECK_OR_RETURN(session->score_.logits_per_token(),
                         "plan 'score' must compute logits for every token");
     session->has_score_ = true;

@@ -18,6 +18,7 @@
 #include "runtime/format.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
+#include "tools/bench_stats.h"
 #include "tools/cli.h"
 
 namespace kestrel::cli {
@@ -30,39 +31,10 @@ const char kBenchUsage[] =
     "  -t, --threads N[,N]   thread counts to run, e.g. 1,2,4 (default 1)\n"
     "  -r, --repetitions N   timed repetitions after one warm-up (default 5)\n"
     "  --json                print one JSON document instead of the table\n"
-    "  --disable-targets T   SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n";
-
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
-
-struct Summary {
-  double median = 0, min = 0, max = 0, stddev = 0;
-};
-
-Summary Summarize(std::vector<double> values) {
-  Summary s;
-  if (values.empty()) return s;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  s.median = n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-  s.min = values.front();
-  s.max = values.back();
-  double mean = 0;
-  for (double v : values) mean += v / n;
-  for (double v : values) s.stddev += (v - mean) * (v - mean) / n;
-  s.stddev = std::sqrt(s.stddev);
-  return s;
-}
-
-// Nearest-rank percentile of sorted values.
-double Percentile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  const size_t rank = static_cast<size_t>(std::ceil(q * sorted.size()));
-  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
+    "  --disable-targets T   SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n"
+    "encoder models (texts/s and latency per batch instead of prefill and decode):\n"
+    "  --seq-len N[,N]       tokens per text (default 16,128)\n"
+    "  -b, --batch N[,N]     texts per call (default 1,32)\n";
 
 int32_t Argmax(const float* logits, size_t n) {
   return static_cast<int32_t>(std::max_element(logits, logits + n) - logits);
@@ -77,65 +49,13 @@ struct Result {
   double p50_ms = 0, p90_ms = 0, p99_ms = 0;  // decode only, over every timed token
 };
 
-// The dtype holding most of the weight bytes: what the table calls the model's format.
-// The weights' dtype, or for a model of several (a kept Q4_K_M file) each with its share of
-// the bytes, largest first: "Q8_0 72% Q5_0 15% ...". f32 norms do not count when the matrices
-// are of another type.
-std::string WeightFormat(const Model& model) {
-  std::vector<std::pair<fb::DType, uint64_t>> bytes;
-  uint64_t total = 0;
-  for (const fb::Tensor* t : *model.meta().tensors()) {
-    auto it = std::find_if(bytes.begin(), bytes.end(),
-                           [&](const auto& e) { return e.first == t->dtype(); });
-    if (it == bytes.end()) it = bytes.insert(bytes.end(), {t->dtype(), 0});
-    it->second += t->size();
-    total += t->size();
-  }
-  if (bytes.size() > 1) {
-    const auto f32 = std::find_if(bytes.begin(), bytes.end(),
-                                  [](const auto& e) { return e.first == fb::DType::F32; });
-    if (f32 != bytes.end()) total -= f32->second, bytes.erase(f32);
-  }
-  if (bytes.empty()) return "?";
-  if (bytes.size() == 1) return DTypeName(bytes[0].first);
-  std::sort(bytes.begin(), bytes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::string format;
-  for (const auto& [dtype, n] : bytes) {
-    if (!format.empty()) format += ' ';
-    format += std::string(DTypeName(dtype)) + ' ' +
-              std::to_string(static_cast<int>(std::lround(100.0 * n / total))) + '%';
-  }
-  return format;
-}
-
-Status ParseThreadList(const std::string& text, std::vector<size_t>* out) {
-  out->clear();
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string::npos) end = text.size();
-    int64_t v = 0;
-    KES_RETURN_IF_ERROR(ParseInt("--threads", text.substr(begin, end - begin), 1, 256, &v));
-    out->push_back(static_cast<size_t>(v));
-    begin = end + 1;
-  }
-  return OkStatus();
-}
-
-std::string JsonSummary(const Summary& s) {
-  char text[200];
-  std::snprintf(text, sizeof(text),
-                "{\"median\": %.4f, \"min\": %.4f, \"max\": %.4f, \"stddev\": %.4f}", s.median,
-                s.min, s.max, s.stddev);
-  return text;
-}
-
 }  // namespace
 
 int BenchCommand(const std::vector<std::string>& args) {
   std::string model_path;
   size_t n_prompt = 512, n_gen = 128, repetitions = 5;
   std::vector<size_t> thread_counts = {1};
+  EncoderBenchOptions encoder;
   bool json = false;
   FlagReader flags(args);
   while (!flags.Done()) {
@@ -150,9 +70,13 @@ int BenchCommand(const std::vector<std::string>& args) {
     } else if (arg == "-n" || arg == "--n-gen") {
       s = flags.Int(arg, 0, 1 << 20, &n_gen);
     } else if (arg == "-t" || arg == "--threads") {
-      if ((s = flags.Value(arg, &value)).ok()) s = ParseThreadList(value, &thread_counts);
+      if ((s = flags.Value(arg, &value)).ok()) s = ParseCountList(arg, value, 256, &thread_counts);
     } else if (arg == "-r" || arg == "--repetitions") {
       s = flags.Int(arg, 1, 1000, &repetitions);
+    } else if (arg == "--seq-len") {
+      if ((s = flags.Value(arg, &value)).ok()) s = ParseCountList(arg, value, 65536, &encoder.seq_lens);
+    } else if (arg == "-b" || arg == "--batch") {
+      if ((s = flags.Value(arg, &value)).ok()) s = ParseCountList(arg, value, 65536, &encoder.batches);
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--disable-targets") {
@@ -168,6 +92,12 @@ int BenchCommand(const std::vector<std::string>& args) {
   std::unique_ptr<Model> model;
   Status s = Model::Open(model_path, &model);
   if (!s.ok()) return Fail(s.message());
+  if (model->is_encoder()) {
+    encoder.threads = thread_counts;
+    encoder.repetitions = repetitions;
+    encoder.json = json;
+    return BenchEncoder(model_path, *model, encoder);
+  }
   const size_t vocab = model->vocab_size();
   const size_t context = std::max<size_t>(n_prompt, n_gen);
   if (context > model->hparams().context_length()) {

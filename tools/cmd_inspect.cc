@@ -18,10 +18,10 @@ const char kInspectUsage[] =
     "usage: kestrel inspect MODEL.kes [--ctx N]\n"
     "  -c, --ctx N   context length for the KV-cache and attention figures (default 4096)\n";
 
-// Matmul FLOPs per token: 2 per weight element of every MatMul in the decode plan.
+// Matmul FLOPs per token: 2 per weight element of every MatMul in the decode (or encode) plan.
 uint64_t MatMulFlopsPerToken(const Model& model) {
   uint64_t flops = 0;
-  for (const fb::Op* op : *model.FindPlan("decode")->ops()) {
+  for (const fb::Op* op : *model.FindPlan(model.is_encoder() ? "encode" : "decode")->ops()) {
     if (op->params_type() != fb::OpParams::MatMul) continue;
     const fb::Tensor* w = model.meta().tensors()->Get(op->weights()->Get(0));
     flops += 2 * w->shape()->Get(0) * w->shape()->Get(1);
@@ -39,6 +39,84 @@ uint64_t AttentionFlopsPerToken(const Model& model, uint64_t n) {
     flops += 4 * keys * uint64_t{hp.n_heads()} * layer->head_dim();
   }
   return flops;
+}
+
+// Tensors grouped by dtype with their bytes and bits per weight, then the parameter count.
+void PrintTensorsByDtype(const Model& model) {
+  std::printf("\ntensors by dtype:\n");
+  struct DTypeTotals {
+    uint64_t tensors = 0, bytes = 0, elements = 0;
+  };
+  std::map<std::string, DTypeTotals> by_dtype;
+  for (const fb::Tensor* t : *model.meta().tensors()) {
+    DTypeTotals& entry = by_dtype[DTypeName(t->dtype())];
+    uint64_t elements = 1;
+    for (uint64_t d : *t->shape()) elements *= d;
+    entry.tensors += 1;
+    entry.bytes += t->size();
+    entry.elements += elements;
+  }
+  for (const auto& [name, entry] : by_dtype) {
+    std::printf("  %-5s %4llu tensors, %s, %.4g bits per weight\n", name.c_str(),
+                static_cast<unsigned long long>(entry.tensors), FormatBytes(entry.bytes).c_str(),
+                8.0 * static_cast<double>(entry.bytes) / static_cast<double>(entry.elements));
+  }
+  std::printf("parameters:     %llu (%.1f M)\n",
+              static_cast<unsigned long long>(model.parameter_count()),
+              model.parameter_count() / 1e6);
+}
+
+const char* PoolName(fb::PoolMode mode) {
+  switch (mode) {
+    case fb::PoolMode::Cls: return "first token ([CLS])";
+    case fb::PoolMode::Max: return "max over tokens";
+    default: return "mean over tokens";
+  }
+}
+
+// Encoders: no KV cache, no logits; a step is a batch of texts and the output one vector each.
+int InspectEncoder(const std::string& model_path, const Model& model) {
+  const fb::Model& meta = model.meta();
+  const fb::HyperParams& hp = model.hparams();
+  const fb::Plan& plan = *model.FindPlan("encode");
+  const MemoryPlan memory = PlanEncoderMemory(model);
+  std::printf("model:          %s\n", model_path.c_str());
+  std::printf("architecture:   %s encoder (%s), from %s\n", meta.architecture()->c_str(),
+              meta.name() ? meta.name()->c_str() : "unnamed",
+              meta.source() ? meta.source()->c_str() : "unknown");
+  std::printf("layers:         %u (bidirectional attention)\n", hp.n_layers());
+  std::printf("d_model:        %u, ffn %u, heads %u x %u\n", hp.d_model(), hp.ffn_dim(),
+              hp.n_heads(), hp.head_dim());
+  std::printf("vocab:          %u, longest text %u tokens (longer ones are truncated), norm eps "
+              "%g\n", hp.vocab_size(), hp.context_length(), hp.norm_eps());
+  for (const fb::Op* op : *plan.ops()) {
+    if (op->params_type() != fb::OpParams::Pool) continue;
+    const fb::Pool& pool = *op->params_as_Pool();
+    const fb::Buffer& out = *plan.buffers()->Get(op->outputs()->Get(0));
+    std::printf("output:         one %llu-float embedding per text: %s%s\n",
+                static_cast<unsigned long long>(out.row_elems()), PoolName(pool.mode()),
+                pool.normalize() ? ", L2-normalized" : "");
+    std::printf("step:           up to %llu texts and %u tokens\n",
+                static_cast<unsigned long long>(out.fixed_rows()), plan.max_tokens());
+  }
+  PrintTensorsByDtype(model);
+  std::printf("\nmemory:\n");
+  std::printf("  weights:      %s (mapped from the file)\n",
+              FormatBytes(model.weights_bytes()).c_str());
+  std::printf("  activations:  %s (the whole arena: no KV cache, no sampler)\n",
+              FormatBytes(memory.arena_bytes).c_str());
+  std::printf("  total:        %s (weights + arena)\n",
+              FormatBytes(model.weights_bytes() + memory.arena_bytes).c_str());
+  const uint64_t matmul = MatMulFlopsPerToken(model);
+  const uint64_t n = hp.context_length();
+  const uint64_t attention = 4 * n * uint64_t{hp.n_heads()} * hp.head_dim() * hp.n_layers();
+  std::printf("\nFLOPs per token:\n");
+  std::printf("  matmul:       %.3f GFLOP (2 per weight)\n", matmul / 1e9);
+  std::printf("  attention:    %.3f GFLOP in a text of %llu tokens\n", attention / 1e9,
+              static_cast<unsigned long long>(n));
+  std::printf("\nSIMD target:    %s (supported: %s)\n", ops::ChosenTargetName().c_str(),
+              ops::SupportedTargetNames().c_str());
+  return 0;
 }
 
 }  // namespace
@@ -64,6 +142,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   std::unique_ptr<Model> model;
   Status s = Model::Open(model_path, &model);
   if (!s.ok()) return Fail(s.message());
+  if (model->is_encoder()) return InspectEncoder(model_path, *model);
   const fb::Model& meta = model->meta();
   const fb::HyperParams& hp = model->hparams();
   ctx = std::min<size_t>(ctx, hp.context_length());
@@ -97,27 +176,8 @@ int InspectCommand(const std::vector<std::string>& args) {
     std::printf(" %s (%u ops, up to %u tokens)", plan->name()->c_str(), plan->ops()->size(),
                 plan->max_tokens());
   }
-  std::printf("\n\ntensors by dtype:\n");
-  struct DTypeTotals {
-    uint64_t tensors = 0, bytes = 0, elements = 0;
-  };
-  std::map<std::string, DTypeTotals> by_dtype;
-  for (const fb::Tensor* t : *meta.tensors()) {
-    DTypeTotals& entry = by_dtype[DTypeName(t->dtype())];
-    uint64_t elements = 1;
-    for (uint64_t d : *t->shape()) elements *= d;
-    entry.tensors += 1;
-    entry.bytes += t->size();
-    entry.elements += elements;
-  }
-  for (const auto& [name, entry] : by_dtype) {
-    std::printf("  %-5s %4llu tensors, %s, %.4g bits per weight\n", name.c_str(),
-                static_cast<unsigned long long>(entry.tensors), FormatBytes(entry.bytes).c_str(),
-                8.0 * static_cast<double>(entry.bytes) / static_cast<double>(entry.elements));
-  }
-  std::printf("parameters:     %llu (%.1f M)\n",
-              static_cast<unsigned long long>(model->parameter_count()),
-              model->parameter_count() / 1e6);
+  std::printf("\n");
+  PrintTensorsByDtype(*model);
 
   std::printf("\nmemory at context %zu:\n", ctx);
   std::printf("  weights:      %s (mapped from the file)\n",

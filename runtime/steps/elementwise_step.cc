@@ -1,4 +1,4 @@
-// Add and GatedActivation: element-wise over two per-token inputs of the same row length.
+// Add, GatedActivation and Activate: element-wise over per-token inputs of one row length.
 #include "ops/elementwise.h"
 #include "runtime/steps/steps.h"
 
@@ -18,14 +18,57 @@ struct BinaryArgs {
 // Work is split in multiples of this many floats (a cache line and more).
 constexpr size_t kElementGrain = 64;
 
+// Splits the step's elements over the threads in grains; returns false when this share is empty.
+bool ThreadShare(size_t total, size_t thread, size_t n_threads, size_t* b, size_t* e) {
+  SplitRange((total + kElementGrain - 1) / kElementGrain, thread, n_threads, b, e);
+  *b *= kElementGrain;
+  *e = *e * kElementGrain < total ? *e * kElementGrain : total;
+  return *b < *e;
+}
+
 void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
   const auto& a = *static_cast<const BinaryArgs*>(args);
-  const size_t total = n * a.row;
   size_t b, e;
-  SplitRange((total + kElementGrain - 1) / kElementGrain, thread, n_threads, &b, &e);
-  b *= kElementGrain;
-  e = e * kElementGrain < total ? e * kElementGrain : total;
-  if (b < e) a.kernel(a.a + b, a.b + b, a.out + b, e - b);
+  if (ThreadShare(n * a.row, thread, n_threads, &b, &e)) a.kernel(a.a + b, a.b + b, a.out + b, e - b);
+}
+
+using UnaryFn = void (*)(const float* in, float* out, size_t n);
+
+struct UnaryArgs {
+  UnaryFn kernel;
+  const float* in;  // [tokens, row]
+  float* out;       // [tokens, row]
+  size_t row;
+};
+
+void RunUnary(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
+  const auto& a = *static_cast<const UnaryArgs*>(args);
+  size_t b, e;
+  if (ThreadShare(n * a.row, thread, n_threads, &b, &e)) a.kernel(a.in + b, a.out + b, e - b);
+}
+
+// The activations that have an element-wise (not gated) kernel.
+UnaryFn UnaryKernel(fb::Activation activation) {
+  return activation == fb::Activation::GeluErf ? ops::ResolveGeluErf() : nullptr;
+}
+
+Status CheckUnary(const OpCheck& c) {
+  const fb::Activation act = c.op().params_as_Activate()->activation();
+  KES_RETURN_IF_ERROR(c.Expect(UnaryKernel(act) != nullptr,
+                               std::string("no element-wise kernel for activation ") +
+                                   fb::EnumNameActivation(act)));
+  const uint64_t row = c.In(0).row_elems();
+  KES_RETURN_IF_ERROR(c.Activation(c.In(0), row, "input"));
+  return c.Activation(c.Out(0), row, "output");
+}
+
+void BindUnary(const BindContext& b, Step* step) {
+  UnaryArgs a{};
+  a.kernel = UnaryKernel(b.op().params_as_Activate()->activation());
+  a.in = reinterpret_cast<const float*>(b.In(0));
+  a.out = reinterpret_cast<float*>(b.Out(0));
+  a.row = b.InBuffer(0).row_elems();
+  step->Set(RunUnary, Parallelism::kMultiToken, a);
 }
 
 Status CheckBinary(const OpCheck& c) {
@@ -49,6 +92,7 @@ BinaryFn ActivationKernel(fb::Activation activation) {
   switch (activation) {
     case fb::Activation::GeluTanh: return ops::ResolveGeluTanhMul();
     case fb::Activation::Silu: return ops::ResolveSiluMul();
+    default: return nullptr;
   }
   return nullptr;
 }
@@ -69,6 +113,7 @@ void BindAdd(const BindContext& b, Step* step) { BindBinary(b, ops::ResolveAdd()
 }  // namespace
 
 const OpKind kAddOp = {fb::OpParams::Add, 2, 1, 0, 0, CheckBinary, BindAdd};
+const OpKind kActivateOp = {fb::OpParams::Activate, 1, 1, 0, 0, CheckUnary, BindUnary};
 const OpKind kGatedActivationOp = {fb::OpParams::GatedActivation, 2, 1, 0, 0, CheckGated,
                                    BindGated};
 

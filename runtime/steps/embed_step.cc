@@ -1,4 +1,4 @@
-// Embed: token ids -> rows of the embedding table, scaled. The lookup is bound per table dtype.
+// Embed: ids (tokens, or an encoder's positions and token types) -> rows of a table, scaled. The lookup is bound per table dtype.
 #include <cmath>
 
 #include "ops/embed.h"
@@ -63,16 +63,31 @@ Status Check(const OpCheck& c) {
   const fb::Buffer& tokens = c.In(0);
   KES_RETURN_IF_ERROR(c.Expect(tokens.dtype() == fb::DType::I32 && tokens.row_elems() == 1 &&
                                    tokens.per_token(),
-                               "input must be the i32 token ids, one per row"));
+                               "input must be i32 ids, one per row"));
   const fb::Tensor& table = c.Weight(0);
   KES_RETURN_IF_ERROR(c.Matrix(table, "embedding table"));
   KES_RETURN_IF_ERROR(c.Expect(HasLookup(table.dtype()),
                                std::string("embedding table: no lookup for dtype ") +
                                    DTypeName(table.dtype())));
-  const uint64_t vocab = c.model().hparams()->vocab_size();
-  KES_RETURN_IF_ERROR(c.Expect(table.shape()->Get(0) == vocab,
-                               "embedding table has " + std::to_string(table.shape()->Get(0)) +
-                                   " rows, expected vocab_size " + std::to_string(vocab)));
+  // The ids index the table unchecked at run time: each input role bounds them differently.
+  const uint64_t rows = table.shape()->Get(0);
+  if (c.InputIs(0, fb::IoRole::TokenIds)) {
+    // The session checks every token id against vocab_size.
+    const uint64_t vocab = c.model().hparams()->vocab_size();
+    KES_RETURN_IF_ERROR(c.Expect(rows == vocab, "embedding table has " + std::to_string(rows) +
+                                                    " rows, expected vocab_size " +
+                                                    std::to_string(vocab)));
+  } else if (c.InputIs(0, fb::IoRole::Positions)) {
+    // An encoder's positions run from 0 to its longest sequence (context_length) - 1.
+    const uint64_t longest = c.model().hparams()->context_length();
+    KES_RETURN_IF_ERROR(c.Expect(rows >= longest, "position table has " + std::to_string(rows) +
+                                                      " rows, expected at least context_length " +
+                                                      std::to_string(longest)));
+  } else {
+    // The encoder writes segment 0 for every token of a single text.
+    KES_RETURN_IF_ERROR(c.Expect(c.InputIs(0, fb::IoRole::TokenTypes),
+                                 "input must be the plan's token ids, positions or token types"));
+  }
   const float scale = c.op().params_as_Embed()->scale();
   KES_RETURN_IF_ERROR(c.Expect(std::isfinite(scale), "scale must be finite"));
   return c.Activation(c.Out(0), table.shape()->Get(1), "output");

@@ -18,7 +18,11 @@ namespace kestrel {
   X(Attention)              \
   X(GatedActivation)        \
   X(Add)                    \
-  X(QuantizeRows)
+  X(QuantizeRows)           \
+  X(SequenceAttention)      \
+  X(LayerNorm)              \
+  X(Activate)               \
+  X(Pool)
 
 #define KESTREL_DECLARE_OP_KIND(name) extern const OpKind k##name##Op;
 KESTREL_OP_KINDS(KESTREL_DECLARE_OP_KIND)

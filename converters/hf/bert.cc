@@ -1,0 +1,190 @@
+// BERT (Hugging Face BertModel, model_type "bert") as an encoder plan: learned word, position and
+// token-type embeddings, LayerNorm, then post-norm blocks of bidirectional self-attention and a
+// GELU feed-forward network, all with biases; then pooling per sequence.
+#include <cmath>
+#include <string>
+
+#include "converters/hf/hf_config.h"
+#include "converters/hf/hf_import.h"
+#include "converters/store_weights.h"
+
+namespace kestrel {
+namespace {
+
+struct BertConfig {
+  uint32_t vocab, d_model, n_layers, n_heads, head_dim, ffn_dim, max_positions, type_vocab;
+  float eps;
+};
+
+struct BertLayer {
+  uint32_t q, q_bias, k, k_bias, v, v_bias, o, o_bias, attn_norm, attn_norm_bias;
+  uint32_t up, up_bias, down, down_bias, ffn_norm, ffn_norm_bias;
+};
+
+Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
+  KES_RETURN_IF_ERROR(config.Uint("vocab_size", 1 << 24, &c->vocab));
+  KES_RETURN_IF_ERROR(config.Uint("hidden_size", 1 << 16, &c->d_model));
+  KES_RETURN_IF_ERROR(config.Uint("num_hidden_layers", 1024, &c->n_layers));
+  KES_RETURN_IF_ERROR(config.Uint("num_attention_heads", 1024, &c->n_heads));
+  KES_RETURN_IF_ERROR(config.Uint("intermediate_size", 1 << 20, &c->ffn_dim));
+  KES_RETURN_IF_ERROR(config.Uint("max_position_embeddings", 65536, &c->max_positions));
+  c->type_vocab = 2;
+  if (config.Has("type_vocab_size")) {
+    KES_RETURN_IF_ERROR(config.Uint("type_vocab_size", 1024, &c->type_vocab));
+  }
+  double eps = 1e-12;
+  if (config.Has("layer_norm_eps")) KES_RETURN_IF_ERROR(config.PositiveFloat("layer_norm_eps", &eps));
+  c->eps = static_cast<float>(eps);
+  KES_CHECK_OR_RETURN(c->d_model % c->n_heads == 0,
+                      config.path() + ": hidden_size " + std::to_string(c->d_model) +
+                          " is not a multiple of num_attention_heads " +
+                          std::to_string(c->n_heads));
+  c->head_dim = c->d_model / c->n_heads;
+  std::string act = "gelu", positions = "absolute";
+  if (config.Has("hidden_act")) KES_RETURN_IF_ERROR(config.String("hidden_act", &act));
+  KES_CHECK_OR_RETURN(act == "gelu", config.path() + ": hidden_act \"" + act +
+                                         "\" is not supported (supported: gelu, the erf form)");
+  if (config.Has("position_embedding_type")) {
+    KES_RETURN_IF_ERROR(config.String("position_embedding_type", &positions));
+  }
+  KES_CHECK_OR_RETURN(positions == "absolute",
+                      config.path() + ": position_embedding_type \"" + positions +
+                          "\" is not supported (supported: absolute)");
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
+                   const HfEncoderOptions& encoder, KesModel* out) {
+  BertConfig c;
+  KES_RETURN_IF_ERROR(ReadBertConfig(ckpt.config, &c));
+  const uint32_t max_seq = encoder.max_seq_length ? encoder.max_seq_length
+                           : ckpt.sentence.max_seq_length ? ckpt.sentence.max_seq_length
+                                                          : c.max_positions;
+  KES_CHECK_OR_RETURN(max_seq >= 3 && max_seq <= c.max_positions,
+                      "max sequence length " + std::to_string(max_seq) +
+                          " must be 3.." + std::to_string(c.max_positions) +
+                          " (the checkpoint's max_position_embeddings)");
+  KES_CHECK_OR_RETURN(encoder.max_batch >= 1 && uint64_t{encoder.max_batch} * max_seq <= 65536,
+                      "a step of " + std::to_string(encoder.max_batch) + " sequences of " +
+                          std::to_string(max_seq) + " tokens exceeds 65536 tokens");
+
+  // BertModel's own names, or BertFor*'s under "bert.".
+  const std::string prefix = ckpt.weights->Find("bert.embeddings.word_embeddings.weight") ? "bert."
+                                                                                           : "";
+  const auto matrix_dtype = [&](const std::string& name, fb::DType* dtype) {
+    return ckpt.WeightDType(prefix + name, options, dtype);
+  };
+  const auto weight = [&](const std::string& name, fb::DType dtype,
+                          std::vector<uint64_t> shape, uint32_t* id) {
+    return ckpt.Import(prefix + name, dtype, shape, out, id);
+  };
+  const auto matrix = [&](const std::string& name, uint64_t rows, uint64_t cols, uint32_t* id) {
+    fb::DType dtype;
+    KES_RETURN_IF_ERROR(matrix_dtype(name, &dtype));
+    return weight(name, dtype, {rows, cols}, id);
+  };
+  const auto vector = [&](const std::string& name, uint64_t n, uint32_t* id) {
+    return weight(name, fb::DType::F32, {n}, id);
+  };
+
+  const uint32_t d = c.d_model;
+  uint32_t word, position, token_type, embed_norm, embed_norm_bias;
+  KES_RETURN_IF_ERROR(matrix("embeddings.word_embeddings.weight", c.vocab, d, &word));
+  // The small tables stay f32: they are read once per token, not streamed like matrices.
+  KES_RETURN_IF_ERROR(weight("embeddings.position_embeddings.weight", fb::DType::F32,
+                             {c.max_positions, d}, &position));
+  KES_RETURN_IF_ERROR(weight("embeddings.token_type_embeddings.weight", fb::DType::F32,
+                             {c.type_vocab, d}, &token_type));
+  KES_RETURN_IF_ERROR(vector("embeddings.LayerNorm.weight", d, &embed_norm));
+  KES_RETURN_IF_ERROR(vector("embeddings.LayerNorm.bias", d, &embed_norm_bias));
+  std::vector<BertLayer> layers(c.n_layers);
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "encoder.layer." + std::to_string(l) + ".";
+    BertLayer& w = layers[l];
+    const std::pair<const char*, uint32_t*> dd[] = {{"attention.self.query", &w.q},
+                                                    {"attention.self.key", &w.k},
+                                                    {"attention.self.value", &w.v},
+                                                    {"attention.output.dense", &w.o}};
+    for (const auto& [name, id] : dd) KES_RETURN_IF_ERROR(matrix(p + name + ".weight", d, d, id));
+    KES_RETURN_IF_ERROR(matrix(p + "intermediate.dense.weight", c.ffn_dim, d, &w.up));
+    KES_RETURN_IF_ERROR(matrix(p + "output.dense.weight", d, c.ffn_dim, &w.down));
+    const std::tuple<std::string, uint64_t, uint32_t*> vectors[] = {
+        {"attention.self.query.bias", d, &w.q_bias},
+        {"attention.self.key.bias", d, &w.k_bias},
+        {"attention.self.value.bias", d, &w.v_bias},
+        {"attention.output.dense.bias", d, &w.o_bias},
+        {"attention.output.LayerNorm.weight", d, &w.attn_norm},
+        {"attention.output.LayerNorm.bias", d, &w.attn_norm_bias},
+        {"intermediate.dense.bias", c.ffn_dim, &w.up_bias},
+        {"output.dense.bias", d, &w.down_bias},
+        {"output.LayerNorm.weight", d, &w.ffn_norm},
+        {"output.LayerNorm.bias", d, &w.ffn_norm_bias}};
+    for (const auto& [name, n, id] : vectors) KES_RETURN_IF_ERROR(vector(p + name, n, id));
+  }
+
+  fb::ModelT& meta = out->meta;
+  meta.architecture = "bert";
+  meta.hparams = std::make_unique<fb::HyperParamsT>();
+  fb::HyperParamsT& hp = *meta.hparams;
+  hp.n_layers = c.n_layers;
+  hp.d_model = d;
+  hp.n_heads = hp.n_kv_heads = c.n_heads;
+  hp.head_dim = c.head_dim;
+  hp.ffn_dim = c.ffn_dim;
+  hp.vocab_size = c.vocab;
+  hp.context_length = max_seq;
+  hp.norm_eps = c.eps;
+  meta.kv = std::make_unique<fb::KvLayoutT>();  // no KV cache
+  meta.kv->dtype = fb::DType::F32;
+
+  PlanBuilder b(*out, "encode", encoder.max_batch * max_seq);
+  const uint32_t tokens = b.TokenInput();
+  const uint32_t positions = b.PositionInput();
+  const uint32_t types = b.TokenTypeInput();
+  const uint32_t sequences = b.SequenceInput(encoder.max_batch);
+  const uint32_t words = b.Activation("word_embedding", d);
+  const uint32_t pos = b.Activation("position_embedding", d);
+  const uint32_t seg = b.Activation("token_type_embedding", d);
+  b.Embed(tokens, words, word, 1.0f);
+  b.Embed(positions, pos, position, 1.0f);
+  b.Embed(types, seg, token_type, 1.0f);
+  b.Add(words, pos, words);
+  b.Add(words, seg, words);
+  uint32_t x = b.Activation("embeddings", d);
+  b.LayerNorm(words, x, embed_norm, embed_norm_bias, c.eps);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  for (uint32_t l = 0; l < c.n_layers; ++l) {
+    const BertLayer& w = layers[l];
+    const std::string p = "layer." + std::to_string(l) + ".";
+    const uint32_t q = b.Activation(p + "q", d), k = b.Activation(p + "k", d),
+                   v = b.Activation(p + "v", d);
+    b.MatMul(x, q, w.q, w.q_bias);
+    b.MatMul(x, k, w.k, w.k_bias);
+    b.MatMul(x, v, w.v, w.v_bias);
+    const uint32_t attn = b.Activation(p + "attn", d);
+    b.SequenceAttention(q, k, v, sequences, attn, c.n_heads, c.n_heads, c.head_dim, scale);
+    const uint32_t attn_out = b.Activation(p + "attn_out", d);
+    b.MatMul(attn, attn_out, w.o, w.o_bias);
+    b.Add(x, attn_out, attn_out);
+    const uint32_t mid = b.Activation(p + "mid", d);
+    b.LayerNorm(attn_out, mid, w.attn_norm, w.attn_norm_bias, c.eps);
+    const uint32_t up = b.Activation(p + "up", c.ffn_dim);
+    b.MatMul(mid, up, w.up, w.up_bias);
+    b.Activate(fb::Activation::GeluErf, up, up);
+    const uint32_t down = b.Activation(p + "down", d);
+    b.MatMul(up, down, w.down, w.down_bias);
+    b.Add(mid, down, down);
+    const uint32_t y = b.Activation(p + "out", d);
+    b.LayerNorm(down, y, w.ffn_norm, w.ffn_norm_bias, c.eps);
+    x = y;
+  }
+  const uint32_t pooled = b.Fixed("embeddings_out", encoder.max_batch, d);
+  b.Pool(ckpt.sentence.pooling, ckpt.sentence.normalize, x, sequences, pooled);
+  b.EmbeddingsOutput(pooled);
+  meta.plans.push_back(b.Finish());
+  return OkStatus();
+}
+
+}  // namespace kestrel

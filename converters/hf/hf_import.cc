@@ -1,0 +1,114 @@
+#include "converters/hf/hf_import.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+
+#include "converters/hf/hf_config.h"
+#include "converters/hf_tokenizer.h"
+#include "converters/safetensors/json_reader.h"
+#include "converters/store_weights.h"
+#include "runtime/format.h"
+
+namespace kestrel {
+
+using nlohmann::json;
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Status HfConfig::Read(const std::string& path) {
+  path_ = path;
+  return safetensors::ReadJson(path, json::value_t::object, &json_);
+}
+
+Status HfConfig::Uint(const std::string& key, uint64_t max, uint32_t* out) const {
+  KES_CHECK_OR_RETURN(json_.contains(key), path_ + ": missing \"" + key + "\"");
+  const json& v = json_[key];
+  KES_CHECK_OR_RETURN(v.is_number_unsigned() && v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= max,
+                      path_ + ": \"" + key + "\": expected a whole number 1.." +
+                          std::to_string(max) + ", found " + v.dump());
+  *out = static_cast<uint32_t>(v.get<uint64_t>());
+  return OkStatus();
+}
+
+Status HfConfig::String(const std::string& key, std::string* out) const {
+  KES_CHECK_OR_RETURN(json_.contains(key), path_ + ": missing \"" + key + "\"");
+  const json& v = json_[key];
+  KES_CHECK_OR_RETURN(v.is_string(), path_ + ": \"" + key + "\": expected a string, found " +
+                                         safetensors::JsonKind(v));
+  *out = v.get<std::string>();
+  return OkStatus();
+}
+
+Status HfConfig::PositiveFloat(const std::string& key, double* out) const {
+  KES_CHECK_OR_RETURN(json_.contains(key), path_ + ": missing \"" + key + "\"");
+  const json& v = json_[key];
+  KES_CHECK_OR_RETURN(v.is_number() && v.get<double>() > 0 && std::isfinite(v.get<double>()),
+                      path_ + ": \"" + key + "\": expected a positive number, found " + v.dump());
+  *out = v.get<double>();
+  return OkStatus();
+}
+
+Status HfCheckpoint::WeightDType(const std::string& name, const ConvertOptions& options,
+                                 fb::DType* dtype) const {
+  if (!options.keep_types) {
+    *dtype = options.weight_dtype;
+    return OkStatus();
+  }
+  const safetensors::Checkpoint::Tensor* t = weights->Find(name);
+  KES_CHECK_OR_RETURN(t != nullptr, folder + ": the checkpoint has no tensor '" + name + "'");
+  switch (t->info->dtype) {
+    case safetensors::DType::F32: *dtype = fb::DType::F32; return OkStatus();
+    case safetensors::DType::F16: *dtype = fb::DType::F16; return OkStatus();
+    case safetensors::DType::BF16: *dtype = fb::DType::BF16; return OkStatus();
+    default:
+      return Status::Error("tensor '" + name + "' is " + safetensors::DTypeName(t->info->dtype) +
+                           "; --weights keep keeps F32, F16 or BF16");
+  }
+}
+
+Status HfCheckpoint::Import(const std::string& name, fb::DType dtype,
+                            const std::vector<uint64_t>& shape, KesModel* model,
+                            uint32_t* id) const {
+  const safetensors::Checkpoint::Tensor* t = weights->Find(name);
+  KES_CHECK_OR_RETURN(t != nullptr, folder + ": the checkpoint has no tensor '" + name + "'");
+  KES_CHECK_OR_RETURN(t->info->shape == shape, "tensor '" + name + "': expected shape " +
+                                                   ShapeString(shape) + ", found " +
+                                                   ShapeString(t->info->shape));
+  std::vector<float> values;
+  KES_RETURN_IF_ERROR(weights->ReadF32(name, &values));
+  return StoreWeights(name, values, dtype, shape, model, id);
+}
+
+Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& options,
+                           const HfEncoderOptions& encoder, KesModel* out) {
+  KES_CHECK_OR_RETURN(options.tensor_types.empty(),
+                      "the K-quant recipes (--weights q4_k_m, q4_k, q5_k, q6_k) are for GGUF "
+                      "input; for a Hugging Face checkpoint use f32, f16, bf16, q8 or q4");
+  HfCheckpoint ckpt;
+  ckpt.folder = folder;
+  KES_RETURN_IF_ERROR(ckpt.config.Read(folder + "/config.json"));
+  std::string type;
+  KES_RETURN_IF_ERROR(ckpt.config.String("model_type", &type));
+  KES_CHECK_OR_RETURN(type == "bert", ckpt.config.path() + ": model_type \"" + type +
+                                          "\" is not supported (supported: bert)");
+  KES_RETURN_IF_ERROR(ReadSentenceEmbeddingConfig(folder, &ckpt.sentence));
+  KES_RETURN_IF_ERROR(safetensors::Checkpoint::Open(folder, &ckpt.weights));
+  KES_RETURN_IF_ERROR(ConvertBert(ckpt, options, encoder, out));
+  out->meta.tokenizer = std::make_unique<fb::TokenizerT>();
+  KES_RETURN_IF_ERROR(ReadHfTokenizer(folder, out->meta.tokenizer.get()));
+  KES_CHECK_OR_RETURN(out->meta.tokenizer->pieces.size() == out->meta.hparams->vocab_size,
+                      "the tokenizer has " +
+                          std::to_string(out->meta.tokenizer->pieces.size()) +
+                          " tokens but config.json's vocab_size is " +
+                          std::to_string(out->meta.hparams->vocab_size));
+  std::string name = folder.substr(folder.find_last_of('/', folder.size() - 2) + 1);
+  if (!name.empty() && name.back() == '/') name.pop_back();
+  out->meta.name = name;
+  return OkStatus();
+}
+
+}  // namespace kestrel

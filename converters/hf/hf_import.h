@@ -1,0 +1,29 @@
+// Hugging Face checkpoint folders -> .kes: config.json, model.safetensors (or its shards), the
+// tokenizer files and, when present, the sentence-transformers modules that say how token
+// states become one embedding per text.
+#pragma once
+
+#include <string>
+
+#include "converters/gguf_import.h"
+#include "converters/kes_model.h"
+#include "runtime/status.h"
+
+namespace kestrel {
+
+// Conversion choices that only encoders have.
+struct HfEncoderOptions {
+  uint32_t max_seq_length = 0;  // 0: sentence_bert_config.json's, else max_position_embeddings
+  uint32_t max_batch = 32;      // sequences per encode step (the arena is sized for a full one)
+};
+
+// Whether `path` is a folder (a checkpoint) rather than a file.
+bool IsDirectory(const std::string& path);
+
+// Converts the checkpoint in `folder` by its config.json model_type (supported: bert). Weight
+// dtypes: options.weight_dtype (f32, f16, bf16, q8, q4) for the matmul and word-embedding
+// weights; keep_types stores them as the checkpoint has them (F32, F16 or BF16).
+Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& options,
+                           const HfEncoderOptions& encoder, KesModel* out);
+
+}  // namespace kestrel

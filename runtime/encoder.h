@@ -1,0 +1,80 @@
+// An Encoder turns batches of token sequences into embeddings with an encoder model's "encode"
+// plan (BERT and friends: bidirectional attention, pooled output). Its arena holds the plan's
+// activations only, sized by the converter for one step of at most max_batch() sequences and
+// max_step_tokens() tokens; Encode splits larger batches into such steps and allocates nothing.
+//
+// A step lays its sequences end to end without padding, so no work is spent on padded tokens;
+// the plan's Sequences input tells attention and pooling where each one starts.
+//
+// Lifetime: the Model and a caller-provided arena must outlive the Encoder.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "runtime/executor.h"
+#include "runtime/memory_plan.h"
+#include "runtime/model.h"
+#include "runtime/status.h"
+#include "runtime/thread_pool.h"
+
+namespace kestrel {
+
+struct EncoderOptions {
+  size_t n_threads = 1;
+  // Optional caller-owned arena, 64-byte aligned, at least PlanEncoderMemory(model).arena_bytes.
+  void* arena = nullptr;
+  size_t arena_bytes = 0;
+};
+
+class Encoder {
+ public:
+  static Status Create(const Model& model, const EncoderOptions& options,
+                       std::unique_ptr<Encoder>* out);
+  ~Encoder();
+  Encoder(const Encoder&) = delete;
+  Encoder& operator=(const Encoder&) = delete;
+
+  // Embeds n sequences: sequence i is ids[i][0..lengths[i]), special tokens included, 1 to
+  // max_sequence_tokens() ids below the vocabulary size. out receives n rows of
+  // embedding_dim() floats. On error nothing is written to out.
+  Status Encode(const int32_t* const* ids, const size_t* lengths, size_t n, float* out);
+
+  // The ids of one text as the checkpoint's pipeline makes them (sentence-transformers): the
+  // tokenizer's pieces, cut to max_sequence_tokens() minus the special tokens, between the
+  // start and end tokens. Allocates: call it before, not inside, a zero-allocation loop.
+  Status Tokenize(std::string_view text, std::vector<int32_t>* ids) const;
+
+  size_t embedding_dim() const { return embedding_dim_; }
+  size_t max_sequence_tokens() const { return memory_.context_length; }
+  size_t max_batch() const { return max_batch_; }             // sequences per step
+  size_t max_step_tokens() const { return plan_.max_tokens(); }  // tokens per step
+  size_t n_threads() const { return pool_.size(); }
+  const MemoryPlan& memory() const { return memory_; }
+  const Model& model() const { return model_; }
+
+ private:
+  Encoder(const Model& model, size_t n_threads) : model_(model), pool_(n_threads) {}
+  // Runs one step over sequences [first, first + count), writing their rows of out.
+  void RunStep(const int32_t* const* ids, const size_t* lengths, size_t first, size_t count,
+               float* out);
+
+  const Model& model_;
+  ThreadPool pool_;
+  MemoryPlan memory_;
+  std::unique_ptr<uint8_t, void (*)(uint8_t*)> owned_arena_{nullptr, nullptr};
+  uint8_t* arena_ = nullptr;
+  BoundPlan plan_;
+  int32_t* tokens_ = nullptr;       // [max_step_tokens]
+  int32_t* positions_ = nullptr;    // [max_step_tokens]
+  int32_t* token_types_ = nullptr;  // [max_step_tokens], or null when the plan has none
+  int32_t* sequences_ = nullptr;    // [max_batch, 2]
+  const float* embeddings_ = nullptr;  // [max_batch, embedding_dim]
+  size_t max_batch_ = 0;
+  size_t embedding_dim_ = 0;
+};
+
+}  // namespace kestrel

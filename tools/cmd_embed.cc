@@ -1,0 +1,139 @@
+// kestrel embed MODEL.kes (-p TEXT | -f FILE) [--json]: one embedding per text, with an encoder
+// model (BERT and friends).
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/encoder.h"
+#include "runtime/model.h"
+#include "tools/cli.h"
+
+namespace kestrel::cli {
+namespace {
+
+const char kEmbedUsage[] =
+    "usage: kestrel embed MODEL.kes (-p TEXT | -f FILE | --ids FILE) [options]\n"
+    "  -p, --prompt TEXT   a text to embed (may be given several times)\n"
+    "  -f, --file FILE     texts to embed, one per line\n"
+    "  --ids FILE          token ids to embed instead of texts: one sequence per line, ids\n"
+    "                      separated by spaces, special tokens included\n"
+    "  -t, --threads N     threads (default 1)\n"
+    "  --json              print {\"embeddings\": [[...], ...], \"token_counts\": [...]}\n"
+    "Texts longer than the model's sequence limit are truncated, as sentence-transformers does.\n";
+
+Status ReadLines(const std::string& path, std::vector<std::string>* lines) {
+  std::ifstream in(path);
+  KES_CHECK_OR_RETURN(in.good(), "cannot open '" + path + "'");
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines->push_back(line);
+  }
+  return OkStatus();
+}
+
+Status ParseIds(const std::string& line, size_t number, std::vector<int32_t>* ids) {
+  std::istringstream in(line);
+  for (std::string word; in >> word;) {
+    int64_t v;
+    KES_RETURN_IF_ERROR(ParseInt("--ids line " + std::to_string(number), word, 0, INT32_MAX, &v));
+    ids->push_back(static_cast<int32_t>(v));
+  }
+  return OkStatus();
+}
+
+void PrintJson(const std::vector<float>& out, size_t dim,
+               const std::vector<std::vector<int32_t>>& ids) {
+  std::printf("{\"embeddings\": [");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::printf("%s[", i ? ",\n  " : "\n  ");
+    for (size_t j = 0; j < dim; ++j) std::printf("%s%.9g", j ? ", " : "", out[i * dim + j]);
+    std::printf("]");
+  }
+  std::printf("],\n \"token_counts\": [");
+  for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%zu", i ? ", " : "", ids[i].size());
+  std::printf("]}\n");
+}
+
+}  // namespace
+
+int EmbedCommand(const std::vector<std::string>& args) {
+  std::string model_path, file, ids_file;
+  std::vector<std::string> texts;
+  bool json = false;
+  EncoderOptions options;
+  FlagReader flags(args);
+  while (!flags.Done()) {
+    const std::string arg = flags.Next();
+    Status s;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kEmbedUsage, stdout);
+      return 0;
+    } else if (arg == "-p" || arg == "--prompt") {
+      texts.emplace_back();
+      s = flags.Value(arg, &texts.back());
+    } else if (arg == "-f" || arg == "--file") {
+      s = flags.Value(arg, &file);
+    } else if (arg == "--ids") {
+      s = flags.Value(arg, &ids_file);
+    } else if (arg == "-t" || arg == "--threads") {
+      s = flags.Int(arg, 1, 256, &options.n_threads);
+    } else if (arg == "--json") {
+      json = true;
+    } else {
+      s = flags.Positional(arg, "embed", kEmbedUsage, &model_path);
+    }
+    if (!s.ok()) return Fail(s.message());
+  }
+  if (model_path.empty()) return Fail(std::string("no model given\n") + kEmbedUsage);
+  if ((!texts.empty()) + (!file.empty()) + (!ids_file.empty()) != 1) {
+    return Fail(std::string("give texts with -p, or one of -f FILE and --ids FILE\n") +
+                kEmbedUsage);
+  }
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(model_path, &model);
+  if (!s.ok()) return Fail(s.message());
+  std::unique_ptr<Encoder> encoder;
+  s = Encoder::Create(*model, options, &encoder);
+  if (!s.ok()) return Fail(model_path + ": " + s.message());
+
+  std::vector<std::vector<int32_t>> ids;
+  if (!ids_file.empty()) {
+    std::vector<std::string> lines;
+    s = ReadLines(ids_file, &lines);
+    for (size_t i = 0; s.ok() && i < lines.size(); ++i) {
+      ids.emplace_back();
+      s = ParseIds(lines[i], i + 1, &ids.back());
+    }
+  } else {
+    if (!file.empty()) s = ReadLines(file, &texts);
+    for (size_t i = 0; s.ok() && i < texts.size(); ++i) {
+      ids.emplace_back();
+      s = encoder->Tokenize(texts[i], &ids.back());
+    }
+  }
+  if (!s.ok()) return Fail(s.message());
+  if (ids.empty()) return Fail("no texts to embed");
+
+  std::vector<const int32_t*> pointers;
+  std::vector<size_t> lengths;
+  for (const auto& seq : ids) pointers.push_back(seq.data()), lengths.push_back(seq.size());
+  const size_t dim = encoder->embedding_dim();
+  std::vector<float> out(ids.size() * dim);
+  s = encoder->Encode(pointers.data(), lengths.data(), ids.size(), out.data());
+  if (!s.ok()) return Fail(s.message());
+  if (json) {
+    PrintJson(out, dim, ids);
+  } else {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::printf("%zu tokens:", ids[i].size());
+      for (size_t j = 0; j < dim; ++j) std::printf(" %.6f", out[i * dim + j]);
+      std::printf("\n");
+    }
+  }
+  return 0;
+}
+
+}  // namespace kestrel::cli
