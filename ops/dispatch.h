@@ -1,6 +1,7 @@
 // Per-target helpers shared by the Highway kernels in ops/*.cc: widening weights of any storage
-// type to f32 vectors, and loads/stores of a partial vector for loop tails (Highway 1.0.3 has
-// no LoadN/StoreN, and its MaskedLoad may read the whole vector on SSE targets).
+// type to f32 vectors, loads/stores of a partial vector for loop tails (Highway 1.0.3 has no
+// LoadN/StoreN, and its MaskedLoad may read the whole vector on SSE targets), and the element-wise
+// loop and sum of squares several kernels share.
 //
 // Include after hwy/highway.h from a file compiled per target (foreach_target.h): the toggle
 // guard below lets each target's pass re-include this file.
@@ -77,6 +78,48 @@ HWY_INLINE __m256i DotBytesAccumulate(__m256i acc, __m256i u8, __m256i s8) {
 template <class DF>
 HWY_INLINE float ReduceSum(DF df, hn::Vec<DF> v) {
   return hn::GetLane(hn::SumOfLanes(df, v));
+}
+
+// out[i] = fn(df, in0[i], in1[i], ...) for i < n: whole vectors, then one partial vector that
+// reads and writes nothing past n. out may alias any input: each element is read before it is
+// written. The one loop every element-wise kernel (and the element-wise passes of the norms and
+// pooling) runs, so that tails are handled in one place.
+template <class Fn, class... In>
+HWY_INLINE void MapVectors(float* out, size_t n, Fn fn, const In*... in) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    hn::StoreU(fn(df, hn::LoadU(df, in + i)...), df, out + i);
+  }
+  if (i < n) {
+    const size_t rest = n - i;
+    StorePartial(df, fn(df, LoadPartialAsF32(df, in + i, rest)...), out + i, rest);
+  }
+}
+
+// Folds x: [n] into an f32 sum, acc = accumulate(acc, v) per vector v of x, with two
+// accumulators to hide the add latency on long rows. The tail is zero-padded, so accumulate(acc,
+// 0) must leave acc unchanged.
+template <class DF, class Accumulate>
+HWY_INLINE float Reduce(DF df, const float* HWY_RESTRICT x, size_t n, Accumulate accumulate) {
+  const size_t N = hn::Lanes(df);
+  auto sum0 = hn::Zero(df);
+  auto sum1 = hn::Zero(df);
+  size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    sum0 = accumulate(sum0, hn::LoadU(df, x + i));
+    sum1 = accumulate(sum1, hn::LoadU(df, x + i + N));
+  }
+  for (; i + N <= n; i += N) sum0 = accumulate(sum0, hn::LoadU(df, x + i));
+  if (i < n) sum1 = accumulate(sum1, LoadPartialAsF32(df, x + i, n - i));
+  return ReduceSum(df, hn::Add(sum0, sum1));
+}
+
+// Sum of x[i]^2 over x: [n], in f32.
+template <class DF>
+HWY_INLINE float SumOfSquares(DF df, const float* HWY_RESTRICT x, size_t n) {
+  return Reduce(df, x, n, [](auto acc, auto v) { return hn::MulAdd(v, v, acc); });
 }
 
 }  // namespace HWY_NAMESPACE

@@ -2,6 +2,8 @@
 #include "ops/elementwise.h"
 #include "ops/targets.h"
 
+#include <cmath>
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/elementwise.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -30,6 +32,52 @@ HWY_INLINE V GeluTanhTimes(DF df, V g, V up) {
   return hn::Mul(gelu, up);
 }
 
+// erf(x) to within about 1e-7 absolute (measured in tests/ops_gelu_test.cc), from two
+// approximations fitted for f32 evaluation (weighted least squares, Lawson iterations):
+// - |x| < 0.921875: erf(x) = x + x p(x^2), p of degree 6. Written as a correction to x so that
+//   tiny x keep full relative accuracy;
+// - |x| >= 0.921875: erf(|x|) = 1 - exp(q(|x|)), q of degree 6 fitting log(erfc). Subtracting
+//   a small erfc from 1 keeps the result within about an ulp of 1, which a single rational
+//   x P(x^2) / Q(x^2) over the whole range (Eigen's, XNNPACK's) misses by several ulp in f32.
+//   Beyond |x| = 4, erfc < 1.6e-8 and f32 erf is exactly +-1: |x| is clamped there.
+// Both branches are computed and one selected per lane. NaN inputs give an unspecified value:
+// callers that must propagate NaN select x back in (the GELU's final product does so itself).
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE V ErfVec(DF df, V x) {
+  const V x2 = hn::Mul(x, x);
+  V p = hn::Set(df, 8.16115789e-05f);
+  p = hn::MulAdd(p, x2, hn::Set(df, -0.000808478566f));
+  p = hn::MulAdd(p, x2, hn::Set(df, 0.00519484887f));
+  p = hn::MulAdd(p, x2, hn::Set(df, -0.0268562231f));
+  p = hn::MulAdd(p, x2, hn::Set(df, 0.11283616f));
+  p = hn::MulAdd(p, x2, hn::Set(df, -0.37612626f));
+  p = hn::MulAdd(p, x2, hn::Set(df, 0.128379166f));  // 2/sqrt(pi) - 1
+  const V near_zero = hn::MulAdd(p, x, x);
+
+  const V a = hn::Min(hn::Abs(x), hn::Set(df, 4.0f));
+  V q = hn::Set(df, 0.000194919267f);
+  q = hn::MulAdd(q, a, hn::Set(df, -0.00303376163f));
+  q = hn::MulAdd(q, a, hn::Set(df, 0.0221912172f));
+  q = hn::MulAdd(q, a, hn::Set(df, -0.103861421f));
+  q = hn::MulAdd(q, a, hn::Set(df, -0.637258053f));
+  q = hn::MulAdd(q, a, hn::Set(df, -1.12763298f));
+  q = hn::MulAdd(q, a, hn::Set(df, -0.000205469318f));
+  const V far = hn::CopySign(hn::Sub(hn::Set(df, 1.0f), hn::Exp(df, q)), x);
+
+  return hn::IfThenElse(hn::Lt(hn::Abs(x), hn::Set(df, 0.921875f)), near_zero, far);
+}
+
+// gelu_erf(x) = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2))), as 0.5x + 0.5x erf in one fused
+// multiply-add, so that 1 + erf is never rounded on its own. Its limit 0 at x = -inf is returned
+// explicitly (the formula gives -inf * 0 = NaN); NaN stays NaN through the product with x.
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE V GeluErfVec(DF df, V x) {
+  const V half_x = hn::Mul(x, hn::Set(df, 0.5f));
+  const V erf = ErfVec(df, hn::Mul(x, hn::Set(df, 0.70710678118654752f)));
+  const V gelu = hn::MulAdd(half_x, erf, half_x);
+  return hn::IfThenZeroElse(hn::Eq(x, hn::Set(df, -HUGE_VALF)), gelu);
+}
+
 // silu(g) * up, silu(g) = g / (1 + exp(-g)); hn::Exp is within a few ulp of std::exp. hn::Exp
 // is only valid up to about 88 (beyond, it returns garbage instead of +inf), so -g is clamped
 // there: for g < -88 the result is g * 6e-39 instead of nearly 0, a difference below 1e-33
@@ -41,34 +89,30 @@ HWY_INLINE V SiluTimes(DF df, V g, V up) {
   return hn::Mul(silu, up);
 }
 
-// out[i] = combine(a[i], b[i]) for a, b, out: [n]. out may alias a or b: each element is read
-// before it is written.
-template <class Combine>
-HWY_INLINE void Elementwise(const float* a, const float* b, float* out, size_t n,
-                            Combine combine) {
-  const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
-  size_t i = 0;
-  for (; i + N <= n; i += N) {
-    hn::StoreU(combine(df, hn::LoadU(df, a + i), hn::LoadU(df, b + i)), df, out + i);
-  }
-  if (i < n) {
-    const size_t rest = n - i;
-    const auto v = combine(df, LoadPartialAsF32(df, a + i, rest), LoadPartialAsF32(df, b + i, rest));
-    StorePartial(df, v, out + i, rest);
-  }
-}
-
 void GeluTanhMulPerTarget(const float* gate, const float* up, float* out, size_t n) {
-  Elementwise(gate, up, out, n, [](auto df, auto g, auto u) { return GeluTanhTimes(df, g, u); });
+  MapVectors(out, n, [](auto df, auto g, auto u) { return GeluTanhTimes(df, g, u); }, gate, up);
 }
 
 void SiluMulPerTarget(const float* gate, const float* up, float* out, size_t n) {
-  Elementwise(gate, up, out, n, [](auto df, auto g, auto u) { return SiluTimes(df, g, u); });
+  MapVectors(out, n, [](auto df, auto g, auto u) { return SiluTimes(df, g, u); }, gate, up);
+}
+
+void ErfPerTarget(const float* in, float* out, size_t n) {
+  MapVectors(
+      out, n, [](auto df, auto x) { return hn::IfThenElse(hn::IsNaN(x), x, ErfVec(df, x)); }, in);
+}
+
+void GeluErfPerTarget(const float* in, float* out, size_t n) {
+  MapVectors(out, n, [](auto df, auto x) { return GeluErfVec(df, x); }, in);
+}
+
+void GeluErfMulPerTarget(const float* gate, const float* up, float* out, size_t n) {
+  MapVectors(
+      out, n, [](auto df, auto g, auto u) { return hn::Mul(GeluErfVec(df, g), u); }, gate, up);
 }
 
 void AddPerTarget(const float* a, const float* b, float* out, size_t n) {
-  Elementwise(a, b, out, n, [](auto, auto x, auto y) { return hn::Add(x, y); });
+  MapVectors(out, n, [](auto, auto x, auto y) { return hn::Add(x, y); }, a, b);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -80,6 +124,9 @@ namespace kestrel::ops {
 
 HWY_EXPORT(GeluTanhMulPerTarget);
 HWY_EXPORT(SiluMulPerTarget);
+HWY_EXPORT(ErfPerTarget);
+HWY_EXPORT(GeluErfPerTarget);
+HWY_EXPORT(GeluErfMulPerTarget);
 HWY_EXPORT(AddPerTarget);
 
 void GeluTanhMul(const float* gate, const float* up, float* out, size_t n) {
@@ -88,12 +135,24 @@ void GeluTanhMul(const float* gate, const float* up, float* out, size_t n) {
 void SiluMul(const float* gate, const float* up, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMulPerTarget)(gate, up, out, n);
 }
+void Erf(const float* in, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(ErfPerTarget)(in, out, n);
+}
+void GeluErf(const float* in, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(GeluErfPerTarget)(in, out, n);
+}
+void GeluErfMul(const float* gate, const float* up, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(GeluErfMulPerTarget)(gate, up, out, n);
+}
 void Add(const float* a, const float* b, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(AddPerTarget)(a, b, out, n);
 }
 
 KESTREL_DEFINE_RESOLVE(GeluTanhMul)
 KESTREL_DEFINE_RESOLVE(SiluMul)
+KESTREL_DEFINE_RESOLVE(Erf)
+KESTREL_DEFINE_RESOLVE(GeluErf)
+KESTREL_DEFINE_RESOLVE(GeluErfMul)
 KESTREL_DEFINE_RESOLVE(Add)
 
 }  // namespace kestrel::ops

@@ -14,12 +14,26 @@ void GeluTanhMul(const float* gate, const float* up, float* out, size_t n);
 // out may alias gate or up.
 void SiluMul(const float* gate, const float* up, float* out, size_t n);
 
+// out[i] = erf(in[i]), within about 1e-7 absolute; NaN stays NaN. out may equal in.
+void Erf(const float* in, float* out, size_t n);
+
+// out[i] = gelu_erf(in[i]), the exact GELU of BERT (torch nn.GELU(), Hugging Face "gelu"):
+// gelu_erf(x) = 0.5 x (1 + erf(x / sqrt(2))), with gelu_erf(-inf) = 0. out may equal in.
+void GeluErf(const float* in, float* out, size_t n);
+
+// out[i] = gelu_erf(gate[i]) * up[i], the GeGLU gate with the exact GELU. out may alias gate or
+// up.
+void GeluErfMul(const float* gate, const float* up, float* out, size_t n);
+
 // out[i] = a[i] + b[i]. out may alias a or b.
 void Add(const float* a, const float* b, float* out, size_t n);
 
 // Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
 decltype(&GeluTanhMul) ResolveGeluTanhMul();
 decltype(&SiluMul) ResolveSiluMul();
+decltype(&Erf) ResolveErf();
+decltype(&GeluErf) ResolveGeluErf();
+decltype(&GeluErfMul) ResolveGeluErfMul();
 decltype(&Add) ResolveAdd();
 
 }  // namespace kestrel::ops

@@ -17,30 +17,6 @@ namespace kestrel::ops {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Sum of x[i]^2 over one row, in f32. Two accumulators hide the FMA latency on long rows.
-template <class DF>
-HWY_INLINE float SumOfSquares(DF df, const float* HWY_RESTRICT x, size_t dim) {
-  const size_t N = hn::Lanes(df);
-  auto sum0 = hn::Zero(df);
-  auto sum1 = hn::Zero(df);
-  size_t i = 0;
-  for (; i + 2 * N <= dim; i += 2 * N) {
-    const auto v0 = hn::LoadU(df, x + i);
-    const auto v1 = hn::LoadU(df, x + i + N);
-    sum0 = hn::MulAdd(v0, v0, sum0);
-    sum1 = hn::MulAdd(v1, v1, sum1);
-  }
-  for (; i + N <= dim; i += N) {
-    const auto v = hn::LoadU(df, x + i);
-    sum0 = hn::MulAdd(v, v, sum0);
-  }
-  if (i < dim) {
-    const auto v = LoadPartialAsF32(df, x + i, dim - i);
-    sum1 = hn::MulAdd(v, v, sum1);
-  }
-  return ReduceSum(df, hn::Add(sum0, sum1));
-}
-
 // x, y: [n_rows, dim] (y may equal x, hence no HWY_RESTRICT on them), gamma: [dim].
 void RmsNormPerTarget(const float* x, const float* HWY_RESTRICT gamma, float* y, size_t n_rows,
                       size_t dim, float eps) {
