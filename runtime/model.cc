@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "runtime/format.h"
+#include "runtime/model_tokenizer.h"
 #include "runtime/plan_check.h"
 
 namespace kestrel {
@@ -54,51 +55,6 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
                           Num(t->offset() + t->size()) + ") lie outside the weight blob of " +
                           Num(blob_size) + " bytes");
   return OkStatus();
-}
-
-Status InitTokenizer(const fb::Tokenizer* tok, size_t vocab, Tokenizer* out) {
-  KES_CHECK_OR_RETURN(tok != nullptr, "model has no tokenizer");
-  const bool bpe = tok->kind() == fb::TokenizerKind::ByteLevelBpe;
-  KES_CHECK_OR_RETURN(bpe || tok->kind() == fb::TokenizerKind::SentencePieceBpe,
-                      "tokenizer: expected kind SentencePieceBpe (0) or ByteLevelBpe (1), found " +
-                          Num(static_cast<uint64_t>(tok->kind())));
-  const auto* pieces = tok->pieces();
-  const auto* scores = tok->scores();
-  const auto* types = tok->types();
-  KES_CHECK_OR_RETURN(pieces && scores && types, "tokenizer: pieces, scores or types missing");
-  KES_CHECK_OR_RETURN(pieces->size() == vocab && scores->size() == vocab && types->size() == vocab,
-                      "tokenizer: expected " + Num(vocab) + " pieces, scores and types, found " +
-                          Num(pieces->size()) + ", " + Num(scores->size()) + ", " +
-                          Num(types->size()));
-  for (uint32_t i = 0; i < pieces->size(); ++i) {
-    KES_CHECK_OR_RETURN(pieces->Get(i) != nullptr, "tokenizer: piece " + Num(i) + " is missing");
-  }
-  TokenizerConfig config;
-  config.bos_id = tok->bos_id();
-  config.eos_id = tok->eos_id();
-  config.unk_id = tok->unk_id();
-  config.pad_id = tok->pad_id();
-  config.eot_id = tok->eot_id();
-  config.add_bos = tok->add_bos();
-  config.add_eos = tok->add_eos();
-  config.add_space_prefix = tok->add_space_prefix();
-  const auto* merges = tok->merges();
-  if (bpe) {
-    config.algorithm = TokenizerAlgorithm::kByteLevelBpe;
-    KES_CHECK_OR_RETURN(tok->pre() != nullptr, "tokenizer: byte-level BPE without a pre-tokenizer");
-    KES_RETURN_IF_ERROR(ParsePreTokenizer(tok->pre()->string_view(), &config.pre));
-    KES_CHECK_OR_RETURN(merges != nullptr, "tokenizer: byte-level BPE without merges");
-    for (uint32_t i = 0; i < merges->size(); ++i) {
-      KES_CHECK_OR_RETURN(merges->Get(i) != nullptr, "tokenizer: merge " + Num(i) + " is missing");
-    }
-  }
-  const auto text = [](const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* list) {
-    return [list](size_t i) { return list->Get(static_cast<uint32_t>(i))->string_view(); };
-  };
-  return out
-      ->Init(vocab, text(pieces), scores->data(), types->data(), config,
-             bpe ? merges->size() : 0, bpe ? text(merges) : std::function<std::string_view(size_t)>())
-      .WithContext("tokenizer");
 }
 
 }  // namespace

@@ -125,7 +125,11 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
   if (config.algorithm == TokenizerAlgorithm::kByteLevelBpe) {
     KES_RETURN_IF_ERROR(fresh.BuildMerges(n_merges, merge));
   } else {
-    KES_CHECK_OR_RETURN(n_merges == 0, "tokenizer: merges given to a SentencePiece vocabulary");
+    KES_CHECK_OR_RETURN(n_merges == 0,
+                        "tokenizer: merges given to a vocabulary that is not byte-level BPE");
+  }
+  if (config.algorithm == TokenizerAlgorithm::kWordPiece) {
+    KES_RETURN_IF_ERROR(fresh.CheckWordPieceConfig());
   }
   *this = std::move(fresh);
   return OkStatus();
@@ -159,11 +163,19 @@ Status Tokenizer::BuildPieces(size_t n, const std::function<std::string_view(siz
       case TokenType::kUnknown:
         break;
       case TokenType::kUserDefined:
-        texts_.append(p);
+        if (config_.algorithm == TokenizerAlgorithm::kWordPiece) {
+          AppendWordPieceText(static_cast<int32_t>(i), &texts_);
+        } else {
+          texts_.append(p);
+        }
         break;
       case TokenType::kUndefined:
       case TokenType::kNormal:
       case TokenType::kUnused:
+        if (config_.algorithm == TokenizerAlgorithm::kWordPiece) {
+          AppendWordPieceText(static_cast<int32_t>(i), &texts_);
+          break;
+        }
         if (config_.algorithm == TokenizerAlgorithm::kByteLevelBpe) {
           AppendByteLevelText(p, &texts_);
           break;
@@ -370,9 +382,17 @@ Status Tokenizer::Encode(std::string_view text, bool add_special, bool parse_spe
       continue;
     }
     const std::string_view raw = text.substr(f.offset, f.length);
-    KES_RETURN_IF_ERROR(config_.algorithm == TokenizerAlgorithm::kByteLevelBpe
-                            ? EncodeBpe(raw, &ids)
-                            : EncodeSpm(raw, config_.add_space_prefix && after_special, &ids));
+    switch (config_.algorithm) {
+      case TokenizerAlgorithm::kSentencePiece:
+        KES_RETURN_IF_ERROR(EncodeSpm(raw, config_.add_space_prefix && after_special, &ids));
+        break;
+      case TokenizerAlgorithm::kByteLevelBpe:
+        KES_RETURN_IF_ERROR(EncodeBpe(raw, &ids));
+        break;
+      case TokenizerAlgorithm::kWordPiece:
+        KES_RETURN_IF_ERROR(EncodeWordPiece(raw, &ids));
+        break;
+    }
     after_special = false;
   }
   if (add_special && config_.add_eos) ids.push_back(config_.eos_id);
@@ -395,7 +415,9 @@ std::string_view Tokenizer::TokenText(int32_t id) const {
 std::string Tokenizer::Decode(const std::vector<int32_t>& ids) const {
   std::string text;
   for (int32_t id : ids) text.append(TokenText(id));
-  if (config_.add_space_prefix && !text.empty() && text[0] == ' ') text.erase(0, 1);
+  const bool spaced = config_.add_space_prefix ||
+                      config_.algorithm == TokenizerAlgorithm::kWordPiece;
+  if (spaced && !text.empty() && text[0] == ' ') text.erase(0, 1);
   return text;
 }
 

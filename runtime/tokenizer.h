@@ -1,9 +1,12 @@
-// The tokenizer and detokenizer of GGUF vocabularies, as llama.cpp runs them. Two algorithms
-// share the vocabulary, the special tokens and decoding (this file and tokenizer.cc):
+// The tokenizer and detokenizer of GGUF vocabularies, as llama.cpp runs them, and of BERT's
+// WordPiece vocabularies, as Hugging Face `tokenizers` runs them. Three algorithms share the
+// vocabulary, the special tokens and decoding (this file and tokenizer.cc):
 //   - SentencePiece-style BPE (tokenizer.ggml.model "llama": Gemma 3, Llama 2, Mistral; pieces
 //     with scores, no merge list), in tokenizer_spm.cc;
 //   - byte-level BPE (tokenizer.ggml.model "gpt2": SmolLM2, Llama 3, Qwen2; pieces in GPT-2's
-//     byte alphabet with a ranked merge list and a pre-tokenizer), in tokenizer_bpe.cc.
+//     byte alphabet with a ranked merge list and a pre-tokenizer), in tokenizer_bpe.cc;
+//   - WordPiece (BERT: BertNormalizer, BertPreTokenizer, greedy longest-match-first pieces with
+//     a continuation prefix), in tokenizer_wordpiece.cc and bert_normalizer.cc.
 //
 // Encoding, per call (SentencePiece; byte-level BPE differs in step 2, see tokenizer_bpe.cc):
 //  1. Special tokens typed literally in the text are split out first, llama.cpp's way: longest
@@ -24,6 +27,8 @@
 //
 // Decoding: U+2581 becomes ' ', a byte token its byte, control and unknown tokens nothing,
 // user-defined tokens their piece verbatim, normal, undefined and unused tokens their piece.
+// WordPiece decodes differently (see tokenizer_wordpiece.cc): a continuation piece is its text
+// without the prefix, any other piece a space and its text.
 //
 // Init copies everything it needs; afterwards the Tokenizer is immutable, safe to share across
 // threads, and copyable (all internal references are indices, never pointers).
@@ -38,6 +43,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/bert_normalizer.h"
 #include "runtime/pretokenizer.h"
 #include "runtime/status.h"
 
@@ -46,6 +52,7 @@ namespace kestrel {
 enum class TokenizerAlgorithm : uint8_t {
   kSentencePiece,  // merges by piece score
   kByteLevelBpe,   // merges by rank, after a pre-tokenizer, over GPT-2's byte alphabet
+  kWordPiece,      // BERT: normalizer, pre-tokenizer, greedy longest pieces (no scores, merges)
 };
 
 struct TokenizerConfig {
@@ -53,6 +60,12 @@ struct TokenizerConfig {
   bool add_bos = false, add_eos = false, add_space_prefix = false;
   TokenizerAlgorithm algorithm = TokenizerAlgorithm::kSentencePiece;
   PreTokenizer pre = PreTokenizer::kGpt2;  // byte-level BPE only
+  // WordPiece only: the normalizer's steps, the prefix of pieces that continue a word (not
+  // empty), and the longest word in code points that is split (a longer one is unk_id, which
+  // WordPiece requires).
+  BertNormalizerOptions normalizer;
+  std::string continuing_prefix = "##";
+  uint32_t max_chars_per_word = 100;
 };
 
 // Token types as GGUF stores them (tokenizer.ggml.token_type). llama.cpp's "undefined" (0) is
@@ -76,14 +89,16 @@ class Tokenizer {
   // Validates: 0 < n <= INT32_MAX, special ids in [-1, n), add_bos/add_eos have their id,
   // pieces are valid UTF-8, types are 0..6, scores are not NaN, byte tokens read "<0xAB>".
   // Byte-level BPE also takes merge(0..n_merges-1): "left right" in rank order, both sides and
-  // their concatenation pieces of the vocabulary.
+  // their concatenation pieces of the vocabulary. WordPiece needs unk_id, a non-empty
+  // continuing_prefix and max_chars_per_word > 0.
   Status Init(size_t n, const std::function<std::string_view(size_t)>& piece, const float* scores,
               const int8_t* types, const TokenizerConfig& config, size_t n_merges = 0,
               const std::function<std::string_view(size_t)>& merge = {});
 
   // On success *out is replaced by the ids; on error it is left alone. add_special: prepend BOS /
   // append EOS per config. Fails only when a character needs byte fallback and the vocabulary
-  // has neither the byte tokens nor an unknown token.
+  // has neither the byte tokens nor an unknown token. (Hugging Face always splits special tokens
+  // out of WordPiece text: pass parse_special = true for its ids.)
   Status Encode(std::string_view text, bool add_special, bool parse_special,
                 std::vector<int32_t>* out) const;
 
@@ -92,7 +107,8 @@ class Tokenizer {
   std::string_view TokenText(int32_t id) const;
 
   // Concatenated TokenText; with add_space_prefix the space Encode put in front of the text is
-  // dropped again (one leading space of the result), so Decode(Encode(s)) == s.
+  // dropped again (one leading space of the result), so Decode(Encode(s)) == s. WordPiece drops
+  // the leading space of its first word the same way (its text is normalized, so not s).
   std::string Decode(const std::vector<int32_t>& ids) const;
 
   size_t vocab_size() const { return types_.size(); }
@@ -154,6 +170,12 @@ class Tokenizer {
   Status EncodeSpm(std::string_view fragment, bool space_prefix, std::vector<int32_t>* out) const;
   Status EncodeBpe(std::string_view fragment, std::vector<int32_t>* out) const;
   Status EncodeBpeWord(std::string_view word, std::vector<int32_t>* out) const;
+  Status EncodeWordPiece(std::string_view fragment, std::vector<int32_t>* out) const;
+  // Appends the pieces of one normalized word (UTF-8, `chars` code points), or unk_id.
+  void EncodeWordPieceWord(std::string_view word, size_t chars, std::vector<int32_t>* out) const;
+  // What a WordPiece token prints as (see Decoding above).
+  void AppendWordPieceText(int32_t id, std::string* out) const;
+  Status CheckWordPieceConfig() const;
   // The id of a piece, or its byte tokens / the unknown token when it is not in the vocabulary.
   Status AppendPieceOrFallback(std::string_view piece, std::vector<int32_t>* out) const;
 

@@ -34,6 +34,43 @@ SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<start_of_turn>", "<
             "<|im_start|>user\nhi<|im_end|>\n"]
 GROUPS = [PROSE, CODE, NUMBERS, WORLD, EMOJI, SPACES, SPECIALS]
 
+# What BERT's normalizer and WordPiece treat specially: its special tokens typed in text (and
+# look-alikes that are not), control and format characters it drops, whitespace it maps, accents
+# (precomposed and combining, out of canonical order), case mappings with more than one
+# character, CJK ideographs beside kana and Hangul, symbols that are ASCII punctuation, words
+# over 100 characters, URLs and e-mail addresses.
+BERT = [
+    "[MASK]", "[CLS]", "[SEP]", "[UNK]", "[PAD]", "[mask]", "[ MASK ]", "[MASK][MASK]", "x[MASK]y",
+    "[[MASK]]", "[MASK", "MASK]", "Paris is the [MASK] of France.",
+    "a\x00b\x07c\x0bd\x0ce\x1bf\x7fg\x85h\u200bi\u200dj\ufeffk\ufffdl\u00adm",
+    "tab\there\u2028line\u2029para\u1680ogham\u2007fig\u202fnarrow\u205fmath\u3000ideo",
+    "İstanbul İI ΣΊΣΥΦΟΣ ǅungla ﬁne ﬀ ẞ ß Ὰͅ ǰ ŉ Ωmega K Å",
+    "e\u0301e\u0323\u0301 a\u0301\u0323 o\u0308\u0304 Z\u0327\u030c n\u0303 \u0301alone",
+    "Ｆｕｌｌｗｉｄｔｈ　ＡＢＣ１２３！ ｶﾀｶﾅ ①②",
+    "中文混合English日本語のかなカナ한국어漢字𠀀𪜀𫝀𫠠𬺰丽",
+    "$100 + 5% = ^caret^ `tick` |pipe| ~tilde~ <tag> a=b €5 £3 ¥7 ©® ™ §1 ¶ †‡ •…",
+    "pneumonoultramicroscopicsilicovolcanoconiosis" * 3,
+    "a" * 100, "b" * 101, "unaffable" * 11 + "x",
+    "https://example.com/path?query=1&x=%20#frag mailto:someone@example.org C:\\dir\\file.txt",
+    "don't can't won't I'm you're it's ''quoted'' \"double\"",
+    "\U0001f600\U0001f970\U0001fae0 \u2764\ufe0f \U0001f468\u200d\U0001f469\u200d\U0001f467",
+    "   leading and trailing   ", "\n\n\r\n", "",
+]
+
+
+def bert_cases(seed=4321, n_cases=60, case_chars=400):
+    """cases() drawn from every group plus BERT, and each BERT string alone."""
+    rng = random.Random(seed)
+    groups = GROUPS + [BERT, BERT]
+    out = list(BERT)
+    for _ in range(n_cases):
+        parts = []
+        while sum(len(p) for p in parts) < case_chars:
+            parts.append(rng.choice(rng.choice(groups)))
+            parts.append(rng.choice([" ", "", "\n", "  ", ", ", ".", "\t"]))
+        out.append("".join(parts))
+    return out
+
 
 def cases(seed=1234, n_cases=48, case_chars=520):
     rng = random.Random(seed)
@@ -51,3 +88,5 @@ def cases(seed=1234, n_cases=48, case_chars=520):
 if __name__ == "__main__":
     cs = cases()
     print(len(cs), "cases,", sum(len(c) for c in cs), "characters")
+    bs = bert_cases()
+    print(len(bs), "BERT cases,", sum(len(c) for c in bs), "characters")
