@@ -20,8 +20,8 @@ OUT_DIR gets:
                               positions, so truncation is the sentence-transformers one)
 
 Weights are scaled so activations stay O(1) and attention is neither uniform nor one-hot
-(q.k / sqrt(head_dim) has a standard deviation of about 1.2-1.5, near all-MiniLM-L6-v2's). The same arguments always give the
-same bytes.
+(q.k / sqrt(head_dim) has a standard deviation of about 1.2-1.5, near all-MiniLM-L6-v2's).
+The same arguments always give the same bytes.
 
 usage: make_tiny_bert.py OUT_DIR [--pooling mean|cls|max] [--no-normalize] [--keep-accents]
                          [--max-seq-length N] [--no-pooler] [--seed N]
