@@ -132,6 +132,9 @@ for model in "$@"; do
     gemma3) fetch_gemma3 ;;
     smollm2) fetch_smollm2 ;;
     minilm) fetch_minilm ;;
-    *) echo "fetch-model.sh: error: unknown model '$model' (gemma3, smollm2 or minilm)" >&2; exit 2 ;;
+    *)
+      echo "fetch-model.sh: error: unknown model '$model' (gemma3, smollm2 or minilm)" >&2
+      exit 2
+      ;;
   esac
 done

@@ -331,7 +331,8 @@ def main():
         print()
     else:
         for text, i, e in zip(texts, ids, emb):
-            print(f"{len(i):4d} tokens  [{' '.join(f'{v:+.5f}' for v in e[:6])} ...]  {text[:50]!r}")
+            head = " ".join(f"{v:+.5f}" for v in e[:6])
+            print(f"{len(i):4d} tokens  [{head} ...]  {text[:50]!r}")
 
 
 if __name__ == "__main__":

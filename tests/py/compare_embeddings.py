@@ -56,7 +56,7 @@ def tiny_texts(checkpoint, n=48, seed=5):
             elif r < 0.65:
                 w = rng.choice(symbols)
             elif r < 0.8:  # a word run into pieces: exercises '##' continuation
-                w = rng.choice(words) + "".join(rng.choice(pieces) for _ in range(rng.randint(1, 2)))
+                w = rng.choice(words) + "".join(rng.choices(pieces, k=rng.randint(1, 2)))
             elif r < 0.9:
                 w = rng.choice(unknown)
             else:

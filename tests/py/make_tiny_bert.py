@@ -167,7 +167,8 @@ def main():
         "tokenizer_class": "BertTokenizer", "model_max_length": MAX_POSITIONS,
     })
 
-    modules = [{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    modules = [{"idx": 0, "name": "0", "path": "",
+                "type": "sentence_transformers.models.Transformer"},
                {"idx": 1, "name": "1", "path": "1_Pooling",
                 "type": "sentence_transformers.models.Pooling"}]
     if not args.no_normalize:
