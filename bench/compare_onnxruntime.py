@@ -15,6 +15,10 @@ Kestrel's figures come from `KESTREL bench MODEL.kes --threads N --json`, whose 
 KESTREL_* below to adapt the parsing). Formats pair as f32 with the f32 ONNX model and q8 with
 the int8 one. Prints a Markdown table (with the ratio Kestrel/ORT in texts/s) and the machine.
 
+Run it on a quiet machine (the load average is printed): with Linux's autogroup scheduling
+(/proc/sys/kernel/sched_autogroup_enabled = 1) another shell's build shares the CPU with the
+benchmark whatever `nice` it runs at; 2-thread figures suffer most.
+
 Setup (not CI):
     bash scripts/setup-bench.sh --onnx        # .venv-bench, models/onnx/*.onnx, checked
     .venv-bench/bin/python bench/compare_onnxruntime.py                   # ONNX Runtime only

@@ -23,7 +23,8 @@ As a library:
     emb = embed(ckpt, ids)                        # [n, d] float64
 
 As a tool:
-    bert_oracle.py CKPT_DIR (-p TEXT ... | -f FILE) [--json]   embeddings of texts (one per line)
+    bert_oracle.py CKPT_DIR (-p TEXT ... | -f FILE) [--json]   embeddings (and token ids) of
+                                                                texts (one per line in FILE)
     bert_oracle.py CKPT_DIR --check                             the published MiniLM cosines
 """
 import argparse
@@ -296,7 +297,8 @@ def main():
     ap.add_argument("-p", "--prompt", action="append", default=[], help="a text (repeatable)")
     ap.add_argument("-f", "--file", help="texts, one per line")
     ap.add_argument("--json", action="store_true",
-                    help='print {"embeddings": [...], "token_counts": [...]}, as kestrel embed')
+                    help='print {"embeddings": [...], "token_counts": [...]} as kestrel embed '
+                         'does, plus "token_ids" (with [CLS]/[SEP], truncated)')
     ap.add_argument("--check", action="store_true",
                     help="compare with the cosines published for all-MiniLM-L6-v2")
     args = ap.parse_args()
@@ -327,7 +329,8 @@ def main():
     ids = tokenize(ckpt, texts)
     emb = embed(ckpt, ids)
     if args.json:
-        json.dump({"embeddings": emb.tolist(), "token_counts": [len(i) for i in ids]}, sys.stdout)
+        json.dump({"embeddings": emb.tolist(), "token_counts": [len(i) for i in ids],
+                   "token_ids": ids}, sys.stdout)
         print()
     else:
         for text, i, e in zip(texts, ids, emb):
