@@ -10,9 +10,9 @@ session.run calls from Python: per configuration one warm-up, then --reps repeti
 running the session enough times to last --min-time seconds; the median repetition gives the
 latency of one call (ms) and texts/s = batch / latency.
 
-Kestrel's figures come from `KESTREL bench MODEL.kes --threads N --json`, whose output holds rows
-{"seq_len": S, "batch": B, "texts_per_s": X, "latency_ms": Y} under the key "encode" (see
-KESTREL_* below to adapt the parsing). Formats pair as f32 with the f32 ONNX model and q8 with
+Kestrel's figures come from `KESTREL bench MODEL.kes --threads N --seq-len S,.. --batch B,..
+--json`, whose output holds rows {"threads": N, "seq_len": S, "batch": B, "texts_per_s": X,
+"latency_ms": Y} under the key "encode" (see KESTREL_* below to adapt the parsing). Formats pair as f32 with the f32 ONNX model and q8 with
 the int8 one. Prints a Markdown table (with the ratio Kestrel/ORT in texts/s) and the machine.
 
 Run it on a quiet machine (the load average is printed): with Linux's autogroup scheduling
@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # How `kestrel bench --json` reports an encoder (change here if the CLI's output changes).
 KESTREL_BENCH_KEY = "encode"
-KESTREL_SEQ, KESTREL_BATCH = "seq_len", "batch"
+KESTREL_SEQ, KESTREL_BATCH, KESTREL_THREADS = "seq_len", "batch", "threads"
 KESTREL_TEXTS_PER_S, KESTREL_LATENCY_MS = "texts_per_s", "latency_ms"
 
 # Kestrel format -> ONNX model suffix it is compared with.
@@ -88,9 +88,10 @@ def time_ort(sess, feed, reps, min_time):
     return statistics.median(samples)
 
 
-def kestrel_rows(kestrel, model, threads, extra_args):
+def kestrel_rows(kestrel, model, threads, seqs, batches, extra_args):
     """{(seq, batch): (texts_per_s, latency_ms)} from `kestrel bench MODEL --threads N --json`."""
-    cmd = [kestrel, "bench", str(model), "--threads", str(threads), "--json", *extra_args]
+    cmd = [kestrel, "bench", str(model), "--threads", str(threads), "--seq-len", seqs,
+           "--batch", batches, "--json", *extra_args]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"compare_onnxruntime.py: error: {' '.join(cmd)} exited {proc.returncode}:\n"
@@ -105,9 +106,10 @@ def kestrel_rows(kestrel, model, threads, extra_args):
     if not isinstance(doc, dict) or not isinstance(doc.get(KESTREL_BENCH_KEY), list):
         sys.exit(f"compare_onnxruntime.py: error: {' '.join(cmd)} printed no JSON object with an "
                  f"{KESTREL_BENCH_KEY!r} list; stdout begins {proc.stdout[:300]!r}")
+    # Rows may name their thread count (kestrel bench takes --threads 1,2): keep this one's.
     return {(int(r[KESTREL_SEQ]), int(r[KESTREL_BATCH])):
             (float(r[KESTREL_TEXTS_PER_S]), float(r[KESTREL_LATENCY_MS]))
-            for r in doc[KESTREL_BENCH_KEY]}
+            for r in doc[KESTREL_BENCH_KEY] if int(r.get(KESTREL_THREADS, threads)) == threads}
 
 
 def machine():
@@ -173,8 +175,8 @@ def main():
                      "scripts/setup-bench.sh --onnx")
         for threads in ints(args.threads):
             sess = ort_session(path, threads)
-            ref = kestrel_rows(args.kestrel, kes[fmt], threads, args.kestrel_arg) \
-                if args.kestrel else {}
+            ref = kestrel_rows(args.kestrel, kes[fmt], threads, args.seq, args.batch,
+                               args.kestrel_arg) if args.kestrel else {}
             for seq in ints(args.seq):
                 for batch in ints(args.batch):
                     sec = time_ort(sess, ort_inputs(seq, batch, vocab, cls_id, sep_id),

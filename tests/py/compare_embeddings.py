@@ -14,9 +14,12 @@ gives them, match the oracle's), 1 when not, 2 when the tool or the inputs fail.
   --texts tiny     texts built from the checkpoint's own vocab.txt (words, word pieces run
                    together, punctuation, digits, CJK) plus words it lacks, some longer than a
                    tiny model's max_seq_length: for tests/py/make_tiny_bert.py folders
+  --ids            kestrel embed --ids with the oracle's token ids instead of -f with texts:
+                   the model alone, without kestrel's tokenizer
 
 usage: compare_embeddings.py --kestrel PATH --model MODEL.kes --checkpoint HF_DIR
-                             --min-cosine X [--texts tiny|corpus] [--kestrel-arg ARG ...]
+                             --min-cosine X [--texts tiny|corpus] [--ids]
+                             [--kestrel-arg ARG ...]
 e.g.   compare_embeddings.py --kestrel build/release/kestrel --model minilm-f32.kes \\
            --checkpoint models/all-MiniLM-L6-v2 --min-cosine 0.99999
 """
@@ -66,13 +69,16 @@ def tiny_texts(checkpoint, n=48, seed=5):
     return texts
 
 
-def run_kestrel(kestrel, model, texts, extra_args):
-    """(embeddings [n, d], token counts or None) from `kestrel embed ... --json`."""
+def run_kestrel(kestrel, model, lines, extra_args, ids):
+    """(embeddings [n, d], token counts or None) from `kestrel embed ... --json`; lines are
+    texts (-f) or, with ids, token-id sequences (--ids, one per line, space-separated)."""
+    if ids:
+        lines = [" ".join(map(str, seq)) for seq in lines]
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False) as f:
-        f.write("".join(t + "\n" for t in texts))
+        f.write("".join(t + "\n" for t in lines))
         path = f.name
     try:
-        cmd = [kestrel, "embed", model, "-f", path, "--json", *extra_args]
+        cmd = [kestrel, "embed", model, "--ids" if ids else "-f", path, "--json", *extra_args]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
         except OSError as e:
@@ -103,6 +109,9 @@ def main():
     ap.add_argument("--checkpoint", required=True, help="the Hugging Face checkpoint folder")
     ap.add_argument("--min-cosine", type=float, required=True)
     ap.add_argument("--texts", choices=["corpus", "tiny"], default="corpus")
+    ap.add_argument("--ids", action="store_true",
+                    help="give kestrel the oracle's token ids (kestrel embed --ids) instead of "
+                         "the texts: compares the model alone, without its tokenizer")
     ap.add_argument("--kestrel-arg", action="append", default=[],
                     help="extra argument for kestrel embed (repeatable), e.g. --kestrel-arg=-t2")
     args = ap.parse_args()
@@ -116,8 +125,9 @@ def main():
     else:
         texts = tiny_texts(args.checkpoint)
 
-    got, counts = run_kestrel(args.kestrel, args.model, texts, args.kestrel_arg)
     ids = bert_oracle.tokenize(ckpt, texts)
+    got, counts = run_kestrel(args.kestrel, args.model, ids if args.ids else texts,
+                              args.kestrel_arg, args.ids)
     want = bert_oracle.embed(ckpt, ids)
     if got.ndim != 2 or got.shape != want.shape:
         fail(f"kestrel gave embeddings of shape {got.shape}, the oracle {want.shape} "
