@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Compares `kestrel embed` with the float64 NumPy oracle (tests/py/bert_oracle.py), text by text.
+
+It writes the texts to a temporary file (one per line), runs
+    KESTREL embed MODEL.kes -f FILE --json
+which prints {"embeddings": [[...], ...], "token_counts": [...]} (one vector per line, in order),
+embeds the same texts with the oracle (token ids from the Hugging Face `tokenizers` library,
+truncated as sentence-transformers does), and prints the min and mean cosine similarity and the
+worst texts. Exit status: 0 when every cosine >= --min-cosine (and token counts, when the tool
+gives them, match the oracle's), 1 when not, 2 when the tool or the inputs fail.
+
+  --texts corpus   tests/py/embed_corpus.py (120 texts, some over 256 word pieces): for real
+                   checkpoints such as all-MiniLM-L6-v2
+  --texts tiny     texts built from the checkpoint's own vocab.txt (words, word pieces run
+                   together, punctuation, digits, CJK) plus words it lacks, some longer than a
+                   tiny model's max_seq_length: for tests/py/make_tiny_bert.py folders
+  --ids            kestrel embed --ids with the oracle's token ids instead of -f with texts:
+                   the model alone, without kestrel's tokenizer
+
+usage: compare_embeddings.py --kestrel PATH --model MODEL.kes --checkpoint HF_DIR
+                             --min-cosine X [--texts tiny|corpus] [--ids]
+                             [--kestrel-arg ARG ...]
+e.g.   compare_embeddings.py --kestrel build/release/kestrel --model minilm-f32.kes \\
+           --checkpoint models/all-MiniLM-L6-v2 --min-cosine 0.99999
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bert_oracle  # noqa: E402
+
+
+def tiny_texts(checkpoint, n=48, seed=5):
+    """Texts from the checkpoint's vocabulary, so most words are known to a tiny vocabulary;
+    unknown words (other scripts, emoji) and letters-only words (split into '##x' pieces) mixed
+    in, and lengths up to past a max_seq_length of 48 so truncation is hit too."""
+    vocab = (Path(checkpoint) / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    whole = [t for t in vocab if t and not t.startswith("##") and not t.startswith("[")]
+    words = [t for t in whole if len(t) > 1]
+    symbols = [t for t in whole if len(t) == 1]  # letters, digits, punctuation, CJK
+    pieces = [t[2:] for t in vocab if t.startswith("##") and len(t) > 2]
+    unknown = ["😀", "Привет", "עולם", "🦅", "ภาษา"]
+    rng = random.Random(seed)
+    texts = ["a", "the cat", ".", "中文", "Café naïve ÜBER", "😀"]
+    while len(texts) < n:
+        out = []
+        for _ in range(rng.choice([2, 5, 9, 14, 20, 30, 45, 60])):
+            r = rng.random()
+            if r < 0.5:
+                w = rng.choice(words)
+            elif r < 0.65:
+                w = rng.choice(symbols)
+            elif r < 0.8:  # a word run into pieces: exercises '##' continuation
+                w = rng.choice(words) + "".join(rng.choices(pieces, k=rng.randint(1, 2)))
+            elif r < 0.9:
+                w = rng.choice(unknown)
+            else:
+                w = rng.choice(words).upper()  # the normalizer lower-cases
+            out.append(w)
+        texts.append(" ".join(out))
+    return texts
+
+
+def run_kestrel(kestrel, model, lines, extra_args, ids):
+    """(embeddings [n, d], token counts or None) from `kestrel embed ... --json`; lines are
+    texts (-f) or, with ids, token-id sequences (--ids, one per line, space-separated)."""
+    if ids:
+        lines = [" ".join(map(str, seq)) for seq in lines]
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False) as f:
+        f.write("".join(t + "\n" for t in lines))
+        path = f.name
+    try:
+        cmd = [kestrel, "embed", model, "--ids" if ids else "-f", path, "--json", *extra_args]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8")
+        except OSError as e:
+            fail(f"cannot run {kestrel}: {e}")
+        if proc.returncode != 0:
+            fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr.strip()}")
+        try:
+            out = json.loads(proc.stdout)
+            emb = np.asarray(out["embeddings"], dtype=np.float64)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            fail(f"kestrel embed --json printed no {{\"embeddings\": [[...]]}} object ({e}); "
+                 f"stdout begins: {proc.stdout[:300]!r}")
+        counts = out.get("token_counts")
+        return emb, counts
+    finally:
+        os.unlink(path)
+
+
+def fail(message):
+    print(f"compare_embeddings.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--kestrel", required=True, help="the kestrel CLI")
+    ap.add_argument("--model", required=True, help=".kes converted from --checkpoint")
+    ap.add_argument("--checkpoint", required=True, help="the Hugging Face checkpoint folder")
+    ap.add_argument("--min-cosine", type=float, required=True)
+    ap.add_argument("--texts", choices=["corpus", "tiny"], default="corpus")
+    ap.add_argument("--ids", action="store_true",
+                    help="give kestrel the oracle's token ids (kestrel embed --ids) instead of "
+                         "the texts: compares the model alone, without its tokenizer")
+    ap.add_argument("--kestrel-arg", action="append", default=[],
+                    help="extra argument for kestrel embed (repeatable), e.g. --kestrel-arg=-t2")
+    args = ap.parse_args()
+
+    try:
+        ckpt = bert_oracle.Checkpoint.load(args.checkpoint)
+    except (OSError, ValueError, KeyError) as e:
+        fail(str(e))
+    if args.texts == "corpus":
+        from embed_corpus import TEXTS as texts
+    else:
+        texts = tiny_texts(args.checkpoint)
+
+    ids = bert_oracle.tokenize(ckpt, texts)
+    got, counts = run_kestrel(args.kestrel, args.model, ids if args.ids else texts,
+                              args.kestrel_arg, args.ids)
+    want = bert_oracle.embed(ckpt, ids)
+    if got.ndim != 2 or got.shape != want.shape:
+        fail(f"kestrel gave embeddings of shape {got.shape}, the oracle {want.shape} "
+             f"({len(texts)} texts)")
+
+    cos = (got * want).sum(axis=1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
+    cos = np.nan_to_num(cos, nan=-1.0)  # a zero or NaN vector from the tool counts as a miss
+    order = np.argsort(cos)
+    print(f"{len(texts)} texts ({args.texts}), {got.shape[1]} dims: cosine min {cos.min():.7f}, "
+          f"mean {cos.mean():.7f} (need >= {args.min_cosine})")
+    for i in order[:3]:
+        print(f"  {cos[i]:.7f}  {len(ids[i]):4d} tokens  {texts[i][:70]!r}")
+
+    ok = bool(cos.min() >= args.min_cosine)
+    if counts is not None:
+        # Token counts with [CLS] and [SEP], after truncation: equal counts are a cheap check
+        # that the tool tokenized and truncated as the Hugging Face tokenizer did.
+        bad = [i for i, (c, t) in enumerate(zip(counts, ids)) if c != len(t)]
+        if len(counts) != len(ids):
+            print(f"token_counts has {len(counts)} entries for {len(ids)} texts")
+            ok = False
+        elif bad:
+            ok = False
+            print(f"token counts differ from the Hugging Face tokenizer's on {len(bad)} texts:")
+            for i in bad[:5]:
+                print(f"  kestrel {counts[i]}, tokenizers {len(ids[i])}: {texts[i][:70]!r}")
+    print("PASS" if ok else "FAIL")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

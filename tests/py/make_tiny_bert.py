@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""Writes a tiny, random-weight BERT checkpoint folder in the Hugging Face + sentence-transformers
+layout, for tests that need a whole encoder quickly (CI on every target, qemu included).
+
+OUT_DIR gets:
+  config.json                 BertModel: hidden 32, 2 layers, 4 heads, intermediate 64,
+                              max_position_embeddings 64, type_vocab_size 2, eps 1e-12, gelu
+  model.safetensors           F32 tensors under Hugging Face's names, plus
+                              embeddings.position_ids (I64 [1, 64]) as real checkpoints carry it,
+                              and pooler.dense.* unless --no-pooler (sentence-transformers
+                              ignores the pooler; a converter must skip it)
+  vocab.txt, tokenizer.json   WordPiece over a small vocabulary (specials, punctuation, digits,
+  tokenizer_config.json       single letters and '##' letters so any ASCII word is covered,
+                              some English words and suffixes, a few accented and CJK
+                              characters); BertNormalizer (lowercase, accents stripped unless
+                              --keep-accents), BertPreTokenizer, "[CLS] $A [SEP]"
+  modules.json                Transformer, Pooling (+ Normalize unless --no-normalize)
+  1_Pooling/config.json       --pooling mean (default) | cls | max
+  sentence_bert_config.json   max_seq_length (--max-seq-length, default 48: shorter than the 64
+                              positions, so truncation is the sentence-transformers one)
+
+Weights are scaled so activations stay O(1) and attention is neither uniform nor one-hot
+(q.k / sqrt(head_dim) has a standard deviation of about 1.2-1.5, near all-MiniLM-L6-v2's).
+The same arguments always give the same bytes.
+
+usage: make_tiny_bert.py OUT_DIR [--pooling mean|cls|max] [--no-normalize] [--keep-accents]
+                         [--max-seq-length N] [--no-pooler] [--seed N]
+"""
+import argparse
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+from safetensors.numpy import save_file
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+
+HIDDEN = 32
+LAYERS = 2
+HEADS = 4
+INTERMEDIATE = 64
+MAX_POSITIONS = 64
+TYPE_VOCAB = 2
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0-4
+PUNCT = list(".,!?;:'\"()-/")
+DIGITS = [str(d) for d in range(10)]
+LETTERS = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+WORDS = ["the", "an", "cat", "dog", "bird", "kestrel", "falcon", "sits", "plays", "hovers",
+         "hunts", "in", "on", "over", "garden", "wind", "field", "is", "was", "and", "of", "to",
+         "small", "fast", "new", "movie", "great", "man", "woman", "watches", "guitar", "run",
+         "play", "hunt", "fly", "un", "believ", "cafe", "café", "naive", "2024", "42"]
+SUFFIXES = ["##ing", "##ed", "##er", "##ly", "##able", "##ness", "##tion"]
+# Kept by --keep-accents; with the default normalizer accents are stripped first, so "é" then
+# reaches the model as "e". CJK characters are split into single-character words either way.
+ACCENTED_CJK = ["é", "##é", "ñ", "ü", "中", "文", "日", "本", "語"]
+
+
+def vocabulary():
+    tokens = (SPECIALS + PUNCT + DIGITS + ["##" + d for d in DIGITS] + LETTERS
+              + ["##" + c for c in LETTERS] + WORDS + SUFFIXES + ACCENTED_CJK)
+    assert len(tokens) == len(set(tokens)), "duplicate vocabulary entry"
+    return tokens
+
+
+def tokenizer(tokens, keep_accents):
+    vocab = {t: i for i, t in enumerate(tokens)}
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100))
+    # strip_accents None follows lowercase (strips), as in all-MiniLM-L6-v2's tokenizer.json.
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                                strip_accents=False if keep_accents else None,
+                                                lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tok.add_special_tokens(SPECIALS)
+    return tok
+
+
+def weights(rng, with_pooler):
+    def normal(shape, std):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    def linear(prefix, n_out, n_in, gain=1.0):
+        # std gain/sqrt(n_in): unit-variance inputs give outputs of variance gain^2.
+        w[prefix + ".weight"] = normal((n_out, n_in), gain / math.sqrt(n_in))
+        w[prefix + ".bias"] = normal((n_out,), 0.1)
+
+    def norm(prefix):
+        w[prefix + ".weight"] = (1.0 + normal((HIDDEN,), 0.1)).astype(np.float32)
+        w[prefix + ".bias"] = normal((HIDDEN,), 0.1)
+
+    n_vocab = len(vocabulary())
+    w = {}
+    w["embeddings.word_embeddings.weight"] = normal((n_vocab, HIDDEN), 1.0)
+    w["embeddings.position_embeddings.weight"] = normal((MAX_POSITIONS, HIDDEN), 0.5)
+    w["embeddings.token_type_embeddings.weight"] = normal((TYPE_VOCAB, HIDDEN), 0.3)
+    norm("embeddings.LayerNorm")
+    w["embeddings.position_ids"] = np.arange(MAX_POSITIONS, dtype=np.int64)[None, :]
+    head_dim = HIDDEN // HEADS
+    for il in range(LAYERS):
+        p = f"encoder.layer.{il}."
+        # q.k sums head_dim products of ~unit-variance terms, then / sqrt(head_dim): gains of
+        # 1.2 on q and k give scores of std ~1.2-1.5: peaked but not one-hot attention.
+        linear(p + "attention.self.query", HIDDEN, HIDDEN, 1.2)
+        linear(p + "attention.self.key", HIDDEN, HIDDEN, 1.2)
+        linear(p + "attention.self.value", HIDDEN, HIDDEN)
+        linear(p + "attention.output.dense", HIDDEN, HIDDEN)
+        norm(p + "attention.output.LayerNorm")
+        linear(p + "intermediate.dense", INTERMEDIATE, HIDDEN)  # unit variance: GELU's bend
+        linear(p + "output.dense", HIDDEN, INTERMEDIATE)
+        norm(p + "output.LayerNorm")
+    assert head_dim * HEADS == HIDDEN
+    if with_pooler:
+        linear("pooler.dense", HIDDEN, HIDDEN)
+    return w
+
+
+def write_json(path, obj):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out_dir")
+    ap.add_argument("--pooling", choices=["mean", "cls", "max"], default="mean")
+    ap.add_argument("--no-normalize", action="store_true", help="leave 2_Normalize out")
+    ap.add_argument("--keep-accents", action="store_true",
+                    help="tokenizer strip_accents false (default: stripped, as MiniLM)")
+    ap.add_argument("--max-seq-length", type=int, default=48)
+    ap.add_argument("--no-pooler", action="store_true", help="no pooler.dense tensors")
+    ap.add_argument("--seed", type=int, default=10)
+    args = ap.parse_args()
+    if not 2 < args.max_seq_length <= MAX_POSITIONS:
+        ap.error(f"--max-seq-length must be in 3..{MAX_POSITIONS}")
+
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokens = vocabulary()
+    rng = np.random.default_rng(args.seed)
+
+    write_json(out / "config.json", {
+        "architectures": ["BertModel"], "model_type": "bert",
+        "hidden_size": HIDDEN, "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
+        "intermediate_size": INTERMEDIATE, "hidden_act": "gelu",
+        "max_position_embeddings": MAX_POSITIONS, "type_vocab_size": TYPE_VOCAB,
+        "vocab_size": len(tokens), "layer_norm_eps": 1e-12, "pad_token_id": 0,
+        "position_embedding_type": "absolute", "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1, "initializer_range": 0.02,
+    })
+    save_file(weights(rng, not args.no_pooler), str(out / "model.safetensors"),
+              metadata={"format": "pt"})
+
+    with open(out / "vocab.txt", "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in tokens))
+    tokenizer(tokens, args.keep_accents).save(str(out / "tokenizer.json"))
+    write_json(out / "tokenizer_config.json", {
+        "do_lower_case": True, "strip_accents": False if args.keep_accents else None,
+        "tokenize_chinese_chars": True, "unk_token": "[UNK]", "sep_token": "[SEP]",
+        "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]",
+        "tokenizer_class": "BertTokenizer", "model_max_length": MAX_POSITIONS,
+    })
+
+    modules = [{"idx": 0, "name": "0", "path": "",
+                "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling",
+                "type": "sentence_transformers.models.Pooling"}]
+    if not args.no_normalize:
+        modules.append({"idx": 2, "name": "2", "path": "2_Normalize",
+                        "type": "sentence_transformers.models.Normalize"})
+    elif (out / "2_Normalize").exists():
+        os.rmdir(out / "2_Normalize")  # a re-run without normalize must not leave it listed
+    if not args.no_normalize:
+        (out / "2_Normalize").mkdir(exist_ok=True)  # sentence-transformers saves it empty
+    write_json(out / "modules.json", modules)
+    write_json(out / "1_Pooling" / "config.json", {
+        "word_embedding_dimension": HIDDEN,
+        "pooling_mode_cls_token": args.pooling == "cls",
+        "pooling_mode_mean_tokens": args.pooling == "mean",
+        "pooling_mode_max_tokens": args.pooling == "max",
+        "pooling_mode_mean_sqrt_len_tokens": False,
+    })
+    write_json(out / "sentence_bert_config.json",
+               {"max_seq_length": args.max_seq_length, "do_lower_case": False})
+    print(f"tiny BERT: {out} (vocab {len(tokens)}, pooling {args.pooling}, "
+          f"normalize {not args.no_normalize})")
+
+
+if __name__ == "__main__":
+    main()
