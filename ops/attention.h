@@ -35,10 +35,10 @@ struct AttentionArgs {
   // 0: causal, the query at p sees keys at 0..p. >0: sliding window, sees keys at
   // max(0, p - window + 1)..p.
   int64_t window;
+  float scale;  // multiplies q.k before the softmax
   // >0: bidirectional, every query sees the keys at 0..all_keys-1 (an encoder's sequence, whose
   // keys fill slots 0..all_keys-1); pos0 and window are then unused.
   size_t all_keys = 0;
-  float scale;  // multiplies q.k before the softmax
 };
 
 // The largest head_dim the op's stack state is sized for.

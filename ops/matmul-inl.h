@@ -32,6 +32,9 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 inline constexpr size_t kRowTile = 4;
+// Activation bytes of one token block (see MatMul): half of a typical 1 MiB L2, the rest for
+// the weights passing through.
+inline constexpr size_t kMatMulL2ActivationBytes = size_t{192} << 10;
 // A full tile holds kRowTile * kTokenTile accumulators plus kRowTile weight vectors in registers.
 // x86 before AVX-512 has 16 vector registers, enough for 4x2 (4x4 spills: f16 prefill measured
 // 25% slower on AVX2); AVX-512, NEON and SVE have 32. The 3- and 4-token tiles therefore run only
@@ -156,13 +159,21 @@ template <typename WT>
 void MatMul(const WT* HWY_RESTRICT w, const float* HWY_RESTRICT x, float* HWY_RESTRICT y,
             size_t n_tokens, size_t k, size_t n_out, size_t row_begin, size_t row_end) {
   const hn::ScalableTag<float> df;
-  // Rows outer, tokens inner: a row tile (4 rows of k weights) stays in L1 while every token
-  // passes over it, so weights are read from memory once per call.
-  for (size_t r = row_begin; r < row_end; r += kRowTile) {
-    const size_t rows = HWY_MIN(kRowTile, row_end - r);
-    for (size_t t = 0; t < n_tokens; t += kTokenTile) {
-      const size_t tokens = HWY_MIN(kTokenTile, n_tokens - t);
-      MatMulTileFor(df, rows, tokens, w + r * k, x + t * k, k, y + t * n_out + r, n_out);
+  // Rows outer, tokens inner: a row tile (4 rows of k weights) stays in L1 while every token of
+  // a block passes over it. Blocks of tokens small enough for their activations to stay in L2:
+  // an encoder step of 32 texts x 128 tokens has 6 MiB of activations per matmul, and streaming
+  // them from memory once per row tile made the whole GEMM memory-bound (2.4x slower per token
+  // than 128 tokens measured on Zen 4). Each output is summed in the same order either way.
+  const size_t fit = kMatMulL2ActivationBytes / (k * sizeof(float)) / kTokenTile * kTokenTile;
+  const size_t block = HWY_MAX(kTokenTile, fit);
+  for (size_t t0 = 0; t0 < n_tokens; t0 += block) {
+    const size_t t1 = HWY_MIN(n_tokens, t0 + block);
+    for (size_t r = row_begin; r < row_end; r += kRowTile) {
+      const size_t rows = HWY_MIN(kRowTile, row_end - r);
+      for (size_t t = t0; t < t1; t += kTokenTile) {
+        const size_t tokens = HWY_MIN(kTokenTile, t1 - t);
+        MatMulTileFor(df, rows, tokens, w + r * k, x + t * k, k, y + t * n_out + r, n_out);
+      }
     }
   }
 }
