@@ -66,15 +66,14 @@ void LayerNormPerTarget(const float* in, float* out, const float* HWY_RESTRICT g
     const Deviations dev = SumDeviations(df, x, dim, m);
     const float c = dev.sum / fdim;  // true mean - m, up to roundings
     const float var = std::fmax(dev.sum_of_squares / fdim - c * c, 0.0f);
-    const auto vm = hn::Set(df, m);
-    const auto vc = hn::Set(df, c);
-    const auto inv_std = hn::Set(df, 1.0f / std::sqrt(var + eps));
-    // Every element of the row is read before it is written, so out == in is safe.
+    const float inv_std = 1.0f / std::sqrt(var + eps);
+    // Every element of the row is read before it is written, so out == in is safe. Scalars, not
+    // vectors, are captured: SVE vectors are sizeless and cannot live in a closure.
     MapVectors(
         out + r * dim, dim,
-        [&](auto, auto v, auto g, auto b) {
-          const auto normalized = hn::Mul(hn::Sub(hn::Sub(v, vm), vc), inv_std);
-          return hn::MulAdd(normalized, g, b);
+        [m, c, inv_std](auto df, auto v, auto g, auto b) {
+          const auto d = hn::Sub(hn::Sub(v, hn::Set(df, m)), hn::Set(df, c));
+          return hn::MulAdd(hn::Mul(d, hn::Set(df, inv_std)), g, b);
         },
         x, gamma, beta);
   }
