@@ -123,8 +123,8 @@ Status Encoder::Tokenize(std::string_view text, std::vector<int32_t>* ids) const
   // Special tokens typed in the text count as themselves, as Hugging Face tokenizers parse them.
   KES_RETURN_IF_ERROR(tok.Encode(text, /*add_special=*/false, /*parse_special=*/true, &pieces));
   const size_t specials = (config.add_bos ? 1 : 0) + (config.add_eos ? 1 : 0);
-  const size_t keep = std::min(pieces.size(), max_sequence_tokens() - std::min(specials,
-                                                                             max_sequence_tokens()));
+  const size_t room = max_sequence_tokens() - std::min(specials, max_sequence_tokens());
+  const size_t keep = std::min(pieces.size(), room);
   ids->clear();
   if (config.add_bos) ids->push_back(config.bos_id);
   ids->insert(ids->end(), pieces.begin(), pieces.begin() + static_cast<std::ptrdiff_t>(keep));

@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # ctest -R pattern of the tests repeated on each extra emulated CPU.
-subset='^(Ops|Attention|ThreadPool|TinyModel|TinyRun|Cli|MatMulQ|QuantizeRows|EmbedQuant)'
+subset='^(Ops|Attention|ThreadPool|TinyModel|TinyRun|TinyBert|Cli|MatMulQ|QuantizeRows|EmbedQuant)'
 
 check_target() {  # build dir, expected chosen target
   local chosen

@@ -4,6 +4,7 @@
 // Built only without sanitizers, which own malloc themselves.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "runtime/chat_template.h"
+#include "runtime/encoder.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -148,6 +150,56 @@ INSTANTIATE_TEST_SUITE_P(
                       // keep: mixed kept types (Q8_0, Q5_0, Q4_K, Q6_K; Q4_1 and Q8_0)
                       ZeroAllocCase{"gemma3-270m-keep", 1}, ZeroAllocCase{"gemma3-270m-keep", 2},
                       ZeroAllocCase{"smollm2-135m-keep", 2}),
+    [](const auto& info) {
+      std::string name = info.param.model;
+      for (char& c : name) c = c == '-' ? '_' : c;
+      return name + "_" + std::to_string(info.param.threads) + "_threads";
+    });
+
+// An encoder's Encode: 40 texts of 4 to 256 tokens (two steps of at most 32 texts, mixed
+// lengths in each), tokenized before counting.
+class ZeroAllocEncodeTest : public ::testing::TestWithParam<ZeroAllocCase> {};
+
+TEST_P(ZeroAllocEncodeTest, EncodeAllocatesNothing) {
+  const ZeroAllocCase& c = GetParam();
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(std::string(KESTREL_TEST_TMP) + "/" + c.model + ".kes", &model);
+  ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
+  EncoderOptions options;
+  options.n_threads = c.threads;
+  std::unique_ptr<Encoder> encoder;
+  ASSERT_TRUE(Encoder::Create(*model, options, &encoder).ok());
+  std::vector<std::vector<int32_t>> texts(40);
+  std::vector<const int32_t*> ids;
+  std::vector<size_t> lengths;
+  std::string text;
+  while (text.size() < 2000) text += "The kestrel hovers over the field, then drops. ";
+  for (size_t i = 0; i < texts.size(); ++i) {
+    // 4 to ~2000 characters: the longest are cut to the model's 256 tokens.
+    ASSERT_TRUE(encoder->Tokenize(text.substr(0, 4 + i * i * 13 % 1990), &texts[i]).ok());
+    ids.push_back(texts[i].data());
+    lengths.push_back(texts[i].size());
+  }
+  EXPECT_EQ(*std::max_element(lengths.begin(), lengths.end()), encoder->max_sequence_tokens());
+  std::vector<float> out(texts.size() * encoder->embedding_dim());
+
+  g_calls.store(0);
+  g_counting.store(true);
+  s = encoder->Encode(ids.data(), lengths.data(), ids.size(), out.data());
+  g_counting.store(false);
+
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(g_calls.load(), 0) << "heap calls during Encode with " << c.model << " and "
+                               << c.threads << " thread(s)";
+  double norm = 0;
+  for (size_t j = 0; j < encoder->embedding_dim(); ++j) norm += double{out[j]} * out[j];
+  EXPECT_NEAR(norm, 1.0, 1e-4) << "MiniLM's embeddings are L2-normalized";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Encoders, ZeroAllocEncodeTest,
+    ::testing::Values(ZeroAllocCase{"minilm-l6-f32", 1}, ZeroAllocCase{"minilm-l6-f32", 2},
+                      ZeroAllocCase{"minilm-l6-q8", 2}, ZeroAllocCase{"minilm-l6-q4", 1}),
     [](const auto& info) {
       std::string name = info.param.model;
       for (char& c : name) c = c == '-' ? '_' : c;

@@ -70,13 +70,19 @@ int BenchCommand(const std::vector<std::string>& args) {
     } else if (arg == "-n" || arg == "--n-gen") {
       s = flags.Int(arg, 0, 1 << 20, &n_gen);
     } else if (arg == "-t" || arg == "--threads") {
-      if ((s = flags.Value(arg, &value)).ok()) s = ParseCountList(arg, value, 256, &thread_counts);
+      if ((s = flags.Value(arg, &value)).ok()) {
+        s = ParseCountList("--threads", value, 256, &thread_counts);
+      }
     } else if (arg == "-r" || arg == "--repetitions") {
       s = flags.Int(arg, 1, 1000, &repetitions);
     } else if (arg == "--seq-len") {
-      if ((s = flags.Value(arg, &value)).ok()) s = ParseCountList(arg, value, 65536, &encoder.seq_lens);
+      if ((s = flags.Value(arg, &value)).ok()) {
+        s = ParseCountList("--seq-len", value, 65536, &encoder.seq_lens);
+      }
     } else if (arg == "-b" || arg == "--batch") {
-      if ((s = flags.Value(arg, &value)).ok()) s = ParseCountList(arg, value, 65536, &encoder.batches);
+      if ((s = flags.Value(arg, &value)).ok()) {
+        s = ParseCountList("--batch", value, 65536, &encoder.batches);
+      }
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--disable-targets") {

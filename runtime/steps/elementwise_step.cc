@@ -29,7 +29,9 @@ bool ThreadShare(size_t total, size_t thread, size_t n_threads, size_t* b, size_
 void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
   const auto& a = *static_cast<const BinaryArgs*>(args);
   size_t b, e;
-  if (ThreadShare(n * a.row, thread, n_threads, &b, &e)) a.kernel(a.a + b, a.b + b, a.out + b, e - b);
+  if (ThreadShare(n * a.row, thread, n_threads, &b, &e)) {
+    a.kernel(a.a + b, a.b + b, a.out + b, e - b);
+  }
 }
 
 using UnaryFn = void (*)(const float* in, float* out, size_t n);

@@ -1,4 +1,5 @@
-// Embed: ids (tokens, or an encoder's positions and token types) -> rows of a table, scaled. The lookup is bound per table dtype.
+// Embed: ids (tokens, or an encoder's positions and token types) -> rows of a table, scaled.
+// The lookup is bound per table dtype.
 #include <cmath>
 
 #include "ops/embed.h"

@@ -105,16 +105,23 @@ def fail(message):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kestrel", required=True, help="the kestrel CLI")
-    ap.add_argument("--model", required=True, help=".kes converted from --checkpoint")
+    ap.add_argument("--model", required=True, action="append",
+                    help=".kes converted from --checkpoint (repeatable: the oracle runs once)")
     ap.add_argument("--checkpoint", required=True, help="the Hugging Face checkpoint folder")
-    ap.add_argument("--min-cosine", type=float, required=True)
+    ap.add_argument("--min-cosine", type=float, required=True, action="append",
+                    help="the bar, one per --model in the same order (or one for all)")
     ap.add_argument("--texts", choices=["corpus", "tiny"], default="corpus")
     ap.add_argument("--ids", action="store_true",
                     help="give kestrel the oracle's token ids (kestrel embed --ids) instead of "
                          "the texts: compares the model alone, without its tokenizer")
+    ap.add_argument("--both", action="store_true", help="run each model from texts and from ids")
     ap.add_argument("--kestrel-arg", action="append", default=[],
                     help="extra argument for kestrel embed (repeatable), e.g. --kestrel-arg=-t2")
     args = ap.parse_args()
+    if len(args.min_cosine) == 1:
+        args.min_cosine *= len(args.model)
+    if len(args.min_cosine) != len(args.model):
+        fail(f"{len(args.model)} --model but {len(args.min_cosine)} --min-cosine")
 
     try:
         ckpt = bert_oracle.Checkpoint.load(args.checkpoint)
@@ -126,9 +133,21 @@ def main():
         texts = tiny_texts(args.checkpoint)
 
     ids = bert_oracle.tokenize(ckpt, texts)
-    got, counts = run_kestrel(args.kestrel, args.model, ids if args.ids else texts,
-                              args.kestrel_arg, args.ids)
     want = bert_oracle.embed(ckpt, ids)
+    modes = [False, True] if args.both else [args.ids]
+    ok = True
+    for model, bar in zip(args.model, args.min_cosine):
+        for use_ids in modes:
+            print(f"== {model} from {'token ids' if use_ids else 'texts'}")
+            ok &= compare(args, model, bar, use_ids, texts, ids, want)
+    print("PASS" if ok else "FAIL")
+    sys.exit(0 if ok else 1)
+
+
+def compare(args, model, bar, use_ids, texts, ids, want):
+    """Runs kestrel on one model and prints how its embeddings compare; True when they pass."""
+    got, counts = run_kestrel(args.kestrel, model, ids if use_ids else texts,
+                              args.kestrel_arg, use_ids)
     if got.ndim != 2 or got.shape != want.shape:
         fail(f"kestrel gave embeddings of shape {got.shape}, the oracle {want.shape} "
              f"({len(texts)} texts)")
@@ -137,11 +156,11 @@ def main():
     cos = np.nan_to_num(cos, nan=-1.0)  # a zero or NaN vector from the tool counts as a miss
     order = np.argsort(cos)
     print(f"{len(texts)} texts ({args.texts}), {got.shape[1]} dims: cosine min {cos.min():.7f}, "
-          f"mean {cos.mean():.7f} (need >= {args.min_cosine})")
+          f"mean {cos.mean():.7f} (need >= {bar})")
     for i in order[:3]:
         print(f"  {cos[i]:.7f}  {len(ids[i]):4d} tokens  {texts[i][:70]!r}")
 
-    ok = bool(cos.min() >= args.min_cosine)
+    ok = bool(cos.min() >= bar)
     if counts is not None:
         # Token counts with [CLS] and [SEP], after truncation: equal counts are a cheap check
         # that the tool tokenized and truncated as the Hugging Face tokenizer did.
@@ -154,8 +173,7 @@ def main():
             print(f"token counts differ from the Hugging Face tokenizer's on {len(bad)} texts:")
             for i in bad[:5]:
                 print(f"  kestrel {counts[i]}, tokenizers {len(ids[i])}: {texts[i][:70]!r}")
-    print("PASS" if ok else "FAIL")
-    sys.exit(0 if ok else 1)
+    return ok
 
 
 if __name__ == "__main__":
