@@ -56,6 +56,17 @@ bool ParseCount(const char* text, uint32_t max, uint32_t* out) {
   return true;
 }
 
+// A file of a Hugging Face checkpoint given instead of its folder (model.safetensors, say) fails
+// as a GGUF file; the message then says what to give instead.
+std::string CheckpointFolderHint(const std::string& input) {
+  const size_t slash = input.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : input.substr(0, slash);
+  if (!kestrel::IsDirectory(input) && kestrel::PathExists(folder + "/config.json")) {
+    return " (a Hugging Face checkpoint is converted from its folder: give '" + folder + "')";
+  }
+  return std::string();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,13 +101,15 @@ int main(int argc, char** argv) {
       else return Fail(std::string("--weights: expected ") + kWeightChoices + ", found '" + v + "'");
     } else if (arg == "--prefill-tokens" || arg == "--score-tokens") {
       uint32_t* target = arg == "--prefill-tokens" ? &options.prefill_tokens : &options.score_tokens;
-      if (!has_value || !ParseCount(argv[++i], 4096, target)) {
-        return Fail(arg + ": expected a whole number from 1 to 4096");
+      if (!has_value) return Fail(arg + " needs a value (a whole number from 1 to 4096)");
+      if (!ParseCount(argv[++i], 4096, target)) {
+        return Fail(arg + ": expected a whole number from 1 to 4096, found '" + argv[i] + "'");
       }
     } else if (arg == "--max-seq-length" || arg == "--max-batch") {
       uint32_t* target = arg == "--max-batch" ? &encoder.max_batch : &encoder.max_seq_length;
-      if (!has_value || !ParseCount(argv[++i], 65536, target)) {
-        return Fail(arg + ": expected a whole number from 1 to 65536");
+      if (!has_value) return Fail(arg + " needs a value (a whole number from 1 to 65536)");
+      if (!ParseCount(argv[++i], 65536, target)) {
+        return Fail(arg + ": expected a whole number from 1 to 65536, found '" + argv[i] + "'");
       }
     } else if (!arg.empty() && arg[0] == '-') {
       return Fail("unknown option '" + arg + "'\n" + kUsage);
@@ -126,7 +139,7 @@ int main(int argc, char** argv) {
   } else {
     std::unique_ptr<gguf::File> file;
     s = gguf::File::Open(input, &file);
-    if (!s.ok()) return Fail(s.message());
+    if (!s.ok()) return Fail(s.message() + CheckpointFolderHint(input));
     if (!weights_given) options.keep_types = HasQuantizedTensors(*file);
     if (recipe_given) {
       s = ChooseWeightTypes(*file, recipe, &options.tensor_types);

@@ -62,10 +62,15 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
   const uint32_t max_seq = encoder.max_seq_length ? encoder.max_seq_length
                            : ckpt.sentence.max_seq_length ? ckpt.sentence.max_seq_length
                                                           : c.max_positions;
+  // Names where the length came from: a flag and a file are fixed in different places.
+  const std::string max_seq_source = encoder.max_seq_length ? "--max-seq-length"
+                                     : ckpt.sentence.max_seq_length
+                                         ? "sentence_bert_config.json's max_seq_length"
+                                         : "max_position_embeddings";
   KES_CHECK_OR_RETURN(max_seq >= 3 && max_seq <= c.max_positions,
-                      "max sequence length " + std::to_string(max_seq) +
-                          " must be 3.." + std::to_string(c.max_positions) +
-                          " (the checkpoint's max_position_embeddings)");
+                      max_seq_source + " " + std::to_string(max_seq) + ": expected 3.." +
+                          std::to_string(c.max_positions) +
+                          " (config.json's max_position_embeddings)");
   KES_CHECK_OR_RETURN(encoder.max_batch >= 1 && uint64_t{encoder.max_batch} * max_seq <= 65536,
                       "a step of " + std::to_string(encoder.max_batch) + " sequences of " +
                           std::to_string(max_seq) + " tokens exceeds 65536 tokens");

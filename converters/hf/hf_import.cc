@@ -19,6 +19,11 @@ bool IsDirectory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 Status HfConfig::Read(const std::string& path) {
   path_ = path;
   return safetensors::ReadJson(path, json::value_t::object, &json_);
@@ -75,9 +80,10 @@ Status HfCheckpoint::Import(const std::string& name, fb::DType dtype,
                             uint32_t* id) const {
   const safetensors::Checkpoint::Tensor* t = weights->Find(name);
   KES_CHECK_OR_RETURN(t != nullptr, folder + ": the checkpoint has no tensor '" + name + "'");
-  KES_CHECK_OR_RETURN(t->info->shape == shape, "tensor '" + name + "': expected shape " +
-                                                   ShapeString(shape) + ", found " +
-                                                   ShapeString(t->info->shape));
+  KES_CHECK_OR_RETURN(t->info->shape == shape,
+                      "'" + t->file->path() + "': tensor '" + name + "': expected shape " +
+                          ShapeString(shape) + " (from config.json), found " +
+                          ShapeString(t->info->shape));
   std::vector<float> values;
   KES_RETURN_IF_ERROR(weights->ReadF32(name, &values));
   return StoreWeights(name, values, dtype, shape, model, id);
@@ -90,7 +96,11 @@ Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& opti
                       "input; for a Hugging Face checkpoint use f32, f16, bf16, q8 or q4");
   HfCheckpoint ckpt;
   ckpt.folder = folder;
-  KES_RETURN_IF_ERROR(ckpt.config.Read(folder + "/config.json"));
+  const std::string config_path = folder + "/config.json";
+  KES_CHECK_OR_RETURN(PathExists(config_path),
+                      "expected a Hugging Face checkpoint folder (config.json, model.safetensors, "
+                      "tokenizer files), found no config.json");
+  KES_RETURN_IF_ERROR(ckpt.config.Read(config_path));
   std::string type;
   KES_RETURN_IF_ERROR(ckpt.config.String("model_type", &type));
   KES_CHECK_OR_RETURN(type == "bert", ckpt.config.path() + ": model_type \"" + type +
@@ -100,11 +110,14 @@ Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& opti
   KES_RETURN_IF_ERROR(ConvertBert(ckpt, options, encoder, out));
   out->meta.tokenizer = std::make_unique<fb::TokenizerT>();
   KES_RETURN_IF_ERROR(ReadHfTokenizer(folder, out->meta.tokenizer.get()));
+  const std::string tokenizer_file =
+      PathExists(folder + "/tokenizer.json") ? "tokenizer.json" : "vocab.txt";
   KES_CHECK_OR_RETURN(out->meta.tokenizer->pieces.size() == out->meta.hparams->vocab_size,
-                      "the tokenizer has " +
+                      tokenizer_file + " has " +
                           std::to_string(out->meta.tokenizer->pieces.size()) +
                           " tokens but config.json's vocab_size is " +
-                          std::to_string(out->meta.hparams->vocab_size));
+                          std::to_string(out->meta.hparams->vocab_size) +
+                          ": expected one token per word embedding row");
   std::string name = folder.substr(folder.find_last_of('/', folder.size() - 2) + 1);
   if (!name.empty() && name.back() == '/') name.pop_back();
   out->meta.name = name;

@@ -19,6 +19,8 @@ struct HfEncoderOptions {
 
 // Whether `path` is a folder (a checkpoint) rather than a file.
 bool IsDirectory(const std::string& path);
+// Whether anything exists at `path`.
+bool PathExists(const std::string& path);
 
 // Converts the checkpoint in `folder` by its config.json model_type (supported: bert). Weight
 // dtypes: options.weight_dtype (f32, f16, bf16, q8, q4) for the matmul and word-embedding

@@ -37,9 +37,11 @@ Status ReadPooling(const std::string& path, SentenceEmbeddingConfig* out) {
                         path + ": " + unsupported + " is not supported (supported: mean, cls, max)");
   }
   KES_CHECK_OR_RETURN(modes == 1, path + ": expected exactly one of pooling_mode_mean_tokens, "
-                                         "pooling_mode_cls_token, pooling_mode_max_tokens, found " +
-                                         std::to_string(modes) +
-                                         " (concatenated poolings are not supported)");
+                                         "pooling_mode_cls_token, pooling_mode_max_tokens true, " +
+                                         (modes == 0 ? std::string("found none")
+                                                     : "found " + std::to_string(modes) +
+                                                           " (concatenated poolings are not "
+                                                           "supported)"));
   return OkStatus();
 }
 
