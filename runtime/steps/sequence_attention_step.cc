@@ -1,18 +1,17 @@
 // SequenceAttention: an encoder's bidirectional self-attention. Each sequence of the step attends
-// over its own keys and values, which are rows of this step's k and v buffers: the op's kernel is
-// the decoder's streaming-softmax attention with the sequence's rows as a ring that every query
-// sees whole.
+// over its own keys and values, which are rows of this step's k and v buffers, with the kernel
+// ops/sequence_attention made for that (every query of a sequence sees the same keys).
 #include <cmath>
 
-#include "ops/attention.h"
+#include "ops/sequence_attention.h"
 #include "runtime/steps/sequences.h"
 #include "runtime/steps/steps.h"
 
 namespace kestrel {
 namespace {
 
-struct SequenceAttentionArgs {
-  decltype(&ops::Attention) kernel;
+struct SequenceAttentionStepArgs {
+  decltype(&ops::SequenceAttention) kernel;
   const float* q;  // [tokens, n_heads * head_dim]
   const float* k;  // [tokens, n_kv_heads * head_dim]
   const float* v;
@@ -23,11 +22,11 @@ struct SequenceAttentionArgs {
   float scale;
 };
 
-// Tasks are (token, head) pairs, sequence by sequence; a task of a sequence of length L costs L
-// keys, so threads get equal shares of the summed cost, not of the task count (a batch mixes
+// Tasks are (sequence, head) pairs; a pair of a sequence of length L costs L^2 (query, key)
+// pairs, so threads get equal shares of the summed cost, not of the task count (a batch mixes
 // sequences of 5 and 256 tokens).
 void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
-  const auto& a = *static_cast<const SequenceAttentionArgs*>(args);
+  const auto& a = *static_cast<const SequenceAttentionStepArgs*>(args);
   const size_t n_seqs = CountSequences(a.table, a.table_rows, n);
   uint64_t total = 0;
   for (size_t s = 0; s < n_seqs; ++s) {
@@ -39,26 +38,24 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
   uint64_t before = 0;  // cost of the sequences before s
   for (size_t s = 0; s < n_seqs && before < cost_end; ++s) {
     const SequenceSpan span = SequenceAt(a.table, s);
-    const uint64_t len = span.length, tasks = len * a.n_heads, cost = tasks * len;
+    const uint64_t len = span.length, head_cost = len * len, cost = head_cost * a.n_heads;
     if (len > 0 && before + cost > cost_begin) {
-      // This thread's tasks of the sequence: those whose cost range starts in its share.
-      const auto task_at = [&](uint64_t c) {
-        const uint64_t t = c <= before ? 0 : (c - before + len - 1) / len;
-        return static_cast<size_t>(t < tasks ? t : tasks);
+      // This thread's heads of the sequence: those whose cost range starts in its share.
+      const auto head_at = [&](uint64_t c) {
+        const uint64_t h = c <= before ? 0 : (c - before + head_cost - 1) / head_cost;
+        return static_cast<size_t>(h < a.n_heads ? h : a.n_heads);
       };
-      const size_t b = task_at(cost_begin), e = task_at(cost_end);
+      const size_t b = head_at(cost_begin), e = head_at(cost_end);
       if (b < e) {
-        ops::AttentionArgs k{};
+        ops::SequenceAttentionArgs k{};
         k.q = a.q + span.start * q_row;
+        k.k = a.k + span.start * kv_row;
+        k.v = a.v + span.start * kv_row;
         k.out = a.out + span.start * q_row;
-        k.k_cache = a.k + span.start * kv_row;
-        k.v_cache = a.v + span.start * kv_row;
-        k.n_tokens = span.length;
+        k.len = span.length;
         k.n_heads = a.n_heads;
         k.n_kv_heads = a.n_kv_heads;
         k.head_dim = a.head_dim;
-        k.capacity = span.length;
-        k.all_keys = span.length;
         k.scale = a.scale;
         a.kernel(k, b, e);
       }
@@ -90,8 +87,8 @@ Status Check(const OpCheck& c) {
 
 void Bind(const BindContext& b, Step* step) {
   const fb::SequenceAttention& p = *b.op().params_as_SequenceAttention();
-  SequenceAttentionArgs a{};
-  a.kernel = ops::ResolveAttention();
+  SequenceAttentionStepArgs a{};
+  a.kernel = ops::ResolveSequenceAttention();
   a.q = reinterpret_cast<const float*>(b.In(0));
   a.k = reinterpret_cast<const float*>(b.In(1));
   a.v = reinterpret_cast<const float*>(b.In(2));

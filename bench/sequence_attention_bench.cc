@@ -1,0 +1,94 @@
+// An encoder's self-attention at all-MiniLM-L6-v2's shape (12 heads of head_dim 32, MHA), one
+// sequence of len tokens: ops::SequenceAttention against the decoder kernel ops::Attention in
+// its bidirectional mode (all_keys), called as runtime/steps/sequence_attention_step.cc called it
+// before SequenceAttention existed. Both are compute-bound; the counter is FLOP/s, 4 per
+// (query, key) pair and head element (2 for q.k, 2 for o += w * v), to compare with each other
+// and with the machine's FMA peak (matmul_bench BM_MachinePeak).
+#include <benchmark/benchmark.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "ops/attention.h"
+#include "ops/sequence_attention.h"
+#include "ops/targets.h"
+
+namespace kestrel::ops {
+namespace {
+
+constexpr size_t kHeads = 12;
+constexpr size_t kHeadDim = 32;
+constexpr size_t kRow = kHeads * kHeadDim;
+
+const bool kContextAdded = [] {
+  benchmark::AddCustomContext("highway_target", ChosenTargetName());
+  return true;
+}();
+
+// One sequence's q, k, v (MHA: all [len, kRow]) with deterministic contents.
+struct Sequence {
+  std::vector<float> q, k, v, out;
+  explicit Sequence(size_t len) : q(len * kRow), k(q.size()), v(q.size()), out(q.size()) {
+    uint32_t state = 12345;
+    auto next = [&state] {
+      state = state * 1664525u + 1013904223u;
+      return static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f;
+    };
+    for (float& x : q) x = 4.0f * next();
+    for (float& x : k) x = next();
+    for (float& x : v) x = next();
+  }
+};
+
+constexpr float kScale = 0.17677669f;  // 1 / sqrt(32)
+
+void SetFlops(benchmark::State& state, size_t len) {
+  const double flops = 4.0 * static_cast<double>(len * len * kHeads * kHeadDim);
+  state.counters["FLOP/s"] = benchmark::Counter(flops * static_cast<double>(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+}
+
+void BM_SequenceAttention(benchmark::State& state) {
+  const size_t len = static_cast<size_t>(state.range(0));
+  Sequence s(len);
+  const SequenceAttentionArgs args{s.q.data(), s.k.data(), s.v.data(), s.out.data(), len,
+                                   kHeads,     kHeads,     kHeadDim,   kScale};
+  const auto kernel = ResolveSequenceAttention();
+  for (auto _ : state) {
+    kernel(args, 0, kHeads);
+    benchmark::DoNotOptimize(s.out.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, len);
+}
+BENCHMARK(BM_SequenceAttention)->Arg(16)->Arg(128)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+// The decoder kernel with the sequence as a ring of len slots that every query sees whole.
+void BM_AttentionAllKeys(benchmark::State& state) {
+  const size_t len = static_cast<size_t>(state.range(0));
+  Sequence s(len);
+  AttentionArgs args{};
+  args.q = s.q.data();
+  args.out = s.out.data();
+  args.k_cache = s.k.data();
+  args.v_cache = s.v.data();
+  args.n_tokens = len;
+  args.n_heads = kHeads;
+  args.n_kv_heads = kHeads;
+  args.head_dim = kHeadDim;
+  args.capacity = len;
+  args.all_keys = len;
+  args.scale = kScale;
+  const auto kernel = ResolveAttention();
+  for (auto _ : state) {
+    kernel(args, 0, len * kHeads);
+    benchmark::DoNotOptimize(s.out.data());
+    benchmark::ClobberMemory();
+  }
+  SetFlops(state, len);
+}
+BENCHMARK(BM_AttentionAllKeys)->Arg(16)->Arg(128)->Arg(256)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace kestrel::ops

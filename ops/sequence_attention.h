@@ -1,0 +1,39 @@
+// Bidirectional self-attention within one sequence (an encoder's), with a streaming (online)
+// softmax: every query row attends to all len keys of the sequence.
+//
+// ops/attention serves decoders: it walks a KV ring one query row at a time, and each q.k ends in
+// a reduction across lanes. Here every query of the sequence sees the same keys, so the kernel
+// transposes a block of keys once and reuses it for many queries: scores become broadcast-FMAs
+// over keys, with no horizontal reductions. As in ops/attention the score matrix is never
+// materialized and all state lives in fixed-size stack arrays (no heap: it runs inside the
+// zero-allocation inference loop).
+#pragma once
+
+#include <cstddef>
+
+#include "ops/attention.h"  // kAttentionMaxHeadDim
+
+namespace kestrel::ops {
+
+struct SequenceAttentionArgs {
+  const float* q;  // [len, n_heads * head_dim], row stride n_heads * head_dim
+  const float* k;  // [len, n_kv_heads * head_dim]
+  const float* v;  // [len, n_kv_heads * head_dim]
+  float* out;      // [len, n_heads * head_dim]
+  size_t len;      // >= 1
+  size_t n_heads;
+  // n_heads % n_kv_heads == 0 (MHA, GQA, MQA); query head h uses kv head
+  // h / (n_heads / n_kv_heads).
+  size_t n_kv_heads;
+  size_t head_dim;  // 1..kAttentionMaxHeadDim
+  float scale;      // multiplies q.k before the softmax
+};
+
+// Every query row of the sequence attends to all len keys, for query heads [head_begin,
+// head_end); only those heads' output columns are written. Threads split the head range.
+void SequenceAttention(const SequenceAttentionArgs& a, size_t head_begin, size_t head_end);
+
+// SequenceAttention resolved to this CPU's target once (ops/targets.h).
+decltype(&SequenceAttention) ResolveSequenceAttention();
+
+}  // namespace kestrel::ops
