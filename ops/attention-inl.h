@@ -261,10 +261,8 @@ HWY_NOINLINE void AttentionPass(const AttentionArgs& a, size_t t, size_t head, s
   const size_t head_dim = a.head_dim;
   const size_t row_width = a.n_heads * head_dim;
   const size_t kv_head = head / (a.n_heads / a.n_kv_heads);
-  // The last and first key position this query sees.
-  const int64_t p = a.all_keys > 0 ? static_cast<int64_t>(a.all_keys) - 1
-                                   : a.pos0 + static_cast<int64_t>(t);
-  const int64_t lo = a.all_keys == 0 && a.window > 0 ? std::max<int64_t>(0, p - a.window + 1) : 0;
+  const int64_t p = a.pos0 + static_cast<int64_t>(t);
+  const int64_t lo = a.window > 0 ? std::max<int64_t>(0, p - a.window + 1) : 0;
   const size_t capacity = a.capacity;
 
   const float* q[kQueries];
@@ -326,9 +324,8 @@ static HWY_NOINLINE HWY_MAYBE_UNUSED void AttentionTasks(const AttentionArgs& a,
   HWY_DASSERT(block_keys >= 1 && block_keys <= kAttentionMaxBlockKeys);
   HWY_DASSERT(task_end <= a.n_tokens * a.n_heads);
   HWY_DASSERT(a.pos0 >= 0 && a.window >= 0);
-  HWY_DASSERT(a.capacity >= (a.all_keys > 0  ? a.all_keys
-                              : a.window > 0 ? static_cast<size_t>(a.window) + a.n_tokens - 1
-                                             : static_cast<size_t>(a.pos0) + a.n_tokens));
+  HWY_DASSERT(a.capacity >= (a.window > 0 ? static_cast<size_t>(a.window) + a.n_tokens - 1
+                                          : static_cast<size_t>(a.pos0) + a.n_tokens));
   const size_t group = a.n_heads / a.n_kv_heads;
   for (size_t task = task_begin; task < task_end;) {
     const size_t t = task / a.n_heads;

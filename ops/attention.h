@@ -3,8 +3,7 @@
 // For each (query row, head) the op walks the visible key positions in blocks, keeping a running
 // max, running sum and running output, so the score matrix is never materialized and the op
 // needs no memory beyond a few stack arrays (it runs inside the zero-allocation inference loop).
-// Masks come from positions only: causal, or a sliding window; or every query sees every key
-// (bidirectional, for encoders).
+// Masks come from positions only: causal, or a sliding window.
 #pragma once
 
 #include <cstddef>
@@ -36,9 +35,6 @@ struct AttentionArgs {
   // max(0, p - window + 1)..p.
   int64_t window;
   float scale;  // multiplies q.k before the softmax
-  // >0: bidirectional, every query sees the keys at 0..all_keys-1 (an encoder's sequence, whose
-  // keys fill slots 0..all_keys-1); pos0 and window are then unused.
-  size_t all_keys = 0;
 };
 
 // The largest head_dim the op's stack state is sized for.
@@ -48,7 +44,7 @@ inline constexpr size_t kAttentionMaxHeadDim = 1024;
 // task i = t * n_heads + h. Threads split the task range; only the output rows of these tasks are
 // written. Preconditions (checked by the caller when the plan is prepared): head_dim <=
 // kAttentionMaxHeadDim, and the keys a query needs are still in the ring, i.e.
-// capacity >= (all_keys ? all_keys : window ? window + n_tokens - 1 : pos0 + n_tokens).
+// capacity >= (window ? window + n_tokens - 1 : pos0 + n_tokens).
 void Attention(const AttentionArgs& args, size_t task_begin, size_t task_end);
 
 // Attention resolved to this CPU's target once (ops/targets.h).

@@ -1,7 +1,6 @@
 #include "runtime/encoder.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -10,8 +9,6 @@
 
 namespace kestrel {
 namespace {
-
-void FreeArena(uint8_t* p) { std::free(p); }
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
@@ -28,22 +25,10 @@ Status Encoder::Create(const Model& model, const EncoderOptions& options,
                           ops::CompiledTargetNames() + "); build Kestrel for this CPU");
   std::unique_ptr<Encoder> e(new Encoder(model, options.n_threads));
   e->memory_ = PlanEncoderMemory(model);
-  const size_t need = e->memory_.arena_bytes;
-  if (options.arena != nullptr) {
-    KES_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(options.arena) % kKesAlignment == 0,
-                        "arena must be 64-byte aligned");
-    KES_CHECK_OR_RETURN(options.arena_bytes >= need, "arena too small: the encoder needs " +
-                                                         Num(need) + " bytes, found " +
-                                                         Num(options.arena_bytes));
-    e->arena_ = static_cast<uint8_t*>(options.arena);
-  } else {
-    void* p = std::aligned_alloc(kKesAlignment, AlignUp(need, kKesAlignment));
-    KES_CHECK_OR_RETURN(p != nullptr, "cannot allocate the " + Num(need) + "-byte arena");
-    e->owned_arena_ = {static_cast<uint8_t*>(p), FreeArena};
-    e->arena_ = static_cast<uint8_t*>(p);
-  }
-  std::memset(e->arena_, 0, need);
-  KES_RETURN_IF_ERROR(e->plan_.Bind(model, *model.FindPlan("encode"), e->arena_, e->memory_));
+  KES_RETURN_IF_ERROR(e->arena_.Acquire(options.arena, options.arena_bytes,
+                                        e->memory_.arena_bytes).WithContext("the encoder"));
+  KES_RETURN_IF_ERROR(
+      e->plan_.Bind(model, *model.FindPlan("encode"), e->arena_.data(), e->memory_));
 
   // What the runtime writes and reads: the plan check guaranteed each role's dtype and shape.
   const BoundPlan& plan = e->plan_;

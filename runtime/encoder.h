@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/arena.h"
 #include "runtime/executor.h"
 #include "runtime/memory_plan.h"
 #include "runtime/model.h"
@@ -65,8 +66,7 @@ class Encoder {
   const Model& model_;
   ThreadPool pool_;
   MemoryPlan memory_;
-  std::unique_ptr<uint8_t, void (*)(uint8_t*)> owned_arena_{nullptr, nullptr};
-  uint8_t* arena_ = nullptr;
+  Arena arena_;
   BoundPlan plan_;
   int32_t* tokens_ = nullptr;       // [max_step_tokens]
   int32_t* positions_ = nullptr;    // [max_step_tokens]

@@ -1,7 +1,6 @@
 #include "runtime/session.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -9,12 +8,6 @@
 #include "runtime/format.h"
 
 namespace kestrel {
-namespace {
-
-void FreeArena(uint8_t* p) { std::free(p); }
-
-}  // namespace
-
 Status Session::Create(const Model& model, const SessionOptions& options,
                        std::unique_ptr<Session>* out) {
   KES_CHECK_OR_RETURN(options.n_threads >= 1 && options.n_threads <= 256,
@@ -31,27 +24,12 @@ Status Session::Create(const Model& model, const SessionOptions& options,
       std::min<size_t>(options.context_length, model.hparams().context_length());
   std::unique_ptr<Session> session(new Session(model, options.n_threads));
   KES_RETURN_IF_ERROR(PlanMemory(model, context, &session->memory_));
-  const size_t need = session->memory_.arena_bytes;
-  if (options.arena != nullptr) {
-    KES_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(options.arena) % kKesAlignment == 0,
-                        "arena must be 64-byte aligned");
-    KES_CHECK_OR_RETURN(options.arena_bytes >= need,
-                        "arena too small: the session needs " + std::to_string(need) +
-                            " bytes at context " + std::to_string(context) + ", found " +
-                            std::to_string(options.arena_bytes));
-    session->arena_ = static_cast<uint8_t*>(options.arena);
-  } else {
-    void* p = std::aligned_alloc(kKesAlignment, AlignUp(need, kKesAlignment));
-    KES_CHECK_OR_RETURN(p != nullptr, "cannot allocate the " + std::to_string(need) +
-                                          "-byte arena");
-    session->owned_arena_ = {static_cast<uint8_t*>(p), FreeArena};
-    session->arena_ = static_cast<uint8_t*>(p);
-  }
-  // Zeroing touches every page now, so the first token does not pay for page faults.
-  std::memset(session->arena_, 0, need);
+  KES_RETURN_IF_ERROR(
+      session->arena_.Acquire(options.arena, options.arena_bytes, session->memory_.arena_bytes)
+          .WithContext("the session at context " + std::to_string(context)));
   // Every plan a session runs takes token ids and gives logits.
   const auto bind = [&](const fb::Plan& plan, BoundPlan* bound) {
-    KES_RETURN_IF_ERROR(bound->Bind(model, plan, session->arena_, session->memory_));
+    KES_RETURN_IF_ERROR(bound->Bind(model, plan, session->arena_.data(), session->memory_));
     KES_CHECK_OR_RETURN(bound->token_input() != nullptr && bound->logits() != nullptr,
                         "plan '" + plan.name()->str() +
                             "': expected a token-ids input and a logits output");

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "runtime/arena.h"
 #include "runtime/executor.h"
 #include "runtime/memory_plan.h"
 #include "runtime/model.h"
@@ -51,7 +52,7 @@ class Session {
   const MemoryPlan& memory() const { return memory_; }
   const Model& model() const { return model_; }
   // Scratch for the sampler: memory().sampler_bytes bytes inside the arena.
-  void* sampler_scratch() const { return arena_ + memory_.sampler_offset; }
+  void* sampler_scratch() const { return arena_.data() + memory_.sampler_offset; }
   // Forgets the sequence: the next token goes to position 0.
   void Reset() { position_ = 0; }
 
@@ -65,8 +66,7 @@ class Session {
   const Model& model_;
   ThreadPool pool_;
   MemoryPlan memory_;
-  std::unique_ptr<uint8_t, void (*)(uint8_t*)> owned_arena_{nullptr, nullptr};
-  uint8_t* arena_ = nullptr;
+  Arena arena_;
   BoundPlan prefill_, decode_, score_;
   bool has_score_ = false;
   const float* logits_ = nullptr;

@@ -114,8 +114,6 @@ struct Step {
   int64_t pos0;
   int64_t window;
   size_t capacity;
-  // An encoder's sequence: pos0 0, capacity n_tokens, every row sees every key.
-  bool bidirectional = false;
 };
 
 // (position, kv head, element) -> value; (row, head, element) -> query.
@@ -152,7 +150,6 @@ struct Problem {
     a.capacity = step.capacity;
     a.pos0 = step.pos0;
     a.window = step.window;
-    a.all_keys = step.bidirectional ? step.n_tokens : 0;
     a.scale = scale;
     return a;
   }
@@ -218,8 +215,7 @@ std::vector<double> Reference(const Problem& pr) {
     for (size_t j = 0; j < n_keys; ++j) {
       const int64_t key_pos = first + static_cast<int64_t>(j);
       visible[t * n_keys + j] =
-          pr.step.bidirectional ||
-          (key_pos <= p && (pr.step.window == 0 || key_pos > p - pr.step.window));
+          key_pos <= p && (pr.step.window == 0 || key_pos > p - pr.step.window);
     }
   }
   std::vector<double> keys(n_keys * s.head_dim), values(n_keys * s.head_dim);
@@ -377,23 +373,6 @@ TEST(AttentionTest, MatchesReferenceOnEveryShape) {
     }
   }
   std::printf("[ cases    ] %zu shape x step cases\n", cases);
-  log.Print();
-}
-
-// Encoder self-attention: every row sees the whole sequence, including the keys after it.
-TEST(AttentionTest, BidirectionalMatchesReference) {
-  RunLog log;
-  for (const Shape shape : {Shape{12, 12, 32}, Shape{4, 1, 17}, Shape{8, 2, 64}}) {
-    for (size_t n : {1, 2, 7, 33, 300}) {
-      const Problem pr = MakeProblem(shape, {n, 0, 0, n, true});
-      const std::vector<double> ref = Reference(pr);
-      const std::string what = "bidirectional " + Describe(shape, pr.step);
-      ForEachTarget(log, [&] {
-        ExpectMatches(pr, ref, RunAttention(pr, 0, pr.Tasks()), 0, pr.Tasks(), log,
-                      what.c_str());
-      });
-    }
-  }
   log.Print();
 }
 
