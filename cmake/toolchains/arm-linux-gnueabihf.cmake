@@ -1,5 +1,5 @@
 # Cross-compiles Kestrel for 32-bit ARMv7 Linux with NEON and hard float (Debian multiarch:
-# g++-arm-linux-gnueabihf and the :armhf library packages, see scripts/install-cross.sh).
+# g++-arm-linux-gnueabihf and the :armhf library packages, see scripts/install-deps.sh --cross).
 # ctest runs the tests under qemu-arm.
 #
 #   cmake -S . -B build/armv7 -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/arm-linux-gnueabihf.cmake
