@@ -1,7 +1,7 @@
 # Cross-compiles Kestrel for 64-bit ARM Linux (Debian multiarch: g++-aarch64-linux-gnu and the
 # :arm64 library packages, see scripts/install-deps.sh --cross). ctest runs the tests under
-# qemu-user; set QEMU_CPU to pick the emulated CPU (e.g. "max,sve-default-vector-length=32" for SVE_256,
-# "cortex-a72" for NEON only).
+# qemu-user; set QEMU_CPU to pick the emulated CPU (e.g. "max,sve-default-vector-length=32" for
+# SVE_256, "cortex-a72" for NEON only).
 #
 #   cmake -S . -B build/aarch64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake
 #
