@@ -38,18 +38,8 @@ const TinyBert kVariants[] = {kMeanNormalized,
                               {"tiny-bert-cls", "--pooling cls --no-normalize --seed 11"},
                               {"tiny-bert-max", "--pooling max --keep-accents --no-pooler --seed 12"}};
 
-// Writes (or reuses) the checkpoint folder of `bert` under test-tmp; returns "" or what failed.
 std::string MakeTinyBert(const TinyBert& bert, std::string* folder) {
-  *folder = TmpPath(bert.stem);
-  const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/make_tiny_bert.py";
-  if (IsFresh(*folder + "/model.safetensors", {script})) return "";
-  // Written under a name of our own, then renamed: parallel test processes never see half of it.
-  const std::string tmp = ScratchPath(bert.stem);
-  const std::string error = RunHostCommand(std::string(KESTREL_PYTHON) + " " + script + " " + tmp +
-                                           " " + bert.flags + " > /dev/null");
-  if (!error.empty()) return error;
-  RunHostCommand("rm -rf '" + *folder + "'");
-  return std::rename(tmp.c_str(), folder->c_str()) == 0 ? "" : "cannot rename " + tmp;
+  return test::MakeTinyBert(bert.stem, bert.flags, folder);
 }
 
 // Converts `folder` to a scratch .kes with the given extra flags; returns "" or what failed.

@@ -182,29 +182,8 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class TinyBert : public ::testing::Test {
  protected:
-  // The tiny checkpoint, made once and reused (also by the other processes ctest starts) while
-  // newer than its script.
-  static void SetUpTestSuite() {
-    const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/make_tiny_bert.py";
-    pristine_ = test::TmpPath("tiny-bert");
-    if (test::IsFresh(pristine_ + "/model.safetensors", {script})) return;
-    // Made under a name of our own, then renamed whole: parallel processes never see half a folder.
-    // A stale one is moved aside first; when another process wins, its folder is used.
-    const std::string tmp = test::ScratchPath("tiny-bert");
-    const std::string stale = test::ScratchPath("tiny-bert-stale");
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
-    make_error_ = test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + script + " " + tmp +
-                                       " >/dev/null");
-    if (!make_error_.empty()) return;
-    fs::rename(pristine_, stale, ec);
-    fs::remove_all(stale, ec);
-    fs::rename(tmp, pristine_, ec);
-    fs::remove_all(tmp, ec);
-    if (!test::IsFresh(pristine_ + "/model.safetensors", {script})) {
-      make_error_ = "cannot move " + tmp + " to " + pristine_;
-    }
-  }
+  // The tiny checkpoint, shared with the other processes ctest starts (test_support.h).
+  static void SetUpTestSuite() { make_error_ = test::MakeTinyBert("tiny-bert", "", &pristine_); }
 
   // A fresh copy of the tiny checkpoint in a scratch folder named after the case.
   std::string Copy(const std::string& name) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -174,6 +175,24 @@ std::string MakeTinyGguf(const std::string& out, int seed, const TinyFamily& fam
                         family.make_script + " " + out + " --seed " + std::to_string(seed) + " " +
                         family.make_args);
 }
+std::string MakeTinyBert(const std::string& stem, const std::string& flags, std::string* folder) {
+  *folder = TmpPath(stem);
+  const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/make_tiny_bert.py";
+  const std::string lock_path = *folder + ".lock";
+  const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
+    if (lock >= 0) ::close(lock);
+    return "cannot lock " + lock_path;
+  }
+  std::string error;
+  if (!IsFresh(*folder + "/model.safetensors", {script})) {
+    error = RunHostCommand("rm -rf '" + *folder + "' && " + KESTREL_PYTHON + " " + script + " '" +
+                           *folder + "' " + flags + " > /dev/null");
+  }
+  ::close(lock);  // releases the lock
+  return error;
+}
+
 std::string MakeTinyModel(TinyModel* t, const TinyFamily& family) {
   const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/" + family.make_script;
   const std::string stem = family.stem;

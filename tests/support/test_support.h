@@ -107,6 +107,12 @@ inline constexpr TinyFamily kTinyLlamaLinear = {"tiny-llama-linear", "make_tiny_
                                                 "--arch llama --rope-scaling linear",
                                                 "llama_oracle.py"};
 
+// A tiny random-weight BERT checkpoint folder (tests/py/make_tiny_bert.py with `flags`) at
+// test-tmp/scratch/<stem>, made once and reused, also by the other processes ctest starts, while
+// newer than the script. Made under a lock, so a process never sees another's half-made or
+// replaced folder. Returns "" or what failed; *folder gets the path.
+std::string MakeTinyBert(const std::string& stem, const std::string& flags, std::string* folder);
+
 // The tiny model, made once and reused (also by the other processes ctest starts) while newer
 // than the script and the converter that made it.
 struct TinyModel {
