@@ -142,6 +142,22 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// A checkpoint split over three files by model.safetensors.index.json converts to the very same
+// .kes as the single-file one (both folders share a base name, which the file records).
+TEST(TinyBertSharded, ConvertsToTheSameBytesAsOneFile) {
+  std::string single, sharded;
+  ASSERT_EQ(MakeTinyBert(kMeanNormalized, &single), "");
+  ASSERT_EQ(test::MakeTinyBert("sharded/tiny-bert", "--shards 3", &sharded), "");
+  ASSERT_TRUE(Exists(sharded + "/model.safetensors.index.json"));
+  ASSERT_FALSE(Exists(sharded + "/model.safetensors"));
+  const std::string a = ScratchPath("tiny-bert-single.kes"), b = ScratchPath("tiny-bert-3.kes");
+  ASSERT_EQ(ConvertTiny(single, a, {"--weights", "q8"}), "");
+  ASSERT_EQ(ConvertTiny(sharded, b, {"--weights", "q8"}), "");
+  EXPECT_TRUE(ReadBytes(a) == ReadBytes(b)) << "the sharded checkpoint converted differently";
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
 // The host's f32 conversion and embeddings of the fixed batch become the cross builds' reference.
 TEST(TinyBertReference, WrittenForCrossBuilds) {
   std::string folder;

@@ -136,6 +136,9 @@ def main():
     ap.add_argument("--max-seq-length", type=int, default=48)
     ap.add_argument("--no-pooler", action="store_true", help="no pooler.dense tensors")
     ap.add_argument("--seed", type=int, default=10)
+    ap.add_argument("--shards", type=int, default=1,
+                    help="split the weights over N files with a model.safetensors.index.json, "
+                         "as large checkpoints ship (same tensors, same values)")
     args = ap.parse_args()
     if not 2 < args.max_seq_length <= MAX_POSITIONS:
         ap.error(f"--max-seq-length must be in 3..{MAX_POSITIONS}")
@@ -154,8 +157,19 @@ def main():
         "position_embedding_type": "absolute", "hidden_dropout_prob": 0.1,
         "attention_probs_dropout_prob": 0.1, "initializer_range": 0.02,
     })
-    save_file(weights(rng, not args.no_pooler), str(out / "model.safetensors"),
-              metadata={"format": "pt"})
+    tensors = weights(rng, not args.no_pooler)
+    if args.shards <= 1:
+        save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    else:
+        names = sorted(tensors)
+        files = [f"model-{i + 1:05d}-of-{args.shards:05d}.safetensors" for i in range(args.shards)]
+        weight_map = {n: files[i * args.shards // len(names)] for i, n in enumerate(names)}
+        for f in files:
+            save_file({n: tensors[n] for n in names if weight_map[n] == f}, str(out / f),
+                      metadata={"format": "pt"})
+        write_json(out / "model.safetensors.index.json",
+                   {"metadata": {"total_size": sum(t.nbytes for t in tensors.values())},
+                    "weight_map": weight_map})
 
     with open(out / "vocab.txt", "w", encoding="utf-8") as f:
         f.write("".join(t + "\n" for t in tokens))

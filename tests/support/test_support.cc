@@ -177,6 +177,7 @@ std::string MakeTinyGguf(const std::string& out, int seed, const TinyFamily& fam
 }
 std::string MakeTinyBert(const std::string& stem, const std::string& flags, std::string* folder) {
   *folder = TmpPath(stem);
+  ::mkdir(folder->substr(0, folder->rfind('/')).c_str(), 0755);  // a stem may name a subfolder
   const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/make_tiny_bert.py";
   const std::string lock_path = *folder + ".lock";
   const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
