@@ -4,7 +4,6 @@
 #include <cstring>
 #include <string>
 
-#include "ops/targets.h"
 #include "runtime/format.h"
 
 namespace kestrel {
@@ -18,11 +17,7 @@ Status Encoder::Create(const Model& model, const EncoderOptions& options,
                        std::unique_ptr<Encoder>* out) {
   KES_CHECK_OR_RETURN(model.is_encoder(), "this model has no 'encode' plan (it is a decoder: "
                                           "generate with a Session)");
-  KES_CHECK_OR_RETURN(options.n_threads >= 1 && options.n_threads <= 256,
-                      "threads must be between 1 and 256, found " + Num(options.n_threads));
-  KES_CHECK_OR_RETURN(ops::ChosenTargetName() != "none",
-                      "this CPU supports none of the SIMD targets this binary was compiled for (" +
-                          ops::CompiledTargetNames() + "); build Kestrel for this CPU");
+  KES_RETURN_IF_ERROR(CheckCanRun(options.n_threads));
   std::unique_ptr<Encoder> e(new Encoder(model, options.n_threads));
   e->memory_ = PlanEncoderMemory(model);
   KES_RETURN_IF_ERROR(e->arena_.Acquire(options.arena, options.arena_bytes,
@@ -60,16 +55,17 @@ Status Encoder::Encode(const int32_t* const* ids, const size_t* lengths, size_t 
   KES_CHECK_OR_RETURN(n == 0 || (ids != nullptr && lengths != nullptr && out != nullptr),
                       "null sequence, length or output pointer");
   const size_t vocab = model_.vocab_size();
+  // Messages are built only on failure: this runs inside the zero-allocation loop.
   for (size_t i = 0; i < n; ++i) {
-    const std::string which = "sequence " + Num(i);
     KES_CHECK_OR_RETURN(lengths[i] >= 1 && lengths[i] <= max_sequence_tokens(),
-                        which + " has " + Num(lengths[i]) + " tokens, expected 1.." +
-                            Num(max_sequence_tokens()) + " (tokenize with truncation)");
-    KES_CHECK_OR_RETURN(ids[i] != nullptr, which + " is null");
+                        "sequence " + Num(i) + " has " + Num(lengths[i]) +
+                            " tokens, expected 1.." + Num(max_sequence_tokens()) +
+                            " (tokenize with truncation)");
+    KES_CHECK_OR_RETURN(ids[i] != nullptr, "sequence " + Num(i) + " is null");
     for (size_t t = 0; t < lengths[i]; ++t) {
       KES_CHECK_OR_RETURN(ids[i][t] >= 0 && static_cast<size_t>(ids[i][t]) < vocab,
-                          which + " token " + Num(t) + " is id " + std::to_string(ids[i][t]) +
-                              ", expected 0.." + Num(vocab - 1));
+                          "sequence " + Num(i) + " token " + Num(t) + " is id " +
+                              std::to_string(ids[i][t]) + ", expected 0.." + Num(vocab - 1));
     }
   }
   // Steps take sequences in order, as many as fit the step's sequence and token bounds.

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "ops/targets.h"
 #include "runtime/plan_check.h"
 #include "runtime/steps/steps.h"
 
@@ -41,6 +42,17 @@ Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
     kind->bind(BindContext(model, plan, *op, arena, memory), &step);
     steps_.push_back(step);
   }
+  return OkStatus();
+}
+
+Status CheckCanRun(size_t n_threads) {
+  KES_CHECK_OR_RETURN(n_threads >= 1 && n_threads <= 256,
+                      "threads must be between 1 and 256, found " + std::to_string(n_threads));
+  // On a core without the SIMD extensions the binary was built for (e.g. an armv7 build on a
+  // Cortex-A9, which lacks VFPv4), dispatch has nothing to run.
+  KES_CHECK_OR_RETURN(ops::ChosenTargetName() != "none",
+                      "this CPU supports none of the SIMD targets this binary was compiled for (" +
+                          ops::CompiledTargetNames() + "); build Kestrel for this CPU");
   return OkStatus();
 }
 

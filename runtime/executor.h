@@ -15,6 +15,9 @@
 
 namespace kestrel {
 
+// Whether plans can run here with n_threads threads: 1..256, and a SIMD target this CPU has.
+Status CheckCanRun(size_t n_threads);
+
 class BoundPlan {
  public:
   // The plan was checked when the model was opened. The arena holds at least memory.arena_bytes

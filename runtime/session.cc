@@ -4,20 +4,12 @@
 #include <cstring>
 #include <string>
 
-#include "ops/targets.h"
 #include "runtime/format.h"
 
 namespace kestrel {
 Status Session::Create(const Model& model, const SessionOptions& options,
                        std::unique_ptr<Session>* out) {
-  KES_CHECK_OR_RETURN(options.n_threads >= 1 && options.n_threads <= 256,
-                      "threads must be between 1 and 256, found " +
-                          std::to_string(options.n_threads));
-  // On a core without the SIMD extensions the binary was built for (e.g. an armv7 build on a
-  // Cortex-A9, which lacks VFPv4), dispatch has nothing to run.
-  KES_CHECK_OR_RETURN(ops::ChosenTargetName() != "none",
-                      "this CPU supports none of the SIMD targets this binary was compiled for (" +
-                          ops::CompiledTargetNames() + "); build Kestrel for this CPU");
+  KES_RETURN_IF_ERROR(CheckCanRun(options.n_threads));
   KES_CHECK_OR_RETURN(!model.is_encoder(), "this is an encoder model (it embeds texts and has no "
                                            "'prefill' or 'decode' plan): use an Encoder");
   const size_t context =
