@@ -15,7 +15,7 @@ Status Session::Create(const Model& model, const SessionOptions& options,
   const size_t context =
       std::min<size_t>(options.context_length, model.hparams().context_length());
   std::unique_ptr<Session> session(new Session(model, options.n_threads));
-  KES_RETURN_IF_ERROR(PlanMemory(model, context, &session->memory_));
+  KES_RETURN_IF_ERROR(PlanMemory(model, context, &session->memory_, options.kv));
   KES_RETURN_IF_ERROR(
       session->arena_.Acquire(options.arena, options.arena_bytes, session->memory_.arena_bytes)
           .WithContext("the session at context " + std::to_string(context)));
@@ -44,10 +44,6 @@ Session::~Session() = default;
 Status Session::CheckTokens(const int32_t* tokens, size_t n_tokens) const {
   KES_CHECK_OR_RETURN(n_tokens > 0, "no tokens given");
   KES_CHECK_OR_RETURN(tokens != nullptr, "token pointer is null");
-  KES_CHECK_OR_RETURN(position_ + n_tokens <= memory_.context_length,
-                      std::to_string(n_tokens) + " tokens at position " +
-                          std::to_string(position_) + " exceed the context of " +
-                          std::to_string(memory_.context_length) + " tokens");
   for (size_t i = 0; i < n_tokens; ++i) {
     if (tokens[i] < 0 || static_cast<size_t>(tokens[i]) >= vocab_size()) {
       return Status::Error("token " + std::to_string(i) + " is id " + std::to_string(tokens[i]) +
@@ -61,7 +57,9 @@ template <typename OnChunk>
 void Session::RunChunks(const BoundPlan& plan, const int32_t* tokens, size_t n_tokens,
                         OnChunk on_chunk) {
   for (size_t done = 0; done < n_tokens;) {
-    const size_t n = std::min(plan.max_tokens(), n_tokens - done);
+    size_t n = std::min(plan.max_tokens(), n_tokens - done);
+    // The rings hold only kPastContextStepTokens slots beyond what their queries see.
+    if (position_ + n > memory_.context_length) n = std::min(n, kPastContextStepTokens);
     std::memcpy(plan.token_input(), tokens + done, n * sizeof(int32_t));
     plan.Run(pool_, n, static_cast<int64_t>(position_));
     position_ += n;

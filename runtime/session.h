@@ -3,6 +3,10 @@
 // sampler's scratch. The arena is the caller's (SessionOptions::arena) or allocated once here;
 // after Create returns, Prefill, Decode and Score allocate nothing.
 //
+// Past the context the session goes on: every layer keeps its most recent tokens (global layers:
+// the context minus the attention sinks, plus the sinks), so memory stays what Create planned
+// however long the sequence grows.
+//
 // Lifetime: the Model (and, for Model::FromMemory, its buffer) and a caller-provided arena must
 // outlive the Session.
 #pragma once
@@ -23,6 +27,8 @@ namespace kestrel {
 struct SessionOptions {
   size_t context_length = 4096;  // capped at the model's trained context
   size_t n_threads = 1;
+  // The KV cache's element type and the attention sinks kept once generation passes the context.
+  KvOptions kv;
   // Optional caller-owned arena, 64-byte aligned, at least PlanMemory(...).arena_bytes long.
   void* arena = nullptr;
   size_t arena_bytes = 0;
