@@ -398,7 +398,10 @@ static HWY_NOINLINE void AttendQueryBlock(const AttentionArgs& a, const Attentio
   const size_t capacity = a.capacity;
   const size_t sinks = static_cast<size_t>(mask.sinks);
   const int64_t first_pos = qb.pos[0], last_pos = qb.pos[qb.n - 1];
-  const bool direct = a.kv_type == KvType::kF32;
+  // f32 keys are read in place when one pass takes all the queries (decode); otherwise each key
+  // block goes to L1-resident tiles once and every pass reads it from there (f32 from the ring
+  // would come from L2 once per pass: half the speed at 4096 positions, bench/attention_bench).
+  const bool direct = a.kv_type == KvType::kF32 && qb.n <= kAttentionMaxQueriesPerPass;
   if (!direct) block_keys = std::min(block_keys, kAttentionTileFloats / head_dim);
   alignas(HWY_MAX_BYTES) float k_tile[kAttentionTileFloats];
   alignas(HWY_MAX_BYTES) float v_tile[kAttentionTileFloats];

@@ -73,7 +73,8 @@ TEST(ChatFormat, TurnsAsTheTemplatesWriteThem) {
 }
 
 // Two turns on the tiny ChatML model: both get replies, the second turn continues the first's
-// KV cache, and a context too small for the next turn ends the chat with a clear error.
+// KV cache, a chat that outgrows the context goes on (sinks plus the most recent tokens), and a
+// turn longer than the whole context ends the chat with a clear error.
 TEST(ChatCommand, TwoTurnsThenEndOfInput) {
   test::TinyModel tiny;
   ASSERT_EQ(test::MakeTinyModel(&tiny, test::kTinyQwen2), "");
@@ -86,11 +87,22 @@ TEST(ChatCommand, TwoTurnsThenEndOfInput) {
   for (char c : r.out) lines += c == '\n';
   EXPECT_EQ(lines, 2u) << r.out;
 
-  const ProcessResult full =
-      Cli({"chat", tiny.kes, "--temp", "0", "-n", "5", "--ctx", "40"},
-          "the cat sat on the mat with the dog\nthe cat sat on the mat with the dog\n");
+  std::string turns;
+  for (int i = 0; i < 6; ++i) turns += "the cat sat on the mat with the dog\n";
+  const ProcessResult past =
+      Cli({"chat", tiny.kes, "--temp", "0", "-n", "5", "--ctx", "40"}, turns);
+  ASSERT_TRUE(past.exited && past.exit_code == 0) << Describe(past);
+  // A "> " prompt before each of the 6 turns and before the end of input: every turn ran.
+  size_t prompts = 0;
+  for (size_t at = past.err.find("> "); at != std::string::npos; at = past.err.find("> ", at + 2)) {
+    ++prompts;
+  }
+  EXPECT_EQ(prompts, 7u) << past.err;
+
+  const ProcessResult full = Cli({"chat", tiny.kes, "--temp", "0", "-n", "5", "--ctx", "8"},
+                                 "the cat sat on the mat with the dog\n");
   ASSERT_TRUE(full.exited && full.exit_code == 1) << Describe(full);
-  EXPECT_NE(full.err.find("the context is full"), std::string::npos) << full.err;
+  EXPECT_NE(full.err.find("more than the context of 8"), std::string::npos) << full.err;
 
   const ProcessResult bad = Cli({"chat", tiny.kes, "--template", "vicuna"});
   ASSERT_TRUE(bad.exited && bad.exit_code == 1) << Describe(bad);

@@ -104,10 +104,12 @@ int ChatCommand(const std::vector<std::string>& args) {
     if (first && tokenizer.config().add_bos && tokenizer.config().bos_id >= 0) {
       tokens.insert(tokens.begin(), tokenizer.config().bos_id);
     }
-    if (session->position() + tokens.size() >= session->context_length()) {
-      return Fail("the context is full (" + std::to_string(session->position()) + " of " +
-                  std::to_string(session->context_length()) +
-                  " tokens used); start a new chat, with a larger --ctx for longer ones");
+    // Past the context the chat goes on over the sinks and the most recent turns; only a turn
+    // that alone outgrows the context is refused.
+    if (tokens.size() >= session->context_length()) {
+      return Fail("this turn has " + std::to_string(tokens.size()) +
+                  " tokens, more than the context of " +
+                  std::to_string(session->context_length()) + " tokens (raise --ctx)");
     }
     GenerateStats stats;
     s = Generate(*session, tokens.data(), tokens.size(), gen, StreamToken, nullptr, &stats);
