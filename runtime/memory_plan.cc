@@ -7,7 +7,8 @@
 
 namespace kestrel {
 
-Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out) {
+Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out,
+                  const KvOptions& kv) {
   const size_t trained = model.hparams().context_length();
   KES_CHECK_OR_RETURN(context_length >= 1 && context_length <= trained,
                       "context length must be between 1 and the model's " +
@@ -15,6 +16,7 @@ Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out) {
                           std::to_string(context_length));
   MemoryPlan plan;
   plan.context_length = context_length;
+  plan.kv_options = kv;
   plan.activation_bytes = AlignUp(model.meta().activation_bytes(), kKesAlignment);
   size_t offset = plan.activation_bytes;
   plan.kv_offset = offset;
@@ -23,6 +25,7 @@ Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out) {
     KvRingPlan ring;
     ring.window = layer->window();
     ring.row_elems = size_t{layer->n_kv_heads()} * layer->head_dim();
+    ring.reach = ring.window == 0 ? context_length : std::min(context_length, ring.window);
     // A sliding-window ring holds the window plus one step, so a chunk never overwrites a key
     // that one of its own queries still needs.
     ring.capacity = ring.window == 0

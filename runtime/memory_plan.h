@@ -7,21 +7,35 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/kv_layout.h"
 #include "runtime/model.h"
 #include "runtime/status.h"
 
 namespace kestrel {
 
+// How the session's KV cache is stored and what it keeps once the context is full.
+struct KvOptions {
+  ops::KvType type = ops::KvType::kF32;
+  // Global-attention layers keep the first `sinks` positions for good when generation goes past
+  // the context (StreamingLLM's attention sinks); 0 keeps only the most recent tokens.
+  size_t sinks = 4;
+};
+
 struct KvRingPlan {
   size_t capacity = 0;   // slots; position p lives in slot p % capacity
   size_t row_elems = 0;  // n_kv_heads * head_dim
   size_t window = 0;     // 0: global
+  // The most recent positions a query sees: the window, capped by the context; plus the sinks
+  // when those are not among them.
+  size_t reach = 0;
+  size_t sinks = 0;      // 0 for sliding-window layers
   size_t k_offset = 0;   // bytes from the arena start
   size_t v_offset = 0;
 };
 
 struct MemoryPlan {
   size_t context_length = 0;
+  KvOptions kv_options;
   size_t activation_bytes = 0;
   size_t kv_bytes = 0;
   size_t sampler_bytes = 0;
@@ -32,7 +46,8 @@ struct MemoryPlan {
 };
 
 // A decoder's arena. Fails when context_length is 0 or above the model's trained context.
-Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out);
+Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out,
+                  const KvOptions& kv = {});
 // An encoder's arena: activations only (no KV rings, no sampler); context_length is the longest
 // sequence it takes.
 MemoryPlan PlanEncoderMemory(const Model& model);

@@ -15,7 +15,7 @@ Status Session::Create(const Model& model, const SessionOptions& options,
   const size_t context =
       std::min<size_t>(options.context_length, model.hparams().context_length());
   std::unique_ptr<Session> session(new Session(model, options.n_threads));
-  KES_RETURN_IF_ERROR(PlanMemory(model, context, &session->memory_));
+  KES_RETURN_IF_ERROR(PlanMemory(model, context, &session->memory_, options.kv));
   KES_RETURN_IF_ERROR(
       session->arena_.Acquire(options.arena, options.arena_bytes, session->memory_.arena_bytes)
           .WithContext("the session at context " + std::to_string(context)));

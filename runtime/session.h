@@ -23,6 +23,8 @@ namespace kestrel {
 struct SessionOptions {
   size_t context_length = 4096;  // capped at the model's trained context
   size_t n_threads = 1;
+  // The KV cache's element type and the attention sinks kept once generation passes the context.
+  KvOptions kv;
   // Optional caller-owned arena, 64-byte aligned, at least PlanMemory(...).arena_bytes long.
   void* arena = nullptr;
   size_t arena_bytes = 0;
