@@ -17,11 +17,13 @@ Status Generate(Session& session, const int32_t* prompt, size_t n_prompt,
                 GenerateStats* stats) {
   *stats = GenerateStats();
   KES_CHECK_OR_RETURN(n_prompt > 0, "the prompt is empty");
-  KES_CHECK_OR_RETURN(session.position() + n_prompt <= session.context_length(),
+  // Past the context the session keeps only the sinks and the most recent tokens: a prompt
+  // longer than the context would lose its beginning before the first token is generated.
+  KES_CHECK_OR_RETURN(n_prompt <= session.context_length(),
                       "the prompt has " + std::to_string(n_prompt) +
                           " tokens, more than the context of " +
-                          std::to_string(session.context_length() - session.position()) +
-                          " tokens left (use --ctx to raise it)");
+                          std::to_string(session.context_length()) +
+                          " tokens (use --ctx to raise it)");
   Sampler sampler;
   KES_RETURN_IF_ERROR(sampler.Init(options.sampler, session.vocab_size(),
                                    session.sampler_scratch(), session.memory().sampler_bytes));
@@ -41,8 +43,9 @@ Status Generate(Session& session, const int32_t* prompt, size_t n_prompt,
       break;
     }
     if (sink) sink(sink_context, token, tokenizer.TokenText(token));
-    // The last token needs no logits, and a full context cannot take another token.
-    if (i + 1 == options.max_new_tokens || session.position() >= session.context_length()) break;
+    // The last token needs no logits. Past the context the session goes on (sinks plus the
+    // most recent tokens), so only max_new_tokens ends a stream that never meets EOS.
+    if (i + 1 == options.max_new_tokens) break;
     KES_RETURN_IF_ERROR(session.Decode(token));
     ++stats->decode_steps;
   }
