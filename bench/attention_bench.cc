@@ -5,13 +5,17 @@
 // summing loop in the same run, and kv_bytes/s of the two are the comparison to make.
 // Prefill is compute-bound: its counter is FLOP/s (4 per query head and key: 2 for q.k, 2 for
 // o += w * v) to compare with the machine's FMA peak.
+// The second argument of each benchmark is the KV type: 0 f32, 1 f16, 2 int8 (ops/kv_layout.h).
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "ops/attention.h"
+#include "ops/kv_encode.h"
+#include "ops/kv_layout.h"
 #include "ops/targets.h"
 
 namespace kestrel::ops {
@@ -27,33 +31,64 @@ const bool kContextAdded = [] {
   return true;
 }();
 
-// One layer's ring and a step's queries, with deterministic contents.
+// One layer's ring of the given KV type and a step's queries, with deterministic contents.
 struct AttentionSetup {
-  std::vector<float> q, out, k, v;
+  std::vector<float> q, out;
+  std::vector<uint8_t> k, v;
+  std::vector<float> k_scales, v_scales;
   AttentionArgs args;
 
-  AttentionSetup(size_t n_tokens, size_t capacity, int64_t pos0, int64_t window)
+  AttentionSetup(size_t n_tokens, size_t capacity, int64_t pos0, int64_t window, KvType type)
       : q(n_tokens * kHeads * kHeadDim),
         out(q.size()),
-        k(capacity * kKvHeads * kHeadDim),
-        v(k.size()) {
+        k(capacity * KvRowBytes(type, kKvHeads * kHeadDim)),
+        v(k.size()),
+        k_scales(capacity * kKvHeads * kHeadDim / kKvInt8Block),
+        v_scales(k_scales.size()) {
     uint32_t state = 12345;
     auto next = [&state] {
       state = state * 1664525u + 1013904223u;
       return static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f;
     };
     for (float& x : q) x = next();
-    for (float& x : k) x = next();
-    for (float& x : v) x = next();
-    args = {q.data(), out.data(), k.data(), v.data(), n_tokens, kHeads,
-            kKvHeads, kHeadDim,   capacity, pos0,     window,   0.0625f};  // scale 1 / sqrt(256)
+    const size_t elems = capacity * kKvHeads * kHeadDim;
+    std::vector<float> values(elems);
+    for (std::vector<uint8_t>* ring : {&k, &v}) {
+      for (float& x : values) x = next();
+      float* scales = ring == &k ? k_scales.data() : v_scales.data();
+      if (type == KvType::kF16) {
+        KvEncodeF16(values.data(), elems, reinterpret_cast<hwy::float16_t*>(ring->data()));
+      } else if (type == KvType::kInt8) {
+        KvEncodeInt8(values.data(), elems, reinterpret_cast<int8_t*>(ring->data()), scales);
+      } else {
+        std::memcpy(ring->data(), values.data(), elems * sizeof(float));
+      }
+    }
+    args.q = q.data();
+    args.out = out.data();
+    args.kv_type = type;
+    args.k_cache = k.data();
+    args.v_cache = v.data();
+    args.k_scales = k_scales.data();
+    args.v_scales = v_scales.data();
+    args.n_tokens = n_tokens;
+    args.n_heads = kHeads;
+    args.n_kv_heads = kKvHeads;
+    args.head_dim = kHeadDim;
+    args.capacity = capacity;
+    args.pos0 = pos0;
+    args.window = window;
+    args.scale = 0.0625f;  // 1 / sqrt(256)
   }
 };
+
+KvType TypeArg(const benchmark::State& state) { return static_cast<KvType>(state.range(1)); }
 
 // Decode on a global (causal) layer with `context` positions stored: 1 query row at the end.
 void BM_AttentionDecode(benchmark::State& state) {
   const size_t context = static_cast<size_t>(state.range(0));
-  AttentionSetup s(1, context, static_cast<int64_t>(context) - 1, 0);
+  AttentionSetup s(1, context, static_cast<int64_t>(context) - 1, 0, TypeArg(state));
+  state.SetLabel(KvTypeName(TypeArg(state)));
   for (auto _ : state) {
     Attention(s.args, 0, kHeads);
     benchmark::DoNotOptimize(s.out.data());
@@ -61,12 +96,16 @@ void BM_AttentionDecode(benchmark::State& state) {
   }
   const double calls = static_cast<double>(state.iterations());
   state.counters["keys/s"] = benchmark::Counter(calls * context, benchmark::Counter::kIsRate);
+  const double row_bytes = KvRowBytes(TypeArg(state), kKvHeads * kHeadDim) +
+                           KvRowScaleBytes(TypeArg(state), kKvHeads * kHeadDim);
   state.counters["kv_bytes/s"] =
-      benchmark::Counter(calls * context * 2 * kKvRowBytes, benchmark::Counter::kIsRate);
+      benchmark::Counter(calls * context * 2 * row_bytes, benchmark::Counter::kIsRate);
   state.counters["FLOP/s"] =
       benchmark::Counter(calls * kHeads * context * kHeadDim * 4, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttentionDecode)->Arg(512)->Arg(4096)->Arg(32768)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionDecode)
+    ->ArgsProduct({{512, 4096, 32768}, {0, 1, 2}})
+    ->Unit(benchmark::kMicrosecond);
 
 // The same K and V bytes as BM_AttentionDecode, only read: the bandwidth limit decode aims at.
 void BM_KvReadBaseline(benchmark::State& state) {
@@ -95,7 +134,8 @@ BENCHMARK(BM_KvReadBaseline)->Arg(512)->Arg(4096)->Arg(32768)->Unit(benchmark::k
 void BM_AttentionPrefill64(benchmark::State& state) {
   constexpr size_t kRows = 64;
   constexpr int64_t kWindow = 512;
-  AttentionSetup s(kRows, kWindow + kRows - 1, 0, kWindow);
+  AttentionSetup s(kRows, kWindow + kRows - 1, 0, kWindow, TypeArg(state));
+  state.SetLabel(KvTypeName(TypeArg(state)));
   for (auto _ : state) {
     Attention(s.args, 0, kRows * kHeads);
     benchmark::DoNotOptimize(s.out.data());
@@ -107,7 +147,27 @@ void BM_AttentionPrefill64(benchmark::State& state) {
   state.counters["FLOP/s"] =
       benchmark::Counter(calls * pairs * kHeadDim * 4, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttentionPrefill64)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionPrefill64)->ArgsProduct({{0}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
+
+// A 512-row prefill chunk on a global layer with `depth` positions already stored: every row
+// sees depth + its own place in the chunk. Blocks of queries share each key block's reads.
+void BM_AttentionPrefill512AtDepth(benchmark::State& state) {
+  constexpr size_t kRows = 512;
+  const size_t depth = static_cast<size_t>(state.range(0));
+  AttentionSetup s(kRows, depth + kRows, static_cast<int64_t>(depth), 0, TypeArg(state));
+  state.SetLabel(KvTypeName(TypeArg(state)));
+  for (auto _ : state) {
+    Attention(s.args, 0, kRows * kHeads);
+    benchmark::DoNotOptimize(s.out.data());
+    benchmark::ClobberMemory();
+  }
+  const double pairs = static_cast<double>((depth * kRows + kRows * (kRows + 1) / 2) * kHeads);
+  state.counters["FLOP/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * pairs * kHeadDim * 4, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionPrefill512AtDepth)
+    ->ArgsProduct({{0, 4096}, {0, 1, 2}})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kestrel::ops

@@ -25,6 +25,8 @@
 #include <limits>
 
 #include "ops/attention.h"
+#include "ops/kv_layout.h"
+#include "ops/rope.h"
 
 // Toggle include guard: foreach_target re-includes this file once per target.
 #if defined(KESTREL_OPS_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -53,7 +55,7 @@ inline constexpr size_t kAttentionBlockPadding = HWY_MAX_BYTES / sizeof(float);
 
 // Per-query rows of block weights (scores, then their exps) and of running outputs.
 using AttentionWeights = float (*HWY_RESTRICT)[kAttentionMaxBlockKeys + kAttentionBlockPadding];
-using AttentionOutputs = float (*HWY_RESTRICT)[kAttentionMaxHeadDim];
+using AttentionOutputs = float* const*;
 
 // Where the current block's keys and values live, shared by the queries of one pass.
 struct AttentionKvView {
@@ -253,65 +255,226 @@ HWY_INLINE void AttentionBlockAccumulate(const AttentionKvView& kv, size_t n,
   }
 }
 
-// Attends kQueries consecutive query heads [head, head + kQueries) of row t, which share a kv
-// head, over all their visible positions.
-template <size_t kQueries>
-HWY_NOINLINE void AttentionPass(const AttentionArgs& a, size_t t, size_t head, size_t block_keys) {
-  static_assert(kQueries >= 1 && kQueries <= kAttentionMaxQueriesPerPass, "pass size");
-  const size_t head_dim = a.head_dim;
-  const size_t row_width = a.n_heads * head_dim;
-  const size_t kv_head = head / (a.n_heads / a.n_kv_heads);
-  const int64_t p = a.pos0 + static_cast<int64_t>(t);
-  const int64_t lo = a.window > 0 ? std::max<int64_t>(0, p - a.window + 1) : 0;
-  const size_t capacity = a.capacity;
+// (token, head) queries of one kv head that walk the keys together, so each key and value block
+// is read (and, for f16 and int8, converted) once per query block rather than once per query.
+inline constexpr size_t kAttentionMaxBlockQueries = 16;
+// Running outputs of a query block, on the stack: kAttentionMaxBlockQueries rows up to
+// head_dim 512, fewer beyond.
+inline constexpr size_t kAttentionOutputFloats = 8192;
+// f16 and int8 key and value blocks are converted to f32 in stack tiles of this many floats.
+inline constexpr size_t kAttentionTileFloats = 8192;
 
-  const float* q[kQueries];
-  for (size_t i = 0; i < kQueries; ++i) q[i] = a.q + t * row_width + (head + i) * head_dim;
-
-  // Running state: O(block + head_dim) floats per query, all on the stack.
-  alignas(HWY_MAX_BYTES) float weights[kQueries][kAttentionMaxBlockKeys + kAttentionBlockPadding];
-  alignas(HWY_MAX_BYTES) float o[kQueries][kAttentionMaxHeadDim];
-  float m[kQueries], l[kQueries], correction[kQueries];
-  for (size_t i = 0; i < kQueries; ++i) {
-    m[i] = -std::numeric_limits<float>::infinity();
-    l[i] = 0.0f;
-    for (size_t x = 0; x < head_dim; ++x) o[i][x] = 0.0f;
+// Which keys a query sees (ops/attention.h): with reach = the most recent positions visible,
+// a query at p sees j <= p with j < sinks or j >= AttentionOldest(p).
+struct AttentionMask {
+  int64_t reach;
+  int64_t sinks;
+  HWY_INLINE int64_t Oldest(int64_t p) const { return p < reach ? 0 : p - (reach - sinks) + 1; }
+  HWY_INLINE bool Sees(int64_t p, int64_t j) const {
+    return j <= p && (j < sinks || j >= Oldest(p));
   }
+};
+
+// The queries of a block with their running softmax state.
+struct AttentionQueryBlock {
+  size_t n = 0;
+  const float* q[kAttentionMaxBlockQueries];
+  float* out[kAttentionMaxBlockQueries];
+  int64_t pos[kAttentionMaxBlockQueries];
+  float* o[kAttentionMaxBlockQueries];
+  float m[kAttentionMaxBlockQueries];
+  float l[kAttentionMaxBlockQueries];
+};
+
+// Queries [first, first + kQueries) of the block over n keys at positions key_pos.. (kv): scores,
+// the mask, the streaming-softmax update and the weighted values.
+template <size_t kQueries>
+HWY_INLINE void AttentionPassBlock(const AttentionArgs& a, const AttentionMask& mask,
+                                   AttentionQueryBlock& qb, size_t first,
+                                   const AttentionKvView& kv, int64_t key_pos, size_t n) {
+  alignas(HWY_MAX_BYTES) float weights[kQueries][kAttentionMaxBlockKeys + kAttentionBlockPadding];
+  float correction[kQueries];
+  AttentionBlockScores<kQueries>(qb.q + first, kv, n, a.scale, weights);
+  const int64_t last_key = key_pos + static_cast<int64_t>(n) - 1;
+  for (size_t i = 0; i < kQueries; ++i) {
+    const int64_t p = qb.pos[first + i];
+    const bool all_seen =
+        last_key <= p && (last_key < mask.sinks || key_pos >= mask.Oldest(p));
+    float block_max = -std::numeric_limits<float>::infinity();
+    for (size_t j = 0; j < n; ++j) {
+      if (!all_seen && !mask.Sees(p, key_pos + static_cast<int64_t>(j))) {
+        weights[i][j] = -std::numeric_limits<float>::infinity();
+      }
+      block_max = std::max(block_max, weights[i][j]);
+    }
+    float& m = qb.m[first + i];
+    if (block_max == -std::numeric_limits<float>::infinity()) {  // sees none of these keys
+      correction[i] = 1.0f;
+      for (size_t j = 0; j < n; ++j) weights[i][j] = 0.0f;
+      continue;
+    }
+    const float new_max = std::max(m, block_max);
+    correction[i] = std::exp(m - new_max);  // exp(-inf) = 0 on the first block
+    qb.l[first + i] = qb.l[first + i] * correction[i] +
+                      AttentionExpShifted(weights[i], n, new_max);
+    m = new_max;
+    // Masked scores came out of the clamped exp as ~1e-52, not 0: make them exactly 0.
+    if (!all_seen) {
+      for (size_t j = 0; j < n; ++j) {
+        if (!mask.Sees(p, key_pos + static_cast<int64_t>(j))) weights[i][j] = 0.0f;
+      }
+    }
+  }
+  AttentionBlockAccumulate<kQueries>(kv, n, weights, correction, qb.o + first);
+}
+
+// Queries [begin, end) of the block over one key block, up to four at a time.
+HWY_INLINE void AttentionKeyBlock(const AttentionArgs& a, const AttentionMask& mask,
+                                  AttentionQueryBlock& qb, size_t begin, size_t end,
+                                  const AttentionKvView& kv, int64_t key_pos, size_t n) {
+  for (size_t i = begin; i < end;) {
+    const size_t count = std::min(kAttentionMaxQueriesPerPass, end - i);
+    switch (count) {
+      case 4: AttentionPassBlock<4>(a, mask, qb, i, kv, key_pos, n); break;
+      case 3: AttentionPassBlock<3>(a, mask, qb, i, kv, key_pos, n); break;
+      case 2: AttentionPassBlock<2>(a, mask, qb, i, kv, key_pos, n); break;
+      default: AttentionPassBlock<1>(a, mask, qb, i, kv, key_pos, n); break;
+    }
+    i += count;
+  }
+}
+
+// tile [n, head_dim] = the f32 values of kv head `kv_head` in ring slots [slot, slot + n).
+HWY_INLINE void AttentionStageRows(const AttentionArgs& a, const void* ring, const float* scales,
+                                   size_t slot, size_t n, size_t kv_head,
+                                   float* HWY_RESTRICT tile) {
+  const size_t head_dim = a.head_dim;
+  const size_t row = a.n_kv_heads * head_dim;
+  if (a.kv_type == KvType::kF16) {
+    const hn::ScalableTag<float> df;
+    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+    const hn::CappedTag<float, 1> d1;
+    const hn::Rebind<hwy::float16_t, decltype(d1)> dh1;
+    const size_t N = hn::Lanes(df);
+    for (size_t j = 0; j < n; ++j) {
+      const hwy::float16_t* HWY_RESTRICT src =
+          static_cast<const hwy::float16_t*>(ring) + (slot + j) * row + kv_head * head_dim;
+      float* HWY_RESTRICT dst = tile + j * head_dim;
+      size_t x = 0;
+      for (; x + N <= head_dim; x += N) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, src + x)), df, dst + x);
+      for (; x < head_dim; ++x) hn::StoreU(hn::PromoteTo(d1, hn::LoadU(dh1, src + x)), d1, dst + x);
+    }
+    return;
+  }
+  if (a.kv_type == KvType::kInt8) {
+    // One scale per 32 values and at most 32 lanes: a vector never straddles two scales.
+    const hn::CappedTag<float, kKvInt8Block> df;
+    const hn::RebindToSigned<decltype(df)> di;
+    const hn::Rebind<int8_t, decltype(df)> d8;
+    const size_t N = hn::Lanes(df);
+    for (size_t j = 0; j < n; ++j) {
+      const size_t first = (slot + j) * row + kv_head * head_dim;
+      const int8_t* HWY_RESTRICT src = static_cast<const int8_t*>(ring) + first;
+      const float* HWY_RESTRICT scale = scales + first / kKvInt8Block;
+      float* HWY_RESTRICT dst = tile + j * head_dim;
+      for (size_t x = 0; x < head_dim; x += N) {
+        const auto values = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, src + x)));
+        hn::StoreU(hn::Mul(values, hn::Set(df, scale[x / kKvInt8Block])), df, dst + x);
+      }
+    }
+    return;
+  }
+  for (size_t j = 0; j < n; ++j) {
+    const float* src = static_cast<const float*>(ring) + (slot + j) * row + kv_head * head_dim;
+    std::copy(src, src + head_dim, tile + j * head_dim);
+  }
+}
+
+// Attends the queries of qb (one kv head, positions ascending) over every key one of them sees.
+static HWY_NOINLINE void AttendQueryBlock(const AttentionArgs& a, const AttentionMask& mask,
+                                   AttentionQueryBlock& qb, size_t kv_head, size_t block_keys) {
+  const size_t head_dim = a.head_dim;
+  const size_t stride = a.n_kv_heads * head_dim;
+  const size_t capacity = a.capacity;
+  const size_t sinks = static_cast<size_t>(mask.sinks);
+  const int64_t first_pos = qb.pos[0], last_pos = qb.pos[qb.n - 1];
+  const bool direct = a.kv_type == KvType::kF32;
+  if (!direct) block_keys = std::min(block_keys, kAttentionTileFloats / head_dim);
+  alignas(HWY_MAX_BYTES) float k_tile[kAttentionTileFloats];
+  alignas(HWY_MAX_BYTES) float v_tile[kAttentionTileFloats];
 
   AttentionKvView kv;
-  kv.stride = a.n_kv_heads * head_dim;
   kv.head_dim = head_dim;
-  const size_t visible_bytes = static_cast<size_t>(p - lo + 1) * kv.stride * 2 * sizeof(float);
-  kv.prefetch_values = visible_bytes > kAttentionPrefetchMinBytes;
-  for (int64_t begin = lo; begin <= p;) {
-    const size_t slot = static_cast<size_t>(begin) % capacity;
-    const size_t n = std::min({block_keys, static_cast<size_t>(p - begin) + 1, capacity - slot});
-    kv.k = a.k_cache + slot * kv.stride + kv_head * head_dim;
-    kv.v = a.v_cache + slot * kv.stride + kv_head * head_dim;
-
-    AttentionBlockScores<kQueries>(q, kv, n, a.scale, weights);
-    for (size_t i = 0; i < kQueries; ++i) {
-      float block_max = weights[i][0];
-      for (size_t j = 1; j < n; ++j) block_max = std::max(block_max, weights[i][j]);
-      const float new_max = std::max(m[i], block_max);
-      correction[i] = std::exp(m[i] - new_max);  // exp(-inf) = 0 on the first block
-      l[i] = l[i] * correction[i] + AttentionExpShifted(weights[i], n, new_max);
-      m[i] = new_max;
+  const int64_t oldest = mask.Oldest(first_pos);
+  const size_t visible_bytes = static_cast<size_t>(last_pos - oldest + 1) * stride * 2 * sizeof(float);
+  kv.prefetch_values = direct && visible_bytes > kAttentionPrefetchMinBytes;
+  // Points kv at n keys from `slot`: the ring itself for f32, else converted tiles.
+  const auto view = [&](size_t slot, size_t n) {
+    if (direct) {
+      kv.k = static_cast<const float*>(a.k_cache) + slot * stride + kv_head * head_dim;
+      kv.v = static_cast<const float*>(a.v_cache) + slot * stride + kv_head * head_dim;
+      kv.stride = stride;
+    } else {
+      AttentionStageRows(a, a.k_cache, a.k_scales, slot, n, kv_head, k_tile);
+      AttentionStageRows(a, a.v_cache, a.v_scales, slot, n, kv_head, v_tile);
+      kv.k = k_tile;
+      kv.v = v_tile;
+      kv.stride = head_dim;
     }
-    AttentionBlockAccumulate<kQueries>(kv, n, weights, correction, o);
+  };
+
+  // The sinks, walked on their own when some query is past the context (before that they are
+  // just the first of the contiguous keys every query sees).
+  int64_t begin = oldest;
+  if (sinks > 0 && last_pos >= mask.reach) {
+    for (size_t s = 0; s < sinks;) {
+      const size_t n = std::min(sinks - s, std::min(block_keys, kAttentionTileFloats / head_dim));
+      if (a.sink_rope == nullptr) {
+        view(s, n);
+        AttentionKeyBlock(a, mask, qb, 0, qb.n, kv, static_cast<int64_t>(s), n);
+      } else {
+        // Per query position, its sinks move up to just before its oldest recent key: rotate a
+        // copy of their keys further by the distance moved.
+        AttentionStageRows(a, a.v_cache, a.v_scales, s, n, kv_head, v_tile);
+        AttentionKvView sink_kv;
+        sink_kv.k = k_tile;
+        sink_kv.v = v_tile;
+        sink_kv.stride = head_dim;
+        sink_kv.head_dim = head_dim;
+        sink_kv.prefetch_values = false;
+        for (size_t i = 0; i < qb.n;) {
+          size_t e = i + 1;
+          while (e < qb.n && qb.pos[e] == qb.pos[i]) ++e;
+          AttentionStageRows(a, a.k_cache, a.k_scales, s, n, kv_head, k_tile);
+          const int64_t p = qb.pos[i];
+          if (p >= mask.reach) Rope(k_tile, 1, n, head_dim, mask.Oldest(p) - mask.sinks, *a.sink_rope);
+          AttentionKeyBlock(a, mask, qb, i, e, sink_kv, static_cast<int64_t>(s), n);
+          i = e;
+        }
+      }
+      s += n;
+    }
+    begin = std::max<int64_t>(oldest, mask.sinks);
+  }
+
+  for (; begin <= last_pos;) {
+    const size_t slot = KvSlot(begin, capacity, sinks);
+    const size_t n =
+        std::min({block_keys, static_cast<size_t>(last_pos - begin) + 1, capacity - slot});
+    view(slot, n);
+    AttentionKeyBlock(a, mask, qb, 0, qb.n, kv, begin, n);
     begin += static_cast<int64_t>(n);
   }
 
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
-  for (size_t i = 0; i < kQueries; ++i) {
-    float* HWY_RESTRICT out = a.out + t * row_width + (head + i) * head_dim;
-    const float inv_l = 1.0f / l[i];  // l >= 1: the maximal score contributes exp(0)
+  for (size_t i = 0; i < qb.n; ++i) {
+    float* HWY_RESTRICT out = qb.out[i];
+    const float* HWY_RESTRICT o = qb.o[i];
+    const float inv_l = 1.0f / qb.l[i];  // l >= 1: the maximal score contributes exp(0)
     size_t x = 0;
-    for (; x + N <= head_dim; x += N) {
-      hn::StoreU(hn::Mul(hn::Load(d, o[i] + x), hn::Set(d, inv_l)), d, out + x);
-    }
-    for (; x < head_dim; ++x) out[x] = o[i][x] * inv_l;
+    for (; x + N <= head_dim; x += N) hn::StoreU(hn::Mul(hn::Load(d, o + x), hn::Set(d, inv_l)), d, out + x);
+    for (; x < head_dim; ++x) out[x] = o[x] * inv_l;
   }
 }
 
@@ -323,32 +486,46 @@ static HWY_NOINLINE HWY_MAYBE_UNUSED void AttentionTasks(const AttentionArgs& a,
   HWY_DASSERT(a.n_kv_heads >= 1 && a.n_heads % a.n_kv_heads == 0);
   HWY_DASSERT(block_keys >= 1 && block_keys <= kAttentionMaxBlockKeys);
   HWY_DASSERT(task_end <= a.n_tokens * a.n_heads);
-  HWY_DASSERT(a.pos0 >= 0 && a.window >= 0);
-  HWY_DASSERT(a.capacity >= (a.window > 0 ? static_cast<size_t>(a.window) + a.n_tokens - 1
-                                          : static_cast<size_t>(a.pos0) + a.n_tokens));
+  HWY_DASSERT(a.pos0 >= 0 && a.window >= 0 && a.context >= 0);
+  if (task_begin >= task_end) return;
+  const size_t head_dim = a.head_dim;
+  const size_t row_width = a.n_heads * head_dim;
   const size_t group = a.n_heads / a.n_kv_heads;
-  for (size_t task = task_begin; task < task_end;) {
-    const size_t t = task / a.n_heads;
-    const size_t head = task % a.n_heads;
-    // Heads up to the end of this kv head's group, within the task range.
-    const size_t group_end = (head / group + 1) * group;
-    const size_t queries =
-        std::min({kAttentionMaxQueriesPerPass, group_end - head, task_end - task});
-    switch (queries) {
-      case 4:
-        AttentionPass<4>(a, t, head, block_keys);
-        break;
-      case 3:
-        AttentionPass<3>(a, t, head, block_keys);
-        break;
-      case 2:
-        AttentionPass<2>(a, t, head, block_keys);
-        break;
-      default:
-        AttentionPass<1>(a, t, head, block_keys);
-        break;
+  AttentionMask mask;
+  mask.reach = std::numeric_limits<int64_t>::max();
+  if (a.window > 0) mask.reach = a.window;
+  if (a.context > 0) mask.reach = std::min(mask.reach, a.context);
+  mask.sinks = a.window > 0 ? 0 : static_cast<int64_t>(a.sinks);
+
+  alignas(HWY_MAX_BYTES) float outputs[kAttentionOutputFloats];
+  const size_t o_stride = hwy::RoundUpTo(head_dim, HWY_MAX_BYTES / sizeof(float));
+  const size_t max_queries =
+      std::min(kAttentionMaxBlockQueries, std::max<size_t>(1, kAttentionOutputFloats / o_stride));
+  const size_t t_first = task_begin / a.n_heads, t_last = (task_end - 1) / a.n_heads;
+  AttentionQueryBlock qb;
+  for (size_t kv_head = 0; kv_head < a.n_kv_heads; ++kv_head) {
+    for (size_t h0 = kv_head * group; h0 < (kv_head + 1) * group; h0 += max_queries) {
+      const size_t h1 = std::min((kv_head + 1) * group, h0 + max_queries);
+      const size_t tokens_per_block = std::max<size_t>(1, max_queries / (h1 - h0));
+      for (size_t t0 = t_first; t0 <= t_last; t0 += tokens_per_block) {
+        qb.n = 0;
+        for (size_t t = t0; t <= std::min(t_last, t0 + tokens_per_block - 1); ++t) {
+          for (size_t h = h0; h < h1; ++h) {
+            const size_t task = t * a.n_heads + h;
+            if (task < task_begin || task >= task_end) continue;
+            const size_t i = qb.n++;
+            qb.q[i] = a.q + t * row_width + h * head_dim;
+            qb.out[i] = a.out + t * row_width + h * head_dim;
+            qb.pos[i] = a.pos0 + static_cast<int64_t>(t);
+            qb.o[i] = outputs + i * o_stride;
+            qb.m[i] = -std::numeric_limits<float>::infinity();
+            qb.l[i] = 0.0f;
+            std::fill(qb.o[i], qb.o[i] + head_dim, 0.0f);
+          }
+        }
+        if (qb.n > 0) AttendQueryBlock(a, mask, qb, kv_head, block_keys);
+      }
     }
-    task += queries;
   }
 }
 

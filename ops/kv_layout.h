@@ -1,5 +1,19 @@
-// How a KV ring stores its rows. (Declarations the CLI needs; the full layout comes with the
-// runtime's f16/int8 KV cache on main.)
+// How a KV ring stores its rows, shared by the op that writes the cache (KvStore) and the
+// attention kernel that reads it.
+//
+// A ring of one layer holds `capacity` slots of row_elems = n_kv_heads * head_dim values each,
+// keys and values in separate rings. Element types:
+//   f32   4 bytes per value.
+//   f16   2 bytes (IEEE half): half the memory, values rounded to 11 significant bits.
+//   int8  1 byte plus one f32 scale per 32 values (row_elems / 32 scales per slot, in a separate
+//         array so the quants of a row stay contiguous): value = q * scale, scale = absmax / 127
+//         of the 32 values, q rounded to nearest. 9 bits per value. Per 32 values rather than per
+//         head row because rotated keys carry a few large channels that a per-row scale would
+//         spread over every other channel's resolution (ggml's q8_0 KV cache uses the same blocks).
+//
+// Slots: the first `sinks` positions (attention sinks, global layers only) keep slots
+// 0..sinks-1 for good; every later position p lives in slot sinks + (p - sinks) % (capacity -
+// sinks), so the ring overwrites the oldest non-sink position when it wraps.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +23,9 @@
 namespace kestrel::ops {
 
 enum class KvType : uint8_t { kF32 = 0, kF16 = 1, kInt8 = 2 };
+
+// Values per int8 scale.
+inline constexpr size_t kKvInt8Block = 32;
 
 inline const char* KvTypeName(KvType type) {
   switch (type) {
@@ -25,6 +42,25 @@ inline bool ParseKvType(const std::string& name, KvType* type) {
   else if (name == "int8") *type = KvType::kInt8;
   else return false;
   return true;
+}
+
+// Bytes of one slot's values (without int8 scales).
+inline size_t KvRowBytes(KvType type, size_t row_elems) {
+  switch (type) {
+    case KvType::kF16: return row_elems * 2;
+    case KvType::kInt8: return row_elems;
+    default: return row_elems * 4;
+  }
+}
+
+// Bytes of one slot's scales: int8 only.
+inline size_t KvRowScaleBytes(KvType type, size_t row_elems) {
+  return type == KvType::kInt8 ? row_elems / kKvInt8Block * sizeof(float) : 0;
+}
+
+inline size_t KvSlot(int64_t pos, size_t capacity, size_t sinks) {
+  const size_t p = static_cast<size_t>(pos);
+  return p < sinks ? p : sinks + (p - sinks) % (capacity - sinks);
 }
 
 }  // namespace kestrel::ops

@@ -43,8 +43,8 @@ Status Generate(Session& session, const int32_t* prompt, size_t n_prompt,
       break;
     }
     if (sink) sink(sink_context, token, tokenizer.TokenText(token));
-    // The last token needs no logits. Past the context the session goes on (sinks plus the
-    // most recent tokens), so only max_new_tokens ends a stream that never meets EOS.
+    // The last token needs no logits. Past the context the session keeps its sinks and most
+    // recent tokens, so generation goes on.
     if (i + 1 == options.max_new_tokens) break;
     KES_RETURN_IF_ERROR(session.Decode(token));
     ++stats->decode_steps;

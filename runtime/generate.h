@@ -30,9 +30,8 @@ struct GenerateStats {
 // Receives each generated token and its text as it is produced.
 using TokenSink = void (*)(void* context, int32_t token, std::string_view text);
 
-// Generation stops at max_new_tokens or at EOS/end-of-turn (unless stop_at_end_of_generation is
-// false); past the context it goes on, the session keeping the attention sinks and the most
-// recent tokens. The prompt must fit in the context.
+// Generation stops at max_new_tokens or at EOS/end-of-turn; it goes on past the context (the
+// session keeps the attention sinks and the most recent tokens). The prompt must fit the context.
 Status Generate(Session& session, const int32_t* prompt, size_t n_prompt,
                 const GenerateOptions& options, TokenSink sink, void* sink_context,
                 GenerateStats* stats);

@@ -14,27 +14,46 @@ Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out,
                       "context length must be between 1 and the model's " +
                           std::to_string(trained) + " tokens, found " +
                           std::to_string(context_length));
+  KES_CHECK_OR_RETURN(kv.sinks < context_length,
+                      "attention sinks must be fewer than the context of " +
+                          std::to_string(context_length) + " tokens, found " +
+                          std::to_string(kv.sinks));
   MemoryPlan plan;
   plan.context_length = context_length;
   plan.kv_options = kv;
   plan.activation_bytes = AlignUp(model.meta().activation_bytes(), kKesAlignment);
   size_t offset = plan.activation_bytes;
   plan.kv_offset = offset;
-  const size_t elem = DTypeSize(model.meta().kv()->dtype());
+  const auto take = [&](size_t bytes) {
+    const size_t at = offset;
+    offset += AlignUp(bytes, kKesAlignment);
+    return at;
+  };
   for (const fb::KvLayer* layer : *model.meta().kv()->layers()) {
     KvRingPlan ring;
     ring.window = layer->window();
+    ring.head_dim = layer->head_dim();
     ring.row_elems = size_t{layer->n_kv_heads()} * layer->head_dim();
+    KES_CHECK_OR_RETURN(kv.type != ops::KvType::kInt8 || ring.head_dim % ops::kKvInt8Block == 0,
+                        "int8 KV cache needs a head_dim that is a multiple of " +
+                            std::to_string(ops::kKvInt8Block) + ", found " +
+                            std::to_string(ring.head_dim) + " (use --kv-type f16 or f32)");
     ring.reach = ring.window == 0 ? context_length : std::min(context_length, ring.window);
-    // A sliding-window ring holds the window plus one step, so a chunk never overwrites a key
-    // that one of its own queries still needs.
-    ring.capacity = ring.window == 0
-                        ? context_length
-                        : std::min(context_length, ring.window + model.max_step_tokens());
-    const size_t ring_bytes = AlignUp(ring.capacity * ring.row_elems * elem, kKesAlignment);
-    ring.k_offset = offset;
-    ring.v_offset = offset + ring_bytes;
-    offset += 2 * ring_bytes;
+    // Sliding-window layers were trained to see only recent tokens: they need no sinks.
+    ring.sinks = ring.window == 0 ? kv.sinks : 0;
+    // Inside the context a sliding-window ring holds the window plus one step, so a chunk never
+    // overwrites a key that one of its own queries still needs; past the context, every ring holds
+    // its reach plus one past-context step for the same reason.
+    const size_t in_context =
+        ring.window == 0 ? context_length
+                         : std::min(context_length, ring.window + model.max_step_tokens());
+    ring.capacity = std::max(in_context, ring.reach + kPastContextStepTokens);
+    ring.k_offset = take(ring.capacity * ops::KvRowBytes(kv.type, ring.row_elems));
+    ring.v_offset = take(ring.capacity * ops::KvRowBytes(kv.type, ring.row_elems));
+    if (kv.type == ops::KvType::kInt8) {
+      ring.k_scale_offset = take(ring.capacity * ops::KvRowScaleBytes(kv.type, ring.row_elems));
+      ring.v_scale_offset = take(ring.capacity * ops::KvRowScaleBytes(kv.type, ring.row_elems));
+    }
     plan.kv.push_back(ring);
   }
   plan.kv_bytes = offset - plan.kv_offset;

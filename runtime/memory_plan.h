@@ -21,9 +21,15 @@ struct KvOptions {
   size_t sinks = 4;
 };
 
+// Steps that reach past the context take at most this many tokens, so every ring needs only this
+// many slots beyond the keys its queries see (Session splits longer steps).
+inline constexpr size_t kPastContextStepTokens = 64;
+
+// One layer's ring (ops/kv_layout.h): slot of position p is ops::KvSlot(p, capacity, sinks).
 struct KvRingPlan {
-  size_t capacity = 0;   // slots; position p lives in slot p % capacity
+  size_t capacity = 0;   // slots
   size_t row_elems = 0;  // n_kv_heads * head_dim
+  size_t head_dim = 0;
   size_t window = 0;     // 0: global
   // The most recent positions a query sees: the window, capped by the context; plus the sinks
   // when those are not among them.
@@ -31,6 +37,8 @@ struct KvRingPlan {
   size_t sinks = 0;      // 0 for sliding-window layers
   size_t k_offset = 0;   // bytes from the arena start
   size_t v_offset = 0;
+  size_t k_scale_offset = 0;  // int8 only: [capacity, row_elems / 32] f32
+  size_t v_scale_offset = 0;
 };
 
 struct MemoryPlan {
@@ -45,7 +53,8 @@ struct MemoryPlan {
   std::vector<KvRingPlan> kv;
 };
 
-// A decoder's arena. Fails when context_length is 0 or above the model's trained context.
+// A decoder's arena. Fails when context_length is 0 or above the model's trained context, or when
+// int8 KV is asked for a head_dim that is not a multiple of 32.
 Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out,
                   const KvOptions& kv = {});
 // An encoder's arena: activations only (no KV rings, no sampler); context_length is the longest

@@ -32,7 +32,7 @@ enum class Parallelism : uint8_t {
 };
 
 struct Step {
-  static constexpr size_t kArgsBytes = 128;
+  static constexpr size_t kArgsBytes = 256;
 
   StepFn run = nullptr;
   Parallelism parallelism = Parallelism::kSerial;
@@ -99,6 +99,8 @@ class BindContext {
       : model_(model), plan_(plan), op_(op), arena_(arena), memory_(memory) {}
 
   const fb::Op& op() const { return op_; }
+  const fb::Plan& plan() const { return plan_; }
+  const Model& model() const { return model_; }
   const MemoryPlan& memory() const { return memory_; }
   uint8_t* arena() const { return arena_; }
   const fb::Buffer& InBuffer(uint32_t i) const {

@@ -75,10 +75,6 @@ Status Session::Rewind(size_t position) {
 Status Session::CheckTokens(const int32_t* tokens, size_t n_tokens) const {
   KES_CHECK_OR_RETURN(n_tokens > 0, "no tokens given");
   KES_CHECK_OR_RETURN(tokens != nullptr, "token pointer is null");
-  KES_CHECK_OR_RETURN(position_ + n_tokens <= memory_.context_length,
-                      std::to_string(n_tokens) + " tokens at position " +
-                          std::to_string(position_) + " exceed the context of " +
-                          std::to_string(memory_.context_length) + " tokens");
   for (size_t i = 0; i < n_tokens; ++i) {
     if (tokens[i] < 0 || static_cast<size_t>(tokens[i]) >= vocab_size()) {
       return Status::Error("token " + std::to_string(i) + " is id " + std::to_string(tokens[i]) +
@@ -92,7 +88,9 @@ template <typename OnChunk>
 void Session::RunChunks(const BoundPlan& plan, const int32_t* tokens, size_t n_tokens,
                         OnChunk on_chunk) {
   for (size_t done = 0; done < n_tokens;) {
-    const size_t n = std::min(plan.max_tokens(), n_tokens - done);
+    size_t n = std::min(plan.max_tokens(), n_tokens - done);
+    // The rings hold only kPastContextStepTokens slots beyond what their queries see.
+    if (position_ + n > memory_.context_length) n = std::min(n, kPastContextStepTokens);
     std::memcpy(plan.token_input(), tokens + done, n * sizeof(int32_t));
     plan.Run(pool_, n, static_cast<int64_t>(position_));
     position_ += n;

@@ -3,6 +3,10 @@
 // sampler's scratch. The arena is the caller's (SessionOptions::arena) or allocated once here;
 // after Create returns, Prefill, Decode and Score allocate nothing.
 //
+// Past the context the session goes on: every layer keeps its most recent tokens (global layers:
+// the context minus the attention sinks, plus the sinks), so memory stays what Create planned
+// however long the sequence grows.
+//
 // Lifetime: the Model (and, for Model::FromMemory, its buffer) and a caller-provided arena must
 // outlive the Session.
 #pragma once

@@ -88,6 +88,9 @@ void Collect(void* context, int32_t, std::string_view piece) {
 struct ZeroAllocCase {
   const char* model;    // <model>.kes from the ctest fixture
   size_t threads;
+  ops::KvType kv_type = ops::KvType::kF32;
+  // 512: the 600 tokens of prompt and generation pass the context and the rings wrap.
+  size_t context = 1024;
 };
 
 class ZeroAllocTest : public ::testing::TestWithParam<ZeroAllocCase> {};
@@ -99,11 +102,13 @@ TEST_P(ZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
   Status s = Model::Open(path, &model);
   ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
   SessionOptions options;
-  options.context_length = 1024;
+  options.context_length = c.context;
   options.n_threads = c.threads;
+  options.kv.type = c.kv_type;
   std::unique_ptr<Session> session;
   s = Session::Create(*model, options, &session);
   ASSERT_TRUE(s.ok()) << s.message();
+  const size_t prompt_tokens = std::min<size_t>(600, c.context - 64);
 
   std::vector<int32_t> prompt;
   std::string text;
@@ -112,7 +117,7 @@ TEST_P(ZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
     prompt.clear();
     ASSERT_TRUE(model->tokenizer().Encode(text, true, false, &prompt).ok());
   }
-  prompt.resize(600);
+  prompt.resize(prompt_tokens);
 
   GenerateOptions gen;
   gen.max_new_tokens = 65;  // the first comes from the prefill's logits: 64 decode steps
@@ -130,7 +135,7 @@ TEST_P(ZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
   g_counting.store(false);
 
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(stats.prompt_tokens, 600u);
+  EXPECT_EQ(stats.prompt_tokens, prompt_tokens);
   EXPECT_EQ(stats.decode_steps, 64u);
   EXPECT_EQ(collected->tokens, 65u);
   EXPECT_GT(collected->bytes, 0u);
@@ -149,11 +154,22 @@ INSTANTIATE_TEST_SUITE_P(
                       ZeroAllocCase{"smollm2-135m-q4", 2},
                       // keep: mixed kept types (Q8_0, Q5_0, Q4_K, Q6_K; Q4_1 and Q8_0)
                       ZeroAllocCase{"gemma3-270m-keep", 1}, ZeroAllocCase{"gemma3-270m-keep", 2},
-                      ZeroAllocCase{"smollm2-135m-keep", 2}),
+                      ZeroAllocCase{"smollm2-135m-keep", 2},
+                      // every KV type, with generation past a context of 512
+                      ZeroAllocCase{"gemma3-270m-q8", 1, ops::KvType::kF32, 512},
+                      ZeroAllocCase{"gemma3-270m-q8", 2, ops::KvType::kF16, 512},
+                      ZeroAllocCase{"gemma3-270m-q8", 1, ops::KvType::kInt8, 512},
+                      ZeroAllocCase{"smollm2-135m-q8", 2, ops::KvType::kInt8, 512},
+                      ZeroAllocCase{"smollm2-135m-q8", 1, ops::KvType::kF16, 1024}),
     [](const auto& info) {
       std::string name = info.param.model;
       for (char& c : name) c = c == '-' ? '_' : c;
-      return name + "_" + std::to_string(info.param.threads) + "_threads";
+      name += "_" + std::to_string(info.param.threads) + "_threads";
+      if (info.param.kv_type != ops::KvType::kF32 || info.param.context != 1024) {
+        name += std::string("_kv_") + ops::KvTypeName(info.param.kv_type) + "_ctx_" +
+                std::to_string(info.param.context);
+      }
+      return name;
     });
 
 // An encoder's Encode: 40 texts of 4 to 256 tokens (two steps of at most 32 texts, mixed

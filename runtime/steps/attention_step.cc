@@ -41,16 +41,51 @@ void ThreadTasks(size_t n, size_t heads, int64_t pos0, int64_t window, size_t th
 
 struct AttentionStepArgs {
   decltype(&ops::Attention) kernel;
-  ops::AttentionArgs args;  // n_tokens and pos0 are filled in per step
+  ops::AttentionArgs args;  // n_tokens, pos0 and sink_rope are filled in per step
+  bool keys_rotated;
+  ops::RopeFrequencies key_rope;
 };
+
+// How the plan rotates the keys stored in `layer`: the Rope op that writes the key input of the
+// layer's KvStore. False when nothing rotates them.
+bool FindKeyRope(const BindContext& b, uint32_t layer, ops::RopeFrequencies* rope) {
+  const auto& ops = *b.plan().ops();
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    const fb::KvStore* store = ops.Get(i)->params_as_KvStore();
+    if (store == nullptr || store->layer() != layer) continue;
+    const uint32_t keys = ops.Get(i)->inputs()->Get(0);
+    for (uint32_t j = i; j-- > 0;) {
+      const fb::Op& op = *ops.Get(j);
+      if (op.outputs() && op.outputs()->size() > 0 && op.outputs()->Get(0) == keys &&
+          op.params_type() != fb::OpParams::Rope) {
+        return false;  // written last by something else
+      }
+      const fb::Rope* r = op.params_as_Rope();
+      if (r == nullptr || op.inputs()->Get(0) != keys) continue;
+      rope->layout = r->style() == fb::RopeStyle::Adjacent ? ops::RopeLayout::kAdjacent
+                                                            : ops::RopeLayout::kNeox;
+      rope->theta_base = r->theta();
+      rope->freq_scale = r->freq_scale();
+      rope->freq_factors =
+          op.weights() && op.weights()->size() == 1
+              ? reinterpret_cast<const float*>(b.model().TensorData(op.weights()->Get(0)))
+              : nullptr;
+      return true;
+    }
+    return false;
+  }
+  return false;
+}
 
 void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threads) {
   const auto& step = *static_cast<const AttentionStepArgs*>(args);
   ops::AttentionArgs a = step.args;
   a.n_tokens = n;
   a.pos0 = pos0;
+  a.sink_rope = step.keys_rotated ? &step.key_rope : nullptr;
   size_t b, e;
-  ThreadTasks(n, a.n_heads, pos0, a.window, thread, n_threads, &b, &e);
+  const int64_t reach = a.window > 0 ? std::min(a.window, a.context) : a.context;
+  ThreadTasks(n, a.n_heads, pos0, reach, thread, n_threads, &b, &e);
   if (b < e) step.kernel(a, b, e);
 }
 
@@ -95,18 +130,28 @@ Status Check(const OpCheck& c) {
 void Bind(const BindContext& b, Step* step) {
   const fb::Attention& p = *b.op().params_as_Attention();
   const KvRingPlan& ring = b.memory().kv[p.layer()];
-  ops::AttentionArgs a{};
+  AttentionStepArgs args{};
+  args.kernel = ops::ResolveAttention();
+  ops::AttentionArgs& a = args.args;
   a.q = reinterpret_cast<const float*>(b.In(0));
   a.out = reinterpret_cast<float*>(b.Out(0));
-  a.k_cache = reinterpret_cast<const float*>(b.arena() + ring.k_offset);
-  a.v_cache = reinterpret_cast<const float*>(b.arena() + ring.v_offset);
+  a.kv_type = b.memory().kv_options.type;
+  a.k_cache = b.arena() + ring.k_offset;
+  a.v_cache = b.arena() + ring.v_offset;
+  if (a.kv_type == ops::KvType::kInt8) {
+    a.k_scales = reinterpret_cast<const float*>(b.arena() + ring.k_scale_offset);
+    a.v_scales = reinterpret_cast<const float*>(b.arena() + ring.v_scale_offset);
+  }
   a.n_heads = p.n_heads();
   a.n_kv_heads = p.n_kv_heads();
   a.head_dim = p.head_dim();
   a.capacity = ring.capacity;
   a.window = p.mask() == fb::AttentionMask::SlidingWindow ? static_cast<int64_t>(p.window()) : 0;
+  a.context = static_cast<int64_t>(b.memory().context_length);
+  a.sinks = ring.sinks;
   a.scale = p.scale();
-  step->Set(Run, Parallelism::kAlways, AttentionStepArgs{ops::ResolveAttention(), a});
+  args.keys_rotated = ring.sinks > 0 && FindKeyRope(b, p.layer(), &args.key_rope);
+  step->Set(Run, Parallelism::kAlways, args);
 }
 
 }  // namespace

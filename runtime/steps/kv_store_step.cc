@@ -1,6 +1,9 @@
-// KvStore: the step's keys and values into their layer's ring, position p at slot p % capacity.
+// KvStore: the step's keys and values into their layer's rings, in the session's KV type
+// (ops/kv_layout.h), position p at slot ops::KvSlot(p, capacity, sinks).
 #include <cstring>
 
+#include "ops/kv_encode.h"
+#include "ops/kv_layout.h"
 #include "runtime/steps/steps.h"
 
 namespace kestrel {
@@ -9,17 +12,37 @@ namespace {
 struct KvStoreArgs {
   const float* k;  // [tokens, row]
   const float* v;  // [tokens, row]
-  float* k_ring;   // [capacity, row]
-  float* v_ring;   // [capacity, row]
-  size_t row, capacity;
+  uint8_t* k_ring;  // [capacity, row] of type
+  uint8_t* v_ring;
+  float* k_scales;  // int8: [capacity, row / 32]
+  float* v_scales;
+  ops::KvType type;
+  decltype(&ops::KvEncodeF16) encode_f16;
+  decltype(&ops::KvEncodeInt8) encode_int8;
+  size_t row, capacity, sinks;
 };
+
+void StoreRow(const KvStoreArgs& a, const float* in, uint8_t* ring, float* scales, size_t slot) {
+  uint8_t* out = ring + slot * ops::KvRowBytes(a.type, a.row);
+  switch (a.type) {
+    case ops::KvType::kF16:
+      a.encode_f16(in, a.row, reinterpret_cast<hwy::float16_t*>(out));
+      break;
+    case ops::KvType::kInt8:
+      a.encode_int8(in, a.row, reinterpret_cast<int8_t*>(out),
+                    scales + slot * (a.row / ops::kKvInt8Block));
+      break;
+    default:
+      std::memcpy(out, in, a.row * sizeof(float));
+  }
+}
 
 void Run(const void* args, size_t n, int64_t pos0, size_t, size_t) {
   const auto& a = *static_cast<const KvStoreArgs*>(args);
   for (size_t t = 0; t < n; ++t) {
-    const size_t slot = static_cast<size_t>(pos0 + static_cast<int64_t>(t)) % a.capacity;
-    std::memcpy(a.k_ring + slot * a.row, a.k + t * a.row, a.row * sizeof(float));
-    std::memcpy(a.v_ring + slot * a.row, a.v + t * a.row, a.row * sizeof(float));
+    const size_t slot = ops::KvSlot(pos0 + static_cast<int64_t>(t), a.capacity, a.sinks);
+    StoreRow(a, a.k + t * a.row, a.k_ring, a.k_scales, slot);
+    StoreRow(a, a.v + t * a.row, a.v_ring, a.v_scales, slot);
   }
 }
 
@@ -36,10 +59,18 @@ void Bind(const BindContext& b, Step* step) {
   KvStoreArgs a{};
   a.k = reinterpret_cast<const float*>(b.In(0));
   a.v = reinterpret_cast<const float*>(b.In(1));
-  a.k_ring = reinterpret_cast<float*>(b.arena() + ring.k_offset);
-  a.v_ring = reinterpret_cast<float*>(b.arena() + ring.v_offset);
+  a.k_ring = b.arena() + ring.k_offset;
+  a.v_ring = b.arena() + ring.v_offset;
+  a.type = b.memory().kv_options.type;
+  a.encode_f16 = ops::ResolveKvEncodeF16();
+  a.encode_int8 = ops::ResolveKvEncodeInt8();
+  if (a.type == ops::KvType::kInt8) {
+    a.k_scales = reinterpret_cast<float*>(b.arena() + ring.k_scale_offset);
+    a.v_scales = reinterpret_cast<float*>(b.arena() + ring.v_scale_offset);
+  }
   a.row = ring.row_elems;
   a.capacity = ring.capacity;
+  a.sinks = ring.sinks;
   step->Set(Run, Parallelism::kSerial, a);
 }
 
