@@ -1003,6 +1003,9 @@ TEST_F(CliTest, BadFlagsAndValues) {
        {"--sinks", "expected fewer than the context of 256 tokens", "found 300"}, Usage::kNo},
       {{"run", m, "-p", "hi", "--ctx", "16", "--sinks", "16"},
        {"--sinks", "context of 16 tokens", "found 16"}, Usage::kNo},
+      // The tiny model's heads of 16 take no int8 cache (blocks of 32): the runtime says so.
+      {{"run", m, "-p", "hi", "--kv-type", "int8"},
+       {"int8 KV cache", "multiple of 32", "found 16", "--kv-type f16 or f32"}, Usage::kNo},
       {{"chat", m, "--kv-type", "F16"}, {"--kv-type", "found 'F16'"}, Usage::kNo},
       {{"chat", m, "--sinks", "1e3"}, {"--sinks", "'1e3'"}, Usage::kNo},
       {{"bench", m, "--kv-type", "int4"}, {"--kv-type", "f32, f16 or int8", "'int4'"}, Usage::kNo},
