@@ -29,6 +29,10 @@ llama.cpp runs in one of two ways:
     perplexity); --llama-bench PATH then takes the speed from a C++ llama-bench instead.
 Perplexity uses an f32 KV cache on the llama.cpp side by default, like Kestrel's
 (--llama-kv f16 selects llama.cpp's default f16); speed runs with llama.cpp's default KV cache.
+--kv-type f32|f16|int8 and --depth N (speed only; they need llama-bench) run both at that KV type
+and depth: `kestrel bench --kv-type T -d N`, and llama-bench -ctk/-ctv T (q8_0 for int8: ggml's
+blocks of 32 with one scale, as Kestrel's int8) -d N with flash attention on (-fa 1), which
+llama.cpp needs for a quantized V cache and which its fast path at depth is.
 
 Setup: build Kestrel (scripts/build.sh gives build/release); then either
     bash scripts/build-llama-cpp.sh        # prints the folder holding the tools on its last line
@@ -75,6 +79,8 @@ LLAMA_TOOLS = ("llama-bench", "llama-perplexity", "llama-quantize")
 # llama.cpp's KV cache types for perplexity (--llama-kv): the name llama-perplexity's -ctk/-ctv
 # take, and llama-cpp-python's type_k/type_v constant.
 LLAMA_KV_TYPES = {"f32": "GGML_TYPE_F32", "f16": "GGML_TYPE_F16"}
+# Kestrel's KV types (--kv-type) and the llama-bench -ctk/-ctv type closest to each.
+KV_TYPES_FOR_LLAMA_BENCH = {"f32": "f32", "f16": "f16", "int8": "q8_0"}
 
 
 def die(message):
@@ -281,10 +287,28 @@ def bench_tokens(vocab, n):
     return [(i * 7919 + 104729) % vocab for i in range(n)]
 
 
-def kestrel_speed(kestrel_bin, kes, threads, p, n, reps):
+def kestrel_cache_flags(depth, kv_type):
+    """`kestrel bench` flags for --depth and --kv-type (none when they were not given)."""
+    return (["-d", str(depth)] if depth else []) + (["--kv-type", kv_type] if kv_type else [])
+
+
+def llama_bench_cache_flags(depth, kv_type):
+    """llama-bench flags for --depth and --kv-type: flash attention whenever either is given
+    (a quantized V cache needs it), the K and V types, the depth."""
+    if not depth and not kv_type:
+        return []
+    flags = ["-fa", "1"]
+    if kv_type:
+        ctype = KV_TYPES_FOR_LLAMA_BENCH[kv_type]
+        flags += ["-ctk", ctype, "-ctv", ctype]
+    return flags + (["-d", str(depth)] if depth else [])
+
+
+def kestrel_speed(kestrel_bin, kes, threads, p, n, reps, depth=0, kv_type=None):
     """{threads: {"pp": tok/s, "tg": tok/s}} from `kestrel bench --json` (medians)."""
     cmd = [str(kestrel_bin), "bench", str(kes), "-p", str(p), "-n", str(n),
            "-t", ",".join(map(str, threads)), "-r", str(reps), "--json"]
+    cmd += kestrel_cache_flags(depth, kv_type)
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         die(f"{' '.join(cmd)} failed:\n{r.stderr.strip()}")
@@ -295,11 +319,12 @@ def kestrel_speed(kestrel_bin, kes, threads, p, n, reps):
     return speeds
 
 
-def llama_bench_speed(llama_bench, gguf_path, threads, p, n, reps):
+def llama_bench_speed(llama_bench, gguf_path, threads, p, n, reps, depth=0, kv_type=None):
     """{threads: {"pp": tok/s, "tg": tok/s}} from llama.cpp's C++ llama-bench (medians of its
     samples; it warms up once itself)."""
     cmd = [str(llama_bench), "-m", str(gguf_path), "-p", str(p), "-n", str(n),
            "-t", ",".join(map(str, threads)), "-r", str(reps), "-o", "json"]
+    cmd += llama_bench_cache_flags(depth, kv_type)
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         die(f"{' '.join(cmd)} failed:\n{r.stderr.strip()}")
@@ -485,9 +510,10 @@ def fmt_speed(v):
     return f"{v:.2f}" if v else "n/a"
 
 
-def speed_table(speed, p, n):
-    lines = [f"| format | threads | Kestrel pp{p} tok/s | llama.cpp pp{p} tok/s | ratio | "
-             f"Kestrel tg{n} tok/s | llama.cpp tg{n} tok/s | ratio |",
+def speed_table(speed, p, n, depth=0):
+    at = f" @ d{depth}" if depth else ""  # llama-bench's label for a test at a depth
+    lines = [f"| format | threads | Kestrel pp{p}{at} tok/s | llama.cpp pp{p}{at} tok/s | ratio | "
+             f"Kestrel tg{n}{at} tok/s | llama.cpp tg{n}{at} tok/s | ratio |",
              "|:--|--:|--:|--:|--:|--:|--:|--:|"]
     for row in speed:
         k, l = row["kestrel"], row["llama_cpp"]
@@ -496,6 +522,16 @@ def speed_table(speed, p, n):
                      f"{fmt_speed(k.get('tg'))} | {fmt_speed(l.get('tg'))} | "
                      f"{ratio(k.get('tg'), l.get('tg'))} |")
     return "\n".join(lines)
+
+
+def speed_cache_description(depth, kv_type):
+    """What the speed table's KV caches were, for its title."""
+    if not depth and not kv_type:
+        return "its default (f16) KV cache"
+    cache = (f"a {KV_TYPES_FOR_LLAMA_BENCH[kv_type]} KV cache (Kestrel's: {kv_type})" if kv_type
+             else "its default (f16) KV cache (Kestrel's: f32)")
+    at = f", {depth} tokens deep" if depth else ""
+    return f"flash attention and {cache}{at}"
 
 
 def ppl_table(ppl):
@@ -541,6 +577,13 @@ def parse_args():
     ap.add_argument("-p", type=int, default=512, help="prompt tokens for pp (default 512)")
     ap.add_argument("-n", type=int, default=128, help="generated tokens for tg (default 128)")
     ap.add_argument("-r", type=int, default=3, help="repetitions after one warm-up (default 3)")
+    ap.add_argument("--depth", type=int, default=0, metavar="N",
+                    help="speed with N tokens already in the KV cache (kestrel bench -d N, "
+                         "llama-bench -d N -fa 1; default 0)")
+    ap.add_argument("--kv-type", default=None, choices=sorted(KV_TYPES_FOR_LLAMA_BENCH),
+                    help="KV cache type for speed: Kestrel's, and llama-bench -ctk/-ctv the same "
+                         "(q8_0 for int8) with -fa 1 (default: each runtime's default, f32 for "
+                         "Kestrel, f16 for llama.cpp)")
     ap.add_argument("--ppl-chunks", type=int, default=8,
                     help=f"chunks of {PPL_CTX} tokens for perplexity; 0 skips it (default 8)")
     ap.add_argument("--out-dir", type=Path, default=None,
@@ -549,8 +592,12 @@ def parse_args():
     ap.add_argument("--kestrel-bin", type=Path, default=REPO / "build" / "release",
                     help="folder holding kestrel and kestrel-convert (default build/release)")
     args = ap.parse_args()
-    if args.p < 0 or args.n < 0 or args.r < 1 or args.ppl_chunks < 0 or min(args.threads) < 1:
-        ap.error("-p, -n and --ppl-chunks must be >= 0, -r and --threads >= 1")
+    if (args.p < 0 or args.n < 0 or args.r < 1 or args.ppl_chunks < 0 or args.depth < 0
+            or min(args.threads) < 1):
+        ap.error("-p, -n, --depth and --ppl-chunks must be >= 0, -r and --threads >= 1")
+    if (args.depth or args.kv_type) and not (args.llama_cpp_bin or args.llama_bench):
+        ap.error("--depth and --kv-type need llama.cpp's llama-bench: pass --llama-cpp-bin DIR "
+                 "or --llama-bench PATH")
     if args.p == 0 and args.n == 0 and args.ppl_chunks == 0:
         ap.error("nothing to do: -p, -n and --ppl-chunks are all 0")
     if args.llama_bench and not os.access(args.llama_bench, os.X_OK):
@@ -586,11 +633,12 @@ def main():
         for fmt in args.formats:
             gguf_path, kes_path = models[fmt]
             log(f"speed {fmt}: kestrel bench, threads {args.threads}")
-            kestrel = kestrel_speed(kestrel_bin, kes_path, args.threads, args.p, args.n, args.r)
+            kestrel = kestrel_speed(kestrel_bin, kes_path, args.threads, args.p, args.n, args.r,
+                                    args.depth, args.kv_type)
             if llama_bench:
                 log(f"speed {fmt}: llama-bench, threads {args.threads}")
                 bench = llama_bench_speed(llama_bench, gguf_path, args.threads, args.p,
-                                          args.n, args.r)
+                                          args.n, args.r, args.depth, args.kv_type)
             for t in args.threads:
                 if llama_bench:
                     llama = bench[t]
@@ -638,9 +686,9 @@ def main():
     print("kestrel cpu:\n" + info["kestrel_cpu"] + "\n")
     if speed:
         print(f"Speed: median tokens/s of {args.r} runs after a warm-up; llama.cpp from "
-              f"{'llama-bench' if llama_bench else 'llama-cpp-python'} with its default (f16) KV "
-              f"cache; ratio = Kestrel / llama.cpp\n")
-        print(speed_table(speed, args.p, args.n) + "\n")
+              f"{'llama-bench' if llama_bench else 'llama-cpp-python'} with "
+              f"{speed_cache_description(args.depth, args.kv_type)}; ratio = Kestrel / llama.cpp\n")
+        print(speed_table(speed, args.p, args.n, args.depth) + "\n")
     if ppl:
         kv_used = ", ".join(sorted({r["llama_cpp"]["kv_cache"] for r in ppl.values()}))
         print(f"Perplexity: {PPL_TEXT}, {args.ppl_chunks} chunks of {PPL_CTX} tokens; llama.cpp "
@@ -655,7 +703,10 @@ def main():
                                          "llama_kv": args.llama_kv,
                                          "threads": args.threads, "formats": args.formats,
                                          "p": args.p, "n": args.n, "r": args.r,
-                                         "ppl_chunks": args.ppl_chunks, "ppl_ctx": PPL_CTX},
+                                         "ppl_chunks": args.ppl_chunks, "ppl_ctx": PPL_CTX,
+                                         "depth": args.depth, "kv_type": args.kv_type,
+                                         "llama_bench_cache_flags":
+                                             llama_bench_cache_flags(args.depth, args.kv_type)},
                "models": {f: {"gguf": str(g), "kes": str(k)} for f, (g, k) in models.items()},
                "speed": speed, "perplexity": ppl}
     out = args.out_dir / "results.json"

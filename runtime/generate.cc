@@ -18,7 +18,7 @@ Status Generate(Session& session, const int32_t* prompt, size_t n_prompt,
   *stats = GenerateStats();
   KES_CHECK_OR_RETURN(n_prompt > 0, "the prompt is empty");
   // Past the context the session keeps only the sinks and the most recent tokens: a prompt
-  // longer than the context would lose its own beginning before the first token is generated.
+  // longer than the context would lose its beginning before the first token is generated.
   KES_CHECK_OR_RETURN(n_prompt <= session.context_length(),
                       "the prompt has " + std::to_string(n_prompt) +
                           " tokens, more than the context of " +

@@ -41,6 +41,37 @@ Status Session::Create(const Model& model, const SessionOptions& options,
 
 Session::~Session() = default;
 
+namespace {
+
+// Whether `ring`, after positions up to `end` (exclusive) were written, still holds every key a
+// query at `position` sees: its sinks and the `reach` positions before it. Position q >= capacity
+// overwrote the slot of q - (capacity - sinks); the sinks are never overwritten.
+bool KeepsKeysBefore(const KvRingPlan& ring, size_t position, size_t end) {
+  if (end <= ring.capacity || position <= ring.sinks) return true;
+  const size_t newest_overwritten = end - 1 - (ring.capacity - ring.sinks);
+  const size_t oldest_seen =
+      std::max(ring.sinks, position > ring.reach ? position - ring.reach : 0);
+  return newest_overwritten < oldest_seen;
+}
+
+}  // namespace
+
+Status Session::Rewind(size_t position) {
+  KES_CHECK_OR_RETURN(position <= position_, "cannot rewind to position " +
+                                                 std::to_string(position) + ": expected at most "
+                                                 "the current position " +
+                                                 std::to_string(position_));
+  for (size_t layer = 0; layer < memory_.kv.size(); ++layer) {
+    KES_CHECK_OR_RETURN(KeepsKeysBefore(memory_.kv[layer], position, position_),
+                        "cannot rewind from position " + std::to_string(position_) + " to " +
+                            std::to_string(position) + ": layer " + std::to_string(layer) +
+                            "'s KV ring of " + std::to_string(memory_.kv[layer].capacity) +
+                            " slots no longer holds the keys that position sees");
+  }
+  position_ = position;
+  return OkStatus();
+}
+
 Status Session::CheckTokens(const int32_t* tokens, size_t n_tokens) const {
   KES_CHECK_OR_RETURN(n_tokens > 0, "no tokens given");
   KES_CHECK_OR_RETURN(tokens != nullptr, "token pointer is null");

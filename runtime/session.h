@@ -61,6 +61,12 @@ class Session {
   void* sampler_scratch() const { return arena_.data() + memory_.sampler_offset; }
   // Forgets the sequence: the next token goes to position 0.
   void Reset() { position_ = 0; }
+  // Goes back to `position` (at most position()), keeping the keys and values of the positions
+  // before it, as if the tokens after it had never been given: `kestrel bench --depth` repeats
+  // its tests from one prefilled depth this way. Fails, changing nothing, when a ring has since
+  // overwritten a key that a query at `position` would see (a sliding-window ring after more
+  // than a step past it, any ring once past the context); Reset and prefill again then.
+  Status Rewind(size_t position);
 
  private:
   Session(const Model& model, size_t n_threads) : model_(model), pool_(n_threads) {}

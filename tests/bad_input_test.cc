@@ -947,7 +947,7 @@ TEST_F(CliTest, PromptLongerThanTheContext) {
   for (int i = 0; i < 40; ++i) prompt += "the cat sat on the mat ";
   EXPECT_TRUE(IsCleanError(Cli({"run", kes(), "-p", prompt, "--ctx", "16", "-n", "4"}),
                            "kestrel", {"context"}));
-  // A prompt that fits runs to the end of the context and stops there.
+  // A prompt that fits runs on past the end of the context (sinks plus the most recent tokens).
   const ProcessResult fits =
       Cli({"run", kes(), "-p", "the cat", "--ctx", "16", "-n", "100", "--temp", "0"});
   EXPECT_TRUE(Succeeded(fits));
@@ -994,11 +994,37 @@ TEST_F(CliTest, BadFlagsAndValues) {
       {{"bench", m, "-p", "0", "-n", "0"}, {"nothing to run"}, Usage::kNo},
       {{"bench", m, "-p", "100000"}, {"exceed the model's context of 256"}, Usage::kNo},
       {{"cpu", "extra"}, {"unexpected argument 'extra'"}, Usage::kAllowed},
+      // The KV-cache flags of run, chat, bench and perplexity; inspect takes --kv-type only.
+      {{"run", m, "-p", "hi", "--kv-type", "q4"},
+       {"--kv-type", "expected f32, f16 or int8", "found 'q4'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--kv-type"}, {"--kv-type needs a value"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--sinks", "-1"}, {"--sinks", "whole number", "'-1'"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--sinks", "300"},
+       {"--sinks", "expected fewer than the context of 256 tokens", "found 300"}, Usage::kNo},
+      {{"run", m, "-p", "hi", "--ctx", "16", "--sinks", "16"},
+       {"--sinks", "context of 16 tokens", "found 16"}, Usage::kNo},
+      // The tiny model's heads of 16 take no int8 cache (blocks of 32): the runtime says so.
+      {{"run", m, "-p", "hi", "--kv-type", "int8"},
+       {"int8 KV cache", "multiple of 32", "found 16", "--kv-type f16 or f32"}, Usage::kNo},
+      {{"chat", m, "--kv-type", "F16"}, {"--kv-type", "found 'F16'"}, Usage::kNo},
+      {{"chat", m, "--sinks", "1e3"}, {"--sinks", "'1e3'"}, Usage::kNo},
+      {{"bench", m, "--kv-type", "int4"}, {"--kv-type", "f32, f16 or int8", "'int4'"}, Usage::kNo},
+      {{"bench", m, "-p", "24", "-n", "8", "--sinks", "24"},
+       {"--sinks", "context of 24 tokens", "found 24"}, Usage::kNo},
+      {{"bench", m, "--depth", "x"}, {"--depth", "whole number", "'x'"}, Usage::kNo},
+      {{"bench", m, "-d", "0,,8"}, {"--depth", "''"}, Usage::kNo},
+      {{"bench", m, "-p", "24", "-n", "8", "-d", "0,240"},
+       {"-p/-n of 24 tokens at --depth 240", "exceed the model's context of 256"}, Usage::kNo},
+      {{"inspect", m, "--kv-type", "bf16"}, {"--kv-type", "found 'bf16'"}, Usage::kNo},
+      {{"inspect", m, "--sinks", "4"}, {"unknown option '--sinks'", "inspect"}, Usage::kAllowed},
   };
   for (const Case& c : cases) {
     std::string joined;
     for (const std::string& a : c.args) joined += " " + a;
-    EXPECT_TRUE(IsCleanError(Cli(c.args), "kestrel", c.keywords, c.usage)) << "kestrel" << joined;
+    const ProcessResult r = Cli(c.args);
+    EXPECT_TRUE(IsCleanError(r, "kestrel", c.keywords, c.usage)) << "kestrel" << joined;
+    // Nothing else done: run echoes no prompt, bench prints no table.
+    EXPECT_EQ(r.out, "") << "kestrel" << joined;
   }
   // No arguments at all: the usage, and failure.
   const ProcessResult none = Cli({});

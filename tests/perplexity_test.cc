@@ -120,13 +120,10 @@ struct Expected {
   size_t chunks = 0, scored = 0;
 };
 
-// llama.cpp's perplexity, recomputed independently, with a two-pass variance.
-Expected Recompute(const Model& model, const std::string& text, size_t ctx, size_t max_chunks) {
+// The perplexity of these NLLs and its error, with a two-pass variance.
+Expected FromNlls(const std::vector<double>& nlls, size_t chunks) {
   Expected e;
-  std::vector<double> nlls;
-  for (const ScoredRow& r : ScoreRows(model, text, ctx, max_chunks, &e.chunks)) {
-    nlls.push_back(-r.log_p[r.next]);
-  }
+  e.chunks = chunks;
   double mean = 0, variance = 0;
   for (double x : nlls) mean += x / nlls.size();
   for (double x : nlls) variance += (x - mean) * (x - mean) / nlls.size();
@@ -134,6 +131,45 @@ Expected Recompute(const Model& model, const std::string& text, size_t ctx, size
   e.ppl = std::exp(mean);
   e.err = e.ppl * std::sqrt(variance / (nlls.size() - 1));
   return e;
+}
+
+// llama.cpp's perplexity, recomputed independently.
+Expected Recompute(const Model& model, const std::string& text, size_t ctx, size_t max_chunks) {
+  size_t chunks = 0;
+  std::vector<double> nlls;
+  for (const ScoredRow& r : ScoreRows(model, text, ctx, max_chunks, &chunks)) {
+    nlls.push_back(-r.log_p[r.next]);
+  }
+  return FromNlls(nlls, chunks);
+}
+
+// --stream's perplexity, recomputed independently: the chunks' tokens (BOS first, none replaced)
+// scored by one Score call from position 0 of a session of `ctx` positions and `sinks` sinks,
+// counting the positions chunked scoring counts (offsets ctx/2 .. ctx-2 of every chunk).
+Expected RecomputeStreamed(const Model& model, const std::string& text, size_t ctx,
+                           size_t sinks) {
+  std::vector<int32_t> tokens;
+  EXPECT_TRUE(model.tokenizer().Encode(text, true, false, &tokens).ok());
+  const size_t chunks = tokens.size() / ctx, n = chunks * ctx, vocab = model.vocab_size();
+  SessionOptions options;
+  options.context_length = ctx;
+  options.kv.sinks = sinks;
+  std::unique_ptr<Session> session;
+  Status s = Session::Create(model, options, &session);
+  EXPECT_TRUE(s.ok()) << s.message();
+  std::vector<float> logits(n * vocab);
+  if (session) s = session->Score(tokens.data(), n, logits.data());
+  EXPECT_TRUE(s.ok()) << s.message();
+  std::vector<double> nlls;
+  for (size_t j = 0; j + 1 < n; ++j) {
+    if (j % ctx < ctx / 2 || j % ctx == ctx - 1) continue;
+    const float* row = logits.data() + j * vocab;
+    double max = row[0], sum = 0;
+    for (size_t v = 0; v < vocab; ++v) max = std::max<double>(max, row[v]);
+    for (size_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
+    nlls.push_back(max + std::log(sum) - row[tokens[j + 1]]);
+  }
+  return FromNlls(nlls, chunks);
 }
 
 class PerplexityTest : public ::testing::Test {
@@ -213,6 +249,50 @@ TEST_F(PerplexityTest, SummaryLineChunkLimitAndThreads) {
   EXPECT_EQ(ctx, 32u);
 }
 
+// --stream: the same tokens scored, as one sequence running past the context (--ctx 32 over the
+// sample text's chunks), with the perplexity recomputed from one Score call.
+TEST_F(PerplexityTest, StreamScoresTheChunksAsOneSequence) {
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(kes(), &model);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const size_t ctx = 32;
+  for (const char* sinks : {"4", "0"}) {
+    const Expected e = RecomputeStreamed(*model, SampleText(), ctx, std::atoi(sinks));
+    const Expected chunked = Recompute(*model, SampleText(), ctx, SIZE_MAX);
+    ASSERT_GE(e.chunks, 5u) << "the sample text should run well past the context";
+    ASSERT_EQ(e.scored, chunked.scored);
+
+    const ProcessResult r = Cli({"perplexity", kes(), "-f", text_path_, "--ctx", "32", "--stream",
+                                 "--sinks", sinks, "--json"});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
+    EXPECT_NE(r.out.find("\"stream\": true"), std::string::npos) << r.out;
+    EXPECT_EQ(JsonNumber(r.out, "sinks"), std::atof(sinks)) << r.out;
+    EXPECT_EQ(JsonNumber(r.out, "chunks"), static_cast<double>(e.chunks)) << r.out;
+    EXPECT_EQ(JsonNumber(r.out, "tokens_scored"), static_cast<double>(e.scored)) << r.out;
+    EXPECT_NEAR(JsonNumber(r.out, "ppl"), e.ppl, 1e-9 * e.ppl) << r.out;
+    EXPECT_NEAR(JsonNumber(r.out, "ppl_err"), e.err, 1e-6 * e.err) << r.out;
+    // The running perplexity per chunk, as chunked scoring prints it.
+    EXPECT_NE(r.err.find("[" + std::to_string(e.chunks) + "]"), std::string::npos) << r.err;
+  }
+  const ProcessResult line =
+      Cli({"perplexity", kes(), "-f", text_path_, "--ctx", "32", "--stream", "--kv-type", "f16"});
+  ASSERT_TRUE(line.exited && line.exit_code == 0) << Describe(line);
+  EXPECT_NE(line.out.find("chunks of 32, streamed with 4 sinks), KV f16"), std::string::npos)
+      << line.out;
+}
+
+// One chunk streamed is the chunk scored from position 0: the same tokens, the same numbers.
+TEST_F(PerplexityTest, StreamOfOneChunkIsTheChunk) {
+  const ProcessResult chunked =
+      Cli({"perplexity", kes(), "-f", text_path_, "--ctx", "64", "--chunks", "1", "--json"});
+  const ProcessResult streamed = Cli({"perplexity", kes(), "-f", text_path_, "--ctx", "64",
+                                      "--chunks", "1", "--stream", "--json"});
+  ASSERT_TRUE(chunked.exited && chunked.exit_code == 0) << Describe(chunked);
+  ASSERT_TRUE(streamed.exited && streamed.exit_code == 0) << Describe(streamed);
+  EXPECT_EQ(JsonNumber(streamed.out, "ppl"), JsonNumber(chunked.out, "ppl")) << streamed.out;
+  EXPECT_EQ(JsonNumber(streamed.out, "tokens_scored"), JsonNumber(chunked.out, "tokens_scored"));
+}
+
 TEST_F(PerplexityTest, BadInputGivesOneErrorLine) {
   const std::string& m = kes();
   const std::string missing = ScratchPath("no-such-text.txt");
@@ -255,6 +335,14 @@ TEST_F(PerplexityTest, BadInputGivesOneErrorLine) {
   EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "-t", "0"}), {"-t", "'0'"}));
   EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "extra"}),
                            {"unexpected argument 'extra'"}));
+  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--kv-type", "q8_0"}),
+                           {"--kv-type", "expected f32, f16 or int8", "found 'q8_0'"}));
+  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--ctx", "64", "--sinks",
+                                "64"}),
+                           {"--sinks", "fewer than the context of 64 tokens", "found 64"}));
+  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--stream",
+                                "--kl-divergence-base", "base.kld"}),
+                           {"--stream", "--kl-divergence-base", "'base.kld'"}));
 }
 
 // What --kl-divergence should report for `model` against `base`, recomputed in double from both

@@ -65,7 +65,7 @@ std::string WeightFormat(const Model& model) {
   return format;
 }
 
-Status ParseCountList(const std::string& flag, const std::string& text, int64_t max,
+Status ParseCountList(const std::string& flag, const std::string& text, int64_t min, int64_t max,
                       std::vector<size_t>* out) {
   out->clear();
   size_t begin = 0;
@@ -73,7 +73,7 @@ Status ParseCountList(const std::string& flag, const std::string& text, int64_t 
     size_t end = text.find(',', begin);
     if (end == std::string::npos) end = text.size();
     int64_t v = 0;
-    KES_RETURN_IF_ERROR(ParseInt(flag, text.substr(begin, end - begin), 1, max, &v));
+    KES_RETURN_IF_ERROR(ParseInt(flag, text.substr(begin, end - begin), min, max, &v));
     out->push_back(static_cast<size_t>(v));
     begin = end + 1;
   }

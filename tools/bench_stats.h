@@ -24,8 +24,8 @@ double Percentile(const std::vector<double>& sorted, double q);
 // The weights' dtype, or for a model of several (a kept Q4_K_M file) each with its share of
 // the bytes, largest first: "Q8_0 72% Q5_0 15% ...".
 std::string WeightFormat(const Model& model);
-// "1,2,4" -> {1, 2, 4}, each in 1..max; errors name the flag.
-Status ParseCountList(const std::string& flag, const std::string& text, int64_t max,
+// "1,2,4" -> {1, 2, 4}, each in min..max; errors name the flag.
+Status ParseCountList(const std::string& flag, const std::string& text, int64_t min, int64_t max,
                       std::vector<size_t>* out);
 // {"median": ..., "min": ..., "max": ..., "stddev": ...}
 std::string JsonSummary(const Summary& s);

@@ -2,11 +2,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ops/kv_layout.h"
+#include "runtime/model.h"
 #include "runtime/sampler.h"
+#include "runtime/session.h"
 #include "runtime/status.h"
 
 namespace kestrel::cli {
@@ -56,6 +60,8 @@ class FlagReader {
     if (s.ok()) *out = static_cast<T>(v);
     return s;
   }
+  // The value after the current flag as a KV cache type: f32, f16 or int8.
+  Status KvType(const std::string& flag, ops::KvType* out);
   // --disable-targets LIST: keeps kernel dispatch off the named SIMD targets (ops/targets.h).
   Status DisableTargets(const std::string& flag);
   // An argument no flag of `command` matched: the model path when none was given yet, else an
@@ -82,6 +88,21 @@ void StreamToken(void* context, int32_t token, std::string_view text);
 // one of them, with *status saying whether its value was valid.
 bool SamplerFlag(FlagReader& flags, const std::string& arg, SamplerOptions* options,
                  Status* status);
+
+// Usage lines of the KV-cache flags run, chat, bench and perplexity share.
+#define KESTREL_KV_FLAGS_USAGE                                                              \
+  "  --kv-type T         KV cache type: f32, f16 or int8 (default f32)\n"                  \
+  "  --sinks N           first tokens kept for good once past the context (attention sinks;\n" \
+  "                      default 4)\n"
+
+// The KV-cache flags run, chat, bench and perplexity share (--kv-type, --sinks): true when `arg`
+// is one of them, with *status saying whether its value was valid.
+bool KvFlag(FlagReader& flags, const std::string& arg, KvOptions* kv, Status* status);
+
+// Session::Create, after checking what the flags chose against the context it gets (the
+// runtime's error could not name the flag).
+Status CreateSession(const Model& model, const SessionOptions& options,
+                     std::unique_ptr<Session>* out);
 
 std::string FormatBytes(uint64_t bytes);
 // Escapes what a JSON string cannot hold (names come from files and /proc/cpuinfo).

@@ -16,7 +16,8 @@ const char kUsage[] =
     "  tokenize    print the token ids of a text\n"
     "  inspect     print the model's architecture, sizes, memory and FLOPs per token\n"
     "  bench       measure prefill and decode speed (tokens/s, latency, memory)\n"
-    "  perplexity  score a text file (llama.cpp's protocol: chunks of --ctx, second halves)\n"
+    "  perplexity  score a text file (llama.cpp's protocol: chunks of --ctx, second halves;\n"
+    "              --stream: one sequence running past the context)\n"
     "  cpu         print the CPU and the SIMD targets Kestrel compiled, supports, chose\n"
     "Run 'kestrel <command> --help' for the command's options.\n";
 

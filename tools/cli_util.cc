@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -44,6 +45,14 @@ Status ParseFloat(const std::string& flag, const std::string& text, double min, 
 Status FlagReader::Value(const std::string& flag, std::string* out) {
   if (Done()) return Status::Error(flag + " needs a value");
   *out = Next();
+  return OkStatus();
+}
+
+Status FlagReader::KvType(const std::string& flag, ops::KvType* out) {
+  std::string name;
+  KES_RETURN_IF_ERROR(Value(flag, &name));
+  KES_CHECK_OR_RETURN(ops::ParseKvType(name, out),
+                      flag + ": expected f32, f16 or int8, found '" + name + "'");
   return OkStatus();
 }
 
@@ -105,6 +114,27 @@ bool SamplerFlag(FlagReader& flags, const std::string& arg, SamplerOptions* opti
     return false;
   }
   return true;
+}
+
+bool KvFlag(FlagReader& flags, const std::string& arg, KvOptions* kv, Status* status) {
+  if (arg == "--kv-type") {
+    *status = flags.KvType(arg, &kv->type);
+  } else if (arg == "--sinks") {
+    *status = flags.Int(arg, 0, 1 << 24, &kv->sinks);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Status CreateSession(const Model& model, const SessionOptions& options,
+                     std::unique_ptr<Session>* out) {
+  const size_t context =
+      std::min<size_t>(options.context_length, model.hparams().context_length());
+  KES_CHECK_OR_RETURN(options.kv.sinks < context,
+                      "--sinks: expected fewer than the context of " + std::to_string(context) +
+                          " tokens, found " + std::to_string(options.kv.sinks));
+  return Session::Create(model, options, out);
 }
 
 std::string FormatBytes(uint64_t bytes) {

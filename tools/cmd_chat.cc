@@ -24,8 +24,10 @@ const char kChatUsage[] =
     "                      model's chat template)\n"
     "  -n, --n-predict N   most tokens per reply (default 512)\n"
     "  -t, --threads N     threads (default 1)\n"
-    "  -c, --ctx N         context length in tokens for the whole chat (default 4096)\n"
-    KESTREL_SAMPLER_FLAGS_USAGE;
+    "  -c, --ctx N         context length in tokens (default 4096); a longer chat goes on\n"
+    "                      with the attention sinks and the most recent tokens\n"
+    KESTREL_SAMPLER_FLAGS_USAGE
+    KESTREL_KV_FLAGS_USAGE;
 
 // The ids of one turn: markup with control tokens parsed, people's words as plain text.
 Status EncodeTurn(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments,
@@ -65,7 +67,8 @@ int ChatCommand(const std::vector<std::string>& args) {
       s = flags.Int(arg, 1, 256, &session_options.n_threads);
     } else if (arg == "-c" || arg == "--ctx") {
       s = flags.Int(arg, 1, 1 << 24, &session_options.context_length);
-    } else if (SamplerFlag(flags, arg, &gen.sampler, &s)) {
+    } else if (SamplerFlag(flags, arg, &gen.sampler, &s) ||
+               KvFlag(flags, arg, &session_options.kv, &s)) {
       // taken, s says whether its value was valid
     } else {
       s = flags.Positional(arg, "chat", kChatUsage, &model_path);
@@ -86,10 +89,11 @@ int ChatCommand(const std::vector<std::string>& args) {
   }
   if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Session> session;
-  s = Session::Create(*model, session_options, &session);
+  s = CreateSession(*model, session_options, &session);
   if (!s.ok()) return Fail(s.message());
-  std::fprintf(stderr, "chat format %s, context %zu tokens; end with Ctrl-D\n",
-               ChatFormatName(format), session->context_length());
+  std::fprintf(stderr, "chat format %s, context %zu tokens, KV %s; end with Ctrl-D\n",
+               ChatFormatName(format), session->context_length(),
+               ops::KvTypeName(session_options.kv.type));
 
   const Tokenizer& tokenizer = model->tokenizer();
   std::vector<int32_t> tokens;
@@ -103,13 +107,6 @@ int ChatCommand(const std::vector<std::string>& args) {
     if (!s.ok()) return Fail(s.message());
     if (first && tokenizer.config().add_bos && tokenizer.config().bos_id >= 0) {
       tokens.insert(tokens.begin(), tokenizer.config().bos_id);
-    }
-    // Past the context the chat goes on over the sinks and the most recent turns; only a turn
-    // that alone outgrows the context is refused.
-    if (tokens.size() >= session->context_length()) {
-      return Fail("this turn has " + std::to_string(tokens.size()) +
-                  " tokens, more than the context of " +
-                  std::to_string(session->context_length()) + " tokens (raise --ctx)");
     }
     GenerateStats stats;
     s = Generate(*session, tokens.data(), tokens.size(), gen, StreamToken, nullptr, &stats);

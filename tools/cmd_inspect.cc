@@ -15,8 +15,9 @@ namespace kestrel::cli {
 namespace {
 
 const char kInspectUsage[] =
-    "usage: kestrel inspect MODEL.kes [--ctx N]\n"
-    "  -c, --ctx N   context length for the KV-cache and attention figures (default 4096)\n";
+    "usage: kestrel inspect MODEL.kes [--ctx N] [--kv-type T]\n"
+    "  -c, --ctx N     context length for the KV-cache and attention figures (default 4096)\n"
+    "  --kv-type T     KV cache type for the memory figures: f32, f16 or int8 (default f32)\n";
 
 // Matmul FLOPs per token: 2 per weight element of every MatMul in the decode (or encode) plan.
 uint64_t MatMulFlopsPerToken(const Model& model) {
@@ -119,11 +120,24 @@ int InspectEncoder(const std::string& model_path, const Model& model) {
   return 0;
 }
 
+// The KV-cache line: its bytes and type; for the smaller types, a line comparing them to f32's.
+void PrintKvCache(const MemoryPlan& memory, const MemoryPlan& memory_f32) {
+  const ops::KvType type = memory.kv_options.type;
+  std::printf("  KV cache:     %s (%s)\n", FormatBytes(memory.kv_bytes).c_str(),
+              ops::KvTypeName(type));
+  if (type != ops::KvType::kF32 && memory_f32.kv_bytes > 0) {
+    std::printf("                %.1f%% of f32's %s\n",
+                100.0 * memory.kv_bytes / memory_f32.kv_bytes,
+                FormatBytes(memory_f32.kv_bytes).c_str());
+  }
+}
+
 }  // namespace
 
 int InspectCommand(const std::vector<std::string>& args) {
   std::string model_path;
   size_t ctx = 4096;
+  KvOptions kv;
   FlagReader flags(args);
   while (!flags.Done()) {
     const std::string arg = flags.Next();
@@ -133,6 +147,8 @@ int InspectCommand(const std::vector<std::string>& args) {
       return 0;
     } else if (arg == "-c" || arg == "--ctx") {
       s = flags.Int(arg, 1, 1 << 24, &ctx);
+    } else if (arg == "--kv-type") {
+      s = flags.KvType(arg, &kv.type);
     } else {
       s = flags.Positional(arg, "inspect", kInspectUsage, &model_path);
     }
@@ -146,8 +162,9 @@ int InspectCommand(const std::vector<std::string>& args) {
   const fb::Model& meta = model->meta();
   const fb::HyperParams& hp = model->hparams();
   ctx = std::min<size_t>(ctx, hp.context_length());
-  MemoryPlan memory;
-  s = PlanMemory(*model, ctx, &memory);
+  MemoryPlan memory, memory_f32;
+  s = PlanMemory(*model, ctx, &memory, kv);
+  if (s.ok()) s = PlanMemory(*model, ctx, &memory_f32);
   if (!s.ok()) return Fail(s.message());
 
   size_t sliding = 0;
@@ -183,7 +200,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   std::printf("  weights:      %s (mapped from the file)\n",
               FormatBytes(model->weights_bytes()).c_str());
   std::printf("  activations:  %s\n", FormatBytes(memory.activation_bytes).c_str());
-  std::printf("  KV cache:     %s (f32)\n", FormatBytes(memory.kv_bytes).c_str());
+  PrintKvCache(memory, memory_f32);
   std::printf("  sampler:      %s\n", FormatBytes(memory.sampler_bytes).c_str());
   std::printf("  arena total:  %s\n", FormatBytes(memory.arena_bytes).c_str());
   std::printf("  total:        %s (weights + arena)\n",

@@ -8,6 +8,12 @@
 //     context: the logits at positions j = ctx/2 .. ctx-2 score token j + 1, which is
 //     ctx - ctx/2 - 1 tokens per chunk (llama.cpp's count).
 // PPL = exp(mean NLL) and its error is llama.cpp's: PPL * sqrt(var(NLL) / (count - 1)).
+// --stream scores the same chunks as one sequence instead, from position 0 and on past the
+// context (the session keeps the attention sinks and the most recent tokens), no token replaced
+// by BOS: the same positions are scored (offsets ctx/2 .. ctx-2 of every chunk), so the two modes
+// compare token for token and differ only in the context each scored token sees (at least ctx/2
+// tokens of its chunk; streamed, after the first chunk, the sinks and the ctx - sinks most recent
+// tokens).
 // Log-softmax is done in double.
 // --kl-divergence-base FILE saves the scored positions' log-probabilities (llama.cpp's file
 // format); adding --kl-divergence compares this model against them instead (kl_divergence.h).
@@ -36,7 +42,12 @@ const char kPerplexityUsage[] =
     "  -f, --file PATH     the text to score (UTF-8)\n"
     "  -c, --ctx N         tokens per chunk; the second half of each is scored (default 512)\n"
     "  --chunks N          score only the first N chunks (default: all)\n"
+    "  --stream            score the chunks as one sequence running past the context (sinks plus\n"
+    "                      the most recent tokens) instead of each from position 0: the same\n"
+    "                      tokens are scored (second half of every chunk, at least ctx/2 tokens\n"
+    "                      of context each), with all the context the session keeps\n"
     "  -t, --threads N     threads (default 1)\n"
+    KESTREL_KV_FLAGS_USAGE
     "  --json              print one JSON object instead of the summary line\n"
     "  --kl-divergence-base PATH\n"
     "                      save the log-probabilities of the scored tokens to PATH (llama.cpp's\n"
@@ -74,14 +85,14 @@ Status ReadTextFile(const std::string& path, std::string* out) {
   return OkStatus();
 }
 
-// Scores one chunk from position 0 and adds the NLL of its second half to *sums, and each of
-// those positions to *kld when given. The score plan runs `step` tokens at a time, so Score is
-// called `step` tokens at a time too: the same chunks as one call over the whole chunk, with a
-// logits buffer of `step` rows instead of `ctx`.
+// Scores one chunk from the session's position (0, or where the previous chunk ended when
+// streaming) and adds the NLL of its second half to *sums, and each of those positions to *kld
+// when given. The score plan runs `step` tokens at a time, so Score is called `step` tokens at a
+// time too: the same chunks as one call over the whole chunk, with a logits buffer of `step` rows
+// instead of `ctx`.
 Status ScoreChunk(Session& session, const int32_t* tokens, size_t ctx, size_t step,
                   float* logits, NllSums* sums, KlDivergenceFile* kld) {
   const size_t vocab = session.vocab_size(), first = ctx / 2;
-  session.Reset();
   for (size_t begin = 0; begin < ctx; begin += step) {
     const size_t n = std::min(step, ctx - begin);
     KES_RETURN_IF_ERROR(session.Score(tokens + begin, n, logits));
@@ -101,7 +112,7 @@ Status ScoreChunk(Session& session, const int32_t* tokens, size_t ctx, size_t st
 struct PerplexityOptions {
   std::string model_path, text_path, kld_base_path;
   size_t ctx = 512, max_chunks = 0;  // max_chunks 0: all
-  bool json = false, kl_divergence = false;
+  bool json = false, kl_divergence = false, stream = false;
   SessionOptions session;
 };
 
@@ -121,8 +132,12 @@ Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bo
       s = flags.Int(arg, 4, 1 << 24, &o->ctx);
     } else if (arg == "--chunks") {
       s = flags.Int(arg, 1, 1 << 30, &o->max_chunks);
+    } else if (arg == "--stream") {
+      o->stream = true;
     } else if (arg == "-t" || arg == "--threads") {
       s = flags.Int(arg, 1, 256, &o->session.n_threads);
+    } else if (KvFlag(flags, arg, &o->session.kv, &s)) {
+      // taken, s says whether its value was valid
     } else if (arg == "--json") {
       o->json = true;
     } else if (arg == "--kl-divergence-base") {
@@ -141,6 +156,10 @@ Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bo
                       std::string("no text file given (-f)\n") + kPerplexityUsage);
   KES_CHECK_OR_RETURN(!o->kl_divergence || !o->kld_base_path.empty(),
                       "--kl-divergence needs the base model's file: --kl-divergence-base PATH");
+  // llama.cpp's base file holds chunked scores; a streamed one would pass for them.
+  KES_CHECK_OR_RETURN(!o->stream || o->kld_base_path.empty(),
+                      "--stream: expected no --kl-divergence-base (the base file holds "
+                      "llama.cpp's chunked scores), found '" + o->kld_base_path + "'");
   return OkStatus();
 }
 
@@ -183,10 +202,10 @@ Status TokenizeText(const PerplexityOptions& o, PerplexityRun* run) {
   return OkStatus();
 }
 
-Status CreateSession(const PerplexityOptions& o, PerplexityRun* run) {
+Status OpenSession(const PerplexityOptions& o, PerplexityRun* run) {
   SessionOptions options = o.session;
   options.context_length = o.ctx;
-  KES_RETURN_IF_ERROR(Session::Create(*run->model, options, &run->session));
+  KES_RETURN_IF_ERROR(CreateSession(*run->model, options, &run->session));
   KES_CHECK_OR_RETURN(run->session->context_length() >= o.ctx,
                       "--ctx " + std::to_string(o.ctx) + " exceeds the session's context of " +
                           std::to_string(run->session->context_length()) + " tokens");
@@ -208,15 +227,18 @@ Status OpenBaseFile(const PerplexityOptions& o, PerplexityRun* run) {
                                 &run->kld);
 }
 
-// Scores every chunk, printing the running perplexity to stderr as llama.cpp does.
+// Scores every chunk, printing the running perplexity to stderr as llama.cpp does. Chunked, each
+// starts a fresh sequence with BOS; streamed, each continues the one before.
 Status ScoreChunks(const PerplexityOptions& o, PerplexityRun* run, NllSums* sums) {
   const Tokenizer& tokenizer = run->model->tokenizer();
-  const bool replace_with_bos = tokenizer.config().add_bos && tokenizer.config().bos_id >= 0;
+  const bool replace_with_bos =
+      !o.stream && tokenizer.config().add_bos && tokenizer.config().bos_id >= 0;
   std::vector<float> logits(run->step * run->model->vocab_size());  // [step, vocab]
   for (size_t c = 0; c < run->n_chunks; ++c) {
     int32_t* chunk = run->tokens.data() + c * o.ctx;
     const int32_t original = chunk[0];
     if (replace_with_bos) chunk[0] = tokenizer.config().bos_id;
+    if (c == 0 || !o.stream) run->session->Reset();
     const Status s =
         ScoreChunk(*run->session, chunk, o.ctx, run->step, logits.data(), sums, run->kld.get());
     chunk[0] = original;  // the previous chunk's last token stays what the text says
@@ -237,14 +259,19 @@ void PrintResults(const PerplexityOptions& o, const PerplexityRun& run, const Nl
     // text_tokens lets a caller check that another runtime tokenized the text the same way.
     std::printf("{\"model\": \"%s\", \"ctx\": %zu, \"chunks\": %zu, \"tokens_scored\": %zu, "
                 "\"text_tokens\": %zu, \"ppl\": %.17g, \"ppl_err\": %.17g, \"seconds\": %.4f, "
-                "\"threads\": %zu%s}\n",
+                "\"threads\": %zu, \"stream\": %s, \"sinks\": %zu, \"kv_type\": \"%s\"%s}\n",
                 JsonEscape(o.model_path).c_str(), o.ctx, run.n_chunks, sums.count,
                 run.tokens.size(), sums.Perplexity(), sums.Error(), seconds, threads,
+                o.stream ? "true" : "false", o.session.kv.sinks,
+                ops::KvTypeName(o.session.kv.type),
                 comparing ? KlDivergenceJsonMembers(kld).c_str() : "");
     return;
   }
-  std::printf("perplexity: %.4f ± %.5f over %zu tokens (%zu chunks of %zu)\n", sums.Perplexity(),
-              sums.Error(), sums.count, run.n_chunks, o.ctx);
+  const std::string streamed =
+      o.stream ? ", streamed with " + std::to_string(o.session.kv.sinks) + " sinks" : "";
+  std::printf("perplexity: %.4f ± %.5f over %zu tokens (%zu chunks of %zu%s), KV %s\n",
+              sums.Perplexity(), sums.Error(), sums.count, run.n_chunks, o.ctx, streamed.c_str(),
+              ops::KvTypeName(o.session.kv.type));
   if (comparing) PrintKlDivergence(kld, stdout);
   if (run.kld && !comparing) {
     std::fprintf(stderr, "log-probabilities of %zu positions saved to '%s'\n", sums.count,
@@ -267,7 +294,7 @@ int PerplexityCommand(const std::vector<std::string>& args) {
   PerplexityRun run;
   if (s.ok()) s = OpenModel(options, &run);
   if (s.ok()) s = TokenizeText(options, &run);
-  if (s.ok()) s = CreateSession(options, &run);
+  if (s.ok()) s = OpenSession(options, &run);
   if (s.ok()) s = OpenBaseFile(options, &run);
   if (!s.ok()) return Fail(s.message());
 

@@ -19,8 +19,10 @@ const char kRunUsage[] =
     "  -t, --threads N     threads (default 1)\n"
     "  -c, --ctx N         context length in tokens (default 4096, at most the model's)\n"
     KESTREL_SAMPLER_FLAGS_USAGE
+    KESTREL_KV_FLAGS_USAGE
     "  --no-bos            do not add BOS before the prompt (added when the model asks for it)\n"
-    "  --ignore-eos        keep generating past EOS and end-of-turn (for benchmarks and tests)\n";
+    "  --ignore-eos        keep generating past EOS and end-of-turn, -n tokens in all (past the\n"
+    "                      context too: for long streams, benchmarks and tests)\n";
 
 }  // namespace
 
@@ -46,8 +48,9 @@ int RunCommand(const std::vector<std::string>& args) {
       s = flags.Int(arg, 1, 256, &session_options.n_threads);
     } else if (arg == "-c" || arg == "--ctx") {
       s = flags.Int(arg, 1, 1 << 24, &session_options.context_length);
-    } else if (SamplerFlag(flags, arg, &gen.sampler, &s)) {
-      // taken, *s says whether its value was valid
+    } else if (SamplerFlag(flags, arg, &gen.sampler, &s) ||
+               KvFlag(flags, arg, &session_options.kv, &s)) {
+      // taken, s says whether its value was valid
     } else if (arg == "--no-bos") {
       add_bos = false;
     } else if (arg == "--ignore-eos") {
@@ -73,7 +76,7 @@ int RunCommand(const std::vector<std::string>& args) {
   }
   if (tokens.empty()) return Fail("the prompt is empty");
   std::unique_ptr<Session> session;
-  s = Session::Create(*model, session_options, &session);
+  s = CreateSession(*model, session_options, &session);
   if (!s.ok()) return Fail(s.message());
 
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
@@ -85,13 +88,13 @@ int RunCommand(const std::vector<std::string>& args) {
   std::fprintf(stderr,
                "\nprefill: %zu tokens in %.3f s (%.2f tokens/s)\n"
                "decode:  %zu tokens in %.3f s (%.2f tokens/s)\n"
-               "threads: %zu, context: %zu, arena: %.1f MiB%s\n",
+               "threads: %zu, context: %zu, KV %s, arena: %.1f MiB%s\n",
                stats.prompt_tokens, stats.prefill_seconds,
                stats.prompt_tokens / stats.prefill_seconds, stats.decode_steps,
                stats.decode_seconds,
                stats.decode_steps ? stats.decode_steps / stats.decode_seconds : 0.0,
                session->n_threads(), session->context_length(),
-               session->memory().arena_bytes / 1048576.0,
+               ops::KvTypeName(session_options.kv.type), session->memory().arena_bytes / 1048576.0,
                stats.stopped_at_end ? ", stopped at end of generation" : "");
   return 0;
 }

@@ -1,0 +1,160 @@
+// The command-line side of long generations on the tiny random-weight models (tests/support):
+// `kestrel run --ignore-eos` keeps generating past end-of-generation tokens and past the context,
+// `--kv-type`/`--sinks` reach the session (run, chat, bench), `kestrel bench --depth` measures at
+// a depth with rows and JSON that say so, and `kestrel inspect --kv-type` reports the cache's
+// bytes for that type. Bad values of these flags are in bad_input_test's table; perplexity
+// --stream is in perplexity_test.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tests/support/test_support.h"
+
+namespace kestrel {
+namespace {
+
+using namespace test;  // NOLINT: the shared test helpers
+
+::testing::AssertionResult Succeeded(const ProcessResult& r) {
+  if (r.exited && r.exit_code == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << Describe(r);
+}
+
+// How many tokens `kestrel run` says it decoded ("decode:  N tokens in ..." on stderr); -1 when
+// the line is missing.
+long DecodeSteps(const ProcessResult& r) {
+  const size_t at = r.err.find("decode:");
+  if (at == std::string::npos) return -1;
+  return std::strtol(r.err.c_str() + at + 7, nullptr, 10);
+}
+
+// How often `needle` occurs in `text`.
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = 0; (at = text.find(needle, at)) != std::string::npos; at += needle.size()) ++n;
+  return n;
+}
+
+class LongGenerationCliTest : public ::testing::TestWithParam<TinyFamily> {
+ protected:
+  void SetUp() override { ASSERT_EQ(MakeTinyModel(&tiny_, GetParam()), ""); }
+  TinyModel tiny_;
+};
+
+// Sampling hot over the whole vocabulary meets an end-of-generation token within 200 tokens for
+// most seeds; --ignore-eos then emits it and goes on to -n tokens, the same stream before it.
+TEST_P(LongGenerationCliTest, IgnoreEosKeepsGeneratingPastEndOfGeneration) {
+  const std::vector<std::string> hot = {"run", tiny_.kes, "-p", "the cat", "-n", "200",
+                                        "--temp", "3", "--top-k", "0", "--top-p", "1"};
+  ProcessResult stopped;
+  std::string seed;
+  for (int s = 0; s < 40 && seed.empty(); ++s) {
+    std::vector<std::string> args = hot;
+    args.insert(args.end(), {"--seed", std::to_string(s)});
+    stopped = Cli(args);
+    ASSERT_TRUE(Succeeded(stopped));
+    if (stopped.err.find("stopped at end of generation") != std::string::npos) {
+      seed = std::to_string(s);
+    }
+  }
+  ASSERT_FALSE(seed.empty()) << "no seed of 40 met an end-of-generation token";
+  EXPECT_LT(DecodeSteps(stopped), 199) << stopped.err;
+
+  std::vector<std::string> args = hot;
+  args.insert(args.end(), {"--seed", seed, "--ignore-eos"});
+  const ProcessResult ignored = Cli(args);
+  ASSERT_TRUE(Succeeded(ignored));
+  EXPECT_EQ(DecodeSteps(ignored), 199) << ignored.err;  // the last token needs no decode
+  EXPECT_EQ(ignored.err.find("stopped at end of generation"), std::string::npos) << ignored.err;
+  ASSERT_FALSE(stopped.out.empty());
+  const std::string before_end = stopped.out.substr(0, stopped.out.size() - 1);  // its "\n"
+  EXPECT_EQ(ignored.out.compare(0, before_end.size(), before_end), 0)
+      << "without --ignore-eos:\n" << stopped.out << "\nwith it:\n" << ignored.out;
+}
+
+// -n far beyond --ctx: generation goes on past the context, for every KV type and with or
+// without sinks.
+TEST_P(LongGenerationCliTest, IgnoreEosGoesOnPastTheContext) {
+  for (const char* kv : {"f32", "f16"}) {
+    for (const char* sinks : {"0", "4"}) {
+      const ProcessResult r = Cli({"run", tiny_.kes, "-p", "the cat sat", "-n", "300", "--ctx",
+                                   "48", "--temp", "0", "--ignore-eos", "--kv-type", kv,
+                                   "--sinks", sinks});
+      ASSERT_TRUE(Succeeded(r)) << kv << ", sinks " << sinks;
+      EXPECT_EQ(DecodeSteps(r), 299) << r.err;
+      EXPECT_NE(r.err.find(std::string("context: 48, KV ") + kv), std::string::npos) << r.err;
+    }
+  }
+}
+
+// Rows at each depth, labelled as llama-bench labels them; JSON gives the depth of every result
+// and the KV type.
+TEST_P(LongGenerationCliTest, BenchAtDepths) {
+  const ProcessResult table = Cli({"bench", tiny_.kes, "-p", "16", "-n", "8", "-d", "0,40",
+                                   "-r", "1", "--kv-type", "f16"});
+  ASSERT_TRUE(Succeeded(table));
+  for (const char* row : {"| pp16  ", "| tg8   ", "| pp16 @ d40 |", "| tg8 @ d40  |"}) {
+    EXPECT_EQ(Count(table.out, row), 1u) << row << " missing:\n" << table.out;
+  }
+  EXPECT_NE(table.out.find(" (f16) at context 56"), std::string::npos) << table.out;
+
+  const ProcessResult json = Cli({"bench", tiny_.kes, "-p", "16", "-n", "8", "--depth", "40,8",
+                                  "-t", "1,2", "-r", "1", "--json"});
+  ASSERT_TRUE(Succeeded(json));
+  EXPECT_EQ(Count(json.out, "\"tokens_per_second\""), 8u) << json.out;
+  EXPECT_EQ(Count(json.out, "\"depth\": 40, "), 4u) << json.out;
+  EXPECT_EQ(Count(json.out, "\"depth\": 8, "), 4u) << json.out;
+  EXPECT_EQ(Count(json.out, "\"test\": \"pp16\", \"depth\": 40"), 2u) << json.out;
+  EXPECT_NE(json.out.find("\"kv_type\": \"f32\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"context\": 56"), std::string::npos) << json.out;
+}
+
+// A prompt longer than a sliding-window ring's spare slots: going back to the depth after each
+// repetition needs the filler prefilled again (Session::Rewind refuses), and the bench still runs.
+TEST_P(LongGenerationCliTest, BenchAtDepthWithSmallPrefillSteps) {
+  const std::string kes = ScratchPath(std::string(GetParam().stem) + "-prefill4.kes");
+  ASSERT_TRUE(Succeeded(Convert({tiny_.gguf, kes, "--prefill-tokens", "4"})));
+  const ProcessResult r =
+      Cli({"bench", kes, "-p", "100", "-n", "4", "-d", "30", "-r", "2", "--json"});
+  EXPECT_TRUE(Succeeded(r));
+  EXPECT_EQ(Count(r.out, "\"depth\": 30, "), 2u) << r.out;
+  std::remove(kes.c_str());
+}
+
+// The bytes `inspect --kv-type` reports ("KV cache:     N B (...) (type)").
+long long KvBytes(const std::string& inspect, const std::string& type) {
+  const size_t at = inspect.find("KV cache:");
+  if (at == std::string::npos) return -1;
+  const size_t line_end = inspect.find('\n', at);
+  if (inspect.substr(at, line_end - at).find("(" + type + ")") == std::string::npos) return -1;
+  return std::strtoll(inspect.c_str() + at + 9, nullptr, 10);
+}
+
+TEST_P(LongGenerationCliTest, InspectReportsTheKvTypesBytes) {
+  const ProcessResult f32 = Cli({"inspect", tiny_.kes, "--ctx", "128"});
+  const ProcessResult f16 = Cli({"inspect", tiny_.kes, "--ctx", "128", "--kv-type", "f16"});
+  ASSERT_TRUE(Succeeded(f32));
+  ASSERT_TRUE(Succeeded(f16));
+  const long long f32_bytes = KvBytes(f32.out, "f32"), f16_bytes = KvBytes(f16.out, "f16");
+  ASSERT_GT(f32_bytes, 0) << f32.out;
+  ASSERT_GT(f16_bytes, 0) << f16.out;
+  EXPECT_LT(f16_bytes, f32_bytes);
+  EXPECT_NE(f16.out.find("% of f32's " + std::to_string(f32_bytes) + " B"), std::string::npos)
+      << f16.out;
+  EXPECT_EQ(f32.out.find("% of f32's"), std::string::npos) << f32.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, LongGenerationCliTest,
+                         ::testing::Values(kTinyGemma3, kTinyQwen2),
+                         [](const ::testing::TestParamInfo<TinyFamily>& info) {
+                           std::string name = info.param.stem;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace kestrel
