@@ -402,7 +402,11 @@ static HWY_NOINLINE void AttendQueryBlock(const AttentionArgs& a, const Attentio
   // block goes to L1-resident tiles once and every pass reads it from there (f32 from the ring
   // would come from L2 once per pass: half the speed at 4096 positions, bench/attention_bench).
   const bool direct = a.kv_type == KvType::kF32 && qb.n <= kAttentionMaxQueriesPerPass;
-  if (!direct) block_keys = std::min(block_keys, kAttentionTileFloats / head_dim);
+  // Key blocks have one size and start at fixed positions (sinks + multiples of the size) whatever
+  // the query block, so a query's sums run in the same order however the queries are grouped:
+  // results do not depend on the thread count or the chunking. Keys a query does not see add
+  // exact zeros.
+  block_keys = std::min(block_keys, kAttentionTileFloats / head_dim);
   alignas(HWY_MAX_BYTES) float k_tile[kAttentionTileFloats];
   alignas(HWY_MAX_BYTES) float v_tile[kAttentionTileFloats];
 
@@ -426,12 +430,14 @@ static HWY_NOINLINE void AttendQueryBlock(const AttentionArgs& a, const Attentio
     }
   };
 
-  // The sinks, walked on their own when some query is past the context (before that they are
-  // just the first of the contiguous keys every query sees).
+  // The sinks come first, in blocks of their own (so block boundaries stay fixed once queries
+  // pass the context), and only as far as positions are stored: a masked key adds 0 * value,
+  // which an unwritten slot could make NaN.
   int64_t begin = oldest;
-  if (sinks > 0 && last_pos >= mask.reach) {
-    for (size_t s = 0; s < sinks;) {
-      const size_t n = std::min(sinks - s, std::min(block_keys, kAttentionTileFloats / head_dim));
+  if (sinks > 0) {
+    const size_t stored_sinks = std::min(sinks, static_cast<size_t>(last_pos) + 1);
+    for (size_t s = 0; s < stored_sinks;) {
+      const size_t n = std::min(stored_sinks - s, block_keys);
       if (a.sink_rope == nullptr) {
         view(s, n);
         AttentionKeyBlock(a, mask, qb, 0, qb.n, kv, static_cast<int64_t>(s), n);
@@ -462,8 +468,10 @@ static HWY_NOINLINE void AttendQueryBlock(const AttentionArgs& a, const Attentio
 
   for (; begin <= last_pos;) {
     const size_t slot = KvSlot(begin, capacity, sinks);
+    const size_t to_boundary =
+        block_keys - static_cast<size_t>(begin - mask.sinks) % block_keys;
     const size_t n =
-        std::min({block_keys, static_cast<size_t>(last_pos - begin) + 1, capacity - slot});
+        std::min({to_boundary, static_cast<size_t>(last_pos - begin) + 1, capacity - slot});
     view(slot, n);
     AttentionKeyBlock(a, mask, qb, 0, qb.n, kv, begin, n);
     begin += static_cast<int64_t>(n);
