@@ -91,6 +91,49 @@ TEST_P(LongGenerationCliTest, IgnoreEosGoesOnPastTheContext) {
   }
 }
 
+// --timings: one latency row per decoded token and the resident memory every 1000 tokens.
+TEST_P(LongGenerationCliTest, TimingsFileHasEveryTokenAndTheResidentMemory) {
+  const std::string path = ScratchPath(std::string(GetParam().stem) + "-timings.txt");
+  const ProcessResult r = Cli({"run", tiny_.kes, "-p", "the cat", "-n", "2100", "--ctx", "64",
+                               "--temp", "0", "--ignore-eos", "--timings", path});
+  ASSERT_TRUE(Succeeded(r));
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr) << path;
+  char line[256];
+  size_t rows = 0, resident = 0;
+  long previous = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (line[0] == '#') {
+      long tokens = 0, peak = 0, current = 0;
+      if (std::sscanf(line, "# resident after %ld tokens: peak %ld KiB, current %ld KiB", &tokens,
+                      &peak, &current) == 3) {
+        ++resident;
+        EXPECT_EQ(tokens, static_cast<long>(resident * 1000));
+        EXPECT_GT(peak, 0);
+        EXPECT_GE(peak, current);
+      }
+      continue;
+    }
+    long token = 0;
+    double ms = -1.0;
+    ASSERT_EQ(std::sscanf(line, "%ld %lf", &token, &ms), 2) << line;
+    EXPECT_EQ(token, previous + 1);
+    EXPECT_GE(ms, 0.0);
+    previous = token;
+    ++rows;
+  }
+  std::fclose(f);
+  EXPECT_EQ(rows, 2099u);  // the first token comes from the prefill
+  EXPECT_EQ(resident, 2u);
+  std::remove(path.c_str());
+
+  const ProcessResult bad = Cli({"run", tiny_.kes, "-p", "the cat", "-n", "2", "--timings",
+                                 "/nonexistent-dir/t.txt"});
+  EXPECT_TRUE(bad.exited && bad.exit_code == 1) << Describe(bad);
+  EXPECT_NE(bad.err.find("cannot write timings to '/nonexistent-dir/t.txt'"), std::string::npos)
+      << bad.err;
+}
+
 // Rows at each depth, labelled as llama-bench labels them; JSON gives the depth of every result
 // and the KV type.
 TEST_P(LongGenerationCliTest, BenchAtDepths) {

@@ -1,5 +1,7 @@
 // kestrel run MODEL.kes -p PROMPT -n N: generate text, streaming tokens as they come.
+#include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,12 +24,66 @@ const char kRunUsage[] =
     KESTREL_KV_FLAGS_USAGE
     "  --no-bos            do not add BOS before the prompt (added when the model asks for it)\n"
     "  --ignore-eos        keep generating past EOS and end-of-turn, -n tokens in all (past the\n"
-    "                      context too: for long streams, benchmarks and tests)\n";
+    "                      context too: for long streams, benchmarks and tests)\n"
+    "  --timings FILE      write each generated token's latency (ms) to FILE, and every 1000\n"
+    "                      tokens the process's peak and current resident memory (Linux)\n";
+
+// Resident memory from /proc/self/status: VmHWM (the peak so far) and VmRSS, in KiB; -1 where
+// it cannot be read.
+void ReadResidentKib(long* peak, long* current) {
+  *peak = *current = -1;
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  long value;
+  while (status >> key) {
+    if (key == "VmHWM:" && status >> value) *peak = value;
+    else if (key == "VmRSS:" && status >> value) *current = value;
+  }
+}
+
+// Records when each token arrives (storage reserved up front) while streaming it to stdout.
+struct TokenTimings {
+  std::vector<double> seconds;  // since the first token
+  struct Resident {
+    size_t tokens;
+    long peak_kib, current_kib;
+  };
+  std::vector<Resident> resident;
+  std::chrono::steady_clock::time_point start;
+
+  static void Sink(void* context, int32_t token, std::string_view text) {
+    StreamToken(nullptr, token, text);
+    auto& t = *static_cast<TokenTimings*>(context);
+    const auto now = std::chrono::steady_clock::now();
+    if (t.seconds.empty()) t.start = now;
+    t.seconds.push_back(std::chrono::duration<double>(now - t.start).count());
+    if (t.seconds.size() % 1000 == 0) {
+      Resident r{t.seconds.size(), -1, -1};
+      ReadResidentKib(&r.peak_kib, &r.current_kib);
+      t.resident.push_back(r);
+    }
+  }
+
+  Status Write(const std::string& path) const {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) return Status::Error("cannot write timings to '" + path + "'");
+    std::fprintf(f, "# token latency_ms (token 0 comes from the prefill)\n");
+    for (size_t i = 1; i < seconds.size(); ++i) {
+      std::fprintf(f, "%zu %.4f\n", i, 1e3 * (seconds[i] - seconds[i - 1]));
+    }
+    for (const Resident& r : resident) {
+      std::fprintf(f, "# resident after %zu tokens: peak %ld KiB, current %ld KiB\n", r.tokens,
+                   r.peak_kib, r.current_kib);
+    }
+    return std::fclose(f) == 0 ? OkStatus()
+                               : Status::Error("cannot write timings to '" + path + "'");
+  }
+};
 
 }  // namespace
 
 int RunCommand(const std::vector<std::string>& args) {
-  std::string model_path, prompt;
+  std::string model_path, prompt, timings_path;
   bool have_prompt = false, add_bos = true;
   SessionOptions session_options;
   GenerateOptions gen;
@@ -55,6 +111,8 @@ int RunCommand(const std::vector<std::string>& args) {
       add_bos = false;
     } else if (arg == "--ignore-eos") {
       gen.stop_at_end_of_generation = false;
+    } else if (arg == "--timings") {
+      s = flags.Value(arg, &timings_path);
     } else {
       s = flags.Positional(arg, "run", kRunUsage, &model_path);
     }
@@ -82,9 +140,21 @@ int RunCommand(const std::vector<std::string>& args) {
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
   GenerateStats stats;
-  s = Generate(*session, tokens.data(), tokens.size(), gen, StreamToken, nullptr, &stats);
+  TokenTimings timings;
+  if (!timings_path.empty()) {
+    timings.seconds.reserve(gen.max_new_tokens);
+    timings.resident.reserve(gen.max_new_tokens / 1000 + 1);
+    s = Generate(*session, tokens.data(), tokens.size(), gen, TokenTimings::Sink, &timings,
+                 &stats);
+  } else {
+    s = Generate(*session, tokens.data(), tokens.size(), gen, StreamToken, nullptr, &stats);
+  }
   std::fputc('\n', stdout);
   if (!s.ok()) return Fail(s.message());
+  if (!timings_path.empty()) {
+    s = timings.Write(timings_path);
+    if (!s.ok()) return Fail(s.message());
+  }
   std::fprintf(stderr,
                "\nprefill: %zu tokens in %.3f s (%.2f tokens/s)\n"
                "decode:  %zu tokens in %.3f s (%.2f tokens/s)\n"
