@@ -26,14 +26,6 @@
 namespace kestrel::ops {
 namespace {
 
-float Noise(uint64_t stream, uint64_t a, uint64_t b) {
-  uint64_t z =
-      stream * 0x9E3779B97F4A7C15ull + a * 0xBF58476D1CE4E5B9ull + b * 0x94D049BB133111EBull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(static_cast<double>(z >> 40) / static_cast<double>(1ull << 23) - 1.0);
-}
 
 struct Case {
   size_t n_heads, n_kv_heads, head_dim;
@@ -122,7 +114,7 @@ double RunCase(const Case& c, KvType type) {
   // raw[p] keys before rotation; positions written in order, so later ones overwrite.
   const auto raw_key = [&](int64_t p, size_t kvh) {
     std::vector<double> x(c.head_dim);
-    for (size_t i = 0; i < c.head_dim; ++i) x[i] = Noise(1, p, kvh * 4096 + i);
+    for (size_t i = 0; i < c.head_dim; ++i) x[i] = test::HashNoise(1, p, kvh * 4096 + i);
     return x;
   };
   for (int64_t p = 0; p < end; ++p) {
@@ -132,7 +124,7 @@ double RunCase(const Case& c, KvType type) {
       if (c.rotate) x = Rotate(x, static_cast<double>(p));
       for (size_t i = 0; i < c.head_dim; ++i) {
         key[kvh * c.head_dim + i] = static_cast<float>(x[i]);
-        value[kvh * c.head_dim + i] = Noise(2, p, kvh * 4096 + i);
+        value[kvh * c.head_dim + i] = test::HashNoise(2, p, kvh * 4096 + i);
       }
     }
     const size_t slot = KvSlot(p, capacity, c.window > 0 ? 0 : c.sinks);
@@ -140,7 +132,7 @@ double RunCase(const Case& c, KvType type) {
     v.Store(slot, value);
   }
   std::vector<float> q(c.n_tokens * q_row);
-  for (size_t i = 0; i < q.size(); ++i) q[i] = 3.0f * Noise(3, i, 0);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = 3.0f * test::HashNoise(3, i, 0);
   std::vector<float> out(q.size(), 1234.5f);
 
   RopeFrequencies rope{RopeLayout::kNeox, static_cast<float>(kRopeTheta), 1.0f, nullptr};
@@ -250,7 +242,7 @@ TEST(AttentionKvTest, EveryKvTypeMatchesTheReferenceInAndPastTheContext) {
 TEST(AttentionKvTest, EncodersRoundAsDocumented) {
   test::ForEachTarget([&](const char*) {
     std::vector<float> x(96);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = 5.0f * Noise(7, i, 0);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 5.0f * test::HashNoise(7, i, 0);
     x[40] = 0.0f;
     std::fill(x.begin() + 64, x.end(), 0.0f);  // an all-zero block
     std::vector<int8_t> q(x.size());
@@ -268,7 +260,7 @@ TEST(AttentionKvTest, EncodersRoundAsDocumented) {
     }
     std::vector<hwy::float16_t> h(37);  // a tail past whole vectors
     std::vector<float> y(h.size());
-    for (size_t i = 0; i < y.size(); ++i) y[i] = 1000.0f * Noise(8, i, 0);
+    for (size_t i = 0; i < y.size(); ++i) y[i] = 1000.0f * test::HashNoise(8, i, 0);
     KvEncodeF16(y.data(), y.size(), h.data());
     for (size_t i = 0; i < y.size(); ++i) {
       uint16_t bits;

@@ -92,17 +92,6 @@ void ForEachTarget(RunLog& log, const std::function<void()>& fn) {
   ASSERT_GT(ran, 0u);
 }
 
-// Deterministic noise in [-1, 1], so the reference reads keys and values by position without going
-// through the ring.
-float Noise(uint64_t stream, uint64_t a, uint64_t b) {
-  uint64_t z =
-      stream * 0x9E3779B97F4A7C15ull + a * 0xBF58476D1CE4E5B9ull + b * 0x94D049BB133111EBull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(static_cast<double>(z >> 40) / static_cast<double>(1ull << 23) - 1.0);
-}
-
 struct Shape {
   size_t n_heads;
   size_t n_kv_heads;
@@ -155,11 +144,12 @@ struct Problem {
   }
 };
 
+// Hashed noise, so the reference reads keys and values by position without going through the ring.
 float DefaultKey(int64_t pos, size_t kv_head, size_t x) {
-  return Noise(1, static_cast<uint64_t>(pos), kv_head * 4096 + x);
+  return test::HashNoise(1, static_cast<uint64_t>(pos), kv_head * 4096 + x);
 }
 float DefaultValue(int64_t pos, size_t kv_head, size_t x) {
-  return Noise(2, static_cast<uint64_t>(pos), kv_head * 4096 + x);
+  return test::HashNoise(2, static_cast<uint64_t>(pos), kv_head * 4096 + x);
 }
 
 // Queries in [-3, 3] with scale 1/sqrt(head_dim) give scores of standard deviation about 1.
@@ -168,7 +158,7 @@ Problem MakeProblem(const Shape& shape, const Step& step, KvFn key = DefaultKey,
   Problem pr{shape, step, scale, std::move(key), std::move(value), {}, {}, {}};
   if (pr.scale == 0.0f) pr.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
   if (!query) {
-    query = [](size_t t, size_t h, size_t x) { return 3.0f * Noise(3, t, h * 4096 + x); };
+    query = [](size_t t, size_t h, size_t x) { return 3.0f * test::HashNoise(3, t, h * 4096 + x); };
   }
   pr.q.resize(step.n_tokens * pr.RowWidth());
   for (size_t t = 0; t < step.n_tokens; ++t) {
@@ -439,11 +429,11 @@ TEST(AttentionTest, ExtremeScoresAreStable) {
     return h % 2 ? -q : q;
   };
   const KvFn flat_keys = [](int64_t pos, size_t kvh, size_t x) {
-    return 84.0f + std::round(2.0f * Noise(4, static_cast<uint64_t>(pos), kvh * 64 + x));
+    return 84.0f + std::round(2.0f * test::HashNoise(4, static_cast<uint64_t>(pos), kvh * 64 + x));
   };
   const KvFn jumping_keys = [](int64_t pos, size_t kvh, size_t x) {
     return 40.0f + static_cast<float>((pos * 7) % 23) * 4.0f +
-           std::round(2.0f * Noise(5, static_cast<uint64_t>(pos), kvh * 64 + x));
+           std::round(2.0f * test::HashNoise(5, static_cast<uint64_t>(pos), kvh * 64 + x));
   };
   const Step steps[] = {{1, 300, 0, 301}, {9, 1000003, 200, 208}, {20, 10, 0, 30}};
   for (const KvFn& keys : {flat_keys, jumping_keys}) {

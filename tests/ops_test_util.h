@@ -103,6 +103,17 @@ inline std::vector<float> RandomFloats(size_t n, float lo, float hi, std::mt1993
   return v;
 }
 
+// Deterministic noise in [-1, 1] from a hash of (stream, a, b): tests read values by position
+// without storing them.
+inline float HashNoise(uint64_t stream, uint64_t a, uint64_t b) {
+  uint64_t z =
+      stream * 0x9E3779B97F4A7C15ull + a * 0xBF58476D1CE4E5B9ull + b * 0x94D049BB133111EBull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(static_cast<double>(z >> 40) / static_cast<double>(1ull << 23) - 1.0);
+}
+
 // Integers in [lo, hi] as floats: products and sums of such values stay exact in f32 (while
 // below 2^24), so kernels must match a reference bit for bit whatever their summation order.
 inline std::vector<float> RandomSmallIntegers(size_t n, int lo, int hi, std::mt19937& rng) {
