@@ -243,7 +243,9 @@ TEST_F(PerplexityTest, SummaryLineChunkLimitAndThreads) {
             5)
       << r.out;
   EXPECT_NEAR(ppl, e.ppl, 1e-4);  // printed with 4 decimals
-  EXPECT_NEAR(err, e.err, 1e-5);
+  // Printed with 5 decimals; 2 threads against the recomputation's 1 may round a few logits
+  // differently by a float ULP (seen on SVE2-512 under qemu: 6.6e-8 of the error's value).
+  EXPECT_NEAR(err, e.err, 1e-5 + 2e-7 * e.err);
   EXPECT_EQ(tokens, e.scored);
   EXPECT_EQ(chunks, 2u);
   EXPECT_EQ(ctx, 32u);
