@@ -264,18 +264,8 @@ inline constexpr size_t kAttentionOutputFloats = 8192;
 // f16 and int8 key and value blocks are converted to f32 in stack tiles of this many floats.
 inline constexpr size_t kAttentionTileFloats = 8192;
 
-// Which keys a query sees (ops/attention.h): with reach = the most recent positions visible,
-// a query at p sees j <= p with j < sinks or j >= AttentionOldest(p).
-struct AttentionMask {
-  int64_t reach;
-  int64_t sinks;
-  HWY_INLINE int64_t Oldest(int64_t p) const { return p < reach ? 0 : p - (reach - sinks) + 1; }
-  HWY_INLINE bool Sees(int64_t p, int64_t j) const {
-    return j <= p && (j < sinks || j >= Oldest(p));
-  }
-};
-
-// The queries of a block with their running softmax state.
+// The queries of a block: the softmax state of the partition being walked (o, m, l) and the
+// state folded from the partitions before it (merged_m, merged_l, with the output in out).
 struct AttentionQueryBlock {
   size_t n = 0;
   const float* q[kAttentionMaxBlockQueries];
@@ -284,12 +274,14 @@ struct AttentionQueryBlock {
   float* o[kAttentionMaxBlockQueries];
   float m[kAttentionMaxBlockQueries];
   float l[kAttentionMaxBlockQueries];
+  float merged_m[kAttentionMaxBlockQueries];
+  float merged_l[kAttentionMaxBlockQueries];
 };
 
 // Queries [first, first + kQueries) of the block over n keys at positions key_pos.. (kv): scores,
 // the mask, the streaming-softmax update and the weighted values.
 template <size_t kQueries>
-HWY_INLINE void AttentionPassBlock(const AttentionArgs& a, const AttentionMask& mask,
+HWY_INLINE void AttentionPassBlock(const AttentionArgs& a, const AttentionVisibility& mask,
                                    AttentionQueryBlock& qb, size_t first,
                                    const AttentionKvView& kv, int64_t key_pos, size_t n) {
   alignas(HWY_MAX_BYTES) float weights[kQueries][kAttentionMaxBlockKeys + kAttentionBlockPadding];
@@ -329,7 +321,7 @@ HWY_INLINE void AttentionPassBlock(const AttentionArgs& a, const AttentionMask& 
 }
 
 // Queries [begin, end) of the block over one key block, up to four at a time.
-HWY_INLINE void AttentionKeyBlock(const AttentionArgs& a, const AttentionMask& mask,
+HWY_INLINE void AttentionKeyBlock(const AttentionArgs& a, const AttentionVisibility& mask,
                                   AttentionQueryBlock& qb, size_t begin, size_t end,
                                   const AttentionKvView& kv, int64_t key_pos, size_t n) {
   for (size_t i = begin; i < end;) {
@@ -390,22 +382,68 @@ HWY_INLINE void AttentionStageRows(const AttentionArgs& a, const void* ring, con
   }
 }
 
-// Attends the queries of qb (one kv head, positions ascending) over every key one of them sees.
-static HWY_NOINLINE void AttendQueryBlock(const AttentionArgs& a, const AttentionMask& mask,
-                                   AttentionQueryBlock& qb, size_t kv_head, size_t block_keys) {
+// Folds a partition's softmax state (pm, pl, po) into a running one (m, l, o). One thread walking
+// every partition and threads that split them fold through this one function in the same order,
+// so both give the same bits.
+HWY_INLINE void AttentionFold(float& m, float& l, float* HWY_RESTRICT o, float pm, float pl,
+                              const float* HWY_RESTRICT po, size_t head_dim) {
+  if (pl == 0.0f) return;  // the query saw none of the partition's keys (else l >= 1)
+  if (l == 0.0f) {         // the first partition it saw
+    m = pm;
+    l = pl;
+    std::copy(po, po + head_dim, o);
+    return;
+  }
+  const float new_max = std::max(m, pm);
+  const float c = std::exp(m - new_max), pc = std::exp(pm - new_max);
+  l = l * c + pl * pc;
+  m = new_max;
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto vc = hn::Set(d, c), vpc = hn::Set(d, pc);
+  size_t x = 0;
+  for (; x + N <= head_dim; x += N) {
+    hn::StoreU(hn::MulAdd(hn::LoadU(d, po + x), vpc, hn::Mul(hn::LoadU(d, o + x), vc)), d, o + x);
+  }
+  for (; x < head_dim; ++x) o[x] = o[x] * c + po[x] * pc;
+}
+
+// out = o / l.
+HWY_INLINE void AttentionWriteOutput(const float* HWY_RESTRICT o, float l, float* out,
+                                     size_t head_dim) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const float inv_l = 1.0f / l;  // l >= 1: the maximal score contributes exp(0)
+  size_t x = 0;
+  for (; x + N <= head_dim; x += N) hn::StoreU(hn::Mul(hn::LoadU(d, o + x), hn::Set(d, inv_l)), d, out + x);
+  for (; x < head_dim; ++x) out[x] = o[x] * inv_l;
+}
+
+// Walks partitions [part_begin, part_end) of `parts` (fold order) for the queries of qb (one kv
+// head, positions ascending): before each partition their partition states are reset, and after
+// it done(i) takes them.
+template <class Done>
+HWY_INLINE void AttendPartitions(const AttentionArgs& a, const AttentionVisibility& mask,
+                                 AttentionQueryBlock& qb, size_t kv_head, size_t block_keys,
+                                 const AttentionPartitionRange& parts, size_t part_begin,
+                                 size_t part_end, const Done& done) {
   const size_t head_dim = a.head_dim;
   const size_t stride = a.n_kv_heads * head_dim;
   const size_t capacity = a.capacity;
   const size_t sinks = static_cast<size_t>(mask.sinks);
+  // Without partitions every recent key is in partition 1 (a bound that no position reaches and
+  // whose sums with positions cannot overflow).
+  const int64_t part_keys =
+      a.partition_keys > 0 ? static_cast<int64_t>(a.partition_keys) : int64_t{1} << 62;
   const int64_t first_pos = qb.pos[0], last_pos = qb.pos[qb.n - 1];
   // f32 keys are read in place when one pass takes all the queries (decode); otherwise each key
   // block goes to L1-resident tiles once and every pass reads it from there (f32 from the ring
   // would come from L2 once per pass: half the speed at 4096 positions, bench/attention_bench).
   const bool direct = a.kv_type == KvType::kF32 && qb.n <= kAttentionMaxQueriesPerPass;
-  // Key blocks have one size and start at fixed positions (sinks + multiples of the size) whatever
-  // the query block, so a query's sums run in the same order however the queries are grouped:
-  // results do not depend on the thread count or the chunking. Keys a query does not see add
-  // exact zeros.
+  // Key blocks have one size and start at fixed positions (each partition's start plus multiples
+  // of the size) whatever the query block, so a query's sums run in the same order however the
+  // queries are grouped: results do not depend on the thread count or the chunking. Keys a query
+  // does not see add exact zeros.
   block_keys = std::min(block_keys, kAttentionTileFloats / head_dim);
   alignas(HWY_MAX_BYTES) float k_tile[kAttentionTileFloats];
   alignas(HWY_MAX_BYTES) float v_tile[kAttentionTileFloats];
@@ -429,64 +467,93 @@ static HWY_NOINLINE void AttendQueryBlock(const AttentionArgs& a, const Attentio
       kv.stride = head_dim;
     }
   };
+  const int64_t recent_begin = sinks > 0 ? std::max<int64_t>(oldest, mask.sinks) : oldest;
 
-  // The sinks come first, in blocks of their own (so block boundaries stay fixed once queries
-  // pass the context), and only as far as positions are stored: a masked key adds 0 * value,
-  // which an unwritten slot could make NaN.
-  int64_t begin = oldest;
-  if (sinks > 0) {
-    const size_t stored_sinks = std::min(sinks, static_cast<size_t>(last_pos) + 1);
-    for (size_t s = 0; s < stored_sinks;) {
-      const size_t n = std::min(stored_sinks - s, block_keys);
-      if (a.sink_rope == nullptr) {
-        view(s, n);
-        AttentionKeyBlock(a, mask, qb, 0, qb.n, kv, static_cast<int64_t>(s), n);
-      } else {
-        // Per query position, its sinks move up to just before its oldest recent key: rotate a
-        // copy of their keys further by the distance moved.
-        AttentionStageRows(a, a.v_cache, a.v_scales, s, n, kv_head, v_tile);
-        AttentionKvView sink_kv;
-        sink_kv.k = k_tile;
-        sink_kv.v = v_tile;
-        sink_kv.stride = head_dim;
-        sink_kv.head_dim = head_dim;
-        sink_kv.prefetch_values = false;
-        for (size_t i = 0; i < qb.n;) {
-          size_t e = i + 1;
-          while (e < qb.n && qb.pos[e] == qb.pos[i]) ++e;
-          AttentionStageRows(a, a.k_cache, a.k_scales, s, n, kv_head, k_tile);
-          const int64_t p = qb.pos[i];
-          if (p >= mask.reach) Rope(k_tile, 1, n, head_dim, mask.Oldest(p) - mask.sinks, *a.sink_rope);
-          AttentionKeyBlock(a, mask, qb, i, e, sink_kv, static_cast<int64_t>(s), n);
-          i = e;
-        }
-      }
-      s += n;
+  for (size_t part_index = part_begin; part_index < part_end; ++part_index) {
+    for (size_t i = 0; i < qb.n; ++i) {
+      qb.m[i] = -std::numeric_limits<float>::infinity();
+      qb.l[i] = 0.0f;
+      std::fill(qb.o[i], qb.o[i] + head_dim, 0.0f);
     }
-    begin = std::max<int64_t>(oldest, mask.sinks);
+    const int64_t part = parts.Get(part_index);
+    if (part == 0) {
+      // The sinks, only as far as positions are stored: a masked key adds 0 * value, which an
+      // unwritten slot could make NaN.
+      const size_t stored_sinks = std::min(sinks, static_cast<size_t>(last_pos) + 1);
+      for (size_t s = 0; s < stored_sinks;) {
+        const size_t n = std::min(stored_sinks - s, block_keys);
+        if (a.sink_rope == nullptr) {
+          view(s, n);
+          AttentionKeyBlock(a, mask, qb, 0, qb.n, kv, static_cast<int64_t>(s), n);
+        } else {
+          // Per query position, its sinks move up to just before its oldest recent key: rotate a
+          // copy of their keys further by the distance moved.
+          AttentionStageRows(a, a.v_cache, a.v_scales, s, n, kv_head, v_tile);
+          AttentionKvView sink_kv;
+          sink_kv.k = k_tile;
+          sink_kv.v = v_tile;
+          sink_kv.stride = head_dim;
+          sink_kv.head_dim = head_dim;
+          sink_kv.prefetch_values = false;
+          for (size_t i = 0; i < qb.n;) {
+            size_t e = i + 1;
+            while (e < qb.n && qb.pos[e] == qb.pos[i]) ++e;
+            AttentionStageRows(a, a.k_cache, a.k_scales, s, n, kv_head, k_tile);
+            const int64_t p = qb.pos[i];
+            if (p >= mask.reach) Rope(k_tile, 1, n, head_dim, mask.Oldest(p) - mask.sinks, *a.sink_rope);
+            AttentionKeyBlock(a, mask, qb, i, e, sink_kv, static_cast<int64_t>(s), n);
+            i = e;
+          }
+        }
+        s += n;
+      }
+    } else {
+      const int64_t part_start = mask.sinks + (part - 1) * part_keys;
+      const int64_t hi = std::min(last_pos, part_start + part_keys - 1);
+      for (int64_t begin = std::max(recent_begin, part_start); begin <= hi;) {
+        const size_t slot = KvSlot(begin, capacity, sinks);
+        const size_t to_boundary =
+            block_keys - static_cast<size_t>(begin - part_start) % block_keys;
+        const size_t n =
+            std::min({to_boundary, static_cast<size_t>(hi - begin) + 1, capacity - slot});
+        view(slot, n);
+        AttentionKeyBlock(a, mask, qb, 0, qb.n, kv, begin, n);
+        begin += static_cast<int64_t>(n);
+      }
+    }
+    done(part_index);
   }
+}
 
-  for (; begin <= last_pos;) {
-    const size_t slot = KvSlot(begin, capacity, sinks);
-    const size_t to_boundary =
-        block_keys - static_cast<size_t>(begin - mask.sinks) % block_keys;
-    const size_t n =
-        std::min({to_boundary, static_cast<size_t>(last_pos - begin) + 1, capacity - slot});
-    view(slot, n);
-    AttentionKeyBlock(a, mask, qb, 0, qb.n, kv, begin, n);
-    begin += static_cast<int64_t>(n);
-  }
-
-  const hn::ScalableTag<float> d;
-  const size_t N = hn::Lanes(d);
+// Attends the queries of qb (one kv head, positions ascending) over every key one of them sees,
+// folding the partitions as it goes, and writes their output rows.
+static HWY_NOINLINE void AttendQueryBlock(const AttentionArgs& a, const AttentionVisibility& mask,
+                                          AttentionQueryBlock& qb, size_t kv_head,
+                                          size_t block_keys) {
+  const size_t head_dim = a.head_dim;
   for (size_t i = 0; i < qb.n; ++i) {
-    float* HWY_RESTRICT out = qb.out[i];
-    const float* HWY_RESTRICT o = qb.o[i];
-    const float inv_l = 1.0f / qb.l[i];  // l >= 1: the maximal score contributes exp(0)
-    size_t x = 0;
-    for (; x + N <= head_dim; x += N) hn::StoreU(hn::Mul(hn::Load(d, o + x), hn::Set(d, inv_l)), d, out + x);
-    for (; x < head_dim; ++x) out[x] = o[x] * inv_l;
+    qb.merged_m[i] = -std::numeric_limits<float>::infinity();
+    qb.merged_l[i] = 0.0f;
   }
+  const AttentionPartitionRange parts = PartitionsSeen(a, qb.pos[0], qb.pos[qb.n - 1]);
+  // The merged output builds up in the output rows themselves.
+  AttendPartitions(a, mask, qb, kv_head, block_keys, parts, 0, parts.count(), [&](size_t) {
+    for (size_t i = 0; i < qb.n; ++i) {
+      AttentionFold(qb.merged_m[i], qb.merged_l[i], qb.out[i], qb.m[i], qb.l[i], qb.o[i],
+                    head_dim);
+    }
+  });
+  for (size_t i = 0; i < qb.n; ++i) AttentionWriteOutput(qb.out[i], qb.merged_l[i], qb.out[i], head_dim);
+}
+
+// Running outputs of up to kAttentionMaxBlockQueries queries in outputs[kAttentionOutputFloats]:
+// how many fit, and the distance between two.
+HWY_INLINE size_t AttentionOutputStride(size_t head_dim) {
+  return hwy::RoundUpTo(head_dim, HWY_MAX_BYTES / sizeof(float));
+}
+HWY_INLINE size_t AttentionMaxQueries(size_t head_dim) {
+  return std::min(kAttentionMaxBlockQueries,
+                  std::max<size_t>(1, kAttentionOutputFloats / AttentionOutputStride(head_dim)));
 }
 
 // The op with an explicit block size (1..kAttentionMaxBlockKeys); tests vary it to compare
@@ -502,16 +569,11 @@ static HWY_NOINLINE HWY_MAYBE_UNUSED void AttentionTasks(const AttentionArgs& a,
   const size_t head_dim = a.head_dim;
   const size_t row_width = a.n_heads * head_dim;
   const size_t group = a.n_heads / a.n_kv_heads;
-  AttentionMask mask;
-  mask.reach = std::numeric_limits<int64_t>::max();
-  if (a.window > 0) mask.reach = a.window;
-  if (a.context > 0) mask.reach = std::min(mask.reach, a.context);
-  mask.sinks = a.window > 0 ? 0 : static_cast<int64_t>(a.sinks);
+  const AttentionVisibility mask = VisibilityOf(a);
 
   alignas(HWY_MAX_BYTES) float outputs[kAttentionOutputFloats];
-  const size_t o_stride = hwy::RoundUpTo(head_dim, HWY_MAX_BYTES / sizeof(float));
-  const size_t max_queries =
-      std::min(kAttentionMaxBlockQueries, std::max<size_t>(1, kAttentionOutputFloats / o_stride));
+  const size_t o_stride = AttentionOutputStride(head_dim);
+  const size_t max_queries = AttentionMaxQueries(head_dim);
   const size_t t_first = task_begin / a.n_heads, t_last = (task_end - 1) / a.n_heads;
   AttentionQueryBlock qb;
   for (size_t kv_head = 0; kv_head < a.n_kv_heads; ++kv_head) {
@@ -529,14 +591,69 @@ static HWY_NOINLINE HWY_MAYBE_UNUSED void AttentionTasks(const AttentionArgs& a,
             qb.out[i] = a.out + t * row_width + h * head_dim;
             qb.pos[i] = a.pos0 + static_cast<int64_t>(t);
             qb.o[i] = outputs + i * o_stride;
-            qb.m[i] = -std::numeric_limits<float>::infinity();
-            qb.l[i] = 0.0f;
-            std::fill(qb.o[i], qb.o[i] + head_dim, 0.0f);
           }
         }
         if (qb.n > 0) AttendQueryBlock(a, mask, qb, kv_head, block_keys);
       }
     }
+  }
+}
+
+// Items [item_begin, item_end) of a decode step's (kv head, partition) pairs (ops/attention.h):
+// the partition states of every query head, written to partials.
+static HWY_NOINLINE HWY_MAYBE_UNUSED void AttentionPartialItems(const AttentionArgs& a,
+                                                                size_t item_begin,
+                                                                size_t item_end, float* partials,
+                                                                size_t block_keys) {
+  HWY_DASSERT(a.n_tokens == 1);
+  const AttentionPartitionRange parts = PartitionsSeen(a, a.pos0, a.pos0);
+  const size_t n_parts = parts.count();
+  HWY_DASSERT(item_end <= a.n_kv_heads * n_parts);
+  const size_t head_dim = a.head_dim;
+  const size_t group = a.n_heads / a.n_kv_heads;
+  const size_t state_floats = AttentionPartialFloats(head_dim);
+  const AttentionVisibility mask = VisibilityOf(a);
+  alignas(HWY_MAX_BYTES) float outputs[kAttentionOutputFloats];
+  const size_t max_queries = AttentionMaxQueries(head_dim);
+  AttentionQueryBlock qb;
+  for (size_t item = item_begin; item < item_end;) {
+    const size_t kv_head = item / n_parts;
+    const size_t first = item % n_parts;
+    const size_t last = std::min(n_parts, first + (item_end - item));
+    for (size_t h0 = kv_head * group; h0 < (kv_head + 1) * group; h0 += max_queries) {
+      qb.n = std::min((kv_head + 1) * group, h0 + max_queries) - h0;
+      for (size_t i = 0; i < qb.n; ++i) {
+        qb.q[i] = a.q + (h0 + i) * head_dim;
+        qb.out[i] = nullptr;  // the merge writes the output
+        qb.pos[i] = a.pos0;
+        qb.o[i] = outputs + i * AttentionOutputStride(head_dim);
+      }
+      AttendPartitions(a, mask, qb, kv_head, block_keys, parts, first, last, [&](size_t part) {
+        for (size_t i = 0; i < qb.n; ++i) {
+          float* state = partials + (part * a.n_heads + h0 + i) * state_floats;
+          std::copy(qb.o[i], qb.o[i] + head_dim, state);
+          state[head_dim] = qb.m[i];
+          state[head_dim + 1] = qb.l[i];
+        }
+      });
+    }
+    item += last - first;
+  }
+}
+
+static HWY_NOINLINE HWY_MAYBE_UNUSED void AttentionMergeStates(const AttentionArgs& a,
+                                                               const float* partials) {
+  const size_t n_parts = PartitionsSeen(a, a.pos0, a.pos0).count();
+  const size_t head_dim = a.head_dim;
+  const size_t state_floats = AttentionPartialFloats(head_dim);
+  for (size_t h = 0; h < a.n_heads; ++h) {
+    float* out = a.out + h * head_dim;
+    float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
+    for (size_t part = 0; part < n_parts; ++part) {
+      const float* state = partials + (part * a.n_heads + h) * state_floats;
+      AttentionFold(m, l, out, state[head_dim], state[head_dim + 1], state, head_dim);
+    }
+    AttentionWriteOutput(out, l, out, head_dim);
   }
 }
 

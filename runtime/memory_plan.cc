@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ops/attention.h"
 #include "runtime/format.h"
 
 namespace kestrel {
@@ -57,6 +58,21 @@ Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out,
     plan.kv.push_back(ring);
   }
   plan.kv_bytes = offset - plan.kv_offset;
+  size_t partial_floats = 0;
+  for (const fb::Plan* p : *model.meta().plans()) {
+    for (const fb::Op* op : *p->ops()) {
+      const fb::Attention* attention = op->params_as_Attention();
+      if (attention == nullptr || attention->layer() >= plan.kv.size()) continue;
+      partial_floats = std::max<size_t>(
+          partial_floats, ops::AttentionMaxPartitions(plan.kv[attention->layer()].reach) *
+                              attention->n_heads() *
+                              ops::AttentionPartialFloats(attention->head_dim()));
+    }
+  }
+  if (partial_floats > 0) {
+    plan.attention_partials_bytes = kAttentionArrivalBytes + partial_floats * sizeof(float);
+    plan.attention_partials_offset = take(plan.attention_partials_bytes);
+  }
   plan.sampler_offset = offset;
   // Sampling sorts (probability, id) pairs of the whole vocabulary in place.
   plan.sampler_bytes = AlignUp(model.vocab_size() * (sizeof(float) + sizeof(int32_t)), kKesAlignment);

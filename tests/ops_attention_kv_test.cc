@@ -91,8 +91,11 @@ struct Ring {
   }
 };
 
-// Runs one case on the current target and returns max |out - reference| / max|v|.
-double RunCase(const Case& c, KvType type) {
+// Runs one case on the current target and returns max |out - reference| / max|v|. With
+// partitions, a decode step (one token) is also split across 2, 3 and one "thread" per item
+// (AttentionPartials in any order, then AttentionMergePartials), which must give the bits of the
+// unsplit op.
+double RunCase(const Case& c, KvType type, size_t partition_keys = 0) {
   const size_t row = c.n_kv_heads * c.head_dim;
   const size_t q_row = c.n_heads * c.head_dim;
   const int64_t end = c.pos0 + static_cast<int64_t>(c.n_tokens);
@@ -155,10 +158,30 @@ double RunCase(const Case& c, KvType type) {
   a.sinks = c.window > 0 ? 0 : c.sinks;
   a.sink_rope = c.rotate ? &rope : nullptr;
   a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  a.partition_keys = partition_keys;
   // Two thread shares, split mid-token, as the runtime may.
   const size_t tasks = c.n_tokens * c.n_heads, mid = tasks / 2 + 1;
   Attention(a, 0, std::min(mid, tasks));
   if (mid < tasks) Attention(a, mid, tasks);
+  if (partition_keys > 0 && c.n_tokens == 1) {
+    const size_t parts = PartitionsSeen(a, c.pos0, c.pos0).count();
+    const size_t items = c.n_kv_heads * parts;
+    for (size_t threads : {size_t{2}, size_t{3}, items}) {
+      std::vector<float> partials(items / c.n_kv_heads * c.n_heads *
+                                      AttentionPartialFloats(c.head_dim),
+                                  std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> split(q.size(), 1234.5f);
+      AttentionArgs sa = a;
+      sa.out = split.data();
+      for (size_t t = threads; t-- > 0;) {  // the last share first: order must not matter
+        const size_t b = items * t / threads, e = items * (t + 1) / threads;
+        if (b < e) AttentionPartials(sa, b, e, partials.data());
+      }
+      AttentionMergePartials(sa, partials.data());
+      EXPECT_EQ(0, std::memcmp(split.data(), out.data(), out.size() * sizeof(float)))
+          << parts << " partitions split over " << threads << " threads";
+    }
+  }
 
   const int64_t sinks = c.window > 0 ? 0 : static_cast<int64_t>(c.sinks);
   double worst = 0.0;
@@ -232,6 +255,41 @@ TEST(AttentionKvTest, EveryKvTypeMatchesTheReferenceInAndPastTheContext) {
         const double error = RunCase(c, type);
         EXPECT_LE(error, c.rotate ? 2e-5 : 1e-5);
         worst = std::max(worst, error);
+      }
+    }
+  });
+  std::printf("[ accuracy ] max |out - reference| = %.3g\n", worst);
+}
+
+// Keys in partitions (each with its own softmax state, folded in order) still give the plain
+// softmax, and a decode step split across threads by partition gives the bits of one thread.
+TEST(AttentionKvTest, PartitionsMatchTheReferenceAndSplitAcrossThreadsExactly) {
+  const Case cases[] = {
+      // heads, kv, dim, tokens, pos0, window, context, sinks, rotate
+      {4, 1, 256, 1, 300, 0, 0, 0, false},    // decode, Gemma 3's global shape
+      {9, 3, 64, 1, 1000, 0, 0, 0, false},    // SmolLM2's shape
+      {9, 3, 64, 70, 5, 0, 0, 0, false},      // prefill across partitions
+      {2, 2, 32, 1, 40, 16, 0, 0, false},     // sliding window
+      {4, 1, 64, 1, 500, 0, 200, 4, false},   // decode past the context, ring wrapped
+      {4, 1, 64, 1, 130, 0, 200, 4, true},    // sinks inside the context, rotation unused
+      {4, 1, 64, 1, 500, 0, 200, 4, true},    // sinks moved by RoPE
+      {9, 3, 64, 45, 200, 0, 96, 5, true},    // prefill past the context
+      {40, 2, 16, 1, 333, 0, 0, 3, false},    // 20 queries per kv head: two query blocks
+  };
+  double worst = 0.0;
+  test::ForEachTarget([&](const char*) {
+    for (KvType type : {KvType::kF32, KvType::kF16, KvType::kInt8}) {
+      for (const Case& c : cases) {
+        if (type == KvType::kInt8 && c.head_dim % kKvInt8Block != 0) continue;
+        for (size_t keys : {size_t{7}, size_t{64}, size_t{100}}) {
+          SCOPED_TRACE(std::string(KvTypeName(type)) + " heads " + std::to_string(c.n_heads) +
+                       "/" + std::to_string(c.n_kv_heads) + " tokens " +
+                       std::to_string(c.n_tokens) + " at " + std::to_string(c.pos0) +
+                       " partitions of " + std::to_string(keys));
+          const double error = RunCase(c, type, keys);
+          EXPECT_LE(error, c.rotate ? 2e-5 : 1e-5);
+          worst = std::max(worst, error);
+        }
       }
     }
   });

@@ -201,6 +201,8 @@ int InspectCommand(const std::vector<std::string>& args) {
               FormatBytes(model->weights_bytes()).c_str());
   std::printf("  activations:  %s\n", FormatBytes(memory.activation_bytes).c_str());
   PrintKvCache(memory, memory_f32);
+  std::printf("  attention:    %s (decode partitions split across threads)\n",
+              FormatBytes(memory.attention_partials_bytes).c_str());
   std::printf("  sampler:      %s\n", FormatBytes(memory.sampler_bytes).c_str());
   std::printf("  arena total:  %s\n", FormatBytes(memory.arena_bytes).c_str());
   std::printf("  total:        %s (weights + arena)\n",

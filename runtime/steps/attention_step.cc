@@ -1,5 +1,7 @@
 // Attention: streaming-softmax attention of the step's queries over one KV ring.
+#include <atomic>
 #include <cmath>
+#include <new>
 
 #include "ops/attention.h"
 #include "runtime/steps/steps.h"
@@ -41,6 +43,11 @@ void ThreadTasks(size_t n, size_t heads, int64_t pos0, int64_t window, size_t th
 
 struct AttentionStepArgs {
   decltype(&ops::Attention) kernel;
+  decltype(&ops::AttentionPartials) partials_kernel;
+  decltype(&ops::AttentionMergePartials) merge_kernel;
+  // Arena scratch for splitting a decode step's keys across threads (null: no scratch planned).
+  std::atomic<size_t>* arrivals;
+  float* partials;
   ops::AttentionArgs args;  // n_tokens, pos0 and sink_rope are filled in per step
   bool keys_rotated;
   ops::RopeFrequencies key_rope;
@@ -84,6 +91,23 @@ void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threa
   a.pos0 = pos0;
   a.sink_rope = step.keys_rotated ? &step.key_rope : nullptr;
   size_t b, e;
+  if (n == 1 && n_threads > 1 && step.partials != nullptr) {
+    // One query row: splitting its heads leaves threads idle or walking one kv head twice when
+    // there are few kv heads (Gemma 3 has one), so the threads split its (kv head, partition)
+    // pairs instead, and the last to finish folds the partitions, in the order one thread would.
+    const size_t parts = ops::PartitionsSeen(a, pos0, pos0).count();
+    if (parts > 1) {
+      SplitRange(a.n_kv_heads * parts, thread, n_threads, &b, &e);
+      if (b < e) step.partials_kernel(a, b, e, step.partials);
+      // acq_rel: the last arrival sees every other thread's partials; the pool's own barrier
+      // orders the reset before the next step that uses the counter.
+      if (step.arrivals->fetch_add(1, std::memory_order_acq_rel) + 1 == n_threads) {
+        step.arrivals->store(0, std::memory_order_relaxed);
+        step.merge_kernel(a, step.partials);
+      }
+      return;
+    }
+  }
   const int64_t reach = a.window > 0 ? std::min(a.window, a.context) : a.context;
   ThreadTasks(n, a.n_heads, pos0, reach, thread, n_threads, &b, &e);
   if (b < e) step.kernel(a, b, e);
@@ -150,6 +174,14 @@ void Bind(const BindContext& b, Step* step) {
   a.context = static_cast<int64_t>(b.memory().context_length);
   a.sinks = ring.sinks;
   a.scale = p.scale();
+  a.partition_keys = ops::AttentionPartitionKeys(ring.reach);
+  args.partials_kernel = ops::ResolveAttentionPartials();
+  args.merge_kernel = ops::ResolveAttentionMergePartials();
+  if (b.memory().attention_partials_bytes > 0) {
+    uint8_t* scratch = b.arena() + b.memory().attention_partials_offset;
+    args.arrivals = new (scratch) std::atomic<size_t>(0);
+    args.partials = reinterpret_cast<float*>(scratch + kAttentionArrivalBytes);
+  }
   args.keys_rotated = ring.sinks > 0 && FindKeyRope(b, p.layer(), &args.key_rope);
   step->Set(Run, Parallelism::kAlways, args);
 }
