@@ -48,6 +48,7 @@ struct AttentionStepArgs {
   // Arena scratch for splitting a decode step's keys across threads (null: no scratch planned).
   std::atomic<size_t>* arrivals;
   float* partials;
+  size_t max_partitions;  // that the partials have room for
   ops::AttentionArgs args;  // n_tokens, pos0 and sink_rope are filled in per step
   bool keys_rotated;
   ops::RopeFrequencies key_rope;
@@ -96,7 +97,7 @@ void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threa
     // there are few kv heads (Gemma 3 has one), so the threads split its (kv head, partition)
     // pairs instead, and the last to finish folds the partitions, in the order one thread would.
     const size_t parts = ops::PartitionsSeen(a, pos0, pos0).count();
-    if (parts > 1) {
+    if (parts > 1 && parts <= step.max_partitions) {
       SplitRange(a.n_kv_heads * parts, thread, n_threads, &b, &e);
       if (b < e) step.partials_kernel(a, b, e, step.partials);
       // acq_rel: the last arrival sees every other thread's partials; the pool's own barrier
@@ -181,6 +182,7 @@ void Bind(const BindContext& b, Step* step) {
     uint8_t* scratch = b.arena() + b.memory().attention_partials_offset;
     args.arrivals = new (scratch) std::atomic<size_t>(0);
     args.partials = reinterpret_cast<float*>(scratch + kAttentionArrivalBytes);
+    args.max_partitions = ops::AttentionMaxPartitions(ring.reach);
   }
   args.keys_rotated = ring.sinks > 0 && FindKeyRope(b, p.layer(), &args.key_rope);
   step->Set(Run, Parallelism::kAlways, args);
