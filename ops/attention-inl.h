@@ -8,7 +8,9 @@
 //   s_j = scale * q.k_j;  m' = max(m, max_j s_j);  c = exp(m - m');  w_j = exp(s_j - m')
 //   l = c * l + sum_j w_j;  o = c * o + sum_j w_j * v_j;  m = m'
 // and finally out = o / l. Every exponent is <= 0, so nothing overflows whatever the scores'
-// magnitude; m starts at -inf, which makes the first block's c exactly 0.
+// magnitude; m starts at -inf, which makes the first block's c exactly 0. The walk restarts that
+// state at each partition (ops/attention.h) and folds the partitions' states in order
+// (AttentionFold), which is what lets a decode step split one query's keys across threads.
 //
 // The exps of the scores use hwy/contrib/math Exp (1 ULP, vectorized): for small head_dim they
 // are a sizable share of the work. The one correction factor per block and query uses std::exp.

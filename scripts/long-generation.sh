@@ -2,14 +2,16 @@
 # A long generation past the context, checking that it runs in constant memory at a steady speed
 # (issue 11's acceptance run; minutes, not a ctest test):
 #   scripts/long-generation.sh MODEL.kes [-n 100000] [--ctx 4096] [-t 1] [--kv-type f32]
-#       [--window 1000] [--early 4000] [--kestrel build/release/kestrel]
+#       [--window 1000] [--early 4000] [--kestrel build/release/kestrel] [--timings FILE]
 # Generates n tokens with --ignore-eos, then compares the process's peak resident memory after
 # early + window tokens with that at the end (equal within 1 MiB) and the p99 decode latency of
-# tokens [early, early + window) with that of the last `window` tokens (within 10%).
+# tokens [early, early + window) with that of the last `window` tokens (within 10%), and prints the
+# p50/p99 of every window of `window` tokens past the early mark. --timings keeps the per-token
+# file (`kestrel run --timings`); otherwise it is deleted.
 set -euo pipefail
 
 model="" n=100000 ctx=4096 threads=1 kv=f32 window=1000 early=4000
-kestrel=build/release/kestrel
+kestrel=build/release/kestrel keep_timings=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -n) n="$2"; shift 2 ;;
@@ -19,6 +21,7 @@ while [[ $# -gt 0 ]]; do
     --window) window="$2"; shift 2 ;;
     --early) early="$2"; shift 2 ;;
     --kestrel) kestrel="$2"; shift 2 ;;
+    --timings) keep_timings="$2"; shift 2 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) model="$1"; shift ;;
   esac
@@ -26,8 +29,12 @@ done
 [[ -n "$model" ]] || { echo "usage: $0 MODEL.kes [-n N] [--ctx N] [-t N] [--kv-type T]" >&2; exit 2; }
 (( n >= early + 2 * window )) || { echo "-n must be at least early + 2 * window" >&2; exit 2; }
 
-timings=$(mktemp)
-trap 'rm -f "$timings"' EXIT
+if [[ -n "$keep_timings" ]]; then
+  timings=$keep_timings
+else
+  timings=$(mktemp)
+  trap 'rm -f "$timings"' EXIT
+fi
 "$kestrel" run "$model" -p "Once upon a time" -n "$n" --ctx "$ctx" -t "$threads" --kv-type "$kv" \
   --ignore-eos --seed 1 --timings "$timings" > /dev/null
 
@@ -45,8 +52,14 @@ for line in open(path):
 def p99(first, last):
     xs = sorted(latency[i] for i in range(first, last))
     return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
+def p50(first, last):
+    xs = sorted(latency[i] for i in range(first, last))
+    return xs[len(xs) // 2]
 mark = early + window
 early_p99, late_p99 = p99(early, mark), p99(n - window, n)
+steps = list(range(early, n - window + 1, window))
+print("window p50/p99 ms: " + " ".join(f"{a // 1000}k {p50(a, a + window):.2f}/{p99(a, a + window):.2f}"
+                                       for a in steps[::max(1, len(steps) // 12)]))
 marks = sorted(resident)
 peak_mark = resident[max(m for m in marks if m <= mark)][0]
 peak_end = resident[marks[-1]][0]
