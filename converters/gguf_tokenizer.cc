@@ -2,6 +2,7 @@
 // "llama": pieces, scores, types) and byte-level BPE (tokenizer.ggml.model "gpt2": pieces,
 // types, ranked merges, the pre-tokenizer named by tokenizer.ggml.pre).
 #include "converters/gguf_tokenizer.h"
+#include "converters/tokenizer_table.h"
 
 #include "runtime/pretokenizer.h"
 
@@ -90,7 +91,8 @@ Status ImportTokenizer(const gguf::File& file, fb::TokenizerT* out) {
   if (file.Has("tokenizer.chat_template")) {
     KES_RETURN_IF_ERROR(file.GetString("tokenizer.chat_template", &out->chat_template));
   }
-  return OkStatus();
+  Tokenizer check;
+  return TokenizerFromTable(*out, &check);
 }
 
 }  // namespace kestrel

@@ -1,6 +1,7 @@
 // ReadHfTokenizer: tokenizer.json when the folder has one (hf_tokenizer_json.cc), else the older
 // layout BertTokenizer reads: vocab.txt, tokenizer_config.json, special_tokens_map.json.
 #include "converters/hf_tokenizer.h"
+#include "converters/tokenizer_table.h"
 
 #include <sys/stat.h>
 
@@ -146,6 +147,8 @@ Status ReadHfTokenizer(const std::string& folder, fb::TokenizerT* out) {
   fb::TokenizerT fresh;  // filled aside, so a failure leaves *out alone
   KES_RETURN_IF_ERROR(Exists(json_path) ? hf::ReadTokenizerJson(json_path, &fresh)
                                         : ReadVocabFolder(folder, &fresh));
+  Tokenizer check;
+  KES_RETURN_IF_ERROR(TokenizerFromTable(fresh, &check));
   *out = std::move(fresh);
   return OkStatus();
 }

@@ -105,5 +105,7 @@ Status PlanArena(fb::ModelT* meta);
 // Assigns tensor offsets in the weight blob and writes the .kes file. The file appears only when
 // complete (written to a temporary name, then renamed).
 Status WriteKes(KesModel* model, const std::string& path);
+// The same bytes WriteKes writes, in memory (tests and fuzzing; tensor offsets set likewise).
+Status KesBytes(KesModel* model, std::vector<uint8_t>* out);
 
 }  // namespace kestrel

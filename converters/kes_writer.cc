@@ -2,6 +2,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <vector>
 
 #include "converters/kes_model.h"
 #include "runtime/format.h"
@@ -16,15 +18,6 @@ class File {
     if (f_) std::fclose(f_);
   }
   bool Write(const void* data, size_t n) { return n == 0 || std::fwrite(data, 1, n, f_) == n; }
-  bool Zeros(size_t n) {
-    static const uint8_t zeros[kKesAlignment] = {};
-    while (n > 0) {
-      const size_t k = n < sizeof(zeros) ? n : sizeof(zeros);
-      if (!Write(zeros, k)) return false;
-      n -= k;
-    }
-    return true;
-  }
   bool Close() {
     const bool ok = std::fflush(f_) == 0 && std::fclose(f_) == 0;
     f_ = nullptr;
@@ -35,9 +28,9 @@ class File {
   FILE* f_;
 };
 
-}  // namespace
-
-Status WriteKes(KesModel* model, const std::string& path) {
+// Lays out the weight blob (tensor offsets, weights_size, weights_offset), then hands the file's
+// bytes in order to `write`, which returns false on failure.
+Status EmitKes(KesModel* model, const std::function<bool(const void*, size_t)>& write) {
   fb::ModelT& meta = model->meta;
   KES_CHECK_OR_RETURN(meta.tensors.size() == model->tensor_bytes.size(),
                       "tensor table and tensor data disagree");
@@ -67,31 +60,68 @@ Status WriteKes(KesModel* model, const std::string& path) {
     meta.weights_offset = offset;
   }
 
-  const std::string tmp = path + ".tmp";
-  FILE* raw = std::fopen(tmp.c_str(), "wb");
-  KES_CHECK_OR_RETURN(raw != nullptr,
-                      "cannot create '" + tmp + "': " + std::strerror(errno));
-  File out(raw);
+  static const uint8_t zeros[kKesAlignment] = {};
+  const auto write_zeros = [&](uint64_t n) {
+    while (n > 0) {
+      const size_t k = n < sizeof(zeros) ? n : sizeof(zeros);
+      if (!write(zeros, k)) return false;
+      n -= k;
+    }
+    return true;
+  };
   uint8_t preamble[kKesPreambleBytes];
   std::memcpy(preamble, kKesMagic, 8);
   const uint32_t version = kKesFormatVersion, size32 = static_cast<uint32_t>(fb_size);
   std::memcpy(preamble + 8, &version, 4);
   std::memcpy(preamble + 12, &size32, 4);
-  bool ok = out.Write(preamble, sizeof(preamble)) &&
-            out.Write(builder.GetBufferPointer(), fb_size) &&
-            out.Zeros(meta.weights_offset - kKesPreambleBytes - fb_size);
+  bool ok = write(preamble, sizeof(preamble)) && write(builder.GetBufferPointer(), fb_size) &&
+            write_zeros(meta.weights_offset - kKesPreambleBytes - fb_size);
   uint64_t written = 0;
   for (size_t i = 0; ok && i < meta.tensors.size(); ++i) {
-    ok = out.Zeros(meta.tensors[i]->offset - written) &&
-         out.Write(model->tensor_bytes[i].data(), model->tensor_bytes[i].size());
+    ok = write_zeros(meta.tensors[i]->offset - written) &&
+         (model->tensor_bytes[i].empty() ||
+          write(model->tensor_bytes[i].data(), model->tensor_bytes[i].size()));
     written = meta.tensors[i]->offset + model->tensor_bytes[i].size();
   }
-  ok = ok && out.Zeros(blob - written) && out.Close();
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+  ok = ok && write_zeros(blob - written);
+  return ok ? OkStatus() : Status::Error("write failed");
+}
+
+}  // namespace
+
+Status WriteKes(KesModel* model, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  FILE* raw = std::fopen(tmp.c_str(), "wb");
+  KES_CHECK_OR_RETURN(raw != nullptr,
+                      "cannot create '" + tmp + "': " + std::strerror(errno));
+  File out(raw);
+  bool write_failed = false;
+  Status s = EmitKes(model, [&](const void* data, size_t n) {
+    write_failed = !out.Write(data, n);
+    return !write_failed;
+  });
+  // Errors other than a failed write (a bad model) are the caller's to report as they are.
+  if (!s.ok() && !write_failed) {
+    out.Close();
+    std::remove(tmp.c_str());
+    return s;
+  }
+  if (!s.ok() || !out.Close() || std::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string reason = std::strerror(errno);
     std::remove(tmp.c_str());
     return Status::Error("cannot write '" + path + "': " + reason);
   }
+  return OkStatus();
+}
+
+Status KesBytes(KesModel* model, std::vector<uint8_t>* out) {
+  std::vector<uint8_t> bytes;
+  KES_RETURN_IF_ERROR(EmitKes(model, [&](const void* data, size_t n) {
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    bytes.insert(bytes.end(), p, p + n);
+    return true;
+  }));
+  *out = std::move(bytes);
   return OkStatus();
 }
 

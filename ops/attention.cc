@@ -78,7 +78,7 @@ void Attention(const AttentionArgs& args, size_t task_begin, size_t task_end) {
 }
 
 decltype(&Attention) ResolveAttention() {
-  ChooseTarget();
+  const ChosenTargetLock chosen;
   return &HWY_DYNAMIC_DISPATCH(AttentionWithDefaultBlocks);
 }
 
@@ -92,12 +92,12 @@ void AttentionMergePartials(const AttentionArgs& args, const float* partials) {
 }
 
 decltype(&AttentionPartials) ResolveAttentionPartials() {
-  ChooseTarget();
+  const ChosenTargetLock chosen;
   return &HWY_DYNAMIC_DISPATCH(AttentionPartialsWithDefaultBlocks);
 }
 
 decltype(&AttentionMergePartials) ResolveAttentionMergePartials() {
-  ChooseTarget();
+  const ChosenTargetLock chosen;
   return &HWY_DYNAMIC_DISPATCH(AttentionMergePartialsHere);
 }
 

@@ -320,7 +320,7 @@ HWY_INLINE void SumTerms(const ActRow* act, size_t tokens, size_t sub, size_t su
     }
     for (size_t i = 0; i < n; ++i) {
       if constexpr (T == GgmlBlockType::kQ5_0) {
-        out[t][i].offset = -8 * sum[i];
+        out[t][i].offset = ScaledBlockSum(sum[i], -8);
       } else {
         out[t][i].scaled = scale[i] * static_cast<float>(sum[i]);
       }

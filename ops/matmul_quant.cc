@@ -336,7 +336,7 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
       // vpdpbusd sums four u8 x s8 products into each int32 lane: one instruction per chunk,
       // in two independent chains. Q4 starts from -8 * sum(x) (half in each of a row's lanes).
       const __m256i start =
-          kQ4 ? _mm256_set1_epi32(-4 * x_sum[t][b]) : _mm256_setzero_si256();
+          kQ4 ? _mm256_set1_epi32(ScaledBlockSum(x_sum[t][b], -4)) : _mm256_setzero_si256();
       const __m256i s0 =
           DotBytesAccumulate(DotBytesAccumulate(start, a0, SignedChunk<kQ4>(xb, c0)), a1,
                               SignedChunk<kQ4>(xb + 8, c1));
@@ -353,7 +353,7 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
             _mm256_add_epi16(ChunkProducts<true>(xb + 16, c2, a2),
                              ChunkProducts<true>(xb + 24, c3, a3)));
         // Quants are stored + 8: subtract 8 * sum(x) per row, half of it in each of its lanes.
-        sums = _mm256_sub_epi32(_mm256_madd_epi16(p, ones), _mm256_set1_epi32(4 * x_sum[t][b]));
+        sums = _mm256_sub_epi32(_mm256_madd_epi16(p, ones), _mm256_set1_epi32(ScaledBlockSum(x_sum[t][b], 4)));
       } else {
         // |pair sum| <= 2 * 128 * 127 < 2^15 even for a -128 quant; widen each before adding.
         sums = _mm256_add_epi32(

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "ops/quant_layout.h"
+#include "ops/quantize_rows.h"
 
 // The whole file is compiled for Armv8.2 with dotprod (arm_neon.h declares vdotq_s32 for that
 // architecture, so a plain "+dotprod" on Armv8.0 cannot inline it; and templates instantiate at
@@ -75,7 +76,7 @@ void GroupTile(const uint8_t* w, const uint16_t* scales, const uint8_t* x, size_
       }
       if constexpr (kQ4) {
         // Quants are stored + 8: subtract 8 * sum(x) per row, half of it in each of its lanes.
-        const int32x4_t offset = vdupq_n_s32(4 * x_sum[t][b]);
+        const int32x4_t offset = vdupq_n_s32(ScaledBlockSum(x_sum[t][b], 4));
         d01 = vsubq_s32(d01, offset);
         d23 = vsubq_s32(d23, offset);
       }

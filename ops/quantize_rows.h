@@ -14,6 +14,14 @@
 
 namespace kestrel::ops {
 
+// factor * sum, wrapping as an int32 SIMD lane does. QuantizeRows writes sums of at most
+// 32 * 127 in magnitude, but a kernel may read a Q8_ACT buffer it did not write: a model file's
+// buffers may overlap (plan checks keep every access inside the arena, not every value
+// meaningful), and garbage sums must give garbage numbers, not undefined behaviour.
+inline int32_t ScaledBlockSum(int32_t sum, int32_t factor) {
+  return static_cast<int32_t>(static_cast<uint32_t>(sum) * static_cast<uint32_t>(factor));
+}
+
 inline constexpr size_t Q8ActRowBytes(size_t k) { return k + k / 32 * (sizeof(float) + sizeof(int32_t)); }
 
 // Tokens a quantized matmul takes at a time: as many Q8_ACT rows as fit in kL2ActivationBytes

@@ -1,14 +1,22 @@
 #include "ops/targets.h"
 
+#include <mutex>
+
 #include <hwy/targets.h>
 
 namespace kestrel::ops {
 namespace {
 
+// Held while Highway's choice is being made and read (ChosenTargetLock in targets.h).
+std::mutex& ChoiceMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
 // hwy::SupportedTargets() (Highway 1.0.3) chooses the dispatch target from the CPU's targets
 // *before* it adds SVE_256/SVE2_128 for the detected vector length, so after calling it the
 // kernels would run the generic SVE code on a 256-bit or 128-bit SVE core. Choose again from
-// the final set.
+// the final set. Callers hold ChoiceMutex().
 int64_t SupportedTargetsKeepingDispatch() {
   const int64_t targets = hwy::SupportedTargets();
   hwy::GetChosenTarget().Update(targets);
@@ -29,7 +37,15 @@ std::string TargetNames(int64_t targets) {
 
 }  // namespace
 
+ChosenTargetLock::ChosenTargetLock() {
+  ChoiceMutex().lock();
+  SupportedTargetsKeepingDispatch();
+}
+
+ChosenTargetLock::~ChosenTargetLock() { ChoiceMutex().unlock(); }
+
 std::string ChosenTargetName() {
+  const std::lock_guard<std::mutex> lock(ChoiceMutex());
   const int64_t targets = SupportedTargetsKeepingDispatch() & HWY_TARGETS;
   // Targets are bits with better targets at lower positions; the lowest set bit is the best.
   const int64_t best = targets & -targets;
@@ -37,12 +53,13 @@ std::string ChosenTargetName() {
 }
 
 std::string SupportedTargetNames() {
+  const std::lock_guard<std::mutex> lock(ChoiceMutex());
   return TargetNames(SupportedTargetsKeepingDispatch() & HWY_TARGETS);
 }
 
 std::string CompiledTargetNames() { return TargetNames(HWY_TARGETS); }
 
-void ChooseTarget() { SupportedTargetsKeepingDispatch(); }
+void ChooseTarget() { const ChosenTargetLock chosen; }
 
 std::string DisableTargets(const std::string& names) {
   int64_t disabled = 0;
@@ -63,8 +80,9 @@ std::string DisableTargets(const std::string& names) {
     }
     disabled |= target;
   }
+  const std::lock_guard<std::mutex> lock(ChoiceMutex());
   hwy::DisableTargets(disabled);
-  ChooseTarget();
+  SupportedTargetsKeepingDispatch();
   return "";
 }
 

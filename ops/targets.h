@@ -21,16 +21,34 @@ std::string DisableTargets(const std::string& names);
 // choose-then-call trampoline, correct but dispatching on every call).
 void ChooseTarget();
 
+// Makes Highway choose this CPU's target now, as ChooseTarget, and keeps every other thread's
+// choosing out until it goes out of scope: a kernel resolved in its scope is read from the final
+// choice. Needed because sessions may be created on several threads at once, and choosing is
+// not one step: hwy::SupportedTargets() (Highway 1.0.3) first stores a choice made without
+// SVE_256 and SVE2_128 and only its caller can store the final one (see targets.cc), so a
+// session created while another thread was in between would bind the generic SVE or SVE2
+// kernels on a 256-bit SVE or 128-bit SVE2 core, for good: not the kernels a session created
+// alone gets there. (Kernels called through Highway's per-call dispatch rather than resolved,
+// such as the bias Add of a MatMul step, may still see the interim choice; they are exact on
+// every target.)
+class ChosenTargetLock {
+ public:
+  ChosenTargetLock();
+  ~ChosenTargetLock();
+  ChosenTargetLock(const ChosenTargetLock&) = delete;
+  ChosenTargetLock& operator=(const ChosenTargetLock&) = delete;
+};
+
 }  // namespace kestrel::ops
 
 // Defines ResolveName(): the per-target function Name dispatches to on this CPU, resolved once,
 // for callers that bind kernels ahead of time (runtime/steps) and then call them directly,
 // skipping Highway's per-call dispatch. Use in a file's HWY_ONCE section after
 // HWY_EXPORT(NamePerTarget); declare it beside Name as `decltype(&Name) ResolveName();`.
-#define KESTREL_DEFINE_RESOLVE(Name)            \
-  decltype(&Name) Resolve##Name() {             \
-    ChooseTarget();                             \
-    return &HWY_DYNAMIC_DISPATCH(Name##PerTarget); \
+#define KESTREL_DEFINE_RESOLVE(Name)                 \
+  decltype(&Name) Resolve##Name() {                  \
+    const ChosenTargetLock chosen;                   \
+    return &HWY_DYNAMIC_DISPATCH(Name##PerTarget);   \
   }
 
 namespace kestrel::ops {

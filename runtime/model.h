@@ -7,6 +7,11 @@
 //
 // Ownership: a Model opened from a path owns its mapping. A Model made FromMemory borrows the
 // caller's buffer, which must outlive the Model and every Session made from it.
+//
+// Threads: nothing in a Model changes after Open, so any number of Sessions and Encoders on any
+// threads may share one at once, each giving the bits it gives alone
+// (tests/session_concurrency_test.cc). A Session or an Encoder itself is used by one thread at a
+// time.
 #pragma once
 
 #include <cstddef>

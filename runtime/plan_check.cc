@@ -150,6 +150,44 @@ Status CheckPlanIo(const fb::Model& model, const fb::Plan& plan) {
   return OkStatus();
 }
 
+// The plan's index inputs (token ids, positions, token types, the sequence table) index tables
+// and rows without a check at run time: their values were checked when the runtime wrote them.
+// So no op may write bytes of such a buffer before its last reader has run (the reader itself
+// included): a file whose buffers overlap that way would turn activations into indices. Other
+// overlaps only give wrong numbers inside the arena, and the converter's planner never makes
+// them for buffers that are live together.
+Status CheckIndexInputsKept(const fb::Plan& plan) {
+  const std::string where = "plan '" + plan.name()->str() + "'";
+  const auto overlap = [](const fb::Buffer& a, const fb::Buffer& b) {
+    return a.arena_offset() < b.arena_offset() + b.size() &&
+           b.arena_offset() < a.arena_offset() + a.size();
+  };
+  for (const fb::PlanIo* io : *plan.inputs()) {
+    const uint32_t index = io->buffer();
+    const fb::Buffer& kept = *plan.buffers()->Get(index);
+    int64_t last_reader = -1;
+    for (uint32_t i = 0; i < plan.ops()->size(); ++i) {
+      const auto* inputs = plan.ops()->Get(i)->inputs();
+      if (!inputs) continue;
+      for (uint32_t id : *inputs) {
+        if (id == index) last_reader = i;
+      }
+    }
+    for (int64_t i = 0; i <= last_reader; ++i) {
+      const auto* outputs = plan.ops()->Get(static_cast<uint32_t>(i))->outputs();
+      if (!outputs) continue;
+      for (uint32_t id : *outputs) {
+        KES_CHECK_OR_RETURN(id != index && !overlap(*plan.buffers()->Get(id), kept),
+                            where + " op " + Num(static_cast<uint64_t>(i)) + ": output buffer " +
+                                Num(id) + " overlaps input '" + io->name()->str() +
+                                "' (buffer " + Num(index) + ") before op " +
+                                Num(static_cast<uint64_t>(last_reader)) + " reads it");
+      }
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status CheckPlan(const fb::Model& model, const fb::Plan& plan) {
@@ -171,7 +209,7 @@ Status CheckPlan(const fb::Model& model, const fb::Plan& plan) {
   for (uint32_t i = 0; i < plan.ops()->size(); ++i) {
     KES_RETURN_IF_ERROR(CheckOp(model, plan, *plan.ops()->Get(i), i));
   }
-  return OkStatus();
+  return CheckIndexInputsKept(plan);
 }
 
 int64_t FindPlanIo(const fb::Plan& plan, fb::IoRole role) {

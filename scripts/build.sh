@@ -3,23 +3,45 @@
 #   release: optimized, warnings as errors;
 #   asan:    Debug (assertions, -O1 so model-sized tests finish) with AddressSanitizer and
 #            UndefinedBehaviorSanitizer, warnings as errors;
+#   tsan:    Debug (assertions, -O1, line tables only) with ThreadSanitizer, warnings as errors;
+#            the kernels compiled for fewer SIMD targets (x86: AVX2 and SCALAR; elsewhere the
+#            static target; see KESTREL_TSAN in CMakeLists.txt). scripts/test.sh builds only the
+#            threaded tests in it (thread pool, sessions and encoders sharing a model, the split
+#            attention, tiny-model logits with 2 threads) and fails on any ThreadSanitizer report;
 #   aarch64: Release cross-compiled for 64-bit ARM (tests run under qemu-aarch64);
-#   armv7:   Release cross-compiled for 32-bit ARMv7 with NEON (tests run under qemu-arm).
+#   armv7:   Release cross-compiled for 32-bit ARMv7 with NEON (tests run under qemu-arm);
+#   fuzz:    the libFuzzer targets (fuzz/), clang with ASan and UBSan at -O1; kernels compiled
+#            for one SIMD target only (HWY_COMPILE_ONLY_STATIC; on x86 AVX2: x86-64-v3 with AES and
+#            CLMUL, which Highway 1.0.3 also requires for it): the
+#            fuzzers search the parsers, checks and plan execution, not the per-target kernels
+#            the tests cover, and one target builds in a fraction of the time. Not SCALAR:
+#            there Highway's exp/tanh convert NaN to int in plain C++ (undefined behaviour
+#            UBSan reports on any model whose weights make NaN), while every SIMD target's
+#            conversion is defined; no CPU Kestrel runs on uses SCALAR. Run them with
+#            scripts/fuzz.sh.
 # The cross flavours need `scripts/install-deps.sh --cross`. For binaries to copy to a board,
 # see scripts/build-board.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-flavour=${1:?usage: scripts/build.sh release|asan|aarch64|armv7 [targets...]}
+flavour=${1:?usage: scripts/build.sh release|asan|tsan|aarch64|armv7|fuzz [targets...]}
 shift
+fuzz_cpu_flags=""
+if [ "$(uname -m)" = x86_64 ]; then fuzz_cpu_flags="-march=x86-64-v3 -maes -mpclmul"; fi
 case "$flavour" in
   release) flags=(-DCMAKE_BUILD_TYPE=Release) ;;
   asan) flags=(-DCMAKE_BUILD_TYPE=Debug -DKESTREL_SANITIZE=ON "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
+               -DKESTREL_BUILD_BENCH=OFF) ;;
+  tsan) flags=(-DCMAKE_BUILD_TYPE=Debug -DKESTREL_TSAN=ON "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1"
                -DKESTREL_BUILD_BENCH=OFF) ;;
   aarch64) flags=(-DCMAKE_BUILD_TYPE=Release
                   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake) ;;
   armv7) flags=(-DCMAKE_BUILD_TYPE=Release
                 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/arm-linux-gnueabihf.cmake) ;;
-  *) echo "scripts/build.sh: error: unknown flavour '$flavour' (release, asan, aarch64 or armv7)" >&2
+  fuzz) flags=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DKESTREL_SANITIZE=ON
+              -DKESTREL_FUZZ=ON "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1"
+              "-DCMAKE_CXX_FLAGS=-DHWY_COMPILE_ONLY_STATIC=1 $fuzz_cpu_flags"
+              -DKESTREL_BUILD_TESTS=OFF -DKESTREL_BUILD_BENCH=OFF) ;;
+  *) echo "scripts/build.sh: error: unknown flavour '$flavour' (release, asan, tsan, aarch64, armv7 or fuzz)" >&2
      exit 2 ;;
 esac
 cmake -S . -B "build/$flavour" -G Ninja -DKESTREL_WERROR=ON "${flags[@]}" > /dev/null

@@ -5,25 +5,43 @@
 #            SVE2, SVE and NEON in turn;
 #   aarch64, -cpu max,sve-default-vector-length=32 (SVE_256), =16 (SVE2_128), and cortex-a72
 #            (NEON only): the ops tests on that CPU's own target, the thread pool, the CLI and
-#            the tiny-model end-to-end test;
-#   armv7 (NEON, chosen at compile time): the whole suite.
+#            the tiny-model end-to-end tests (every weight type);
+#   aarch64, cortex-a72 also has no dotprod (Raspberry Pi 4 class): the quantized matmuls take
+#            the portable Highway kernels instead of the sdot tiles, so that CPU also runs the
+#            K-quant end-to-end runs and the tiny-model zero-allocation test (`kestrel cpu` must
+#            say the sdot kernels are not used there, and used on qemu's other CPUs);
+#   armv7 (NEON, chosen at compile time): the whole suite, which includes the refusal to start
+#            on a CPU without NEON or VFPv4 (tests/armv7_without_neon_test.sh).
 # Then it builds the static board binaries the README describes (scripts/build-board.sh) and
 # runs them (`kestrel run` and `kestrel bench`) on the tiny model, with no ARM libraries on the
-# library path.
+# library path, and the armv7 ones on CPUs without NEON or VFPv4, which they must refuse.
 # Needs scripts/install-deps.sh --cross, and the native Release build's tests run first: the
 # tiny-model test compares the ARM logits with the reference that build wrote.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# ctest -R pattern of the tests repeated on each extra emulated CPU.
-subset='^(Ops|Attention|ThreadPool|TinyModel|TinyRun|TinyBert|Cli|MatMulQ|QuantizeRows|EmbedQuant)'
+# ctest -R pattern of the tests repeated on each extra emulated CPU: the ops tests (the quantized
+# kernels: MatMulQ4/Q8, QuantizeRowsQ8, EmbedQuant, OpsMatMulBlocks, OpsEmbedBlocks; int8 KV:
+# AttentionKvTest), and end to end per weight type: f32, f16, bf16, q8, q4
+# (WeightDtypes/TinyRunTest) and the GGUF's own mix of kept types (TinyModel/TinyModelCrossTest).
+subset='^(Ops|Attention|ThreadPool|TinyModel|WeightDtypes/TinyRunTest|TinyBert|Cli|MatMulQ|QuantizeRows|EmbedQuant)'
+# On the CPU without dotprod also: the K-quants end to end (q4_k_m has Q4_K, Q6_K and the Q5_0
+# and Q8_0 fallbacks, q5_k Q5_K and Q5_1; the other recipes add no type) and the tiny-model
+# zero-allocation test (every weight type, every KV type).
+no_dotprod_subset="$subset|^(Recipes/ConvertKquant\.TypesValuesAndLogits/llama_q(4_k_m|5_k)|TinyZeroAlloc)"
 
-check_target() {  # build dir, expected chosen target
-  local chosen
-  chosen=$("${emulator[@]}" "$1/kestrel" cpu | sed -n 's/^target chosen: *//p')
-  echo "== $1, QEMU_CPU=${QEMU_CPU:-default}: Highway target chosen: $chosen"
-  if [ "$chosen" != "$2" ]; then
-    echo "error: expected the emulated CPU to get $2, found '$chosen'" >&2
+# Checks one line of `kestrel cpu` on the emulated CPU: check_cpu BUILD_DIR WHAT EXPECTED, WHAT
+# "target" (the Highway target chosen) or "dotprod" (yes or no: the sdot kernels used).
+check_cpu() {
+  local found pattern
+  case "$2" in
+    target) pattern='s/^target chosen: *//p' ;;
+    dotprod) pattern='s/^dotprod: *\([a-z]*\).*/\1/p' ;;
+  esac
+  found=$("${emulator[@]}" "$1/kestrel" cpu | sed -n "$pattern")
+  echo "== $1, QEMU_CPU=${QEMU_CPU:-default}: $2: $found"
+  if [ "$found" != "$3" ]; then
+    echo "error: expected $2 '$3' on the emulated CPU, found '$found'" >&2
     exit 1
   fi
 }
@@ -36,18 +54,23 @@ for arch in aarch64 armv7; do
   if [ "$arch" = aarch64 ]; then
     emulator=(qemu-aarch64)
     unset QEMU_CPU
-    check_target build/aarch64 SVE2
+    check_cpu build/aarch64 target SVE2
+    check_cpu build/aarch64 dotprod yes
     (cd build/aarch64 && ctest --output-on-failure --timeout 900 -j "$(nproc)")
-    for config in "max,sve-default-vector-length=32 SVE_256" \
-                  "max,sve-default-vector-length=16 SVE2_128" "cortex-a72 NEON"; do
-      export QEMU_CPU=${config% *} KESTREL_TEST_TARGETS=${config#* }
-      check_target build/aarch64 "$KESTREL_TEST_TARGETS"
-      (cd build/aarch64 && ctest --output-on-failure --timeout 900 -j "$(nproc)" -R "$subset")
+    for config in "max,sve-default-vector-length=32 SVE_256 yes" \
+                  "max,sve-default-vector-length=16 SVE2_128 yes" "cortex-a72 NEON no"; do
+      read -r QEMU_CPU KESTREL_TEST_TARGETS dotprod <<< "$config"
+      export QEMU_CPU KESTREL_TEST_TARGETS
+      check_cpu build/aarch64 target "$KESTREL_TEST_TARGETS"
+      check_cpu build/aarch64 dotprod "$dotprod"
+      pattern=$subset
+      if [ "$dotprod" = no ]; then pattern=$no_dotprod_subset; fi
+      (cd build/aarch64 && ctest --output-on-failure --timeout 900 -j "$(nproc)" -R "$pattern")
     done
     unset QEMU_CPU KESTREL_TEST_TARGETS
   else
     emulator=(qemu-arm)
-    check_target build/armv7 NEON
+    check_cpu build/armv7 target NEON
     (cd build/armv7 && ctest --output-on-failure --timeout 900 -j "$(nproc)")
   fi
   echo "== $arch: tests ran in $(( $(date +%s) - start )) s"
@@ -66,5 +89,9 @@ for board in "aarch64 -mcpu=cortex-a76 qemu-aarch64" "armv7 -mtune=cortex-a7 qem
   QEMU_LD_PREFIX=/nonexistent "$emu" "dist/$arch/kestrel" run "$tiny" -p "hello" -n 8 --temp 0 \
     --threads 2
   QEMU_LD_PREFIX=/nonexistent "$emu" "dist/$arch/kestrel" bench "$tiny" -p 32 -n 16 -t 1,2 -r 2
+  if [ "$arch" = armv7 ]; then
+    QEMU_LD_PREFIX=/nonexistent bash tests/armv7_without_neon_test.sh "dist/$arch/kestrel" \
+      "dist/$arch/kestrel-convert" "$emu"
+  fi
   echo "== board binaries for $arch ($flags): built and ran in $(( $(date +%s) - start )) s"
 done

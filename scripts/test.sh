@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything, builds Release, Debug+ASan/UBSan, aarch64 and armv7, and runs every test.
+# Installs everything, builds Release, Debug+ASan/UBSan, aarch64 and armv7, and runs every test;
+# a ThreadSanitizer build of the threaded tests; and each fuzz target for a minute.
 # The real-model tests (label "model": the NumPy oracle comparison, the zero-allocation test)
 # run in the Release build; the sanitizer build runs all the others, including end-to-end
 # generation on a tiny generated Gemma 3 model; the ARM builds run under qemu-user
@@ -12,11 +13,35 @@ bash scripts/fetch-model.sh
 # ggml's own quantizers, the K-quant tests' oracle (cached in models/; about 35 s the first time).
 bash scripts/fetch-ggml-oracle.sh > /dev/null
 
+# Two tests at a time (one per core): most tests are single-threaded, and the whole run must stay
+# under CI's 45 minutes on 2 cores with the TSan and fuzz stages. The tests are independent
+# processes (shared files are made once under a lock; scratch names carry the process id).
 bash scripts/build.sh release
-(cd build/release && ctest --output-on-failure --timeout 1500)
+(cd build/release && ctest --output-on-failure --timeout 1500 -j "$(nproc)")
 
 bash scripts/build.sh asan
-(cd build/asan && ctest --output-on-failure --timeout 1500 --label-exclude model)
+(cd build/asan && ctest --output-on-failure --timeout 1500 --label-exclude model -j "$(nproc)")
+
+# ThreadSanitizer on the threaded code: the thread pool, two sessions (and two encoders) on one
+# model from two threads, a decode step's attention split across a session's threads, the
+# tiny-model logits with 2 threads. Only these tests are built: 2 to 3.5 minutes, then 30-45 s
+# of tests, measured on 2 cores that other builds kept busy (about 150 s of CPU in all). Any
+# report fails the run (halt_on_error; otherwise TSan's exit code 66 at the end would).
+tsan_start=$(date +%s)
+bash scripts/build.sh tsan thread_pool_test session_concurrency_test ops_attention_kv_test \
+  tiny_model_logits_test
+tsan_built=$(date +%s)
+(cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  ctest --output-on-failure --timeout 900 -j "$(nproc)" \
+  -R '^(ThreadPool\.|SplitRange\.|SharedModel/SessionConcurrency\.|EncoderConcurrency\.|AttentionKvTest\.Partitions|TinyModel/TinyModelLogits\.)')
+echo "== tsan: built in $(( tsan_built - tsan_start )) s, tests ran in $(( $(date +%s) - tsan_built )) s"
+
+# Fuzz smoke: every libFuzzer target (fuzz/: the .kes loader, GGUF conversion, Hugging Face
+# checkpoints, tokenizers) for 60 s from its seed corpus, two at a time (scripts/fuzz.sh; longer
+# runs by hand, README "Fuzzing"). Any crash, leak or sanitizer report fails the run.
+fuzz_start=$(date +%s)
+bash scripts/fuzz.sh --jobs 2 all 60
+echo "== fuzz: built and ran in $(( $(date +%s) - fuzz_start )) s"
 
 bash scripts/test-cross.sh
 

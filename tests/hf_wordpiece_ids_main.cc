@@ -12,7 +12,7 @@
 
 #include "converters/hf_tokenizer.h"
 #include "converters/safetensors/json_reader.h"
-#include "runtime/model_tokenizer.h"
+#include "converters/tokenizer_table.h"
 
 namespace kestrel {
 namespace {
@@ -20,13 +20,7 @@ namespace {
 Status LoadTokenizer(const std::string& folder, Tokenizer* out) {
   fb::TokenizerT table;
   KES_RETURN_IF_ERROR(ReadHfTokenizer(folder, &table));
-  flatbuffers::FlatBufferBuilder builder;
-  builder.Finish(fb::Tokenizer::Pack(builder, &table));
-  flatbuffers::Verifier verifier(builder.GetBufferPointer(), builder.GetSize());
-  KES_CHECK_OR_RETURN(verifier.VerifyBuffer<fb::Tokenizer>(nullptr),
-                      "the packed tokenizer failed FlatBuffer verification");
-  return InitTokenizer(flatbuffers::GetRoot<fb::Tokenizer>(builder.GetBufferPointer()),
-                       table.pieces.size(), out);
+  return TokenizerFromTable(table, out);
 }
 
 int Run(const std::string& folder, const std::string& cases_path, bool add_special) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "ops/matmul_quant_dotprod.h"
 #include "ops/targets.h"
 #include "tools/cli.h"
 
@@ -25,6 +26,19 @@ const char* BuildArchitecture() {
 #endif
 }
 
+// Whether the quantized matmuls (q8, q4 and the kept GGUF types) run the sdot tiles of
+// ops/matmul_quant_dotprod.cc and ops/matmul_blocks_dotprod.cc, which is decided apart from the
+// Highway target: by the CPU's dotprod feature (HWCAP_ASIMDDP), on aarch64 only.
+const char* DotProdUse() {
+#if defined(__aarch64__)
+  return ops::CpuHasDotProd() ? "yes (the quantized matmuls use sdot)"
+                              : "no (this CPU has none: the quantized matmuls use the portable "
+                                "kernels)";
+#else
+  return "no (an aarch64 feature)";
+#endif
+}
+
 }  // namespace
 
 int CpuCommand(const std::vector<std::string>& args) {
@@ -41,6 +55,7 @@ int CpuCommand(const std::vector<std::string>& args) {
   std::printf("targets compiled:  %s\n", ops::CompiledTargetNames().c_str());
   std::printf("targets supported: %s\n", ops::SupportedTargetNames().c_str());
   std::printf("target chosen:     %s\n", ops::ChosenTargetName().c_str());
+  std::printf("dotprod:           %s\n", DotProdUse());
   return 0;
 }
 

@@ -33,9 +33,12 @@ The same arguments always give the same bytes.
                  other widths (rows of 256 let the K-quants in: --d-model 256 --ffn 320 gives
                  rows of 256, 64 and 320), and every matrix F32, the source llama.cpp's quantize
                  tool starts from (tests/convert_kquant_test.cc).
+  --head-dim N   another head size (default 16); 32 lets an int8 KV cache in
+                 (tests/session_concurrency_test.cc).
 
 usage: make_tiny_llama.py OUT.gguf [--arch llama|qwen2] [--rope-scaling none|linear|llama3]
-                          [--seed N] [--d-model N] [--ffn N] [--f32] [--fake-quant LIST]
+                          [--seed N] [--d-model N] [--ffn N] [--head-dim N] [--f32]
+                          [--fake-quant LIST]
 """
 import argparse
 import math
@@ -223,6 +226,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--d-model", type=int, default=D_MODEL)
     parser.add_argument("--ffn", type=int, default=FFN_DIM)
+    parser.add_argument("--head-dim", type=int, default=HEAD_DIM)
     parser.add_argument("--f32", action="store_true", help="every matrix F32")
     parser.add_argument("--fake-quant", help="lines NAME TYPE: matrices to quantize-dequantize")
     args = parser.parse_args()
@@ -239,7 +243,7 @@ def main():
             values = gguf.quants.dequantize(blocks, Q[fake_quant[name]]).astype(np.float32)
         data, raw = quantize(values, qtype)
         w.add_tensor(name, data, raw_dtype=raw)
-    d_model, ffn_dim = args.d_model, args.ffn
+    d_model, ffn_dim, head_dim = args.d_model, args.ffn, args.head_dim
     arch = args.arch
     if args.rope_scaling == "llama3" and arch != "llama":
         parser.error("--rope-scaling llama3 (rope_freqs.weight) exists only for --arch llama "
@@ -256,11 +260,11 @@ def main():
     w.add_uint32(f"{arch}.context_length", CONTEXT)
     w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{arch}.rope.freq_base", ROPE_BASE[arch])
-    w.add_uint32(f"{arch}.rope.dimension_count", HEAD_DIM)
+    w.add_uint32(f"{arch}.rope.dimension_count", head_dim)
     # Real Llama GGUFs leave key_length out (= d_model / heads); test both. Other widths need it.
-    if arch == "qwen2" or d_model != N_HEADS * HEAD_DIM:
-        w.add_uint32(f"{arch}.attention.key_length", HEAD_DIM)
-        w.add_uint32(f"{arch}.attention.value_length", HEAD_DIM)
+    if arch == "qwen2" or d_model != N_HEADS * head_dim:
+        w.add_uint32(f"{arch}.attention.key_length", head_dim)
+        w.add_uint32(f"{arch}.attention.value_length", head_dim)
     if args.rope_scaling == "linear":
         w.add_string(f"{arch}.rope.scaling.type", "linear")
         w.add_float32(f"{arch}.rope.scaling.factor", LINEAR_FACTOR)
@@ -296,9 +300,9 @@ def main():
         add_matrix("output.weight", matrix(vocab_size, d_model, std=0.1),
                    Q.F32 if args.f32 else Q.Q4_1)
         if args.rope_scaling == "llama3":
-            w.add_tensor("rope_freqs.weight", llama3_freq_factors(ROPE_BASE[arch], HEAD_DIM))
+            w.add_tensor("rope_freqs.weight", llama3_freq_factors(ROPE_BASE[arch], head_dim))
 
-    q_dim, kv_dim = N_HEADS * HEAD_DIM, N_KV_HEADS * HEAD_DIM
+    q_dim, kv_dim = N_HEADS * head_dim, N_KV_HEADS * head_dim
     matrices = [("attn_q", q_dim, d_model), ("attn_k", kv_dim, d_model),
                 ("attn_v", kv_dim, d_model), ("attn_output", d_model, q_dim),
                 ("ffn_gate", ffn_dim, d_model), ("ffn_up", ffn_dim, d_model),

@@ -1,0 +1,107 @@
+#include "fuzz/fuzz_support.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "runtime/encoder.h"
+#include "runtime/memory_plan.h"
+#include "runtime/session.h"
+
+namespace kestrel::fuzz {
+
+AlignedCopy::AlignedCopy(const uint8_t* data, size_t size) : size_(size) {
+  const size_t allocated = std::max<size_t>(64, (size + 63) / 64 * 64);
+  bytes_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, allocated)));
+  if (!bytes_) Die("out of memory copying the input");
+  if (size > 0) std::memcpy(bytes_.get(), data, size);
+}
+
+void AlignedCopy::Free::operator()(uint8_t* p) const { std::free(p); }
+
+void Die(const std::string& what) {
+  std::fprintf(stderr, "fuzz harness: %s\n", what.c_str());
+  std::abort();
+}
+
+namespace {
+
+void RunTokenizer(const Tokenizer& tokenizer) {
+  std::vector<int32_t> ids;
+  if (!tokenizer.Encode("Hello, world! \xC3\xA9t\xC3\xA9 <eos> 123", true, true, &ids).ok()) return;
+  for (int32_t id : ids) {
+    if (id < 0 || static_cast<size_t>(id) >= tokenizer.vocab_size()) {
+      Die("the tokenizer returned id " + std::to_string(id) + " outside the vocabulary of " +
+          std::to_string(tokenizer.vocab_size()));
+    }
+  }
+  (void)tokenizer.Decode(ids);
+}
+
+void RunDecoder(const Model& model, uint32_t variant) {
+  SessionOptions options;
+  options.context_length = kContextLength;
+  // Two threads for one variant in eight: handing steps to a second thread costs far more than
+  // a tiny model's step, and the threaded paths are the ThreadSanitizer tests' job.
+  options.n_threads = variant % 8 == 1 ? 2 : 1;
+  static constexpr ops::KvType kTypes[] = {ops::KvType::kF32, ops::KvType::kF16,
+                                           ops::KvType::kInt8};
+  options.kv.type = kTypes[(variant / 8) % 3];
+  MemoryPlan plan;
+  const size_t context =
+      std::min<size_t>(options.context_length, model.hparams().context_length());
+  if (!PlanMemory(model, context, &plan, options.kv).ok() || plan.arena_bytes > kMaxArenaBytes) {
+    return;
+  }
+  std::unique_ptr<Session> session;
+  if (!Session::Create(model, options, &session).ok()) return;
+  const size_t vocab = model.vocab_size();
+  const int32_t prompt[5] = {0, static_cast<int32_t>(1 % vocab), static_cast<int32_t>(2 % vocab),
+                             static_cast<int32_t>(3 % vocab), static_cast<int32_t>(variant % vocab)};
+  if (!session->Prefill(prompt, 5).ok()) return;
+  const float* logits = session->logits();
+  const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+  if (!session->Decode(next).ok()) return;
+  (void)session->Decode(0);
+}
+
+void RunEncoder(const Model& model, uint32_t variant) {
+  if (PlanEncoderMemory(model).arena_bytes > kMaxArenaBytes) return;
+  EncoderOptions options;
+  options.n_threads = variant % 8 == 1 ? 2 : 1;
+  std::unique_ptr<Encoder> encoder;
+  if (!Encoder::Create(model, options, &encoder).ok()) return;
+  std::vector<int32_t> a, b;
+  if (!encoder->Tokenize("a short text", &a).ok() || !encoder->Tokenize("x", &b).ok()) return;
+  const int32_t* ids[2] = {a.data(), b.data()};
+  const size_t lengths[2] = {a.size(), b.size()};
+  std::vector<float> out(2 * encoder->embedding_dim());
+  (void)encoder->Encode(ids, lengths, 2, out.data());
+}
+
+}  // namespace
+
+void RunModel(const Model& model, uint32_t variant) {
+  RunTokenizer(model.tokenizer());
+  if (model.is_encoder()) {
+    RunEncoder(model, variant);
+  } else {
+    RunDecoder(model, variant);
+  }
+}
+
+void CheckConvertedModel(KesModel* model, uint32_t variant) {
+  if (!PlanArena(&model->meta).ok()) return;
+  std::vector<uint8_t> bytes;
+  Status s = KesBytes(model, &bytes);
+  if (!s.ok()) Die("the converter's model does not serialize: " + s.message());
+  AlignedCopy copy(bytes.data(), bytes.size());
+  std::unique_ptr<Model> loaded;
+  s = Model::FromMemory(copy.data(), copy.size(), &loaded);
+  if (!s.ok()) Die("the converter wrote a model the runtime refuses: " + s.message());
+  RunModel(*loaded, variant);
+}
+
+}  // namespace kestrel::fuzz

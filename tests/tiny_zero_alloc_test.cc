@@ -1,0 +1,156 @@
+// Inference allocates nothing, on the tiny generated models. model_zero_alloc_test checks the
+// real models, which a ctest fixture converts and which are left out of the cross builds (too
+// slow under qemu-user); this test makes its models in a second, so it runs in every build but
+// the sanitizer ones (they own malloc: tests/CMakeLists.txt), cross-built ones included: aarch64
+// on SVE2 and on a NEON core without dotprod (the portable quantized kernels), and armv7.
+//
+// Every weight type the tiny-model tests run, each with 1 and 2 threads: f32, f16, bf16, q8, q4
+// and keep (the GGUF's own mix of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, F16 and BF16) on the tiny
+// Gemma 3 (sliding-window and global layers, GeGLU, QK-norm), and the K-quants Q4_K, Q5_K and
+// Q6_K (with their Q5_0, Q5_1 and Q8_0 fallbacks: q4_k_m and q5_k) on a 256-wide tiny Llama.
+// Every KV type (f32, f16, int8: heads of 32, which the tiny Gemma's 16 do not allow) with 1 and
+// 2 threads on a tiny Llama (SiLU, separate output head) with kept weights. Each session
+// prefills a 12-token prompt in a context of 16 and samples 72 more tokens, detokenized as they
+// come: the 84 positions pass every ring's slots (16 + 64 for global layers; Gemma's window-8
+// rings wrap many times). The heap calls of every thread are counted from the first prefill step
+// to the last token's text (tests/support/alloc_counter.h). A case's sessions are few because
+// each costs seconds under qemu, where the cross builds run this test on three CPUs.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "runtime/generate.h"
+#include "runtime/memory_plan.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
+#include "tests/support/alloc_counter.h"
+#include "tests/support/test_support.h"
+
+namespace kestrel {
+namespace {
+
+using namespace test;  // NOLINT: the shared test helpers
+
+// Llama with heads of 32, so that its KV cache can be int8; the same, 256 wide with every matrix
+// F32 (the source the K-quant recipes start from, as in convert_kquant_test).
+constexpr TinyFamily kLlamaHead32 = {"zero-alloc-llama-head32", "make_tiny_llama.py",
+                                     "--arch llama --head-dim 32", "llama_oracle.py"};
+constexpr TinyFamily kLlamaKquant = {"zero-alloc-llama-kquant", "make_tiny_llama.py",
+                                     "--arch llama --head-dim 32 --d-model 256 --ffn 320 --f32",
+                                     "llama_oracle.py"};
+
+constexpr size_t kContext = 16;
+constexpr size_t kPromptTokens = 12;
+constexpr size_t kDecodeSteps = 72;
+
+struct SessionSetup {
+  ops::KvType kv;
+  size_t threads;
+};
+using ops::KvType;
+const std::vector<SessionSetup> kOneAndTwoThreads = {{KvType::kF32, 1}, {KvType::kF16, 2}};
+const std::vector<SessionSetup> kInt8OneAndTwoThreads = {{KvType::kInt8, 1}, {KvType::kF16, 2}};
+const std::vector<SessionSetup> kEveryKvType = {{KvType::kF32, 1},  {KvType::kF32, 2},
+                                                {KvType::kF16, 1},  {KvType::kF16, 2},
+                                                {KvType::kInt8, 1}, {KvType::kInt8, 2}};
+
+struct TinyCase {
+  const TinyFamily* family;
+  const char* weights;  // kestrel-convert --weights
+  const std::vector<SessionSetup>* sessions;
+};
+void PrintTo(const TinyCase& c, std::ostream* os) {
+  *os << c.family->stem << " --weights " << c.weights;
+}
+
+class TinyZeroAllocTest : public ::testing::TestWithParam<TinyCase> {};
+
+TEST_P(TinyZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
+  const TinyCase& c = GetParam();
+  TinyModel tiny;  // the GGUF, and its f32 conversion
+  ASSERT_EQ(MakeTinyModel(&tiny, *c.family), "");
+  std::string path = tiny.kes;
+  const bool converted = std::string(c.weights) != "f32";
+  if (converted) {
+    path = ScratchPath(std::string(c.family->stem) + "-" + c.weights + ".kes");
+    const ProcessResult r = Convert({tiny.gguf, path, "--weights", c.weights});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
+  }
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(path, &model);
+  if (converted) std::remove(path.c_str());  // mapped: the open model keeps it
+  ASSERT_TRUE(s.ok()) << s.message();
+
+  std::vector<int32_t> prompt;
+  for (size_t i = 0; i < kPromptTokens; ++i) {
+    prompt.push_back(static_cast<int32_t>((i * 37 + 11) % model->vocab_size()));
+  }
+  GenerateOptions gen;
+  gen.max_new_tokens = kDecodeSteps + 1;  // the first comes from the prefill's logits
+  gen.stop_at_end_of_generation = false;
+  gen.sampler.temperature = 0.8f;
+  gen.sampler.top_k = 40;
+  gen.sampler.top_p = 0.9f;
+  gen.sampler.seed = 7;
+
+  for (const SessionSetup& setup : *c.sessions) {
+    SCOPED_TRACE(std::string(ops::KvTypeName(setup.kv)) + " KV, " +
+                 std::to_string(setup.threads) + " thread(s)");
+    SessionOptions options;
+    options.context_length = kContext;
+    options.n_threads = setup.threads;
+    options.kv.type = setup.kv;
+    std::unique_ptr<Session> session;
+    s = Session::Create(*model, options, &session);
+    ASSERT_TRUE(s.ok()) << s.message();
+    for (const KvRingPlan& ring : session->memory().kv) {
+      ASSERT_GT(kPromptTokens + kDecodeSteps, ring.capacity) << "the rings must wrap";
+    }
+    auto collected = std::make_unique<CollectedText>();
+    GenerateStats stats;
+
+    StartCountingAllocations();
+    s = Generate(*session, prompt.data(), prompt.size(), gen, CollectText, collected.get(),
+                 &stats);
+    const long calls = StopCountingAllocations();
+
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(stats.prompt_tokens, kPromptTokens);
+    EXPECT_EQ(stats.decode_steps, kDecodeSteps);
+    EXPECT_EQ(collected->tokens, kDecodeSteps + 1);
+    EXPECT_EQ(session->position(), kPromptTokens + kDecodeSteps);
+    EXPECT_EQ(calls, 0) << "heap calls during inference";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TinyZeroAlloc, TinyZeroAllocTest,
+    ::testing::Values(TinyCase{&kTinyGemma3, "f32", &kOneAndTwoThreads},
+                      TinyCase{&kTinyGemma3, "f16", &kOneAndTwoThreads},
+                      TinyCase{&kTinyGemma3, "bf16", &kOneAndTwoThreads},
+                      TinyCase{&kTinyGemma3, "q8", &kOneAndTwoThreads},
+                      TinyCase{&kTinyGemma3, "q4", &kOneAndTwoThreads},
+                      TinyCase{&kTinyGemma3, "keep", &kOneAndTwoThreads},
+                      TinyCase{&kLlamaHead32, "keep", &kEveryKvType},
+                      TinyCase{&kLlamaKquant, "q4_k_m", &kInt8OneAndTwoThreads},
+                      TinyCase{&kLlamaKquant, "q5_k", &kInt8OneAndTwoThreads}),
+    [](const auto& info) {
+      std::string name = std::string(info.param.family->stem) + "_" + info.param.weights;
+      for (char& ch : name) ch = ch == '-' ? '_' : ch;
+      return name;
+    });
+
+// The interposer itself must see allocations, or the test above proves nothing.
+TEST(TinyZeroAllocInterposer, CountsAllocations) {
+  StartCountingAllocations();
+  auto* v = new std::vector<int>(100);
+  delete v;
+  EXPECT_GE(StopCountingAllocations(), 2);
+}
+
+}  // namespace
+}  // namespace kestrel
