@@ -35,8 +35,13 @@ void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t 
       const float scale = hn::GetLane(hn::MaxOfLanes(df, amax)) / 127.0f;
       const auto inv = hn::Set(df, scale != 0.0f ? 1.0f / scale : 0.0f);
       auto sum = hn::Zero(di);
+      // Finite rows give quants in -127..127 already. The clamp is for rows with inf or NaN
+      // (weights a model file may hold): inf * 0 and NaN convert to INT_MIN on x86, whose sums
+      // would overflow int32 and whose -128 no kernel expects.
+      const auto lo = hn::Set(di, -127), hi = hn::Set(di, 127);
       for (size_t i = 0; i < 32; i += N) {
-        const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), inv));
+        const auto qi =
+            hn::Min(hn::Max(hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), inv)), lo), hi);
         sum = hn::Add(sum, qi);
         hn::StoreU(hn::DemoteTo(d8, qi), d8, q + b * 32 + i);
       }
