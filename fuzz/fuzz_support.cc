@@ -28,6 +28,10 @@ void Die(const std::string& what) {
 
 namespace {
 
+// Two threads for one variant in eight: handing steps to a second thread costs far more than a
+// tiny model's step, and the threaded paths are the ThreadSanitizer tests' job.
+size_t ThreadsFor(uint32_t variant) { return variant % 8 == 1 ? 2 : 1; }
+
 void RunTokenizer(const Tokenizer& tokenizer) {
   std::vector<int32_t> ids;
   if (!tokenizer.Encode("Hello, world! \xC3\xA9t\xC3\xA9 <eos> 123", true, true, &ids).ok()) return;
@@ -43,9 +47,7 @@ void RunTokenizer(const Tokenizer& tokenizer) {
 void RunDecoder(const Model& model, uint32_t variant) {
   SessionOptions options;
   options.context_length = kContextLength;
-  // Two threads for one variant in eight: handing steps to a second thread costs far more than
-  // a tiny model's step, and the threaded paths are the ThreadSanitizer tests' job.
-  options.n_threads = variant % 8 == 1 ? 2 : 1;
+  options.n_threads = ThreadsFor(variant);
   static constexpr ops::KvType kTypes[] = {ops::KvType::kF32, ops::KvType::kF16,
                                            ops::KvType::kInt8};
   options.kv.type = kTypes[(variant / 8) % 3];
@@ -70,7 +72,7 @@ void RunDecoder(const Model& model, uint32_t variant) {
 void RunEncoder(const Model& model, uint32_t variant) {
   if (PlanEncoderMemory(model).arena_bytes > kMaxArenaBytes) return;
   EncoderOptions options;
-  options.n_threads = variant % 8 == 1 ? 2 : 1;
+  options.n_threads = ThreadsFor(variant);
   std::unique_ptr<Encoder> encoder;
   if (!Encoder::Create(model, options, &encoder).ok()) return;
   std::vector<int32_t> a, b;
