@@ -322,8 +322,10 @@ HWY_INLINE void AttentionPassBlock(const AttentionArgs& a, const AttentionVisibi
   AttentionBlockAccumulate<kQueries>(kv, n, weights, correction, qb.o + first);
 }
 
-// Queries [begin, end) of the block over one key block, up to four at a time.
-HWY_INLINE void AttentionKeyBlock(const AttentionArgs& a, const AttentionVisibility& mask,
+// Queries [begin, end) of the block over one key block, up to four at a time. Not inlined: it is
+// called once per key block (64 keys), and inlining its four pass widths at each of the
+// AttendPartitions call sites made this file take minutes to compile per SIMD target.
+static HWY_NOINLINE void AttentionKeyBlock(const AttentionArgs& a, const AttentionVisibility& mask,
                                   AttentionQueryBlock& qb, size_t begin, size_t end,
                                   const AttentionKvView& kv, int64_t key_pos, size_t n) {
   for (size_t i = begin; i < end;) {
@@ -339,7 +341,7 @@ HWY_INLINE void AttentionKeyBlock(const AttentionArgs& a, const AttentionVisibil
 }
 
 // tile [n, head_dim] = the f32 values of kv head `kv_head` in ring slots [slot, slot + n).
-HWY_INLINE void AttentionStageRows(const AttentionArgs& a, const void* ring, const float* scales,
+static HWY_NOINLINE void AttentionStageRows(const AttentionArgs& a, const void* ring, const float* scales,
                                    size_t slot, size_t n, size_t kv_head,
                                    float* HWY_RESTRICT tile) {
   const size_t head_dim = a.head_dim;
