@@ -1,5 +1,7 @@
 #include "ops/targets.h"
 
+#include <cstddef>
+#include <limits>
 #include <mutex>
 
 #include <hwy/targets.h>
@@ -13,6 +15,13 @@ std::mutex& ChoiceMutex() {
   return mutex;
 }
 
+// Dispatch index of the choice SupportedTargetsKeepingDispatch stored last (none yet: max).
+// Callers hold ChoiceMutex().
+size_t& LastChoice() {
+  static size_t index = std::numeric_limits<size_t>::max();
+  return index;
+}
+
 // hwy::SupportedTargets() (Highway 1.0.3) chooses the dispatch target from the CPU's targets
 // *before* it adds SVE_256/SVE2_128 for the detected vector length, so after calling it the
 // kernels would run the generic SVE code on a 256-bit or 128-bit SVE core. Choose again from
@@ -20,6 +29,7 @@ std::mutex& ChoiceMutex() {
 int64_t SupportedTargetsKeepingDispatch() {
   const int64_t targets = hwy::SupportedTargets();
   hwy::GetChosenTarget().Update(targets);
+  LastChoice() = hwy::GetChosenTarget().GetIndex();
   return targets;
 }
 
@@ -39,7 +49,14 @@ std::string TargetNames(int64_t targets) {
 
 ChosenTargetLock::ChosenTargetLock() {
   ChoiceMutex().lock();
-  SupportedTargetsKeepingDispatch();
+  // Detecting the targets runs CPUID several times (each a trap to the hypervisor in a VM), and
+  // a session resolves dozens of kernels: choose again only when Highway dropped the choice
+  // (hwy::DisableTargets and SetSupportedTargetsForTest de-initialize it) or its per-call
+  // dispatch stored its interim one over ours.
+  const hwy::ChosenTarget& chosen = hwy::GetChosenTarget();
+  if (!chosen.IsInitialized() || chosen.GetIndex() != LastChoice()) {
+    SupportedTargetsKeepingDispatch();
+  }
 }
 
 ChosenTargetLock::~ChosenTargetLock() { ChoiceMutex().unlock(); }
