@@ -14,6 +14,9 @@ kind each target reads, from which libFuzzer's mutations start.
                  vocab.txt only, sharded) in the archive format of hf_checkpoint_fuzz.cc.
   tokenizer      texts for each tokenizer (English, code, CJK, emoji, invalid UTF-8, special
                  tokens, whitespace runs).
+  ct2_model      tiny CTranslate2 model.bin files laid out as WhisperSpec (scalars, fused
+                 projections, the tied projection as an alias) in float16, float32, bfloat16
+                 and int8 with float32 scales, binary versions 5 and 6.
 
 The models reuse the test generators (tests/py/make_tiny_*.py) with smaller sizes. Random
 K-quant blocks are written directly (gguf-py cannot quantize to K types) with sane scales.
@@ -203,13 +206,72 @@ def write_tokenizer_seeds(out):
             n += 1
 
 
+def ct2_string(text):
+    data = text.encode() + b"\0"
+    return len(data).to_bytes(2, "little") + data
+
+
+def ct2_model_bin(version, weight_dtype, rng):
+    """A model.bin in the layout converters/ct2/ct2_file.h describes, shaped like a 1-layer
+    Whisper of width 8: dtype ids 0 float32, 1 int8, 4 float16, 5 bfloat16."""
+    width, vocab = 8, 12
+    variables = [("decoder/activation", [], 1, bytes([3])),
+                 ("decoder/num_heads", [], 2, (2).to_bytes(2, "little")),
+                 ("encoder/num_heads", [], 2, (2).to_bytes(2, "little"))]
+
+    def matrix(name, rows, cols):
+        values = rng.standard_normal((rows, cols)).astype(np.float32)
+        if weight_dtype == 4:
+            variables.append((name, [rows, cols], 4, values.astype(np.float16).tobytes()))
+        elif weight_dtype == 5:
+            bits = (values.view(np.uint32) >> 16).astype(np.uint16)
+            variables.append((name, [rows, cols], 5, bits.tobytes()))
+        elif weight_dtype == 1:
+            scale = np.abs(values).max(axis=1) / 127 + 1e-6
+            quants = np.round(values / scale[:, None]).astype(np.int8)
+            variables.append((name, [rows, cols], 1, quants.tobytes()))
+            variables.append((name + "_scale", [rows], 0, (1 / scale).astype(np.float32).tobytes()))
+        else:
+            variables.append((name, [rows, cols], 0, values.tobytes()))
+
+    def vector(name, n):
+        variables.append((name, [n], 0, rng.standard_normal(n).astype(np.float32).tobytes()))
+
+    variables.append(("encoder/conv1/weight", [width, 4, 3], 0,
+                      rng.standard_normal((width, 4, 3)).astype(np.float32).tobytes()))
+    vector("encoder/conv1/bias", width)
+    matrix("encoder/layer_0/self_attention/linear_0/weight", 3 * width, width)
+    vector("encoder/layer_0/self_attention/linear_0/bias", 3 * width)
+    vector("encoder/layer_0/self_attention/layer_norm/gamma", width)
+    matrix("decoder/layer_0/attention/linear_1/weight", 2 * width, width)
+    matrix("decoder/embeddings/weight", vocab, width)
+    out = version.to_bytes(4, "little") + ct2_string("WhisperSpec") + (3).to_bytes(4, "little")
+    out += len(variables).to_bytes(4, "little")
+    for name, shape, dtype, data in variables:
+        out += ct2_string(name) + bytes([len(shape)])
+        out += b"".join(d.to_bytes(4, "little") for d in shape)
+        out += bytes([dtype]) + len(data).to_bytes(4, "little") + data
+    out += (1).to_bytes(4, "little")
+    out += ct2_string("decoder/projection/weight") + ct2_string("decoder/embeddings/weight")
+    return out
+
+
+def write_ct2_seeds(out):
+    rng = np.random.default_rng(13)
+    target = out / "ct2_model"
+    for version in (5, 6):
+        for dtype, name in ((4, "f16"), (0, "f32"), (5, "bf16"), (1, "int8")):
+            (target / f"whisper-v{version}-{name}.bin").write_bytes(
+                ct2_model_bin(version, dtype, rng))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--convert", required=True, help="kestrel-convert to make the .kes seeds")
     ap.add_argument("--out", default=str(HERE / "corpus"))
     args = ap.parse_args()
     out = Path(args.out)
-    for target in ("gguf_convert", "kes_loader", "hf_checkpoint", "tokenizer"):
+    for target in ("gguf_convert", "kes_loader", "hf_checkpoint", "tokenizer", "ct2_model"):
         shutil.rmtree(out / target, ignore_errors=True)
         (out / target).mkdir(parents=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -218,6 +280,7 @@ def main():
         write_bert_seeds(out, tmp)
         write_kes_seeds(out, ggufs, os.path.abspath(args.convert), tmp)
     write_tokenizer_seeds(out)
+    write_ct2_seeds(out)
     total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"wrote {sum(1 for f in out.rglob('*') if f.is_file())} seeds, {total} bytes, to {out}")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets (fuzz/, README "Fuzzing"), libFuzzer's own output on the terminal:
 #   scripts/fuzz.sh [--jobs N] [TARGET|all] [SECONDS]
-# TARGET: kes_loader, gguf_convert, hf_checkpoint, tokenizer or all (default); SECONDS per
+# TARGET: kes_loader, gguf_convert, hf_checkpoint, tokenizer, ct2_model or all (default); SECONDS per
 # target (default 60). --jobs N runs N targets at once, each line prefixed with its target.
 # Builds build/fuzz first (scripts/build.sh fuzz: clang, ASan, UBSan). Each target starts from
 # its seed corpus (fuzz/corpus/<target>, kept in the repository) and from what earlier runs on
@@ -12,7 +12,7 @@
 # The tokenizer target reads the fetched models' vocabularies (scripts/fetch-model.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all=(kes_loader gguf_convert hf_checkpoint tokenizer)
+all=(kes_loader gguf_convert hf_checkpoint tokenizer ct2_model)
 jobs=1
 if [ "${1:-}" = --jobs ]; then
   jobs=${2:?--jobs needs a number}

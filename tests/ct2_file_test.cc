@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,25 @@ TEST(Ct2File, RejectsBadAliasesAndTrailingBytes) {
                  {"alias 1 of 2 'a'", "duplicate alias"});
   ExpectRejected(one().U32(500).bytes(), {"500 aliases cannot fit"});
   ExpectRejected(one().U32(0).U8(7).bytes(), {"1 bytes after the aliases"});
+}
+
+// The fuzz seeds (fuzz/make_seeds.py) must stay files the reader accepts, or fuzzing would start
+// from inputs refused at the first check.
+TEST(Ct2File, FuzzSeedsOpen) {
+  const std::filesystem::path seeds = std::filesystem::path(KESTREL_SOURCE_DIR) / "fuzz" /
+                                      "corpus" / "ct2_model";
+  size_t opened = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(seeds)) {
+    std::unique_ptr<File> file;
+    const Status s = File::Open(entry.path().string(), &file);
+    EXPECT_TRUE(s.ok()) << s.message();
+    if (s.ok()) {
+      EXPECT_EQ(file->spec(), "WhisperSpec");
+      EXPECT_NE(file->Find("decoder/projection/weight"), nullptr);
+      ++opened;
+    }
+  }
+  EXPECT_EQ(opened, 8u);
 }
 
 }  // namespace
