@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -399,6 +400,26 @@ TEST_F(TinyBert, FileOfACheckpointInsteadOfItsFolder) {
       {"model.safetensors': not a GGUF file",
        "a Hugging Face checkpoint is converted from its folder: give '" + pristine_ + "'"}));
   EXPECT_FALSE(test::Exists(out));
+}
+
+// A CTranslate2 folder (faster-whisper's layout): recognized and refused by name, and a damaged
+// model.bin gets the reader's message.
+TEST_F(TinyBert, CTranslate2FolderIsNamed) {
+  const std::string dir = test::ScratchPath("ct2-folder");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  ASSERT_TRUE(fs::create_directory(dir));
+  const std::string out = dir + ".kes";
+  fs::copy_file(std::string(KESTREL_SOURCE_DIR) + "/fuzz/corpus/ct2_model/whisper-v6-f16.bin",
+                dir + "/model.bin");
+  EXPECT_TRUE(IsCleanError(test::Convert({dir, out}),
+                           {"a CTranslate2 model folder (WhisperSpec, binary version 6",
+                            "cannot convert CTranslate2 models yet"}));
+  EXPECT_FALSE(test::Exists(out));
+  std::ofstream(dir + "/model.bin", std::ios::binary | std::ios::trunc) << "garbage";
+  EXPECT_TRUE(IsCleanError(test::Convert({dir, out}), {"model.bin", "binary version"}));
+  EXPECT_FALSE(test::Exists(out));
+  fs::remove_all(dir, ec);
 }
 
 TEST_F(TinyBert, MissingPath) {
