@@ -20,7 +20,7 @@ case "$arch" in
   *) echo "build-board.sh: error: unknown architecture '$arch' (aarch64, armv7 or native)" >&2
      exit 2 ;;
 esac
-bash scripts/fetch-hwy-source.sh
+bash scripts/fetch-debian-sources.sh
 build=build/board-$arch
 cmake -S . -B "$build" -G Ninja "${toolchain[@]}" -DCMAKE_BUILD_TYPE=Release -DKESTREL_STATIC=ON \
   -DKESTREL_BUILD_TESTS=OFF -DKESTREL_BUILD_BENCH=OFF -DKESTREL_WERROR=ON \

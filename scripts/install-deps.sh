@@ -17,6 +17,7 @@ debian_packages=(
   python3 python3-venv python3-pip
   libhwy-dev libflatbuffers-dev flatbuffers-compiler
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libutf8proc-dev
+  libkissfft-dev libsamplerate0-dev dpkg-dev
 )
 cross=0
 case "${1:-}" in
@@ -28,7 +29,8 @@ if [ $cross = 1 ]; then
   debian_packages+=(g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user xz-utils file)
   for arch in arm64 armhf; do
     debian_packages+=("libhwy-dev:$arch" "libgtest-dev:$arch" "libgmock-dev:$arch"
-                      "libbenchmark-dev:$arch" "libflatbuffers-dev:$arch" "libutf8proc-dev:$arch")
+                      "libbenchmark-dev:$arch" "libflatbuffers-dev:$arch" "libutf8proc-dev:$arch"
+                      "libkissfft-dev:$arch" "libsamplerate0-dev:$arch")
   done
   # Never flatbuffers-compiler:<arch>: it would replace the host flatc the build runs.
   for arch in arm64 armhf; do
@@ -55,7 +57,8 @@ fi
 .venv/bin/pip install --quiet --upgrade pip
 .venv/bin/pip install --quiet -r scripts/requirements.txt
 
-# ARMv7 builds (and static board builds) compile Highway's runtime from Debian's sources.
+# ARMv7 builds (and static board builds) compile Highway's runtime, kissfft and libsamplerate
+# from Debian's sources.
 if [ $cross = 1 ]; then
-  bash scripts/fetch-hwy-source.sh
+  bash scripts/fetch-debian-sources.sh
 fi
