@@ -8,6 +8,7 @@
 
 #include "converters/arch/arch.h"
 #include "converters/ct2/ct2_file.h"
+#include "converters/ct2/whisper_convert.h"
 #include "converters/gguf/gguf_file.h"
 #include "converters/gguf_import.h"
 #include "converters/hf/hf_import.h"
@@ -129,25 +130,23 @@ int main(int argc, char** argv) {
   KesModel model;
   std::string arch;
   Status s;
-  if (IsDirectory(input) && PathExists(input + "/model.bin") &&
-      !PathExists(input + "/model.safetensors")) {
-    // A CTranslate2 folder (faster-whisper's Whisper models): its reader is done, the
-    // architecture is not (Whisper, issue 13). Say so rather than miss config.json's model_type.
-    std::unique_ptr<ct2::File> file;
-    s = ct2::File::Open(input + "/model.bin", &file);
-    if (!s.ok()) return Fail(s.message());
-    return Fail(input + ": a CTranslate2 model folder (" + file->spec() + ", binary version " +
-                std::to_string(file->binary_version()) + ", " +
-                std::to_string(file->variables().size()) +
-                " variables): Kestrel reads it, but cannot convert CTranslate2 models yet "
-                "(expected a GGUF file or a Hugging Face BERT checkpoint folder)");
-  }
   if (IsDirectory(input)) {
     if (!weights_given) options.keep_types = true;
     if (recipe_given) {
       return Fail("--weights q4_k_m, q4_k, q5_k and q6_k are for GGUF input; for a Hugging Face "
-                  "checkpoint use keep, f32, f16, bf16, q8 or q4");
+                  "checkpoint or a CTranslate2 folder use keep, f32, f16, bf16, q8 or q4");
     }
+  }
+  if (IsDirectory(input) && PathExists(input + "/model.bin") &&
+      !PathExists(input + "/model.safetensors")) {
+    // A CTranslate2 folder: faster-whisper's Whisper models.
+    std::unique_ptr<ct2::File> file;
+    s = ct2::File::Open(input + "/model.bin", &file);
+    if (!s.ok()) return Fail(s.message());
+    s = ct2::ConvertWhisper(input, *file, options, &model);
+    if (!s.ok()) return Fail(input + ": " + s.message());
+    arch = model.meta.architecture;
+  } else if (IsDirectory(input)) {
     s = ConvertHfCheckpoint(input, options, encoder, &model);
     if (!s.ok()) return Fail(input + ": " + s.message());
     arch = model.meta.architecture;

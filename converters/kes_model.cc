@@ -90,6 +90,16 @@ void PlanBuilder::EmbeddingsOutput(uint32_t buffer) {
   NewIo(&plan_->outputs, "embeddings", fb::IoRole::Embeddings, buffer);
 }
 
+uint32_t PlanBuilder::AudioFeaturesInput(uint64_t row_elems) {
+  const uint32_t id = AddBuffer("audio_features", fb::DType::F32, row_elems, true, 0);
+  NewIo(&plan_->inputs, "audio_features", fb::IoRole::AudioFeatures, id);
+  return id;
+}
+
+void PlanBuilder::HiddenStatesOutput(uint32_t buffer) {
+  NewIo(&plan_->outputs, "hidden_states", fb::IoRole::HiddenStates, buffer);
+}
+
 template <typename Params>
 void PlanBuilder::AddOp(Params params, std::vector<uint32_t> inputs,
                         std::vector<uint32_t> outputs, std::vector<uint32_t> weights) {
@@ -132,9 +142,31 @@ void PlanBuilder::MatMul(uint32_t in, uint32_t out, uint32_t weight, uint32_t bi
   }
   fb::MatMulT params;
   params.last_row_only = last_row_only;
+  AddMatMul(std::move(params), in, out, weight, bias);
+}
+
+void PlanBuilder::FramesMatMul(uint32_t in, uint32_t out, uint32_t weight, uint32_t bias,
+                               uint32_t rows_per_token) {
+  fb::MatMulT params;
+  params.rows_per_token = rows_per_token;
+  AddMatMul(std::move(params), in, out, weight, bias);
+}
+
+void PlanBuilder::AddMatMul(fb::MatMulT params, uint32_t in, uint32_t out, uint32_t weight,
+                            uint32_t bias) {
   std::vector<uint32_t> weights = {weight};
   if (bias != kNone) weights.push_back(bias);
   AddOp(std::move(params), {in}, {out}, std::move(weights));
+}
+
+void PlanBuilder::Im2Col(uint32_t in, uint32_t out, uint32_t kernel, uint32_t stride,
+                         uint32_t padding, uint32_t channels) {
+  fb::Im2ColT params;
+  params.kernel = kernel;
+  params.stride = stride;
+  params.padding = padding;
+  params.channels = channels;
+  AddOp(std::move(params), {in}, {out}, {});
 }
 
 void PlanBuilder::Rope(uint32_t x, fb::RopeStyle style, uint32_t n_heads, uint32_t head_dim,

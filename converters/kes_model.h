@@ -48,6 +48,10 @@ class PlanBuilder {
   uint32_t SequenceInput(uint32_t max_sequences);
   // Declares `buffer` (a Fixed buffer with a row per sequence) as the plan's embeddings output.
   void EmbeddingsOutput(uint32_t buffer);
+  // A speech encoder's input: f32 per token, feature frames end to end (row_elems per token).
+  uint32_t AudioFeaturesInput(uint64_t row_elems);
+  // Declares `buffer` (per token, d_model) as the plan's hidden-states output.
+  void HiddenStatesOutput(uint32_t buffer);
 
   // out [tokens, d] = table[tokens] * scale; table [vocab, d].
   void Embed(uint32_t tokens, uint32_t out, uint32_t table, float scale);
@@ -58,6 +62,14 @@ class PlanBuilder {
   // LM head in prefill); out is then a Fixed buffer of one row.
   void MatMul(uint32_t in, uint32_t out, uint32_t weight, uint32_t bias = kNone,
               bool last_row_only = false);
+  // The same with `rows_per_token` rows of K in each token row of in (and of N in out): the
+  // frames of a convolution. Float weights only.
+  void FramesMatMul(uint32_t in, uint32_t out, uint32_t weight, uint32_t bias,
+                    uint32_t rows_per_token);
+  // out [tokens, f_out * kernel * channels] = the kernel windows of in [tokens, f_in * channels]
+  // (frames of `channels` values, f_in = stride * f_out), for a convolution as a matmul.
+  void Im2Col(uint32_t in, uint32_t out, uint32_t kernel, uint32_t stride, uint32_t padding,
+              uint32_t channels);
   // Rotates x [tokens, n_heads * head_dim] in place (freq_factors [head_dim / 2] or kNone).
   void Rope(uint32_t x, fb::RopeStyle style, uint32_t n_heads, uint32_t head_dim, float theta,
             float freq_scale, uint32_t freq_factors = kNone);
@@ -88,6 +100,7 @@ class PlanBuilder {
   uint32_t AddBuffer(const std::string& name, fb::DType dtype, uint64_t row_elems, bool per_token,
                      uint64_t fixed_rows);
   // params: one of the schema's op tables (fb::RmsNormT, ...), which sets the op kind.
+  void AddMatMul(fb::MatMulT params, uint32_t in, uint32_t out, uint32_t weight, uint32_t bias);
   template <typename Params>
   void AddOp(Params params, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs,
              std::vector<uint32_t> weights);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/audio_encoder.h"
 #include "runtime/encoder.h"
 #include "runtime/memory_plan.h"
 #include "runtime/session.h"
@@ -83,12 +84,27 @@ void RunEncoder(const Model& model, uint32_t variant) {
   (void)encoder->Encode(ids, lengths, 2, out.data());
 }
 
+void RunAudioEncoder(const Model& model, uint32_t variant) {
+  if (PlanEncoderMemory(model).arena_bytes > kMaxArenaBytes) return;
+  AudioEncoderOptions options;
+  options.n_threads = ThreadsFor(variant);
+  std::unique_ptr<AudioEncoder> encoder;
+  if (!AudioEncoder::Create(model, options, &encoder).ok()) return;
+  // Its buffers lie in the bounded arena, so these do too.
+  std::vector<float> mel(encoder->n_mels() * encoder->n_frames());
+  for (size_t i = 0; i < mel.size(); ++i) mel[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
+  std::vector<float> hidden(encoder->n_positions() * encoder->d_model());
+  encoder->Encode(mel.data(), hidden.data());
+}
+
 }  // namespace
 
 void RunModel(const Model& model, uint32_t variant) {
   RunTokenizer(model.tokenizer());
   if (model.is_encoder()) {
     RunEncoder(model, variant);
+  } else if (model.has_audio_encoder()) {
+    RunAudioEncoder(model, variant);
   } else {
     RunDecoder(model, variant);
   }

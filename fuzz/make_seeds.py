@@ -8,7 +8,8 @@ kind each target reads, from which libFuzzer's mutations start.
                  and Q2_K/Q3_K (dequantized) in two Qwen2s with FFNs of 256. The harness picks the
                  --weights choice from a file's last byte, so some seeds come in copies with
                  different last bytes.
-  kes_loader     those GGUFs converted by kestrel-convert (keep, f32, f16, q8, q4, q4_k_m), and
+  kes_loader     those GGUFs converted by kestrel-convert (keep, f32, f16, q8, q4, q4_k_m), a tiny
+                 Whisper (16 positions, q8), and
                  a tiny BERT encoder.
   hf_checkpoint  tiny BERT checkpoints (mean/cls/max pooling, with and without 2_Normalize,
                  vocab.txt only, sharded) in the archive format of hf_checkpoint_fuzz.cc.
@@ -39,9 +40,11 @@ sys.path.insert(0, str(HERE.parent / "tests" / "py"))
 
 import gguf  # noqa: E402
 from gguf import GGMLQuantizationType as Q  # noqa: E402
+import ct2_model  # noqa: E402
 import make_tiny_bert  # noqa: E402
 import make_tiny_gemma3  # noqa: E402
 import make_tiny_llama  # noqa: E402
+import make_tiny_whisper  # noqa: E402
 import pack_checkpoint  # noqa: E402
 
 # K-quant blocks (256 values): bytes per block and the byte offsets of their f16 scales.
@@ -159,6 +162,10 @@ def write_kes_seeds(out, ggufs, convert, tmp):
         dest = target / f"{stem}-{weights}.kes"
         subprocess.run([convert, str(ggufs[stem]), str(dest), "--weights", weights,
                         "--prefill-tokens", "16"], check=True, stdout=subprocess.DEVNULL)
+    whisper = tmp / "whisper"
+    run_main(make_tiny_whisper, [str(whisper), "--positions", "16"])
+    subprocess.run([convert, str(whisper), str(target / "whisper-q8.kes"), "--weights", "q8"],
+                   check=True, stdout=subprocess.DEVNULL)
     bert = tmp / "bert-mean"
     dest = target / "bert-q8.kes"
     subprocess.run([convert, str(bert), str(dest), "--weights", "q8", "--max-batch", "2"],
@@ -206,11 +213,6 @@ def write_tokenizer_seeds(out):
             n += 1
 
 
-def ct2_string(text):
-    data = text.encode() + b"\0"
-    return len(data).to_bytes(2, "little") + data
-
-
 def ct2_model_bin(version, weight_dtype, rng):
     """A model.bin in the layout converters/ct2/ct2_file.h describes, shaped like a 1-layer
     Whisper of width 8: dtype ids 0 float32, 1 int8, 4 float16, 5 bfloat16."""
@@ -245,15 +247,9 @@ def ct2_model_bin(version, weight_dtype, rng):
     vector("encoder/layer_0/self_attention/layer_norm/gamma", width)
     matrix("decoder/layer_0/attention/linear_1/weight", 2 * width, width)
     matrix("decoder/embeddings/weight", vocab, width)
-    out = version.to_bytes(4, "little") + ct2_string("WhisperSpec") + (3).to_bytes(4, "little")
-    out += len(variables).to_bytes(4, "little")
-    for name, shape, dtype, data in variables:
-        out += ct2_string(name) + bytes([len(shape)])
-        out += b"".join(d.to_bytes(4, "little") for d in shape)
-        out += bytes([dtype]) + len(data).to_bytes(4, "little") + data
-    out += (1).to_bytes(4, "little")
-    out += ct2_string("decoder/projection/weight") + ct2_string("decoder/embeddings/weight")
-    return out
+    return ct2_model.model_bin("WhisperSpec", variables,
+                               [("decoder/projection/weight", "decoder/embeddings/weight")],
+                               version=version)
 
 
 def write_ct2_seeds(out):

@@ -15,8 +15,11 @@ std::string Num(uint64_t v) { return std::to_string(v); }
 
 Status Encoder::Create(const Model& model, const EncoderOptions& options,
                        std::unique_ptr<Encoder>* out) {
-  KES_CHECK_OR_RETURN(model.is_encoder(), "this model has no 'encode' plan (it is a decoder: "
-                                          "generate with a Session)");
+  KES_CHECK_OR_RETURN(model.is_encoder(),
+                      model.has_audio_encoder()
+                          ? "this is a speech model (an 'encode_audio' plan): use an AudioEncoder"
+                          : "this model has no 'encode' plan (it is a decoder: generate with a "
+                            "Session)");
   KES_RETURN_IF_ERROR(CheckCanRun(options.n_threads));
   std::unique_ptr<Encoder> e(new Encoder(model, options.n_threads));
   e->memory_ = PlanEncoderMemory(model);

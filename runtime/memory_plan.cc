@@ -10,6 +10,10 @@ namespace kestrel {
 
 Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out,
                   const KvOptions& kv) {
+  // Encoders (text or speech) have no KV cache to plan: their arena is PlanEncoderMemory's.
+  KES_CHECK_OR_RETURN(model.meta().kv()->layers() != nullptr,
+                      "this model has no KV cache (it is an encoder): nothing to plan for a "
+                      "session");
   const size_t trained = model.hparams().context_length();
   KES_CHECK_OR_RETURN(context_length >= 1 && context_length <= trained,
                       "context length must be between 1 and the model's " +

@@ -155,11 +155,16 @@ Status Model::Verify() {
 
   KES_CHECK_OR_RETURN(meta_->plans() != nullptr, "model has no plans");
   is_encoder_ = FindPlan("encode") != nullptr;
-  if (is_encoder_) {
+  has_audio_encoder_ = FindPlan("encode_audio") != nullptr;
+  if (is_encoder_ || has_audio_encoder_) {
+    KES_CHECK_OR_RETURN(!(is_encoder_ && has_audio_encoder_),
+                        "model has both an 'encode' and an 'encode_audio' plan");
     KES_CHECK_OR_RETURN(FindPlan("prefill") == nullptr && FindPlan("decode") == nullptr &&
                             n_kv_layers == 0,
-                        "model has an 'encode' plan and also decoder plans or a KV cache "
-                        "(encoder-decoder models are not supported yet)");
+                        std::string("model has an '") +
+                            (is_encoder_ ? "encode" : "encode_audio") +
+                            "' plan and also decoder plans or a KV cache (encoder-decoder "
+                            "models are not supported yet)");
   } else {
     KES_CHECK_OR_RETURN(kv->layers() != nullptr, "model has no KV-cache layers");
     for (const char* required : {"prefill", "decode"}) {

@@ -109,6 +109,18 @@ Status CheckIo(const fb::Model& model, const fb::Plan& plan, const fb::PlanIo* i
       KES_CHECK_OR_RETURN(b.dtype() == fb::DType::F32 && !b.per_token(),
                           what + ": expected fixed f32 rows, one per sequence");
       return OkStatus();
+    case fb::IoRole::AudioFeatures:
+      KES_CHECK_OR_RETURN(input, what + ": audio features can only be an input");
+      KES_CHECK_OR_RETURN(b.dtype() == fb::DType::F32 && b.per_token() && b.row_elems() > 0,
+                          what + ": expected f32 feature rows, one per token");
+      return OkStatus();
+    case fb::IoRole::HiddenStates:
+      KES_CHECK_OR_RETURN(!input, what + ": hidden states can only be an output");
+      KES_CHECK_OR_RETURN(b.dtype() == fb::DType::F32 && b.per_token() &&
+                              b.row_elems() == model.hparams()->d_model(),
+                          what + ": expected f32 rows of d_model " +
+                              Num(model.hparams()->d_model()) + ", one per token");
+      return OkStatus();
     case fb::IoRole::Logits:
       KES_CHECK_OR_RETURN(!input, what + ": logits can only be an output");
       KES_CHECK_OR_RETURN(b.dtype() == fb::DType::F32 &&

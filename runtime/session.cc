@@ -12,6 +12,9 @@ Status Session::Create(const Model& model, const SessionOptions& options,
   KES_RETURN_IF_ERROR(CheckCanRun(options.n_threads));
   KES_CHECK_OR_RETURN(!model.is_encoder(), "this is an encoder model (it embeds texts and has no "
                                            "'prefill' or 'decode' plan): use an Encoder");
+  KES_CHECK_OR_RETURN(!model.has_audio_encoder(),
+                      "this speech model has only its audio encoder so far (an 'encode_audio' "
+                      "plan, no 'decode' plan): run it with an AudioEncoder");
   const size_t context =
       std::min<size_t>(options.context_length, model.hparams().context_length());
   std::unique_ptr<Session> session(new Session(model, options.n_threads));

@@ -18,6 +18,7 @@ debian_packages=(
   libhwy-dev libflatbuffers-dev flatbuffers-compiler
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libutf8proc-dev
   libkissfft-dev libsamplerate0-dev dpkg-dev
+  espeak-ng sox  # test speech for the Whisper tests, made offline
 )
 cross=0
 case "${1:-}" in

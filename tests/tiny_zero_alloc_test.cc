@@ -17,12 +17,15 @@
 // each costs seconds under qemu, where the cross builds run this test on three CPUs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "runtime/audio/log_mel.h"
+#include "runtime/audio_encoder.h"
 #include "runtime/generate.h"
 #include "runtime/memory_plan.h"
 #include "runtime/model.h"
@@ -143,6 +146,44 @@ INSTANTIATE_TEST_SUITE_P(
       for (char& ch : name) ch = ch == '-' ? '_' : ch;
       return name;
     });
+
+// A tiny Whisper's transcription front: log-mel spectrogram, its window, and the audio encoder,
+// with 1 and 2 threads, f32 and q8 weights.
+TEST(TinyZeroAllocAudio, LogMelWindowAndEncoderAllocateNothing) {
+  const std::string folder = ScratchPath("zero-alloc-whisper");
+  ASSERT_EQ(MakeTinyWhisper(folder), "");
+  for (const char* weights : {"f32", "q8"}) {
+    const std::string path = folder + "-" + weights + ".kes";
+    const ProcessResult r = Convert({folder, path, "--weights", weights});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
+    std::unique_ptr<Model> model;
+    Status s = Model::Open(path, &model);
+    std::remove(path.c_str());
+    ASSERT_TRUE(s.ok()) << s.message();
+    for (size_t threads : {1, 2}) {
+      SCOPED_TRACE(std::string(weights) + ", " + std::to_string(threads) + " thread(s)");
+      AudioEncoderOptions options;
+      options.n_threads = threads;
+      std::unique_ptr<AudioEncoder> encoder;
+      s = AudioEncoder::Create(*model, options, &encoder);
+      ASSERT_TRUE(s.ok()) << s.message();
+      std::unique_ptr<audio::LogMelSpectrogram> mel;
+      ASSERT_TRUE(audio::LogMelSpectrogram::Create(80, &mel).ok());
+      std::vector<float> samples(16000 * 2);
+      for (size_t i = 0; i < samples.size(); ++i) samples[i] = 0.3f * std::sin(0.05f * i);
+      const size_t frames = audio::LogMelSpectrogram::FrameCount(samples.size());
+      std::vector<float> all(80 * frames), window(80 * 3000), hidden(1500 * encoder->d_model());
+
+      StartCountingAllocations();
+      mel->Compute(samples.data(), samples.size(), all.data());
+      audio::CopyMelWindow(all.data(), 80, frames, 0, window.data());
+      encoder->Encode(window.data(), hidden.data());
+      const long calls = StopCountingAllocations();
+      EXPECT_EQ(calls, 0) << "heap calls during the audio encoder";
+      EXPECT_TRUE(std::isfinite(hidden[0]) && std::isfinite(hidden.back()));
+    }
+  }
+}
 
 // The interposer itself must see allocations, or the test above proves nothing.
 TEST(TinyZeroAllocInterposer, CountsAllocations) {

@@ -1,9 +1,12 @@
 #include "tools/bench_stats.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
+#include "ops/targets.h"
 #include "runtime/format.h"
 #include "tools/cli.h"
 
@@ -86,6 +89,40 @@ std::string JsonSummary(const Summary& s) {
                 "{\"median\": %.4f, \"min\": %.4f, \"max\": %.4f, \"stddev\": %.4f}", s.median,
                 s.min, s.max, s.stddev);
   return text;
+}
+
+namespace {
+
+uint64_t PeakResidentBytes() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux: KiB
+}
+
+}  // namespace
+
+std::string EncoderBenchJsonFields(const Model& model, size_t arena_bytes, size_t repetitions) {
+  char text[1024];
+  std::snprintf(text, sizeof(text),
+                "  \"model\": \"%s\",\n  \"weights\": \"%s\",\n  \"cpu\": \"%s\",\n"
+                "  \"target\": \"%s\",\n  \"weight_bytes\": %llu,\n  \"arena_bytes\": %zu,\n"
+                "  \"peak_rss_bytes\": %llu,\n  \"repetitions\": %zu,\n",
+                JsonEscape(model.meta().architecture()->str()).c_str(),
+                WeightFormat(model).c_str(), JsonEscape(CpuName()).c_str(),
+                ops::ChosenTargetName().c_str(),
+                static_cast<unsigned long long>(model.weights_bytes()), arena_bytes,
+                static_cast<unsigned long long>(PeakResidentBytes()), repetitions);
+  return text;
+}
+
+void PrintEncoderBenchHeader(const char* kind, const std::string& model_path, const Model& model,
+                             size_t arena_bytes) {
+  std::printf("model: %s %s (%s), weights %s, %s; arena %s\n",
+              model.meta().architecture()->c_str(), kind, model_path.c_str(),
+              WeightFormat(model).c_str(), FormatBytes(model.weights_bytes()).c_str(),
+              FormatBytes(arena_bytes).c_str());
+  std::printf("cpu: %s; SIMD target %s; peak resident memory %s\n", CpuName().c_str(),
+              ops::ChosenTargetName().c_str(), FormatBytes(PeakResidentBytes()).c_str());
 }
 
 }  // namespace kestrel::cli

@@ -30,6 +30,14 @@ Status ParseCountList(const std::string& flag, const std::string& text, int64_t 
 // {"median": ..., "min": ..., "max": ..., "stddev": ...}
 std::string JsonSummary(const Summary& s);
 
+// The JSON fields and table lines every encoder bench starts with: the model, its weights and
+// arena, the CPU and SIMD target, the process's peak resident memory so far.
+// JSON: `"model": ..., ..., "repetitions": N,` lines, to follow "{".
+std::string EncoderBenchJsonFields(const Model& model, size_t arena_bytes, size_t repetitions);
+// Table: "model: <arch> <kind> (<path>), weights ...; arena ..." and "cpu: ..." lines.
+void PrintEncoderBenchHeader(const char* kind, const std::string& model_path, const Model& model,
+                             size_t arena_bytes);
+
 struct EncoderBenchOptions {
   std::vector<size_t> threads = {1};
   std::vector<size_t> seq_lens = {16, 128};
@@ -42,5 +50,10 @@ struct EncoderBenchOptions {
 // sequence length and batch (tools/cmd_bench_encoder.cc).
 int BenchEncoder(const std::string& model_path, const Model& model,
                  const EncoderBenchOptions& options);
+
+// kestrel bench on a speech model (Whisper): the audio encoder's time per 30-second window and
+// its real-time factor, for each thread count (tools/cmd_bench_audio.cc).
+int BenchAudioEncoder(const std::string& model_path, const Model& model,
+                      const EncoderBenchOptions& options);
 
 }  // namespace kestrel::cli

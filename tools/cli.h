@@ -105,6 +105,9 @@ Status CreateSession(const Model& model, const SessionOptions& options,
                      std::unique_ptr<Session>* out);
 
 std::string FormatBytes(uint64_t bytes);
+// Matmul FLOPs per token (per encoder position for speech models): 2 per weight element of every
+// MatMul in the decode, encode or encode_audio plan, times its rows per token.
+uint64_t MatMulFlopsPerToken(const Model& model);
 // Escapes what a JSON string cannot hold (names come from files and /proc/cpuinfo).
 std::string JsonEscape(const std::string& text);
 // The CPU's name from /proc/cpuinfo: "model name" on x86; implementer and part on ARM, where

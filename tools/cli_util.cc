@@ -168,4 +168,17 @@ std::string CpuName() {
   return "unknown";
 }
 
+uint64_t MatMulFlopsPerToken(const Model& model) {
+  const char* plan = model.is_encoder()          ? "encode"
+                     : model.has_audio_encoder() ? "encode_audio"
+                                                 : "decode";
+  uint64_t flops = 0;
+  for (const fb::Op* op : *model.FindPlan(plan)->ops()) {
+    if (op->params_type() != fb::OpParams::MatMul) continue;
+    const fb::Tensor* w = model.meta().tensors()->Get(op->weights()->Get(0));
+    flops += 2 * w->shape()->Get(0) * w->shape()->Get(1) * op->params_as_MatMul()->rows_per_token();
+  }
+  return flops;
+}
+
 }  // namespace kestrel::cli

@@ -40,7 +40,9 @@ const char kBenchUsage[] =
     "  --disable-targets T   SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n"
     "encoder models (texts/s and latency per batch instead of prefill and decode):\n"
     "  --seq-len N[,N]       tokens per text (default 16,128)\n"
-    "  -b, --batch N[,N]     texts per call (default 1,32)\n";
+    "  -b, --batch N[,N]     texts per call (default 1,32)\n"
+    "speech models (Whisper): the audio encoder's time per 30-second window and its real-time\n"
+    "  factor, for each -t thread count\n";
 
 // What the flags ask for.
 struct BenchOptions {
@@ -332,6 +334,12 @@ int BenchCommand(const std::vector<std::string>& args) {
     options.encoder.repetitions = options.repetitions;
     options.encoder.json = options.json;
     return BenchEncoder(options.model_path, *model, options.encoder);
+  }
+  if (model->has_audio_encoder()) {
+    options.encoder.threads = options.thread_counts;
+    options.encoder.repetitions = options.repetitions;
+    options.encoder.json = options.json;
+    return BenchAudioEncoder(options.model_path, *model, options.encoder);
   }
   std::vector<Result> results;
   MemoryPlan memory;

@@ -1,14 +1,11 @@
 // kestrel bench for encoder models: for each thread count, text length and batch size, one
 // warm-up and -r timed Encode calls of `batch` texts of `seq_len` tokens each (fixed
 // pseudo-random ids between the start and end tokens), reported as texts/s and latency per call.
-#include <sys/resource.h>
-
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "ops/targets.h"
 #include "runtime/encoder.h"
 #include "tools/bench_stats.h"
 #include "tools/cli.h"
@@ -72,18 +69,9 @@ int BenchEncoder(const std::string& model_path, const Model& model,
     }
   }
 
-  struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  const uint64_t peak_rss = static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux: KiB
-  const std::string format = WeightFormat(model), cpu = CpuName(), target = ops::ChosenTargetName();
   if (options.json) {
-    std::printf("{\n  \"model\": \"%s\",\n  \"weights\": \"%s\",\n  \"cpu\": \"%s\",\n"
-                "  \"target\": \"%s\",\n  \"weight_bytes\": %llu,\n  \"arena_bytes\": %zu,\n"
-                "  \"peak_rss_bytes\": %llu,\n  \"repetitions\": %zu,\n  \"encode\": [\n",
-                JsonEscape(model.meta().architecture()->str()).c_str(), format.c_str(),
-                JsonEscape(cpu).c_str(), target.c_str(),
-                static_cast<unsigned long long>(model.weights_bytes()), arena_bytes,
-                static_cast<unsigned long long>(peak_rss), options.repetitions);
+    std::printf("{\n%s  \"encode\": [\n",
+                EncoderBenchJsonFields(model, arena_bytes, options.repetitions).c_str());
     for (size_t i = 0; i < results.size(); ++i) {
       const EncoderResult& r = results[i];
       std::printf("    {\"threads\": %zu, \"seq_len\": %zu, \"batch\": %zu, \"texts_per_s\": %.4f, "
@@ -95,11 +83,7 @@ int BenchEncoder(const std::string& model_path, const Model& model,
     std::printf("  ]\n}\n");
     return 0;
   }
-  std::printf("model: %s encoder (%s), weights %s, %s; arena %s\n",
-              model.meta().architecture()->c_str(), model_path.c_str(), format.c_str(),
-              FormatBytes(model.weights_bytes()).c_str(), FormatBytes(arena_bytes).c_str());
-  std::printf("cpu: %s; SIMD target %s; peak resident memory %s\n", cpu.c_str(), target.c_str(),
-              FormatBytes(peak_rss).c_str());
+  PrintEncoderBenchHeader("encoder", model_path, model, arena_bytes);
   std::printf("median of %zu repetitions after one warm-up; ± is the standard deviation\n\n",
               options.repetitions);
   std::printf("| threads | seq len | batch |           texts/s | latency ms |\n");

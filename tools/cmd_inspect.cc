@@ -19,17 +19,6 @@ const char kInspectUsage[] =
     "  -c, --ctx N     context length for the KV-cache and attention figures (default 4096)\n"
     "  --kv-type T     KV cache type for the memory figures: f32, f16 or int8 (default f32)\n";
 
-// Matmul FLOPs per token: 2 per weight element of every MatMul in the decode (or encode) plan.
-uint64_t MatMulFlopsPerToken(const Model& model) {
-  uint64_t flops = 0;
-  for (const fb::Op* op : *model.FindPlan(model.is_encoder() ? "encode" : "decode")->ops()) {
-    if (op->params_type() != fb::OpParams::MatMul) continue;
-    const fb::Tensor* w = model.meta().tensors()->Get(op->weights()->Get(0));
-    flops += 2 * w->shape()->Get(0) * w->shape()->Get(1);
-  }
-  return flops;
-}
-
 // Attention FLOPs for one token at position n: 4 * keys seen * (n_heads * head_dim) per layer
 // (q.k and the weighted sum of v); sliding-window layers see at most the window.
 uint64_t AttentionFlopsPerToken(const Model& model, uint64_t n) {
@@ -120,6 +109,38 @@ int InspectEncoder(const std::string& model_path, const Model& model) {
   return 0;
 }
 
+// Speech encoders (Whisper): one step is one 30-second window of log-mel frames.
+int InspectAudioEncoder(const std::string& model_path, const Model& model) {
+  const fb::Model& meta = model.meta();
+  const fb::HyperParams& hp = model.hparams();
+  const fb::Plan& plan = *model.FindPlan("encode_audio");
+  const MemoryPlan memory = PlanEncoderMemory(model);
+  const uint64_t positions = plan.max_tokens();
+  std::printf("model:          %s\n", model_path.c_str());
+  std::printf("architecture:   %s audio encoder (%s), from %s\n", meta.architecture()->c_str(),
+              meta.name() ? meta.name()->c_str() : "unnamed",
+              meta.source() ? meta.source()->c_str() : "unknown");
+  std::printf("layers:         %u (bidirectional attention; the decoder is not converted yet)\n",
+              hp.n_layers());
+  std::printf("d_model:        %u, ffn %u, heads %u x %u, norm eps %g\n", hp.d_model(),
+              hp.ffn_dim(), hp.n_heads(), hp.head_dim(), hp.norm_eps());
+  std::printf("window:         %llu encoder positions (two log-mel frames each); vocab %u\n",
+              static_cast<unsigned long long>(positions), hp.vocab_size());
+  PrintTensorsByDtype(model);
+  std::printf("\nmemory:\n");
+  std::printf("  weights:      %s (mapped from the file)\n",
+              FormatBytes(model.weights_bytes()).c_str());
+  std::printf("  activations:  %s (the whole arena)\n", FormatBytes(memory.arena_bytes).c_str());
+  const double matmul = static_cast<double>(MatMulFlopsPerToken(model)) * positions;
+  const double attention = 4.0 * positions * positions * hp.n_heads() * hp.head_dim() *
+                           hp.n_layers();
+  std::printf("\nFLOPs per window: %.2f GFLOP matmul, %.2f GFLOP attention\n", matmul / 1e9,
+              attention / 1e9);
+  std::printf("\nSIMD target:    %s (supported: %s)\n", ops::ChosenTargetName().c_str(),
+              ops::SupportedTargetNames().c_str());
+  return 0;
+}
+
 // The KV-cache line: its bytes and type; for the smaller types, a line comparing them to f32's.
 void PrintKvCache(const MemoryPlan& memory, const MemoryPlan& memory_f32) {
   const ops::KvType type = memory.kv_options.type;
@@ -159,6 +180,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   Status s = Model::Open(model_path, &model);
   if (!s.ok()) return Fail(s.message());
   if (model->is_encoder()) return InspectEncoder(model_path, *model);
+  if (model->has_audio_encoder()) return InspectAudioEncoder(model_path, *model);
   const fb::Model& meta = model->meta();
   const fb::HyperParams& hp = model->hparams();
   ctx = std::min<size_t>(ctx, hp.context_length());

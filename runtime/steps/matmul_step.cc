@@ -23,6 +23,7 @@ struct MatMulArgs {
   const uint8_t* x;     // [tokens, x_row_bytes]
   float* y;             // [tokens or 1, n_out]
   size_t k, n_out, x_row_bytes;
+  size_t rows_per_token;  // rows of k (and of n_out) per token row
   bool last_row_only;
 };
 
@@ -49,7 +50,7 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
   size_t b, e;
   ThreadRows(a.n_out, thread, n_threads, &b, &e);
   if (b == e) return;
-  const size_t n_rows = a.last_row_only ? 1 : n;
+  const size_t n_rows = a.last_row_only ? 1 : n * a.rows_per_token;
   const uint8_t* x = a.x + (a.last_row_only ? (n - 1) * a.x_row_bytes : 0);
   reinterpret_cast<Kernel>(a.kernel)(static_cast<const W*>(a.w), reinterpret_cast<const X*>(x),
                                      a.y, n_rows, a.k, a.n_out, b, e);
@@ -67,8 +68,17 @@ Status Check(const OpCheck& c) {
                                std::string("weight: no matmul kernel for dtype ") +
                                    DTypeName(w.dtype())));
   const uint64_t n_out = w.shape()->Get(0), k = w.shape()->Get(1);
-  KES_RETURN_IF_ERROR(IsBlockQuantized(w.dtype()) ? c.QuantizedActivation(c.In(0), k, "input")
-                                                  : c.Activation(c.In(0), k, "input"));
+  const fb::MatMul& params = *c.op().params_as_MatMul();
+  const uint64_t m = params.rows_per_token();
+  // Several rows per token only for float weights: a q8-activation row has its own layout.
+  KES_RETURN_IF_ERROR(c.Expect(
+      m >= 1 && m <= 64 &&
+          (m == 1 || (!params.last_row_only() && !IsBlockQuantized(w.dtype()))),
+      "rows per token must be 1 to 64 (1 with last_row_only or block-quantized weights), found " +
+          std::to_string(m)));
+  KES_RETURN_IF_ERROR(IsBlockQuantized(w.dtype())
+                          ? c.QuantizedActivation(c.In(0), k * m, "input")
+                          : c.Activation(c.In(0), k * m, "input"));
   if (c.n_weights() == 2) KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(1), n_out, "bias"));
   const fb::Buffer& y = c.Out(0);
   if (c.op().params_as_MatMul()->last_row_only()) {
@@ -76,7 +86,7 @@ Status Check(const OpCheck& c) {
                         y.row_elems() == n_out,
                     "last-row output must be one f32 row of " + std::to_string(n_out));
   }
-  return c.Activation(y, n_out, "output");
+  return c.Activation(y, n_out * m, "output");
 }
 
 void Bind(const BindContext& b, Step* step) {
@@ -120,6 +130,7 @@ void Bind(const BindContext& b, Step* step) {
   a.k = w.shape()->Get(1);
   a.x_row_bytes = RowBytes(b.InBuffer(0).dtype(), a.k);
   a.last_row_only = b.op().params_as_MatMul()->last_row_only();
+  a.rows_per_token = b.op().params_as_MatMul()->rows_per_token();
   step->Set(run, Parallelism::kAlways, a);
 }
 

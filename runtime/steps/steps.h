@@ -22,7 +22,8 @@ namespace kestrel {
   X(SequenceAttention)      \
   X(LayerNorm)              \
   X(Activate)               \
-  X(Pool)
+  X(Pool)                   \
+  X(Im2Col)
 
 #define KESTREL_DECLARE_OP_KIND(name) extern const OpKind k##name##Op;
 KESTREL_OP_KINDS(KESTREL_DECLARE_OP_KIND)

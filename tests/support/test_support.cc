@@ -175,6 +175,10 @@ std::string MakeTinyGguf(const std::string& out, int seed, const TinyFamily& fam
                         family.make_script + " " + out + " --seed " + std::to_string(seed) + " " +
                         family.make_args);
 }
+std::string MakeTinyWhisper(const std::string& folder, const std::string& flags) {
+  return RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                        "/tests/py/make_tiny_whisper.py '" + folder + "' " + flags);
+}
 std::string MakeTinyBert(const std::string& stem, const std::string& flags, std::string* folder) {
   *folder = TmpPath(stem);
   ::mkdir(folder->substr(0, folder->rfind('/')).c_str(), 0755);  // a stem may name a subfolder

@@ -112,6 +112,9 @@ inline constexpr TinyFamily kTinyLlamaLinear = {"tiny-llama-linear", "make_tiny_
 // newer than the script. Made under a lock, so a process never sees another's half-made or
 // replaced folder. Returns "" or what failed; *folder gets the path.
 std::string MakeTinyBert(const std::string& stem, const std::string& flags, std::string* folder);
+// Writes a tiny random-weight Whisper as a CTranslate2 folder (tests/py/make_tiny_whisper.py
+// FOLDER FLAGS); "" or what failed.
+std::string MakeTinyWhisper(const std::string& folder, const std::string& flags = "");
 
 // The tiny model, made once and reused (also by the other processes ctest starts) while newer
 // than the script and the converter that made it.

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Writes a tiny random-weight Whisper as a CTranslate2 folder (faster-whisper's layout):
+model.bin (WhisperSpec), vocabulary.txt and tokenizer.json (a byte-level BPE of 256 bytes, a few
+merges and Whisper's special tokens), for tests that run on every target (the real
+Whisper-tiny is for the host's model tests only).
+
+  make_tiny_whisper.py FOLDER [--seed N] [--dtype f32|f16] [--positions N] [--drop NAME]
+                       [--reshape NAME]
+
+--positions: fewer encoder positions than Whisper's 1500 (small fuzz seeds); --drop leaves
+variable NAME out; --reshape gives it one row fewer (damaged folders for tests).
+
+Shape: 80 mels and 1500 encoder positions as every Whisper has (the front end and the 30-second
+window are the real ones), width 32, 4 heads, 2 layers, feed-forward 64. The decoder's
+variables (cross-attention and all) come with the decoder.
+"""
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+import ct2_model
+from make_tiny_llama import bytes_to_unicode
+
+N_MELS, POSITIONS, WIDTH, HEADS, LAYERS, FFN = 80, 1500, 32, 4, 2, 64
+SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|de|>", "<|translate|>",
+            "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>",
+            "<|notimestamps|>"]
+TIMESTAMPS = [f"<|{i * 0.02:.2f}|>" for i in range(16)]
+MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("Ġ", "a"), ("i", "n")]
+
+
+def sinusoids(length, channels):
+    """Whisper's position encodings (whisper/model.py)."""
+    increment = np.log(10000) / (channels // 2 - 1)
+    inv = np.exp(-increment * np.arange(channels // 2))
+    t = np.arange(length)[:, None] * inv[None, :]
+    return np.concatenate([np.sin(t), np.cos(t)], axis=1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("folder")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--dtype", choices=["f32", "f16"], default="f32")
+    ap.add_argument("--positions", type=int, default=POSITIONS)
+    ap.add_argument("--drop", default="")
+    ap.add_argument("--reshape", default="")
+    a = ap.parse_args()
+    rng = np.random.default_rng(a.seed)
+    folder = Path(a.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    table = bytes_to_unicode()
+    pieces = [table[b] for b in range(256)] + ["".join(m) for m in MERGES] + SPECIALS + TIMESTAMPS
+    variables = []
+    matrix_dtype = 4 if a.dtype == "f16" else 0
+
+    def add(name, values, dtype=0):
+        values = np.asarray(values, dtype=np.float16 if dtype == 4 else np.float32)
+        if name == a.drop:
+            return
+        if name == a.reshape:
+            values = values[1:]
+        variables.append((name, list(values.shape), dtype, values.tobytes()))
+
+    def scalar_i16(name, v):
+        variables.append((name, [], 2, int(v).to_bytes(2, "little")))
+
+    def weight(*shape, fan_in):  # unit-variance outputs for unit-variance inputs
+        return rng.standard_normal(shape) / np.sqrt(fan_in)
+
+    def norm(name):
+        add(name + "/gamma", 1 + 0.1 * rng.standard_normal(WIDTH))
+        add(name + "/beta", 0.1 * rng.standard_normal(WIDTH))
+
+    scalar_i16("encoder/num_heads", HEADS)
+    add("encoder/conv1/weight", weight(WIDTH, N_MELS, 3, fan_in=3 * N_MELS), matrix_dtype)
+    add("encoder/conv1/bias", 0.1 * rng.standard_normal(WIDTH))
+    add("encoder/conv2/weight", weight(WIDTH, WIDTH, 3, fan_in=3 * WIDTH), matrix_dtype)
+    add("encoder/conv2/bias", 0.1 * rng.standard_normal(WIDTH))
+    add("encoder/position_encodings/encodings", sinusoids(a.positions, WIDTH))
+    for layer in range(LAYERS):
+        p = f"encoder/layer_{layer}/"
+        norm(p + "self_attention/layer_norm")
+        # q and k a little larger than unit scale, so attention is not uniform.
+        qkv = weight(3 * WIDTH, WIDTH, fan_in=WIDTH)
+        qkv[:2 * WIDTH] *= 2.0
+        add(p + "self_attention/linear_0/weight", qkv, matrix_dtype)
+        add(p + "self_attention/linear_0/bias", 0.1 * rng.standard_normal(3 * WIDTH))
+        add(p + "self_attention/linear_1/weight", weight(WIDTH, WIDTH, fan_in=WIDTH), matrix_dtype)
+        add(p + "self_attention/linear_1/bias", 0.1 * rng.standard_normal(WIDTH))
+        norm(p + "ffn/layer_norm")
+        add(p + "ffn/linear_0/weight", weight(FFN, WIDTH, fan_in=WIDTH), matrix_dtype)
+        add(p + "ffn/linear_0/bias", 0.1 * rng.standard_normal(FFN))
+        add(p + "ffn/linear_1/weight", weight(WIDTH, FFN, fan_in=FFN), matrix_dtype)
+        add(p + "ffn/linear_1/bias", 0.1 * rng.standard_normal(WIDTH))
+    add("encoder/layer_norm/gamma", 1 + 0.1 * rng.standard_normal(WIDTH))
+    add("encoder/layer_norm/beta", 0.1 * rng.standard_normal(WIDTH))
+    add("decoder/embeddings/weight", weight(len(pieces), WIDTH, fan_in=1), matrix_dtype)
+    (folder / "model.bin").write_bytes(ct2_model.model_bin(
+        "WhisperSpec", variables, [("decoder/projection/weight", "decoder/embeddings/weight")]))
+
+    (folder / "vocabulary.txt").write_text("".join(p + "\n" for p in pieces), encoding="utf-8")
+    first_special = len(pieces) - len(SPECIALS) - len(TIMESTAMPS)
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None, "normalizer": None,
+        "added_tokens": [{"id": first_special + i, "content": s, "single_word": False,
+                          "lstrip": False, "rstrip": False, "normalized": False,
+                          "special": True} for i, s in enumerate(SPECIALS)],
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                          "use_regex": True},
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                    "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": False,
+                  "vocab": {p: i for i, p in enumerate(pieces[:first_special])},
+                  "merges": [f"{x} {y}" for x, y in MERGES]},
+    }
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer, ensure_ascii=False),
+                                           encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

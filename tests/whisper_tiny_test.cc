@@ -1,0 +1,240 @@
+// A tiny random-weight Whisper (tests/py/make_tiny_whisper.py: a CTranslate2 folder with the real
+// 80 mels and 1500 positions, width 32) converted by kestrel-convert and run by the AudioEncoder
+// on every target, qemu ARM included, against the float64 NumPy Whisper of
+// tests/py/whisper_oracle.py (which agrees with CTranslate2 within 3e-5 on the real model):
+// f32, f16, q8 and q4 weights, thread counts, the front end's windows, and clear errors for
+// damaged folders and for the wrong API.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/audio/log_mel.h"
+#include "runtime/audio_encoder.h"
+#include "runtime/session.h"
+#include "tests/support/test_support.h"
+
+namespace kestrel {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kWidth = 32, kPositions = 1500, kMels = 80;
+
+// A tiny folder (made once per process) and its conversion with `weights`.
+std::string TinyKes(const std::string& weights, const std::string& flags = "") {
+  const std::string folder = test::ScratchPath("tiny-whisper" + flags);
+  if (!test::Exists(folder + "/model.bin")) {
+    const std::string made = test::MakeTinyWhisper(folder, flags);
+    if (!made.empty()) return made;
+  }
+  const std::string kes = folder + "-" + weights + ".kes";
+  const test::ProcessResult r = test::Convert({folder, kes, "--weights", weights});
+  return r.exited && r.exit_code == 0 ? "" : test::Describe(r);
+}
+
+std::string FolderOf(const std::string& flags = "") {
+  return test::ScratchPath("tiny-whisper" + flags);
+}
+
+// One log-mel window of a 4-second test signal: tones, a chirp and noise.
+std::vector<float> TestWindow() {
+  std::vector<float> x(4 * 16000);
+  const double pi = std::acos(-1.0);
+  uint32_t state = 99;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double t = static_cast<double>(i) / 16000;
+    state = state * 1664525u + 1013904223u;
+    const double noise = static_cast<double>(state >> 8) / 8388608.0 - 1.0;
+    x[i] = static_cast<float>(0.3 * std::sin(2 * pi * 300 * t) * (t < 1.5) +
+                              0.2 * std::sin(2 * pi * (200 + 900 * t) * t) * (t >= 1.5) +
+                              0.02 * noise);
+  }
+  std::unique_ptr<audio::LogMelSpectrogram> mel;
+  EXPECT_TRUE(audio::LogMelSpectrogram::Create(kMels, &mel).ok());
+  const size_t frames = audio::LogMelSpectrogram::FrameCount(x.size());
+  std::vector<float> all(kMels * frames), window(kMels * audio::kWhisperWindowFrames);
+  mel->Compute(x.data(), x.size(), all.data());
+  audio::CopyMelWindow(all.data(), kMels, frames, 0, window.data());
+  return window;
+}
+
+std::vector<float> Oracle(const std::vector<float>& window) {
+  const std::string in = test::ScratchPath("oracle-mel.f32"),
+                    out = test::ScratchPath("oracle-hidden.f32");
+  EXPECT_TRUE(test::WriteRaw(in, window));
+  EXPECT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                                 "/tests/py/whisper_oracle.py encode --folder '" + FolderOf() +
+                                 "' --mel '" + in + "' --out '" + out + "'"),
+            "");
+  std::vector<float> hidden = test::ReadRaw<float>(out);
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  return hidden;
+}
+
+Status Encode(const std::string& weights, size_t threads, const std::vector<float>& window,
+              std::vector<float>* out) {
+  std::unique_ptr<Model> model;
+  KES_RETURN_IF_ERROR(Model::Open(FolderOf() + "-" + weights + ".kes", &model));
+  AudioEncoderOptions options;
+  options.n_threads = threads;
+  std::unique_ptr<AudioEncoder> encoder;
+  KES_RETURN_IF_ERROR(AudioEncoder::Create(*model, options, &encoder));
+  KES_CHECK_OR_RETURN(encoder->n_mels() == kMels && encoder->n_frames() == 3000 &&
+                          encoder->n_positions() == kPositions && encoder->d_model() == kWidth,
+                      "unexpected encoder shape");
+  out->assign(kPositions * kWidth, 0.0f);
+  encoder->Encode(window.data(), out->data());
+  return OkStatus();
+}
+
+double MeanRowCosine(const std::vector<float>& a, const std::vector<float>& b, double* max_abs) {
+  double total = 0;
+  *max_abs = 0;
+  for (size_t row = 0; row < kPositions; ++row) {
+    double dot = 0, aa = 0, bb = 0;
+    for (size_t i = row * kWidth; i < (row + 1) * kWidth; ++i) {
+      dot += static_cast<double>(a[i]) * b[i];
+      aa += static_cast<double>(a[i]) * a[i];
+      bb += static_cast<double>(b[i]) * b[i];
+      *max_abs = std::max(*max_abs, std::fabs(static_cast<double>(a[i]) - b[i]));
+    }
+    total += dot / std::sqrt(aa * bb);
+  }
+  return total / kPositions;
+}
+
+struct WeightCase {
+  const char* weights;
+  double max_abs;      // bound on |ours - oracle| (0: not checked)
+  double min_cosine;   // bound on the mean row cosine
+};
+void PrintTo(const WeightCase& c, std::ostream* os) { *os << c.weights; }
+
+class TinyWhisperEncoder : public testing::TestWithParam<WeightCase> {};
+
+TEST_P(TinyWhisperEncoder, MatchesNumPyWhisper) {
+  const WeightCase& c = GetParam();
+  ASSERT_EQ(TinyKes(c.weights), "");
+  const std::vector<float> window = TestWindow();
+  const std::vector<float> want = Oracle(window);
+  ASSERT_EQ(want.size(), kPositions * kWidth);
+  std::vector<float> ours;
+  Status s = Encode(c.weights, 1, window, &ours);
+  ASSERT_TRUE(s.ok()) << s.message();
+  double max_abs = 0;
+  const double cosine = MeanRowCosine(ours, want, &max_abs);
+  std::printf("%s: max |ours - numpy| = %.3g, mean row cosine %.7f\n", c.weights, max_abs,
+              cosine);
+  if (c.max_abs > 0) {
+    EXPECT_LE(max_abs, c.max_abs);
+  }
+  EXPECT_GE(cosine, c.min_cosine);
+
+  // Threads split rows, heads and frames, never a sum: the same bits.
+  std::vector<float> threaded;
+  s = Encode(c.weights, 3, window, &threaded);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(threaded, ours);
+}
+
+INSTANTIATE_TEST_SUITE_P(Weights, TinyWhisperEncoder,
+                         testing::Values(WeightCase{"f32", 1e-4, 0.9999999},
+                                         WeightCase{"f16", 0, 0.99999},
+                                         WeightCase{"q8", 0, 0.999},
+                                         WeightCase{"q4", 0, 0.98}),
+                         [](const testing::TestParamInfo<WeightCase>& info) {
+                           return std::string(info.param.weights);
+                         });
+
+TEST(TinyWhisper, KeepsTheFolder16BitWeights) {
+  ASSERT_EQ(TinyKes("keep", "--dtype f16"), "");
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(FolderOf("--dtype f16") + "-keep.kes", &model);
+  ASSERT_TRUE(s.ok()) << s.message();
+  size_t f16 = 0;
+  for (const fb::Tensor* t : *model->meta().tensors()) f16 += t->dtype() == fb::DType::F16;
+  EXPECT_EQ(f16, 2u + 2 * 6);  // the convolutions; q, k, v, out, up and down of both layers
+}
+
+TEST(TinyWhisper, TheWrongApiSaysWhichToUse) {
+  ASSERT_EQ(TinyKes("f32"), "");
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(FolderOf() + "-f32.kes", &model);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(model->has_audio_encoder());
+  std::unique_ptr<Session> session;
+  s = Session::Create(*model, SessionOptions(), &session);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("AudioEncoder"), std::string::npos) << s.message();
+
+  test::TinyModel text;
+  ASSERT_EQ(test::MakeTinyModel(&text), "");
+  std::unique_ptr<Model> decoder;
+  s = Model::Open(text.kes, &decoder);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::unique_ptr<AudioEncoder> encoder;
+  s = AudioEncoder::Create(*decoder, AudioEncoderOptions(), &encoder);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no 'encode_audio' plan"), std::string::npos) << s.message();
+}
+
+// The CLI on a speech model: inspect describes it, bench times the encoder, run refuses clearly.
+TEST(TinyWhisper, CliInspectsBenchesAndRefusesToGenerate) {
+  ASSERT_EQ(TinyKes("q8"), "");
+  const std::string kes = FolderOf() + "-q8.kes";
+  test::ProcessResult r = test::Cli({"inspect", kes});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
+  EXPECT_NE(r.out.find("whisper audio encoder"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1500 encoder positions"), std::string::npos) << r.out;
+  r = test::Cli({"bench", kes, "-r", "1", "-t", "1,2", "--json"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
+  EXPECT_NE(r.out.find("\"real_time_factor\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"threads\": 2"), std::string::npos) << r.out;
+  r = test::Cli({"run", kes, "-p", "hello"});
+  EXPECT_TRUE(r.exited && r.exit_code == 1) << test::Describe(r);
+  EXPECT_NE(r.err.find("AudioEncoder"), std::string::npos) << r.err;
+}
+
+// A folder whose model.bin lacks a variable or has one of the wrong shape: a clear error naming
+// it, and no output file.
+TEST(TinyWhisper, DamagedFoldersFailClearly) {
+  ASSERT_EQ(TinyKes("f32"), "");
+  const std::string good = FolderOf();
+  const struct {
+    const char* flags;
+    const char* expected;
+  } cases[] = {
+      {"--drop encoder/layer_1/ffn/linear_1/bias",
+       "model.bin has no variable 'encoder/layer_1/ffn/linear_1/bias'"},
+      {"--reshape encoder/layer_0/self_attention/linear_1/weight",
+       "'encoder/layer_0/self_attention/linear_1/weight': expected shape [32, 32], found"},
+      {"--drop encoder/conv1/weight", "expected encoder/conv1/weight"},
+  };
+  for (const auto& c : cases) {
+    const std::string dir = test::ScratchPath("tiny-whisper-damaged");
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    ASSERT_EQ(test::MakeTinyWhisper(dir, c.flags), "");
+    const std::string out = dir + ".kes";
+    const test::ProcessResult r = test::Convert({dir, out});
+    EXPECT_TRUE(r.exited && r.exit_code == 1) << test::Describe(r);
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.flags << ": " << r.err;
+    EXPECT_FALSE(test::Exists(out));
+    fs::remove_all(dir, ec);
+  }
+  std::ofstream(good + "/vocabulary.txt", std::ios::app) << "one-piece-too-many\n";
+  const test::ProcessResult r = test::Convert({good, good + "-bad-vocab.kes"});
+  EXPECT_NE(r.err.find("vocabulary.txt"), std::string::npos) << test::Describe(r);
+  EXPECT_FALSE(test::Exists(good + "-bad-vocab.kes"));
+  std::error_code ec;
+  fs::remove_all(good, ec);  // damaged: the next TinyKes remakes it
+}
+
+}  // namespace
+}  // namespace kestrel
