@@ -41,6 +41,7 @@ class AudioEncoder {
   size_t d_model() const { return d_model_; }
   size_t n_threads() const { return pool_.size(); }
   const MemoryPlan& memory() const { return memory_; }
+  const Model& model() const { return model_; }
 
  private:
   AudioEncoder(const Model& model, size_t n_threads) : model_(model), pool_(n_threads) {}
