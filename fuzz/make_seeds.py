@@ -12,7 +12,8 @@ kind each target reads, from which libFuzzer's mutations start.
                  Whisper (16 positions, q8), and
                  a tiny BERT encoder.
   hf_checkpoint  tiny BERT checkpoints (mean/cls/max pooling, with and without 2_Normalize,
-                 vocab.txt only, sharded) in the archive format of hf_checkpoint_fuzz.cc.
+                 vocab.txt only, sharded) and a tiny Whisper, in the archive format of
+                 hf_checkpoint_fuzz.cc.
   tokenizer      texts for each tokenizer (English, code, CJK, emoji, invalid UTF-8, special
                  tokens, whitespace runs).
   ct2_model      tiny CTranslate2 model.bin files laid out as WhisperSpec (scalars, fused
@@ -187,6 +188,10 @@ def write_bert_seeds(out, tmp):
     folder = tmp / "bert-mean"
     keep = {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json"}
     (target / "bert-vocab-only.bin").write_bytes(pack_checkpoint.pack(folder, only=keep))
+    # A tiny Whisper in Hugging Face's layout (its audio encoder and tokenizer).
+    whisper = tmp / "whisper-hf"
+    run_main(make_tiny_whisper, [str(whisper), "--hf", "--positions", "16"])
+    (target / "whisper-hf.bin").write_bytes(pack_checkpoint.pack(whisper))
 
 
 TEXTS = [

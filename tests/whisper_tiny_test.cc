@@ -184,6 +184,43 @@ TEST(TinyWhisper, TheWrongApiSaysWhichToUse) {
   EXPECT_NE(s.message().find("no 'encode_audio' plan"), std::string::npos) << s.message();
 }
 
+// The same weights as a Hugging Face checkpoint (config.json, model.safetensors, tokenizer.json
+// with the timestamps as added tokens) give the same tokenizer and the same hidden states, to
+// the bit: the keys' missing bias is CTranslate2's zero one.
+TEST(TinyWhisper, HuggingFaceCheckpointGivesTheSameModel) {
+  ASSERT_EQ(TinyKes("f32"), "");
+  const std::string hf = test::ScratchPath("tiny-whisper-hf");
+  ASSERT_EQ(test::MakeTinyWhisper(hf, "--hf"), "");
+  test::ProcessResult r = test::Convert({hf, hf + ".kes", "--weights", "f32"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
+  std::unique_ptr<Model> from_hf, from_ct2;
+  ASSERT_TRUE(Model::Open(hf + ".kes", &from_hf).ok());
+  ASSERT_TRUE(Model::Open(FolderOf() + "-f32.kes", &from_ct2).ok());
+  ASSERT_EQ(from_hf->vocab_size(), from_ct2->vocab_size());
+  for (int32_t id = 0; id < static_cast<int32_t>(from_hf->vocab_size()); ++id) {
+    ASSERT_EQ(from_hf->tokenizer().Decode({id}), from_ct2->tokenizer().Decode({id})) << id;
+  }
+  const std::vector<float> window = TestWindow();
+  std::vector<float> a(kPositions * kWidth), b(kPositions * kWidth);
+  std::unique_ptr<AudioEncoder> ea, eb;
+  ASSERT_TRUE(AudioEncoder::Create(*from_hf, AudioEncoderOptions(), &ea).ok());
+  ASSERT_TRUE(AudioEncoder::Create(*from_ct2, AudioEncoderOptions(), &eb).ok());
+  ea->Encode(window.data(), a.data());
+  eb->Encode(window.data(), b.data());
+  EXPECT_EQ(a, b);
+
+  // A missing tensor is named with its Hugging Face name.
+  const std::string damaged = test::ScratchPath("tiny-whisper-hf-damaged");
+  ASSERT_EQ(test::MakeTinyWhisper(damaged, "--hf --drop encoder/layer_1/ffn/linear_1/bias"), "");
+  r = test::Convert({damaged, damaged + ".kes"});
+  EXPECT_TRUE(r.exited && r.exit_code == 1) << test::Describe(r);
+  EXPECT_NE(r.err.find("no tensor 'model.encoder.layers.1.fc2.bias'"), std::string::npos) << r.err;
+  EXPECT_FALSE(test::Exists(damaged + ".kes"));
+  std::error_code ec;
+  fs::remove_all(hf, ec);
+  fs::remove_all(damaged, ec);
+}
+
 // The CLI on a speech model: inspect describes it, bench times the encoder, run refuses clearly.
 TEST(TinyWhisper, CliInspectsBenchesAndRefusesToGenerate) {
   ASSERT_EQ(TinyKes("q8"), "");

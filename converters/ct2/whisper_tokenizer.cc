@@ -106,35 +106,6 @@ Status CheckByteLevel(const JsonNode& root) {
   return ExpectString(decoder.Child("type"), "ByteLevel");
 }
 
-Status ReadAddedTokens(const JsonNode& root, fb::TokenizerT* out) {
-  const JsonNode added = root.Child("added_tokens");
-  KES_RETURN_IF_ERROR(hf::ExpectType(added, json::value_t::array));
-  for (size_t i = 0; i < added.value->size(); ++i) {
-    JsonNode token = added;
-    token.value = &(*added.value)[i];
-    token.path = added.path + "[" + Num(i) + "]";
-    KES_RETURN_IF_ERROR(hf::ExpectType(token, json::value_t::object));
-    uint64_t id = 0;
-    std::string content;
-    bool special = false;
-    KES_RETURN_IF_ERROR(hf::GetUint(token.Child("id"), &id));
-    KES_RETURN_IF_ERROR(hf::GetString(token.Child("content"), &content));
-    KES_RETURN_IF_ERROR(hf::GetBool(token.Child("special"), &special));
-    KES_CHECK_OR_RETURN(id < out->pieces.size() && out->pieces[id] == content,
-                        token.Where() + ": \"" + content + "\" has id " + Num(id) +
-                            ", which vocabulary.txt gives " +
-                            (id < out->pieces.size() ? "to \"" + out->pieces[id] + "\""
-                                                     : "no piece"));
-    KES_CHECK_OR_RETURN(special, token.Where() + ": \"" + content +
-                                     "\" is not special (Kestrel reads Whisper's special "
-                                     "tokens only)");
-    out->types[id] = kControl;
-    if (content == "<|endoftext|>") out->eos_id = static_cast<int32_t>(id);
-  }
-  KES_CHECK_OR_RETURN(out->eos_id >= 0, added.Where() + ": no \"<|endoftext|>\" token");
-  return OkStatus();
-}
-
 // "<|12.34|>": a timestamp token, which Whisper's tokenizer.json leaves out.
 bool IsTimestamp(const std::string& piece) {
   if (piece.size() < 8 || piece.compare(0, 2, "<|") != 0 ||
@@ -150,18 +121,103 @@ bool IsTimestamp(const std::string& piece) {
   return true;
 }
 
+// Calls fn(token node, id, content, special) for each entry of tokenizer.json's added_tokens.
+template <typename Fn>
+Status ForEachAddedToken(const JsonNode& root, Fn fn) {
+  const JsonNode added = root.Child("added_tokens");
+  KES_RETURN_IF_ERROR(hf::ExpectType(added, json::value_t::array));
+  for (size_t i = 0; i < added.value->size(); ++i) {
+    JsonNode token = added;
+    token.value = &(*added.value)[i];
+    token.path = added.path + "[" + Num(i) + "]";
+    KES_RETURN_IF_ERROR(hf::ExpectType(token, json::value_t::object));
+    uint64_t id = 0;
+    std::string content;
+    bool special = false;
+    KES_RETURN_IF_ERROR(hf::GetUint(token.Child("id"), &id));
+    KES_RETURN_IF_ERROR(hf::GetString(token.Child("content"), &content));
+    KES_RETURN_IF_ERROR(hf::GetBool(token.Child("special"), &special));
+    KES_RETURN_IF_ERROR(fn(token, id, content, special));
+  }
+  return OkStatus();
+}
+
+Status ReadAddedTokens(const JsonNode& root, fb::TokenizerT* out) {
+  KES_RETURN_IF_ERROR(ForEachAddedToken(root, [&](const JsonNode& token, uint64_t id,
+                                                  const std::string& content, bool special) {
+    KES_CHECK_OR_RETURN(id < out->pieces.size() && out->pieces[id] == content,
+                        token.Where() + ": \"" + content + "\" has id " + Num(id) +
+                            ", which vocabulary.txt gives " +
+                            (id < out->pieces.size() ? "to \"" + out->pieces[id] + "\""
+                                                     : "no piece"));
+    // Hugging Face's Whisper lists the timestamps as added tokens that are not "special";
+    // they are control tokens all the same.
+    KES_CHECK_OR_RETURN(special || IsTimestamp(content),
+                        token.Where() + ": \"" + content +
+                            "\" is not special (Kestrel reads Whisper's special and timestamp "
+                            "tokens only)");
+    out->types[id] = kControl;
+    if (content == "<|endoftext|>") out->eos_id = static_cast<int32_t>(id);
+    return OkStatus();
+  }));
+  KES_CHECK_OR_RETURN(out->eos_id >= 0,
+                      root.Child("added_tokens").Where() + ": no \"<|endoftext|>\" token");
+  return OkStatus();
+}
+
+// A Hugging Face folder has no vocabulary.txt: every id's piece comes from tokenizer.json's
+// model.vocab and added_tokens, and every id of the model's vocabulary needs one.
+Status PiecesFromTokenizerJson(const JsonNode& root, size_t vocab_rows,
+                               std::vector<std::string>* pieces) {
+  pieces->assign(vocab_rows, std::string());
+  std::vector<bool> named(vocab_rows, false);
+  const auto name = [&](const JsonNode& where, uint64_t id, const std::string& piece) {
+    KES_CHECK_OR_RETURN(id < vocab_rows && !named[id],
+                        where.Where() + ": \"" + piece + "\" has id " + Num(id) +
+                            (id < vocab_rows ? ", which another piece has too"
+                                             : ", outside the model's vocabulary of " +
+                                                   Num(vocab_rows)));
+    (*pieces)[id] = piece;
+    named[id] = true;
+    return OkStatus();
+  };
+  const JsonNode vocab = root.Child("model").Child("vocab");
+  KES_RETURN_IF_ERROR(hf::ExpectType(vocab, json::value_t::object));
+  for (const auto& [piece, value] : vocab.value->items()) {
+    uint64_t id = 0;
+    KES_RETURN_IF_ERROR(hf::GetUint(vocab.Child(piece), &id));
+    KES_RETURN_IF_ERROR(name(vocab.Child(piece), id, piece));
+  }
+  KES_RETURN_IF_ERROR(ForEachAddedToken(root, [&](const JsonNode& token, uint64_t id,
+                                                  const std::string& content, bool) {
+    if (id < vocab_rows && named[id] && (*pieces)[id] == content) return OkStatus();  // in vocab
+    return name(token, id, content);
+  }));
+  for (size_t id = 0; id < vocab_rows; ++id) {
+    KES_CHECK_OR_RETURN(named[id], root.Where() + ": no token has id " + Num(id) +
+                                       " (expected one for every row of the model's " +
+                                       Num(vocab_rows) + "-token vocabulary)");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status ReadWhisperTokenizer(const std::string& folder, size_t vocab_rows, fb::TokenizerT* out) {
-  const std::string vocab_path = folder + "/vocabulary.txt";
-  std::vector<std::string> pieces;
-  KES_RETURN_IF_ERROR(ReadLines(vocab_path, &pieces));
-  KES_CHECK_OR_RETURN(pieces.size() == vocab_rows,
-                      "'" + vocab_path + "': " + Num(pieces.size()) + " pieces (expected " +
-                          Num(vocab_rows) + ", the model's vocabulary)");
   nlohmann::json storage;
   JsonNode root;
   KES_RETURN_IF_ERROR(hf::OpenJsonObject(folder + "/tokenizer.json", &storage, &root));
+  const std::string vocab_path = folder + "/vocabulary.txt";
+  std::vector<std::string> pieces;
+  const bool has_vocabulary = std::ifstream(vocab_path).good();
+  if (has_vocabulary) {
+    KES_RETURN_IF_ERROR(ReadLines(vocab_path, &pieces));
+    KES_CHECK_OR_RETURN(pieces.size() == vocab_rows,
+                        "'" + vocab_path + "': " + Num(pieces.size()) + " pieces (expected " +
+                            Num(vocab_rows) + ", the model's vocabulary)");
+  } else {
+    KES_RETURN_IF_ERROR(PiecesFromTokenizerJson(root, vocab_rows, &pieces));
+  }
   *out = fb::TokenizerT();
   out->kind = fb::TokenizerKind::ByteLevelBpe;
   out->pre = "gpt2";
@@ -176,7 +232,8 @@ Status ReadWhisperTokenizer(const std::string& folder, size_t vocab_rows, fb::To
   }
   out->add_bos = out->add_eos = out->add_space_prefix = false;
   Tokenizer check;
-  return TokenizerFromTable(*out, &check).WithContext("'" + vocab_path + "'");
+  return TokenizerFromTable(*out, &check)
+      .WithContext("'" + (has_vocabulary ? vocab_path : folder + "/tokenizer.json") + "'");
 }
 
 }  // namespace kestrel::ct2

@@ -50,5 +50,8 @@ struct HfCheckpoint {
 
 Status ConvertBert(const HfCheckpoint& checkpoint, const ConvertOptions& options,
                    const HfEncoderOptions& encoder, KesModel* out);
+// Whisper's audio encoder and tokenizer (converters/hf/whisper.cc).
+Status ConvertWhisperCheckpoint(const HfCheckpoint& checkpoint, const ConvertOptions& options,
+                                KesModel* out);
 
 }  // namespace kestrel

@@ -103,8 +103,17 @@ Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& opti
   KES_RETURN_IF_ERROR(ckpt.config.Read(config_path));
   std::string type;
   KES_RETURN_IF_ERROR(ckpt.config.String("model_type", &type));
-  KES_CHECK_OR_RETURN(type == "bert", ckpt.config.path() + ": model_type \"" + type +
-                                          "\" is not supported (supported: bert)");
+  KES_CHECK_OR_RETURN(type == "bert" || type == "whisper",
+                      ckpt.config.path() + ": model_type \"" + type +
+                          "\" is not supported (supported: bert, whisper)");
+  std::string name = folder.substr(folder.find_last_of('/', folder.size() - 2) + 1);
+  if (!name.empty() && name.back() == '/') name.pop_back();
+  if (type == "whisper") {
+    KES_RETURN_IF_ERROR(safetensors::Checkpoint::Open(folder, &ckpt.weights));
+    KES_RETURN_IF_ERROR(ConvertWhisperCheckpoint(ckpt, options, out));
+    out->meta.name = name;
+    return OkStatus();
+  }
   KES_RETURN_IF_ERROR(ReadSentenceEmbeddingConfig(folder, &ckpt.sentence));
   KES_RETURN_IF_ERROR(safetensors::Checkpoint::Open(folder, &ckpt.weights));
   KES_RETURN_IF_ERROR(ConvertBert(ckpt, options, encoder, out));
@@ -118,8 +127,6 @@ Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& opti
                           " tokens but config.json's vocab_size is " +
                           std::to_string(out->meta.hparams->vocab_size) +
                           ": expected one token per word embedding row");
-  std::string name = folder.substr(folder.find_last_of('/', folder.size() - 2) + 1);
-  if (!name.empty() && name.back() == '/') name.pop_back();
   out->meta.name = name;
   return OkStatus();
 }

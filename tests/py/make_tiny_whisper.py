@@ -4,8 +4,13 @@ model.bin (WhisperSpec), vocabulary.txt and tokenizer.json (a byte-level BPE of 
 merges and Whisper's special tokens), for tests that run on every target (the real
 Whisper-tiny is for the host's model tests only).
 
-  make_tiny_whisper.py FOLDER [--seed N] [--dtype f32|f16] [--positions N] [--drop NAME]
-                       [--reshape NAME]
+  make_tiny_whisper.py FOLDER [--seed N] [--dtype f32|f16] [--positions N] [--hf]
+                       [--drop NAME] [--reshape NAME]
+
+--hf writes the same weights as a Hugging Face checkpoint instead (openai/whisper-*'s layout:
+config.json, model.safetensors with WhisperForConditionalGeneration's names, tokenizer.json with
+the timestamps as added tokens, no vocabulary.txt). The keys' bias is zero, as Hugging Face's
+Whisper has none, so both layouts hold the same model.
 
 --positions: fewer encoder positions than Whisper's 1500 (small fuzz seeds); --drop leaves
 variable NAME out; --reshape gives it one row fewer (damaged folders for tests).
@@ -39,12 +44,65 @@ def sinusoids(length, channels):
     return np.concatenate([np.sin(t), np.cos(t)], axis=1)
 
 
+def write_hf_checkpoint(folder, arrays, vocab, a):
+    """The CTranslate2 arrays under Hugging Face's names (WhisperForConditionalGeneration)."""
+    from safetensors.numpy import save_file
+    tensors = {}
+
+    def put(hf_name, values):
+        tensors["model." + hf_name] = np.ascontiguousarray(values)
+
+    for name, values in arrays.items():
+        if name.startswith("decoder/"):
+            continue
+        parts = name.split("/")
+        if parts[1].startswith("layer_") and parts[1][len("layer_"):].isdigit():
+            layer = parts[1][len("layer_"):]
+            p = f"encoder.layers.{layer}."
+            rest = "/".join(parts[2:])
+            if rest == "self_attention/linear_0/weight":
+                for i, proj in enumerate("qkv"):
+                    put(p + f"self_attn.{proj}_proj.weight", values[i * WIDTH:(i + 1) * WIDTH])
+                continue
+            if rest == "self_attention/linear_0/bias":
+                put(p + "self_attn.q_proj.bias", values[:WIDTH])
+                put(p + "self_attn.v_proj.bias", values[2 * WIDTH:])
+                continue
+            hf = {"self_attention/layer_norm/gamma": "self_attn_layer_norm.weight",
+                  "self_attention/layer_norm/beta": "self_attn_layer_norm.bias",
+                  "self_attention/linear_1/weight": "self_attn.out_proj.weight",
+                  "self_attention/linear_1/bias": "self_attn.out_proj.bias",
+                  "ffn/layer_norm/gamma": "final_layer_norm.weight",
+                  "ffn/layer_norm/beta": "final_layer_norm.bias",
+                  "ffn/linear_0/weight": "fc1.weight", "ffn/linear_0/bias": "fc1.bias",
+                  "ffn/linear_1/weight": "fc2.weight", "ffn/linear_1/bias": "fc2.bias"}[rest]
+            put(p + hf, values)
+            continue
+        hf = {"encoder/conv1/weight": "encoder.conv1.weight", "encoder/conv1/bias":
+              "encoder.conv1.bias", "encoder/conv2/weight": "encoder.conv2.weight",
+              "encoder/conv2/bias": "encoder.conv2.bias",
+              "encoder/position_encodings/encodings": "encoder.embed_positions.weight",
+              "encoder/layer_norm/gamma": "encoder.layer_norm.weight",
+              "encoder/layer_norm/beta": "encoder.layer_norm.bias"}.get(name)
+        if hf:
+            put(hf, values)
+    save_file(tensors, str(folder / "model.safetensors"))
+    config = {"model_type": "whisper", "architectures": ["WhisperForConditionalGeneration"],
+              "activation_function": "gelu", "d_model": WIDTH, "encoder_layers": LAYERS,
+              "encoder_attention_heads": HEADS, "encoder_ffn_dim": FFN, "decoder_layers": LAYERS,
+              "decoder_attention_heads": HEADS, "decoder_ffn_dim": FFN,
+              "num_mel_bins": N_MELS, "max_source_positions": a.positions,
+              "max_target_positions": 448, "vocab_size": vocab}
+    (folder / "config.json").write_text(json.dumps(config, indent=1))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("folder")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--dtype", choices=["f32", "f16"], default="f32")
     ap.add_argument("--positions", type=int, default=POSITIONS)
+    ap.add_argument("--hf", action="store_true")
     ap.add_argument("--drop", default="")
     ap.add_argument("--reshape", default="")
     a = ap.parse_args()
@@ -55,6 +113,7 @@ def main():
     table = bytes_to_unicode()
     pieces = [table[b] for b in range(256)] + ["".join(m) for m in MERGES] + SPECIALS + TIMESTAMPS
     variables = []
+    arrays = {}  # name -> values as stored, for the Hugging Face layout
     matrix_dtype = 4 if a.dtype == "f16" else 0
 
     def add(name, values, dtype=0):
@@ -64,6 +123,7 @@ def main():
         if name == a.reshape:
             values = values[1:]
         variables.append((name, list(values.shape), dtype, values.tobytes()))
+        arrays[name] = values
 
     def scalar_i16(name, v):
         variables.append((name, [], 2, int(v).to_bytes(2, "little")))
@@ -88,7 +148,9 @@ def main():
         qkv = weight(3 * WIDTH, WIDTH, fan_in=WIDTH)
         qkv[:2 * WIDTH] *= 2.0
         add(p + "self_attention/linear_0/weight", qkv, matrix_dtype)
-        add(p + "self_attention/linear_0/bias", 0.1 * rng.standard_normal(3 * WIDTH))
+        qkv_bias = 0.1 * rng.standard_normal(3 * WIDTH)
+        qkv_bias[WIDTH:2 * WIDTH] = 0.0
+        add(p + "self_attention/linear_0/bias", qkv_bias)
         add(p + "self_attention/linear_1/weight", weight(WIDTH, WIDTH, fan_in=WIDTH), matrix_dtype)
         add(p + "self_attention/linear_1/bias", 0.1 * rng.standard_normal(WIDTH))
         norm(p + "ffn/layer_norm")
@@ -99,16 +161,26 @@ def main():
     add("encoder/layer_norm/gamma", 1 + 0.1 * rng.standard_normal(WIDTH))
     add("encoder/layer_norm/beta", 0.1 * rng.standard_normal(WIDTH))
     add("decoder/embeddings/weight", weight(len(pieces), WIDTH, fan_in=1), matrix_dtype)
-    (folder / "model.bin").write_bytes(ct2_model.model_bin(
-        "WhisperSpec", variables, [("decoder/projection/weight", "decoder/embeddings/weight")]))
-
-    (folder / "vocabulary.txt").write_text("".join(p + "\n" for p in pieces), encoding="utf-8")
+    if a.hf:
+        write_hf_checkpoint(folder, arrays, len(pieces), a)
+    else:
+        (folder / "model.bin").write_bytes(ct2_model.model_bin(
+            "WhisperSpec", variables,
+            [("decoder/projection/weight", "decoder/embeddings/weight")]))
+        (folder / "vocabulary.txt").write_text("".join(p + "\n" for p in pieces),
+                                               encoding="utf-8")
     first_special = len(pieces) - len(SPECIALS) - len(TIMESTAMPS)
     tokenizer = {
         "version": "1.0", "truncation": None, "padding": None, "normalizer": None,
         "added_tokens": [{"id": first_special + i, "content": s, "single_word": False,
                           "lstrip": False, "rstrip": False, "normalized": False,
-                          "special": True} for i, s in enumerate(SPECIALS)],
+                          "special": True} for i, s in enumerate(SPECIALS)] +
+                        # Hugging Face's Whisper tokenizer.json lists the timestamps too, as
+                        # added tokens that are not "special"; CTranslate2's leaves them out.
+                        ([{"id": first_special + len(SPECIALS) + i, "content": t,
+                           "single_word": False, "lstrip": False, "rstrip": False,
+                           "normalized": False, "special": False}
+                          for i, t in enumerate(TIMESTAMPS)] if a.hf else []),
         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
                           "use_regex": True},
         "post_processor": None,

@@ -1,0 +1,114 @@
+#include "converters/arch/whisper.h"
+
+#include <cmath>
+#include <string>
+
+namespace kestrel {
+namespace {
+
+// The first convolution keeps the frame rate (two log-mel frames per encoder position), the
+// second halves it.
+constexpr uint32_t kFramesPerPosition = 2;
+
+}  // namespace
+
+Status CheckWhisperShape(const WhisperShape& s) {
+  KES_CHECK_OR_RETURN(s.n_mels >= 1 && s.d_model >= 1 && s.n_heads >= 1 &&
+                          s.d_model % s.n_heads == 0 && s.d_model / s.n_heads <= 1024 &&
+                          s.ffn >= 1 && s.n_layers >= 1 && s.vocab >= 1 && s.n_positions >= 1 &&
+                          s.n_positions <= 65536,
+                      "expected a width divisible into heads of at most 1024, at least one layer "
+                      "and 1 to 65536 positions; found width " + std::to_string(s.d_model) +
+                          ", " + std::to_string(s.n_heads) + " heads, " +
+                          std::to_string(s.n_layers) + " layers, " +
+                          std::to_string(s.n_positions) + " positions");
+  return OkStatus();
+}
+
+std::vector<float> ConvolutionAsMatrix(const std::vector<float>& weight, size_t out_channels,
+                                       size_t in_channels) {
+  constexpr size_t k = kWhisperConvKernel;
+  std::vector<float> rows(weight.size());
+  for (size_t o = 0; o < out_channels; ++o) {
+    for (size_t c = 0; c < in_channels; ++c) {
+      for (size_t j = 0; j < k; ++j) {
+        rows[(o * k + j) * in_channels + c] = weight[(o * in_channels + c) * k + j];
+      }
+    }
+  }
+  return rows;
+}
+
+fb::DType WhisperConvolutionDType(const ConvertOptions& options) {
+  return !options.keep_types && options.weight_dtype == fb::DType::F32 ? fb::DType::F32
+                                                                       : fb::DType::F16;
+}
+
+void BuildWhisperEncoder(const WhisperShape& s, const WhisperEncoderWeights& w, KesModel* out) {
+  const uint32_t d = s.d_model, head_dim = s.d_model / s.n_heads;
+  fb::ModelT& meta = out->meta;
+  meta.architecture = "whisper";
+  meta.hparams = std::make_unique<fb::HyperParamsT>();
+  fb::HyperParamsT& hp = *meta.hparams;
+  hp.n_layers = s.n_layers;
+  hp.d_model = d;
+  hp.n_heads = hp.n_kv_heads = s.n_heads;
+  hp.head_dim = head_dim;
+  hp.ffn_dim = s.ffn;
+  hp.vocab_size = s.vocab;
+  hp.context_length = s.n_positions;  // the encoder's positions (a 30-second window)
+  hp.norm_eps = kWhisperLayerNormEps;
+  meta.kv = std::make_unique<fb::KvLayoutT>();  // the decoder's cache comes with the decoder
+  meta.kv->dtype = fb::DType::F32;
+
+  PlanBuilder b(*out, "encode_audio", s.n_positions);
+  const uint32_t features = b.AudioFeaturesInput(uint64_t{kFramesPerPosition} * s.n_mels);
+  const uint32_t position_ids = b.PositionInput();
+  const uint32_t sequences = b.SequenceInput(1);
+  const uint32_t cols1 =
+      b.Activation("conv1.cols", uint64_t{kFramesPerPosition} * kWhisperConvKernel * s.n_mels);
+  b.Im2Col(features, cols1, kWhisperConvKernel, 1, 1, s.n_mels);
+  const uint32_t c1 = b.Activation("conv1", uint64_t{kFramesPerPosition} * d);
+  b.FramesMatMul(cols1, c1, w.conv1, w.conv1_bias, kFramesPerPosition);
+  b.Activate(fb::Activation::GeluErf, c1, c1);
+  const uint32_t cols2 = b.Activation("conv2.cols", uint64_t{kWhisperConvKernel} * d);
+  b.Im2Col(c1, cols2, kWhisperConvKernel, kFramesPerPosition, 1, d);
+  uint32_t x = b.Activation("conv2", d);
+  b.MatMul(cols2, x, w.conv2, w.conv2_bias);
+  b.Activate(fb::Activation::GeluErf, x, x);
+  const uint32_t pos = b.Activation("positions", d);
+  b.Embed(position_ids, pos, w.positions, 1.0f);
+  b.Add(x, pos, x);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  for (uint32_t l = 0; l < s.n_layers; ++l) {
+    const WhisperEncoderLayerWeights& lw = w.layers[l];
+    const std::string p = "layer." + std::to_string(l) + ".";
+    const uint32_t h = b.Activation(p + "attn_norm", d);
+    b.LayerNorm(x, h, lw.attn_norm, lw.attn_norm_bias, kWhisperLayerNormEps);
+    const uint32_t q = b.Activation(p + "q", d), k = b.Activation(p + "k", d),
+                   v = b.Activation(p + "v", d);
+    b.MatMul(h, q, lw.q, lw.q_bias);
+    b.MatMul(h, k, lw.k, lw.k_bias);
+    b.MatMul(h, v, lw.v, lw.v_bias);
+    const uint32_t attn = b.Activation(p + "attn", d);
+    b.SequenceAttention(q, k, v, sequences, attn, s.n_heads, s.n_heads, head_dim, scale);
+    const uint32_t after_attn = b.Activation(p + "after_attn", d);
+    b.MatMul(attn, after_attn, lw.o, lw.o_bias);
+    b.Add(x, after_attn, after_attn);
+    const uint32_t h2 = b.Activation(p + "ffn_norm", d);
+    b.LayerNorm(after_attn, h2, lw.ffn_norm, lw.ffn_norm_bias, kWhisperLayerNormEps);
+    const uint32_t up = b.Activation(p + "up", s.ffn);
+    b.MatMul(h2, up, lw.up, lw.up_bias);
+    b.Activate(fb::Activation::GeluErf, up, up);
+    const uint32_t y = b.Activation(p + "out", d);
+    b.MatMul(up, y, lw.down, lw.down_bias);
+    b.Add(after_attn, y, y);
+    x = y;
+  }
+  const uint32_t hidden = b.Activation("hidden_states", d);
+  b.LayerNorm(x, hidden, w.final_norm, w.final_norm_bias, kWhisperLayerNormEps);
+  b.HiddenStatesOutput(hidden);
+  meta.plans.push_back(b.Finish());
+}
+
+}  // namespace kestrel
