@@ -2,8 +2,12 @@
 // the Whisper folders faster-whisper runs. Any bytes are opened as a model.bin; an accepted file
 // must hold what the reader promises: every variable's bytes inside the input and equal to its
 // shape times its dtype's size, every alias resolving to a variable; every float variable is
-// read as floats and every scalar integer as an integer.
-// Seeds: tiny WhisperSpec-like files of each dtype (fuzz/corpus/ct2_model, fuzz/make_seeds.py).
+// read as floats and every scalar integer as an integer. Then the whole Whisper conversion runs on
+// it (weights as the last byte chooses), with the tokenizer files of fuzz/ct2_tokenizer (a tiny
+// Whisper's, 287 pieces): a conversion that succeeds must give a model the runtime accepts, whose
+// audio encoder then runs (fuzz::CheckConvertedModel).
+// Seeds: tiny WhisperSpec-like files of each dtype and a tiny Whisper of 16 positions
+// (fuzz/corpus/ct2_model, fuzz/make_seeds.py).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "converters/ct2/ct2_file.h"
+#include "converters/ct2/whisper_convert.h"
 #include "fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -47,5 +52,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::Die("alias '" + alias + "' does not resolve to '" + target + "'");
     }
   }
+
+  const uint8_t choice = size > 0 ? data[size - 1] : 0;
+  ConvertOptions options;
+  switch (choice % 5) {
+    case 0: options.keep_types = true; break;
+    case 1: options.weight_dtype = fb::DType::F32; break;
+    case 2: options.weight_dtype = fb::DType::F16; break;
+    case 3: options.weight_dtype = fb::DType::Q8_0; break;
+    case 4: options.weight_dtype = fb::DType::Q4_0; break;
+  }
+  KesModel model;
+  if (!ct2::ConvertWhisper(KESTREL_SOURCE_DIR "/fuzz/ct2_tokenizer", *file, options, &model).ok()) {
+    return 0;
+  }
+  fuzz::CheckConvertedModel(&model, choice / 5);
   return 0;
 }

@@ -257,9 +257,18 @@ def ct2_model_bin(version, weight_dtype, rng):
                                version=version)
 
 
-def write_ct2_seeds(out):
+def write_ct2_seeds(out, tmp):
     rng = np.random.default_rng(13)
     target = out / "ct2_model"
+    # A whole tiny Whisper (16 positions), which converts; its tokenizer files are the ones
+    # the harness converts every input with.
+    whisper = tmp / "whisper-ct2"
+    run_main(make_tiny_whisper, [str(whisper), "--positions", "16"])
+    shutil.copy(whisper / "model.bin", target / "whisper-tiny.bin")
+    tokenizer = HERE / "ct2_tokenizer"
+    tokenizer.mkdir(exist_ok=True)
+    for name in ("vocabulary.txt", "tokenizer.json"):
+        shutil.copy(whisper / name, tokenizer / name)
     for version in (5, 6):
         for dtype, name in ((4, "f16"), (0, "f32"), (5, "bf16"), (1, "int8")):
             (target / f"whisper-v{version}-{name}.bin").write_bytes(
@@ -280,8 +289,8 @@ def main():
         ggufs = write_gguf_seeds(out, tmp)
         write_bert_seeds(out, tmp)
         write_kes_seeds(out, ggufs, os.path.abspath(args.convert), tmp)
+        write_ct2_seeds(out, tmp)
     write_tokenizer_seeds(out)
-    write_ct2_seeds(out)
     total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"wrote {sum(1 for f in out.rglob('*') if f.is_file())} seeds, {total} bytes, to {out}")
 
