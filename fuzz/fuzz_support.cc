@@ -110,6 +110,18 @@ void RunModel(const Model& model, uint32_t variant) {
   }
 }
 
+ConvertOptions FloatWeightsChoice(uint8_t choice) {
+  ConvertOptions options;
+  switch (choice % 5) {
+    case 0: options.keep_types = true; break;
+    case 1: options.weight_dtype = fb::DType::F32; break;
+    case 2: options.weight_dtype = fb::DType::F16; break;
+    case 3: options.weight_dtype = fb::DType::Q8_0; break;
+    case 4: options.weight_dtype = fb::DType::Q4_0; break;
+  }
+  return options;
+}
+
 void CheckConvertedModel(KesModel* model, uint32_t variant) {
   if (!PlanArena(&model->meta).ok()) return;
   std::vector<uint8_t> bytes;

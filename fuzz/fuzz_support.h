@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "converters/gguf_import.h"
 #include "converters/kes_model.h"
 #include "runtime/model.h"
 
@@ -46,6 +47,10 @@ class AlignedCopy {
 // tokenizer round on the model's vocabulary. Errors returned by the runtime are fine (a model may
 // be valid yet, e.g., too large for the harness's limits); crashes and sanitizer reports are not.
 void RunModel(const Model& model, uint32_t variant);
+
+// The --weights choice `choice` (an input's last byte) stands for, for the float-checkpoint
+// importers: keep, f32, f16, q8 or q4 (choice % 5).
+ConvertOptions FloatWeightsChoice(uint8_t choice);
 
 // The converter accepted `model`: plans its arena, serializes it, and requires the runtime to
 // accept the bytes (Die otherwise: the converter must never write a file the runtime refuses),

@@ -75,15 +75,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   const uint8_t choice = size > 0 ? data[size - 1] : 0;
-  ConvertOptions options;
+  ConvertOptions options = fuzz::FloatWeightsChoice(choice);
   options.prefill_tokens = 16;
-  switch (choice % 5) {
-    case 0: options.keep_types = true; break;
-    case 1: options.weight_dtype = fb::DType::F32; break;
-    case 2: options.weight_dtype = fb::DType::F16; break;
-    case 3: options.weight_dtype = fb::DType::Q8_0; break;
-    case 4: options.weight_dtype = fb::DType::Q4_0; break;
-  }
   HfEncoderOptions encoder;
   encoder.max_batch = 2;
   KesModel model;
