@@ -4,6 +4,7 @@
 // fails with a message naming the problem, never a crash. The real Whisper-tiny file is read in
 // model_whisper_ct2_test.cc.
 #include "converters/ct2/ct2_file.h"
+#include "converters/ct2/whisper_convert.h"
 
 #include <gtest/gtest.h>
 
@@ -207,7 +208,8 @@ TEST(Ct2File, RejectsBadAliasesAndTrailingBytes) {
 }
 
 // The fuzz seeds (fuzz/make_seeds.py) must stay files the reader accepts, or fuzzing would start
-// from inputs refused at the first check.
+// from inputs refused at the first check; the whole tiny Whisper among them must also convert
+// with the tokenizer files the harness uses (fuzz/ct2_tokenizer).
 TEST(Ct2File, FuzzSeedsOpen) {
   const std::filesystem::path seeds = std::filesystem::path(KESTREL_SOURCE_DIR) / "fuzz" /
                                       "corpus" / "ct2_model";
@@ -222,7 +224,13 @@ TEST(Ct2File, FuzzSeedsOpen) {
       ++opened;
     }
   }
-  EXPECT_EQ(opened, 8u);
+  EXPECT_EQ(opened, 9u);
+  std::unique_ptr<File> tiny;
+  ASSERT_TRUE(File::Open((seeds / "whisper-tiny.bin").string(), &tiny).ok());
+  KesModel model;
+  const Status s = ConvertWhisper(std::string(KESTREL_SOURCE_DIR) + "/fuzz/ct2_tokenizer", *tiny,
+                                  ConvertOptions(), &model);
+  EXPECT_TRUE(s.ok()) << s.message();
 }
 
 }  // namespace
