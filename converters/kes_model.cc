@@ -100,6 +100,12 @@ void PlanBuilder::HiddenStatesOutput(uint32_t buffer) {
   NewIo(&plan_->outputs, "hidden_states", fb::IoRole::HiddenStates, buffer);
 }
 
+uint32_t PlanBuilder::HiddenStatesInput(uint64_t row_elems) {
+  const uint32_t id = AddBuffer("hidden_states", fb::DType::F32, row_elems, true, 0);
+  NewIo(&plan_->inputs, "hidden_states", fb::IoRole::HiddenStates, id);
+  return id;
+}
+
 template <typename Params>
 void PlanBuilder::AddOp(Params params, std::vector<uint32_t> inputs,
                         std::vector<uint32_t> outputs, std::vector<uint32_t> weights) {
@@ -199,6 +205,18 @@ void PlanBuilder::Attention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n
   params.scale = scale;
   params.mask = window > 0 ? fb::AttentionMask::SlidingWindow : fb::AttentionMask::Causal;
   params.window = window;
+  AddOp(std::move(params), {q}, {out}, {});
+}
+
+void PlanBuilder::CrossAttention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads,
+                                 uint32_t n_kv_heads, uint32_t head_dim, float scale) {
+  fb::AttentionT params;
+  params.layer = layer;
+  params.n_heads = n_heads;
+  params.n_kv_heads = n_kv_heads;
+  params.head_dim = head_dim;
+  params.scale = scale;
+  params.mask = fb::AttentionMask::Cross;
   AddOp(std::move(params), {q}, {out}, {});
 }
 

@@ -52,6 +52,8 @@ class PlanBuilder {
   uint32_t AudioFeaturesInput(uint64_t row_elems);
   // Declares `buffer` (per token, d_model) as the plan's hidden-states output.
   void HiddenStatesOutput(uint32_t buffer);
+  // An encoder-decoder's cross_kv input: the encoder's hidden states, f32 per token.
+  uint32_t HiddenStatesInput(uint64_t row_elems);
 
   // out [tokens, d] = table[tokens] * scale; table [vocab, d].
   void Embed(uint32_t tokens, uint32_t out, uint32_t table, float scale);
@@ -79,6 +81,10 @@ class PlanBuilder {
   // mask a sliding window of that many positions.
   void Attention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads, uint32_t n_kv_heads,
                  uint32_t head_dim, float scale, uint32_t window);
+  // out [tokens, n_heads * head_dim] = attention of q over every key of cross-attention KV layer
+  // `layer` (the encoder's positions), whatever the tokens' positions.
+  void CrossAttention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads,
+                      uint32_t n_kv_heads, uint32_t head_dim, float scale);
   // out = activation(gate) * up, all [tokens, n]. out may be gate or up.
   void GatedActivation(fb::Activation activation, uint32_t gate, uint32_t up, uint32_t out);
   // out = a + b, all [tokens, n].

@@ -95,6 +95,21 @@ void RunAudioEncoder(const Model& model, uint32_t variant) {
   for (size_t i = 0; i < mel.size(); ++i) mel[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
   std::vector<float> hidden(encoder->n_positions() * encoder->d_model());
   encoder->Encode(mel.data(), hidden.data());
+  if (!model.has_decoder()) return;
+  // The decoder over those states: a prompt of two tokens and one step.
+  SessionOptions options_session;
+  options_session.n_threads = ThreadsFor(variant);
+  options_session.context_length = kContextLength;
+  MemoryPlan plan;
+  const size_t context =
+      std::min<size_t>(options_session.context_length, model.hparams().context_length());
+  if (!PlanMemory(model, context, &plan).ok() || plan.arena_bytes > kMaxArenaBytes) return;
+  std::unique_ptr<Session> session;
+  if (!Session::Create(model, options_session, &session).ok()) return;
+  if (!session->SetEncoderStates(hidden.data(), encoder->n_positions()).ok()) return;
+  const int32_t prompt[2] = {0, static_cast<int32_t>(variant % model.vocab_size())};
+  if (!session->Prefill(prompt, 2).ok()) return;
+  (void)session->Decode(0);
 }
 
 }  // namespace

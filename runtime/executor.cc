@@ -25,8 +25,15 @@ void RunOnPool(void* ctx, size_t thread, size_t n_threads) {
 Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
                        const MemoryPlan& memory) {
   const std::string where = "plan '" + plan.name()->str() + "'";
+  // Plans that touch the KV cache need the memory plan of its layout; an encoder-decoder's
+  // encoder plan runs with the activations alone (PlanEncoderMemory).
+  bool uses_kv = false;
+  for (const fb::Op* op : *plan.ops()) {
+    uses_kv |= op->params_type() == fb::OpParams::KvStore ||
+               op->params_type() == fb::OpParams::Attention;
+  }
   const auto* kv_layers = model.meta().kv()->layers();
-  KES_CHECK_OR_RETURN(memory.kv.size() == (kv_layers ? kv_layers->size() : 0),
+  KES_CHECK_OR_RETURN(!uses_kv || memory.kv.size() == (kv_layers ? kv_layers->size() : 0),
                       "memory plan does not match the model's KV layout");
   plan_ = &plan;
   arena_ = arena;

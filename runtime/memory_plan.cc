@@ -43,16 +43,22 @@ Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out,
                         "int8 KV cache needs a head_dim that is a multiple of " +
                             std::to_string(ops::kKvInt8Block) + ", found " +
                             std::to_string(ring.head_dim) + " (use --kv-type f16 or f32)");
-    ring.reach = ring.window == 0 ? context_length : std::min(context_length, ring.window);
-    // Sliding-window layers were trained to see only recent tokens: they need no sinks.
-    ring.sinks = ring.window == 0 ? kv.sinks : 0;
-    // Inside the context a sliding-window ring holds the window plus one step, so a chunk never
-    // overwrites a key that one of its own queries still needs; past the context, every ring holds
-    // its reach plus one past-context step for the same reason.
-    const size_t in_context =
-        ring.window == 0 ? context_length
-                         : std::min(context_length, ring.window + model.max_step_tokens());
-    ring.capacity = std::max(in_context, ring.reach + kPastContextStepTokens);
+    if (layer->cross_length() > 0) {
+      // The encoder's positions, written once per input: no context, no sinks, no wrapping.
+      ring.cross = true;
+      ring.reach = ring.capacity = layer->cross_length();
+    } else {
+      ring.reach = ring.window == 0 ? context_length : std::min(context_length, ring.window);
+      // Sliding-window layers were trained to see only recent tokens: they need no sinks.
+      ring.sinks = ring.window == 0 ? kv.sinks : 0;
+      // Inside the context a sliding-window ring holds the window plus one step, so a chunk
+      // never overwrites a key that one of its own queries still needs; past the context, every
+      // ring holds its reach plus one past-context step for the same reason.
+      const size_t in_context =
+          ring.window == 0 ? context_length
+                           : std::min(context_length, ring.window + model.max_step_tokens());
+      ring.capacity = std::max(in_context, ring.reach + kPastContextStepTokens);
+    }
     ring.k_offset = take(ring.capacity * ops::KvRowBytes(kv.type, ring.row_elems));
     ring.v_offset = take(ring.capacity * ops::KvRowBytes(kv.type, ring.row_elems));
     if (kv.type == ops::KvType::kInt8) {

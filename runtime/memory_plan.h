@@ -36,6 +36,7 @@ struct KvRingPlan {
   // when those are not among them.
   size_t reach = 0;
   size_t sinks = 0;      // 0 for sliding-window layers
+  bool cross = false;    // a cross-attention layer: capacity = reach = its cross_length
   size_t k_offset = 0;   // bytes from the arena start
   size_t v_offset = 0;
   size_t k_scale_offset = 0;  // int8 only: [capacity, row_elems / 32] f32

@@ -151,20 +151,27 @@ Status Model::Verify() {
                             layer->head_dim() <= 1024 && layer->n_kv_heads() <= 4096,
                         "KV layer " + Num(l) + ": expected 1..4096 heads of dim 1..1024, found " +
                             Num(layer->n_kv_heads()) + " x " + Num(layer->head_dim()));
+    KES_CHECK_OR_RETURN(layer->cross_length() <= 65536 &&
+                            (layer->cross_length() == 0 || layer->window() == 0),
+                        "KV layer " + Num(l) + ": a cross-attention layer holds 1..65536 "
+                        "positions and has no window, found cross_length " +
+                            Num(layer->cross_length()) + ", window " + Num(layer->window()));
   }
 
   KES_CHECK_OR_RETURN(meta_->plans() != nullptr, "model has no plans");
   is_encoder_ = FindPlan("encode") != nullptr;
   has_audio_encoder_ = FindPlan("encode_audio") != nullptr;
-  if (is_encoder_ || has_audio_encoder_) {
-    KES_CHECK_OR_RETURN(!(is_encoder_ && has_audio_encoder_),
-                        "model has both an 'encode' and an 'encode_audio' plan");
-    KES_CHECK_OR_RETURN(FindPlan("prefill") == nullptr && FindPlan("decode") == nullptr &&
-                            n_kv_layers == 0,
-                        std::string("model has an '") +
-                            (is_encoder_ ? "encode" : "encode_audio") +
-                            "' plan and also decoder plans or a KV cache (encoder-decoder "
-                            "models are not supported yet)");
+  has_decoder_ = FindPlan("decode") != nullptr;
+  KES_CHECK_OR_RETURN(!(is_encoder_ && has_audio_encoder_),
+                      "model has both an 'encode' and an 'encode_audio' plan");
+  if (is_encoder_) {
+    KES_CHECK_OR_RETURN(FindPlan("prefill") == nullptr && !has_decoder_ && n_kv_layers == 0,
+                        "model has an 'encode' plan and also decoder plans or a KV cache (text "
+                        "encoder-decoders are not supported)");
+  } else if (has_audio_encoder_ && !has_decoder_) {
+    KES_CHECK_OR_RETURN(FindPlan("prefill") == nullptr && n_kv_layers == 0,
+                        "model has an 'encode_audio' plan and a 'prefill' plan or a KV cache but "
+                        "no 'decode' plan");
   } else {
     KES_CHECK_OR_RETURN(kv->layers() != nullptr, "model has no KV-cache layers");
     for (const char* required : {"prefill", "decode"}) {

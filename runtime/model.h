@@ -43,9 +43,10 @@ class Model {
   // An encoder turns batches of texts into embeddings (runtime/encoder.h) and has no KV cache;
   // a decoder generates (runtime/session.h).
   bool is_encoder() const { return is_encoder_; }
-  // A speech model's audio encoder ("encode_audio" plan: Whisper). Its decoder plans, with
-  // cross-attention, are not part of the format yet.
+  // A speech model's audio encoder ("encode_audio" plan: Whisper), with or without its decoder
+  // (has_decoder: "prefill" and "decode" plans, cross-attention fed by "cross_kv").
   bool has_audio_encoder() const { return has_audio_encoder_; }
+  bool has_decoder() const { return has_decoder_; }
   const uint8_t* TensorData(uint32_t tensor_id) const;
   size_t vocab_size() const { return vocab_size_; }
   // The largest step any plan takes: sliding-window KV rings hold window + this many slots.
@@ -68,6 +69,7 @@ class Model {
   size_t max_step_tokens_ = 0;
   bool is_encoder_ = false;
   bool has_audio_encoder_ = false;
+  bool has_decoder_ = false;
   Tokenizer tokenizer_;
 };
 

@@ -47,6 +47,10 @@ class Session {
   Status Prefill(const int32_t* tokens, size_t n_tokens);
   // Appends one token; logits() then holds the logits for the next one.
   Status Decode(int32_t token);
+  // Encoder-decoders (Whisper): computes every decoder layer's cross-attention keys and values
+  // from the encoder's last hidden states [n_positions, d_model] (the "cross_kv" plan), which
+  // the following steps attend to. Once per input (audio window); the position is unchanged.
+  Status SetEncoderStates(const float* states, size_t n_positions);
   // Like Prefill, but writes the logits after every token to logits_out [n_tokens, vocab].
   Status Score(const int32_t* tokens, size_t n_tokens, float* logits_out);
 
@@ -79,8 +83,11 @@ class Session {
   ThreadPool pool_;
   MemoryPlan memory_;
   Arena arena_;
-  BoundPlan prefill_, decode_, score_;
+  BoundPlan prefill_, decode_, score_, cross_;
   bool has_score_ = false;
+  bool has_cross_ = false;
+  bool has_encoder_states_ = false;  // SetEncoderStates ran: the cross-attention layers hold them
+  bool learned_positions_ = false;  // the plans take a Positions input (Whisper's decoder)
   const float* logits_ = nullptr;
   size_t position_ = 0;
 };

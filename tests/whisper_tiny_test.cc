@@ -159,15 +159,18 @@ TEST(TinyWhisper, KeepsTheFolder16BitWeights) {
   ASSERT_TRUE(s.ok()) << s.message();
   size_t f16 = 0;
   for (const fb::Tensor* t : *model->meta().tensors()) f16 += t->dtype() == fb::DType::F16;
-  EXPECT_EQ(f16, 2u + 2 * 6);  // the convolutions; q, k, v, out, up and down of both layers
+  // The encoder's convolutions and q, k, v, out, up and down of both layers; the decoder's
+  // embeddings and self q, k, v, out, cross q, k, v, out, up and down of both layers.
+  EXPECT_EQ(f16, 2u + 2 * 6 + 1 + 2 * 10);
 }
 
 TEST(TinyWhisper, TheWrongApiSaysWhichToUse) {
-  ASSERT_EQ(TinyKes("f32"), "");
+  ASSERT_EQ(TinyKes("f32", "--no-decoder"), "");
   std::unique_ptr<Model> model;
-  Status s = Model::Open(FolderOf() + "-f32.kes", &model);
+  Status s = Model::Open(FolderOf("--no-decoder") + "-f32.kes", &model);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(model->has_audio_encoder());
+  EXPECT_FALSE(model->has_decoder());
   std::unique_ptr<Session> session;
   s = Session::Create(*model, SessionOptions(), &session);
   ASSERT_FALSE(s.ok());
@@ -182,6 +185,93 @@ TEST(TinyWhisper, TheWrongApiSaysWhichToUse) {
   s = AudioEncoder::Create(*decoder, AudioEncoderOptions(), &encoder);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("no 'encode_audio' plan"), std::string::npos) << s.message();
+}
+
+// The decoder: cross_kv from the encoder's states, then a prefill and decode steps of a fixed
+// token sequence; every step's logits against the NumPy decoder's, teacher-forced
+// (whisper_oracle.py score), with 1 and 2 threads. And its learned positions end at the context.
+class TinyWhisperDecoder : public testing::TestWithParam<WeightCase> {};
+
+TEST_P(TinyWhisperDecoder, LogitsMatchNumPyWhisper) {
+  const WeightCase& c = GetParam();
+  ASSERT_EQ(TinyKes(c.weights), "");
+  const std::vector<float> window = TestWindow();
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(FolderOf() + "-" + c.weights + ".kes", &model);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(model->has_decoder());
+  std::unique_ptr<AudioEncoder> encoder;
+  ASSERT_TRUE(AudioEncoder::Create(*model, AudioEncoderOptions(), &encoder).ok());
+  std::vector<float> hidden(kPositions * kWidth);
+  encoder->Encode(window.data(), hidden.data());
+
+  // A start-of-transcript-like prompt of 3, then 20 tokens spread over the vocabulary.
+  const size_t first = 3, vocab = model->vocab_size();
+  std::vector<int32_t> tokens = {262, 271, 270};
+  for (int32_t i = 0; i < 20; ++i) tokens.push_back((i * 97 + 5) % 287);
+  const std::string mel = test::ScratchPath("decoder-mel.f32"),
+                    out = test::ScratchPath("decoder-logits.f32");
+  ASSERT_TRUE(test::WriteRaw(mel, window));
+  std::string list;
+  for (int32_t t : tokens) list += (list.empty() ? "" : ",") + std::to_string(t);
+  ASSERT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                                 "/tests/py/whisper_oracle.py score --folder '" + FolderOf() +
+                                 "' --mel '" + mel + "' --tokens " + list + " --first " +
+                                 std::to_string(first) + " --out '" + out + "'"),
+            "");
+  const std::vector<float> want = test::ReadRaw<float>(out);
+  const size_t rows = tokens.size() - first + 1;
+  ASSERT_EQ(want.size(), rows * vocab);
+
+  for (size_t threads : {1, 2}) {
+    SessionOptions options;
+    options.n_threads = threads;
+    std::unique_ptr<Session> session;
+    s = Session::Create(*model, options, &session);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_EQ(session->context_length(), 64u);
+    ASSERT_TRUE(session->SetEncoderStates(hidden.data(), kPositions).ok());
+    std::vector<float> ours;
+    ASSERT_TRUE(session->Prefill(tokens.data(), first).ok());
+    ours.insert(ours.end(), session->logits(), session->logits() + vocab);
+    for (size_t i = first; i < tokens.size(); ++i) {
+      ASSERT_TRUE(session->Decode(tokens[i]).ok());
+      ours.insert(ours.end(), session->logits(), session->logits() + vocab);
+    }
+    const double error = test::LargestLogitError(ours.data(), want.data(), rows, vocab);
+    std::printf("%s, %zu thread(s): largest logit error %.3g of the row's range\n", c.weights,
+                threads, error);
+    EXPECT_LE(error, c.weights == std::string("f32") ? test::kLogitTolerance : 0.05);
+
+    // One prefill of the whole sequence ends with the same logits as the steps.
+    session->Reset();
+    ASSERT_TRUE(session->Prefill(tokens.data(), tokens.size()).ok());
+    EXPECT_LE(test::LargestLogitError(session->logits(), ours.data() + (rows - 1) * vocab, 1,
+                                      vocab),
+              1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Weights, TinyWhisperDecoder,
+                         testing::Values(WeightCase{"f32", 0, 0}, WeightCase{"q8", 0, 0}),
+                         [](const testing::TestParamInfo<WeightCase>& info) {
+                           return std::string(info.param.weights);
+                         });
+
+TEST(TinyWhisper, LearnedPositionsEndAtTheContext) {
+  ASSERT_EQ(TinyKes("f32"), "");
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::Open(FolderOf() + "-f32.kes", &model).ok());
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Session::Create(*model, SessionOptions(), &session).ok());
+  std::vector<float> hidden(kPositions * kWidth, 0.5f);
+  EXPECT_FALSE(session->SetEncoderStates(hidden.data(), kPositions - 1).ok());
+  ASSERT_TRUE(session->SetEncoderStates(hidden.data(), kPositions).ok());
+  const std::vector<int32_t> tokens(64, 5);
+  ASSERT_TRUE(session->Prefill(tokens.data(), 64).ok());
+  const Status s = session->Decode(5);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("learned positions end at 64"), std::string::npos) << s.message();
 }
 
 // The same weights as a Hugging Face checkpoint (config.json, model.safetensors, tokenizer.json
@@ -221,13 +311,15 @@ TEST(TinyWhisper, HuggingFaceCheckpointGivesTheSameModel) {
   fs::remove_all(damaged, ec);
 }
 
-// The CLI on a speech model: inspect describes it, bench times the encoder, run refuses clearly.
+// The CLI on a speech model: inspect describes it, bench times the encoder, run (text alone, no
+// audio) refuses clearly.
 TEST(TinyWhisper, CliInspectsBenchesAndRefusesToGenerate) {
   ASSERT_EQ(TinyKes("q8"), "");
   const std::string kes = FolderOf() + "-q8.kes";
   test::ProcessResult r = test::Cli({"inspect", kes});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
-  EXPECT_NE(r.out.find("whisper audio encoder"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("whisper speech model"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("decoder:        2 layers"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1500 encoder positions"), std::string::npos) << r.out;
   r = test::Cli({"bench", kes, "-r", "1", "-t", "1,2", "--json"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
@@ -235,7 +327,7 @@ TEST(TinyWhisper, CliInspectsBenchesAndRefusesToGenerate) {
   EXPECT_NE(r.out.find("\"threads\": 2"), std::string::npos) << r.out;
   r = test::Cli({"run", kes, "-p", "hello"});
   EXPECT_TRUE(r.exited && r.exit_code == 1) << test::Describe(r);
-  EXPECT_NE(r.err.find("AudioEncoder"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("needs the encoder's states first"), std::string::npos) << r.err;
 }
 
 // A folder whose model.bin lacks a variable or has one of the wrong shape: a clear error naming

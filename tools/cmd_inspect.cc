@@ -117,11 +117,20 @@ int InspectAudioEncoder(const std::string& model_path, const Model& model) {
   const MemoryPlan memory = PlanEncoderMemory(model);
   const uint64_t positions = plan.max_tokens();
   std::printf("model:          %s\n", model_path.c_str());
-  std::printf("architecture:   %s audio encoder (%s), from %s\n", meta.architecture()->c_str(),
+  std::printf("architecture:   %s %s (%s), from %s\n", meta.architecture()->c_str(),
+              model.has_decoder() ? "speech model" : "audio encoder",
               meta.name() ? meta.name()->c_str() : "unnamed",
               meta.source() ? meta.source()->c_str() : "unknown");
-  std::printf("layers:         %u (bidirectional attention; the decoder is not converted yet)\n",
-              hp.n_layers());
+  std::printf("encoder layers: %u (bidirectional attention)\n", hp.n_layers());
+  if (model.has_decoder()) {
+    size_t self_layers = 0;
+    for (const fb::KvLayer* layer : *meta.kv()->layers()) self_layers += layer->cross_length() == 0;
+    std::printf("decoder:        %zu layers (causal self-attention, cross-attention over the "
+                "encoder's positions), %u text positions\n",
+                self_layers, hp.context_length());
+  } else {
+    std::printf("decoder:        none converted (the encoder alone)\n");
+  }
   std::printf("d_model:        %u, ffn %u, heads %u x %u, norm eps %g\n", hp.d_model(),
               hp.ffn_dim(), hp.n_heads(), hp.head_dim(), hp.norm_eps());
   std::printf("window:         %llu encoder positions (two log-mel frames each); vocab %u\n",

@@ -111,4 +111,96 @@ void BuildWhisperEncoder(const WhisperShape& s, const WhisperEncoderWeights& w, 
   meta.plans.push_back(b.Finish());
 }
 
+namespace {
+
+void DecoderPlan(const WhisperShape& s, const WhisperDecoderShape& dec,
+                 const WhisperDecoderWeights& w, const char* name, uint32_t max_tokens,
+                 KesModel* out) {
+  const uint32_t d = s.d_model, head_dim = s.d_model / dec.n_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  PlanBuilder b(*out, name, max_tokens);
+  const uint32_t tokens = b.TokenInput();
+  const uint32_t positions = b.PositionInput();
+  uint32_t x = b.Activation("embeddings", d);
+  b.Embed(tokens, x, w.embeddings, 1.0f);
+  const uint32_t pos = b.Activation("positions", d);
+  b.Embed(positions, pos, w.positions, 1.0f);
+  b.Add(x, pos, x);
+  for (uint32_t l = 0; l < dec.n_layers; ++l) {
+    const WhisperDecoderLayerWeights& lw = w.layers[l];
+    const std::string p = "layer." + std::to_string(l) + ".";
+    // Self-attention over the ring of layer l, then cross-attention over layer n_layers + l.
+    const uint32_t h = b.Activation(p + "self_norm", d);
+    b.LayerNorm(x, h, lw.self.norm, lw.self.norm_bias, kWhisperLayerNormEps);
+    const uint32_t q = b.Activation(p + "q", d), k = b.Activation(p + "k", d),
+                   v = b.Activation(p + "v", d);
+    b.MatMul(h, q, lw.self.q, lw.self.q_bias);
+    b.MatMul(h, k, lw.self.k, lw.self.k_bias);
+    b.MatMul(h, v, lw.self.v, lw.self.v_bias);
+    b.KvStore(l, k, v);
+    const uint32_t attn = b.Activation(p + "self_attn", d);
+    b.Attention(l, q, attn, dec.n_heads, dec.n_heads, head_dim, scale, 0);
+    const uint32_t after_self = b.Activation(p + "after_self", d);
+    b.MatMul(attn, after_self, lw.self.o, lw.self.o_bias);
+    b.Add(x, after_self, after_self);
+    const uint32_t hc = b.Activation(p + "cross_norm", d);
+    b.LayerNorm(after_self, hc, lw.cross.norm, lw.cross.norm_bias, kWhisperLayerNormEps);
+    const uint32_t qc = b.Activation(p + "cross_q", d);
+    b.MatMul(hc, qc, lw.cross.q, lw.cross.q_bias);
+    const uint32_t cross = b.Activation(p + "cross_attn", d);
+    b.CrossAttention(dec.n_layers + l, qc, cross, dec.n_heads, dec.n_heads, head_dim, scale);
+    const uint32_t after_cross = b.Activation(p + "after_cross", d);
+    b.MatMul(cross, after_cross, lw.cross.o, lw.cross.o_bias);
+    b.Add(after_self, after_cross, after_cross);
+    const uint32_t hf = b.Activation(p + "ffn_norm", d);
+    b.LayerNorm(after_cross, hf, lw.ffn_norm, lw.ffn_norm_bias, kWhisperLayerNormEps);
+    const uint32_t up = b.Activation(p + "up", dec.ffn);
+    b.MatMul(hf, up, lw.up, lw.up_bias);
+    b.Activate(fb::Activation::GeluErf, up, up);
+    const uint32_t y = b.Activation(p + "out", d);
+    b.MatMul(up, y, lw.down, lw.down_bias);
+    b.Add(after_cross, y, y);
+    x = y;
+  }
+  const uint32_t final_x = b.Activation("final_norm", d);
+  b.LayerNorm(x, final_x, w.final_norm, w.final_norm_bias, kWhisperLayerNormEps);
+  const uint32_t logits = b.Fixed("logits", 1, s.vocab);
+  b.MatMul(final_x, logits, w.embeddings, PlanBuilder::kNone, /*last_row_only=*/true);
+  b.LogitsOutput(logits);
+  out->meta.plans.push_back(b.Finish());
+}
+
+}  // namespace
+
+void BuildWhisperDecoder(const WhisperShape& s, const WhisperDecoderShape& dec,
+                         const WhisperDecoderWeights& w, KesModel* out) {
+  const uint32_t head_dim = s.d_model / dec.n_heads;
+  fb::KvLayoutT& kv = *out->meta.kv;
+  for (uint32_t cross_length : {0u, s.n_positions}) {
+    for (uint32_t l = 0; l < dec.n_layers; ++l) {
+      auto layer = std::make_unique<fb::KvLayerT>();
+      layer->n_kv_heads = dec.n_heads;
+      layer->head_dim = head_dim;
+      layer->cross_length = cross_length;
+      kv.layers.push_back(std::move(layer));
+    }
+  }
+  out->meta.hparams->context_length = dec.n_text_positions;
+
+  PlanBuilder b(*out, "cross_kv", s.n_positions);
+  const uint32_t states = b.HiddenStatesInput(s.d_model);
+  for (uint32_t l = 0; l < dec.n_layers; ++l) {
+    const WhisperAttentionWeights& cross = w.layers[l].cross;
+    const std::string p = "layer." + std::to_string(l) + ".";
+    const uint32_t k = b.Activation(p + "cross_k", s.d_model),
+                   v = b.Activation(p + "cross_v", s.d_model);
+    b.MatMul(states, k, cross.k, cross.k_bias);
+    b.MatMul(states, v, cross.v, cross.v_bias);
+    b.KvStore(dec.n_layers + l, k, v);
+  }
+  out->meta.plans.push_back(b.Finish());
+  DecoderPlan(s, dec, w, "prefill", dec.n_text_positions, out);
+  DecoderPlan(s, dec, w, "decode", 1, out);
+}
+
 }  // namespace kestrel

@@ -29,6 +29,23 @@ struct WhisperEncoderWeights {
   std::vector<WhisperEncoderLayerWeights> layers;
 };
 
+// The decoder: token embeddings (tied to the output projection), learned positions, pre-LN
+// blocks of causal self-attention, cross-attention over the encoder's states, and feed-forward.
+struct WhisperDecoderShape {
+  uint32_t n_layers = 0, n_heads = 0, ffn = 0, n_text_positions = 0;
+};
+struct WhisperAttentionWeights {
+  uint32_t norm, norm_bias, q, q_bias, k, k_bias, v, v_bias, o, o_bias;
+};
+struct WhisperDecoderLayerWeights {
+  WhisperAttentionWeights self, cross;
+  uint32_t ffn_norm, ffn_norm_bias, up, up_bias, down, down_bias;
+};
+struct WhisperDecoderWeights {
+  uint32_t embeddings, positions, final_norm, final_norm_bias;
+  std::vector<WhisperDecoderLayerWeights> layers;
+};
+
 // Checks the shape's numbers (heads divide the width into head_dim <= 1024, positions
 // 1..65536); the message says which is wrong.
 Status CheckWhisperShape(const WhisperShape& shape);
@@ -45,5 +62,13 @@ fb::DType WhisperConvolutionDType(const ConvertOptions& options);
 // plan: one step is one 30-second window of n_positions positions, two log-mel frames each.
 void BuildWhisperEncoder(const WhisperShape& shape, const WhisperEncoderWeights& w,
                          KesModel* out);
+
+// Adds the decoder: a KV layout of n_layers self-attention rings then n_layers cross-attention
+// layers of the encoder's n_positions, the "cross_kv" plan (encoder states in, every layer's
+// cross keys and values stored), and "prefill" (up to n_text_positions tokens) and "decode"
+// plans (tokens in, the last token's logits out). The context becomes the decoder's
+// n_text_positions. After BuildWhisperEncoder.
+void BuildWhisperDecoder(const WhisperShape& shape, const WhisperDecoderShape& decoder,
+                         const WhisperDecoderWeights& w, KesModel* out);
 
 }  // namespace kestrel

@@ -76,27 +76,42 @@ class WhisperReader {
     return Vector(name + "/bias", out_channels, bias);
   }
 
-  // CTranslate2 fuses the self-attention's q, k and v into linear_0 ([3d, d], bias [3d]): split
-  // into three matrices, so each is a plain MatMul into its own buffer.
-  Status FusedQkv(const std::string& name, uint32_t d, uint32_t weights[3], uint32_t biases[3]) {
+  // CTranslate2 fuses projections of one input: the self-attention's q, k and v (linear_0,
+  // [3d, d]) and the cross-attention's k and v (linear_1, [2d, d]). Split into one matrix per
+  // part, so each is a plain MatMul into its own buffer.
+  Status FusedSplit(const std::string& name, uint32_t d, const std::vector<std::string>& parts,
+                    uint32_t* weights, uint32_t* biases) {
+    const uint32_t n = static_cast<uint32_t>(parts.size());
     const Variable* v;
-    KES_RETURN_IF_ERROR(Get(name + "/weight", {3 * d, d}, &v));
+    KES_RETURN_IF_ERROR(Get(name + "/weight", {n * d, d}, &v));
     std::vector<float> w, b;
     KES_RETURN_IF_ERROR(file_.ReadF32(*v, &w).WithContext("model.bin: '" + name + "/weight'"));
-    KES_RETURN_IF_ERROR(Values(name + "/bias", {3 * d}, &b));
-    const char* parts[3] = {"q", "k", "v"};
-    for (size_t p = 0; p < 3; ++p) {
-      const size_t rows = d, begin = p * rows * d;
-      std::vector<float> part(w.begin() + static_cast<std::ptrdiff_t>(begin),
-                              w.begin() + static_cast<std::ptrdiff_t>(begin + rows * d));
-      KES_RETURN_IF_ERROR(Store(name + "/" + parts[p] + "/weight", part, MatrixDType(*v), {d, d},
-                                &weights[p]));
-      std::vector<float> part_bias(b.begin() + static_cast<std::ptrdiff_t>(p * d),
-                                   b.begin() + static_cast<std::ptrdiff_t>((p + 1) * d));
-      KES_RETURN_IF_ERROR(Store(name + "/" + parts[p] + "/bias", part_bias, fb::DType::F32, {d},
-                                &biases[p]));
+    KES_RETURN_IF_ERROR(Values(name + "/bias", {n * d}, &b));
+    for (size_t p = 0; p < n; ++p) {
+      const auto at = [](const std::vector<float>& x, size_t i) {
+        return x.begin() + static_cast<std::ptrdiff_t>(i);
+      };
+      KES_RETURN_IF_ERROR(Store(name + "/" + parts[p] + "/weight",
+                                std::vector<float>(at(w, p * d * d), at(w, (p + 1) * d * d)),
+                                MatrixDType(*v), {d, d}, &weights[p]));
+      KES_RETURN_IF_ERROR(Store(name + "/" + parts[p] + "/bias",
+                                std::vector<float>(at(b, p * d), at(b, (p + 1) * d)),
+                                fb::DType::F32, {d}, &biases[p]));
     }
     return OkStatus();
+  }
+
+  // A LayerNorm's gamma and beta.
+  Status Norm(const std::string& name, uint32_t d, uint32_t* gamma, uint32_t* beta) {
+    KES_RETURN_IF_ERROR(Vector(name + "/gamma", d, gamma));
+    return Vector(name + "/beta", d, beta);
+  }
+
+  // A projection's weight [rows, cols] and bias [rows].
+  Status Linear(const std::string& name, uint32_t rows, uint32_t cols, uint32_t* weight,
+                uint32_t* bias) {
+    KES_RETURN_IF_ERROR(Matrix(name + "/weight", rows, cols, weight));
+    return Vector(name + "/bias", rows, bias);
   }
 
  private:
@@ -104,6 +119,71 @@ class WhisperReader {
   const ConvertOptions& options_;
   KesModel* out_;
 };
+
+// The decoder's weights (decoder/...) and its plans.
+Status ReadDecoder(const File& file, WhisperReader& r, const WhisperShape& shape, KesModel* out) {
+  const uint32_t d = shape.d_model;
+  WhisperDecoderShape dec;
+  const Variable* heads = file.Find("decoder/num_heads");
+  const Variable* positions = file.Find("decoder/position_encodings/encodings");
+  KES_CHECK_OR_RETURN(heads != nullptr && positions != nullptr && positions->shape.size() == 2 &&
+                          positions->shape[1] == d && positions->shape[0] >= 1 &&
+                          positions->shape[0] <= 65536,
+                      "model.bin: expected decoder/num_heads and decoder/position_encodings/"
+                      "encodings [1..65536, " + std::to_string(d) + "]");
+  int64_t n_heads = 0;
+  KES_RETURN_IF_ERROR(file.ReadScalarInt(*heads, &n_heads).WithContext("decoder/num_heads"));
+  KES_CHECK_OR_RETURN(n_heads >= 1 && n_heads <= 65536 && d % n_heads == 0 &&
+                          d / n_heads <= 1024,
+                      "model.bin: decoder/num_heads " + std::to_string(n_heads) +
+                          " does not divide the width " + std::to_string(d) +
+                          " into heads of at most 1024");
+  dec.n_heads = static_cast<uint32_t>(n_heads);
+  dec.n_text_positions = positions->shape[0];
+  while (file.Find("decoder/layer_" + std::to_string(dec.n_layers) + "/ffn/linear_0/weight")) {
+    ++dec.n_layers;
+  }
+  const Variable* up0 = file.Find("decoder/layer_0/ffn/linear_0/weight");
+  KES_CHECK_OR_RETURN(up0->shape.size() == 2 && up0->shape[1] == d && up0->shape[0] >= 1,
+                      "model.bin: expected decoder/layer_0/ffn/linear_0/weight [ffn, " +
+                          std::to_string(d) + "]");
+  dec.ffn = up0->shape[0];
+
+  WhisperDecoderWeights w;
+  KES_RETURN_IF_ERROR(r.Matrix("decoder/embeddings/weight", shape.vocab, d, &w.embeddings));
+  std::vector<float> table;
+  KES_RETURN_IF_ERROR(
+      r.Values("decoder/position_encodings/encodings", {dec.n_text_positions, d}, &table));
+  KES_RETURN_IF_ERROR(r.Store("decoder/position_encodings/encodings", table, fb::DType::F32,
+                              {dec.n_text_positions, d}, &w.positions));
+  w.layers.resize(dec.n_layers);
+  for (uint32_t l = 0; l < dec.n_layers; ++l) {
+    const std::string p = "decoder/layer_" + std::to_string(l) + "/";
+    WhisperDecoderLayerWeights& lw = w.layers[l];
+    uint32_t qkv[3], qkv_bias[3], kv[2], kv_bias[2];
+    KES_RETURN_IF_ERROR(
+        r.Norm(p + "self_attention/layer_norm", d, &lw.self.norm, &lw.self.norm_bias));
+    KES_RETURN_IF_ERROR(r.FusedSplit(p + "self_attention/linear_0", d, {"q", "k", "v"}, qkv,
+                                     qkv_bias));
+    lw.self.q = qkv[0], lw.self.k = qkv[1], lw.self.v = qkv[2];
+    lw.self.q_bias = qkv_bias[0], lw.self.k_bias = qkv_bias[1], lw.self.v_bias = qkv_bias[2];
+    KES_RETURN_IF_ERROR(
+        r.Linear(p + "self_attention/linear_1", d, d, &lw.self.o, &lw.self.o_bias));
+    KES_RETURN_IF_ERROR(r.Norm(p + "attention/layer_norm", d, &lw.cross.norm,
+                               &lw.cross.norm_bias));
+    KES_RETURN_IF_ERROR(r.Linear(p + "attention/linear_0", d, d, &lw.cross.q, &lw.cross.q_bias));
+    KES_RETURN_IF_ERROR(r.FusedSplit(p + "attention/linear_1", d, {"k", "v"}, kv, kv_bias));
+    lw.cross.k = kv[0], lw.cross.v = kv[1], lw.cross.k_bias = kv_bias[0],
+    lw.cross.v_bias = kv_bias[1];
+    KES_RETURN_IF_ERROR(r.Linear(p + "attention/linear_2", d, d, &lw.cross.o, &lw.cross.o_bias));
+    KES_RETURN_IF_ERROR(r.Norm(p + "ffn/layer_norm", d, &lw.ffn_norm, &lw.ffn_norm_bias));
+    KES_RETURN_IF_ERROR(r.Linear(p + "ffn/linear_0", dec.ffn, d, &lw.up, &lw.up_bias));
+    KES_RETURN_IF_ERROR(r.Linear(p + "ffn/linear_1", d, dec.ffn, &lw.down, &lw.down_bias));
+  }
+  KES_RETURN_IF_ERROR(r.Norm("decoder/layer_norm", d, &w.final_norm, &w.final_norm_bias));
+  BuildWhisperDecoder(shape, dec, w, out);
+  return OkStatus();
+}
 
 }  // namespace
 
@@ -165,9 +245,10 @@ Status ConvertWhisper(const std::string& folder, const File& file, const Convert
     const std::string p = "encoder/layer_" + std::to_string(l) + "/";
     WhisperEncoderLayerWeights& lw = w.layers[l];
     uint32_t qkv[3], qkv_bias[3];
-    KES_RETURN_IF_ERROR(r.Vector(p + "self_attention/layer_norm/gamma", d, &lw.attn_norm));
-    KES_RETURN_IF_ERROR(r.Vector(p + "self_attention/layer_norm/beta", d, &lw.attn_norm_bias));
-    KES_RETURN_IF_ERROR(r.FusedQkv(p + "self_attention/linear_0", d, qkv, qkv_bias));
+    KES_RETURN_IF_ERROR(r.Norm(p + "self_attention/layer_norm", d, &lw.attn_norm,
+                               &lw.attn_norm_bias));
+    KES_RETURN_IF_ERROR(r.FusedSplit(p + "self_attention/linear_0", d, {"q", "k", "v"}, qkv,
+                                     qkv_bias));
     lw.q = qkv[0], lw.k = qkv[1], lw.v = qkv[2];
     lw.q_bias = qkv_bias[0], lw.k_bias = qkv_bias[1], lw.v_bias = qkv_bias[2];
     KES_RETURN_IF_ERROR(r.Matrix(p + "self_attention/linear_1/weight", d, d, &lw.o));
@@ -183,6 +264,9 @@ Status ConvertWhisper(const std::string& folder, const File& file, const Convert
   KES_RETURN_IF_ERROR(r.Vector("encoder/layer_norm/beta", d, &w.final_norm_bias));
 
   BuildWhisperEncoder(shape, w, out);
+  if (file.Find("decoder/layer_0/ffn/linear_0/weight") != nullptr) {
+    KES_RETURN_IF_ERROR(ReadDecoder(file, r, shape, out));
+  }
   out->meta.tokenizer = std::make_unique<fb::TokenizerT>();
   KES_RETURN_IF_ERROR(ReadWhisperTokenizer(folder, shape.vocab, out->meta.tokenizer.get()));
   return OkStatus();

@@ -1,4 +1,5 @@
 // Attention: streaming-softmax attention of the step's queries over one KV ring.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <new>
@@ -52,6 +53,7 @@ struct AttentionStepArgs {
   ops::AttentionArgs args;  // n_tokens, pos0 and sink_rope are filled in per step
   bool keys_rotated;
   ops::RopeFrequencies key_rope;
+  bool cross;  // Cross mask: RunCross
 };
 
 // How the plan rotates the keys stored in `layer`: the Rope op that writes the key input of the
@@ -85,8 +87,32 @@ bool FindKeyRope(const BindContext& b, uint32_t layer, ops::RopeFrequencies* rop
   return false;
 }
 
+// Cross mask: every token sees all `capacity` keys, which is what the causal kernel gives a lone
+// query at the last position. Threads split (token, head) pairs; each token's run of heads is
+// one kernel call.
+void RunCross(const AttentionStepArgs& step, size_t n, size_t thread, size_t n_threads) {
+  ops::AttentionArgs a = step.args;
+  a.n_tokens = 1;
+  a.pos0 = static_cast<int64_t>(a.capacity) - 1;
+  const size_t row = a.n_heads * a.head_dim;
+  size_t b, e;
+  SplitRange(n * a.n_heads, thread, n_threads, &b, &e);
+  while (b < e) {
+    const size_t t = b / a.n_heads;
+    const size_t heads_end = std::min(e, (t + 1) * a.n_heads);
+    a.q = step.args.q + t * row;
+    a.out = step.args.out + t * row;
+    step.kernel(a, b - t * a.n_heads, heads_end - t * a.n_heads);
+    b = heads_end;
+  }
+}
+
 void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threads) {
   const auto& step = *static_cast<const AttentionStepArgs*>(args);
+  if (step.cross) {
+    RunCross(step, n, thread, n_threads);
+    return;
+  }
   ops::AttentionArgs a = step.args;
   a.n_tokens = n;
   a.pos0 = pos0;
@@ -129,7 +155,13 @@ Status Check(const OpCheck& c) {
   KES_RETURN_IF_ERROR(c.Expect(p.head_dim() <= ops::kAttentionMaxHeadDim,
                                "head_dim " + std::to_string(p.head_dim()) + " exceeds " +
                                    std::to_string(ops::kAttentionMaxHeadDim)));
+  KES_RETURN_IF_ERROR(c.Expect((p.mask() == fb::AttentionMask::Cross) == (kv->cross_length() > 0),
+                               "cross attention needs a cross-attention KV layer and only it "
+                               "(layer " + std::to_string(p.layer()) + " has cross_length " +
+                                   std::to_string(kv->cross_length()) + ")"));
   switch (p.mask()) {
+    case fb::AttentionMask::Cross:
+      break;
     case fb::AttentionMask::Causal:
       KES_RETURN_IF_ERROR(c.Expect(kv->window() == 0, "causal attention over a sliding-window "
                                                       "KV layer (window " +
@@ -185,6 +217,8 @@ void Bind(const BindContext& b, Step* step) {
     args.max_partitions = ops::AttentionMaxPartitions(ring.reach);
   }
   args.keys_rotated = ring.sinks > 0 && FindKeyRope(b, p.layer(), &args.key_rope);
+  args.cross = p.mask() == fb::AttentionMask::Cross;
+  if (args.cross) a.context = 0;  // the encoder's positions, all seen
   step->Set(Run, Parallelism::kAlways, args);
 }
 

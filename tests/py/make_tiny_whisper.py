@@ -13,11 +13,11 @@ the timestamps as added tokens, no vocabulary.txt). The keys' bias is zero, as H
 Whisper has none, so both layouts hold the same model.
 
 --positions: fewer encoder positions than Whisper's 1500 (small fuzz seeds); --drop leaves
-variable NAME out; --reshape gives it one row fewer (damaged folders for tests).
+variable NAME out; --no-decoder writes the encoder only; --reshape gives it one row fewer (damaged folders for tests).
 
 Shape: 80 mels and 1500 encoder positions as every Whisper has (the front end and the 30-second
-window are the real ones), width 32, 4 heads, 2 layers, feed-forward 64. The decoder's
-variables (cross-attention and all) come with the decoder.
+window are the real ones), width 32, 4 heads, 2 layers, feed-forward 64; the decoder likewise,
+with 64 positions. The Hugging Face layout (--hf) holds the encoder only so far.
 """
 import argparse
 import json
@@ -29,6 +29,7 @@ import ct2_model
 from make_tiny_llama import bytes_to_unicode
 
 N_MELS, POSITIONS, WIDTH, HEADS, LAYERS, FFN = 80, 1500, 32, 4, 2, 64
+TEXT_POSITIONS = 64  # the decoder's context (Whisper's is 448)
 SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|de|>", "<|translate|>",
             "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>",
             "<|notimestamps|>"]
@@ -103,6 +104,7 @@ def main():
     ap.add_argument("--dtype", choices=["f32", "f16"], default="f32")
     ap.add_argument("--positions", type=int, default=POSITIONS)
     ap.add_argument("--hf", action="store_true")
+    ap.add_argument("--no-decoder", action="store_true")
     ap.add_argument("--drop", default="")
     ap.add_argument("--reshape", default="")
     a = ap.parse_args()
@@ -161,6 +163,40 @@ def main():
     add("encoder/layer_norm/gamma", 1 + 0.1 * rng.standard_normal(WIDTH))
     add("encoder/layer_norm/beta", 0.1 * rng.standard_normal(WIDTH))
     add("decoder/embeddings/weight", weight(len(pieces), WIDTH, fan_in=1), matrix_dtype)
+    if not a.no_decoder:
+        scalar_i16("decoder/num_heads", HEADS)
+        add("decoder/position_encodings/encodings", 0.5 * rng.standard_normal((TEXT_POSITIONS, WIDTH)))
+        for layer in range(LAYERS):
+            p = f"decoder/layer_{layer}/"
+            norm(p + "self_attention/layer_norm")
+            qkv = weight(3 * WIDTH, WIDTH, fan_in=WIDTH)
+            qkv[:2 * WIDTH] *= 2.0
+            add(p + "self_attention/linear_0/weight", qkv, matrix_dtype)
+            qkv_bias = 0.1 * rng.standard_normal(3 * WIDTH)
+            qkv_bias[WIDTH:2 * WIDTH] = 0.0
+            add(p + "self_attention/linear_0/bias", qkv_bias)
+            add(p + "self_attention/linear_1/weight", weight(WIDTH, WIDTH, fan_in=WIDTH),
+                matrix_dtype)
+            add(p + "self_attention/linear_1/bias", 0.1 * rng.standard_normal(WIDTH))
+            norm(p + "attention/layer_norm")
+            add(p + "attention/linear_0/weight", 2.0 * weight(WIDTH, WIDTH, fan_in=WIDTH),
+                matrix_dtype)
+            add(p + "attention/linear_0/bias", 0.1 * rng.standard_normal(WIDTH))
+            kv = weight(2 * WIDTH, WIDTH, fan_in=WIDTH)
+            kv[:WIDTH] *= 2.0
+            add(p + "attention/linear_1/weight", kv, matrix_dtype)
+            kv_bias = 0.1 * rng.standard_normal(2 * WIDTH)
+            kv_bias[:WIDTH] = 0.0
+            add(p + "attention/linear_1/bias", kv_bias)
+            add(p + "attention/linear_2/weight", weight(WIDTH, WIDTH, fan_in=WIDTH), matrix_dtype)
+            add(p + "attention/linear_2/bias", 0.1 * rng.standard_normal(WIDTH))
+            norm(p + "ffn/layer_norm")
+            add(p + "ffn/linear_0/weight", weight(FFN, WIDTH, fan_in=WIDTH), matrix_dtype)
+            add(p + "ffn/linear_0/bias", 0.1 * rng.standard_normal(FFN))
+            add(p + "ffn/linear_1/weight", weight(WIDTH, FFN, fan_in=FFN), matrix_dtype)
+            add(p + "ffn/linear_1/bias", 0.1 * rng.standard_normal(WIDTH))
+        add("decoder/layer_norm/gamma", 1 + 0.1 * rng.standard_normal(WIDTH))
+        add("decoder/layer_norm/beta", 0.1 * rng.standard_normal(WIDTH))
     if a.hf:
         write_hf_checkpoint(folder, arrays, len(pieces), a)
     else:

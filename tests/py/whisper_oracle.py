@@ -7,6 +7,9 @@ tests on every target (tests/whisper_tiny_test.cc).
 IN: little-endian float32 [n_mels, 3000]; OUT: float32 [positions, width].
   whisper_oracle.py decode --folder DIR --mel IN.f32 --prompt 50257,50362 --suppress 1,2,...
                            --suppress-blank 220,50256 --eot 50256 [--max-length 448]
+  whisper_oracle.py score --folder DIR --mel IN.f32 --tokens 50257,50362,11,... --first 2
+                          --out OUT.f32
+The logits after token first-1 and after each later one (teacher-forced), float32 rows.
 Greedy decoding as CTranslate2's Whisper.generate does it with beam_size 1 (what faster-whisper
 calls at temperature 0): the suppressed tokens never, the blank ones not as the first token,
 until end of text or max-length tokens in all (prompt included). Prints the generated ids.
@@ -147,13 +150,24 @@ def greedy(w, encoded, prompt, suppress, suppress_blank, eot, max_length):
     return out
 
 
+def score(w, encoded, tokens, first):
+    """Logits after each of tokens[first - 1:], teacher-forced: [len(tokens) - first + 1, vocab]."""
+    decoder = Decoder(w, encoded)
+    rows = [decoder.step(tokens[:first])]
+    for token in tokens[first:]:
+        rows.append(decoder.step([token]))
+    return np.stack(rows)
+
+
 def ids(text):
     return [int(t) for t in text.split(",") if t]
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("command", choices=["encode", "decode"])
+    ap.add_argument("command", choices=["encode", "decode", "score"])
+    ap.add_argument("--tokens", default="")
+    ap.add_argument("--first", type=int, default=1)
     ap.add_argument("--prompt", default="")
     ap.add_argument("--suppress", default="")
     ap.add_argument("--suppress-blank", default="")
@@ -170,6 +184,9 @@ def main():
     encoded = encode(w, mel)
     if a.command == "encode":
         encoded.astype("<f4").tofile(a.out)
+        return
+    if a.command == "score":
+        score(w, encoded, ids(a.tokens), a.first).astype("<f4").tofile(a.out)
         return
     print(" ".join(map(str, greedy(w, encoded, ids(a.prompt), ids(a.suppress),
                                    ids(a.suppress_blank), a.eot, a.max_length))))
