@@ -197,26 +197,26 @@ void PlanBuilder::KvStore(uint32_t layer, uint32_t k, uint32_t v) {
 void PlanBuilder::Attention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads,
                             uint32_t n_kv_heads, uint32_t head_dim, float scale,
                             uint32_t window) {
-  fb::AttentionT params;
-  params.layer = layer;
-  params.n_heads = n_heads;
-  params.n_kv_heads = n_kv_heads;
-  params.head_dim = head_dim;
-  params.scale = scale;
-  params.mask = window > 0 ? fb::AttentionMask::SlidingWindow : fb::AttentionMask::Causal;
-  params.window = window;
-  AddOp(std::move(params), {q}, {out}, {});
+  AddAttention(window > 0 ? fb::AttentionMask::SlidingWindow : fb::AttentionMask::Causal, window,
+               layer, q, out, n_heads, n_kv_heads, head_dim, scale);
 }
 
 void PlanBuilder::CrossAttention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads,
                                  uint32_t n_kv_heads, uint32_t head_dim, float scale) {
+  AddAttention(fb::AttentionMask::Cross, 0, layer, q, out, n_heads, n_kv_heads, head_dim, scale);
+}
+
+void PlanBuilder::AddAttention(fb::AttentionMask mask, uint32_t window, uint32_t layer,
+                               uint32_t q, uint32_t out, uint32_t n_heads, uint32_t n_kv_heads,
+                               uint32_t head_dim, float scale) {
   fb::AttentionT params;
   params.layer = layer;
   params.n_heads = n_heads;
   params.n_kv_heads = n_kv_heads;
   params.head_dim = head_dim;
   params.scale = scale;
-  params.mask = fb::AttentionMask::Cross;
+  params.mask = mask;
+  params.window = window;
   AddOp(std::move(params), {q}, {out}, {});
 }
 

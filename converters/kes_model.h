@@ -107,6 +107,9 @@ class PlanBuilder {
                      uint64_t fixed_rows);
   // params: one of the schema's op tables (fb::RmsNormT, ...), which sets the op kind.
   void AddMatMul(fb::MatMulT params, uint32_t in, uint32_t out, uint32_t weight, uint32_t bias);
+  void AddAttention(fb::AttentionMask mask, uint32_t window, uint32_t layer, uint32_t q,
+                    uint32_t out, uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim,
+                    float scale);
   template <typename Params>
   void AddOp(Params params, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs,
              std::vector<uint32_t> weights);

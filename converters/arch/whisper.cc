@@ -10,6 +10,22 @@ namespace {
 // second halves it.
 constexpr uint32_t kFramesPerPosition = 2;
 
+// x + fc2(GELU(fc1(LayerNorm(x)))): the feed-forward half of every Whisper block. Returns the
+// new residual buffer.
+uint32_t FeedForward(PlanBuilder& b, const std::string& p, uint32_t x, uint32_t d, uint32_t ffn,
+                     uint32_t norm, uint32_t norm_bias, uint32_t up, uint32_t up_bias,
+                     uint32_t down, uint32_t down_bias) {
+  const uint32_t h = b.Activation(p + "ffn_norm", d);
+  b.LayerNorm(x, h, norm, norm_bias, kWhisperLayerNormEps);
+  const uint32_t hidden = b.Activation(p + "up", ffn);
+  b.MatMul(h, hidden, up, up_bias);
+  b.Activate(fb::Activation::GeluErf, hidden, hidden);
+  const uint32_t y = b.Activation(p + "out", d);
+  b.MatMul(hidden, y, down, down_bias);
+  b.Add(x, y, y);
+  return y;
+}
+
 }  // namespace
 
 Status CheckWhisperShape(const WhisperShape& s) {
@@ -95,15 +111,8 @@ void BuildWhisperEncoder(const WhisperShape& s, const WhisperEncoderWeights& w, 
     const uint32_t after_attn = b.Activation(p + "after_attn", d);
     b.MatMul(attn, after_attn, lw.o, lw.o_bias);
     b.Add(x, after_attn, after_attn);
-    const uint32_t h2 = b.Activation(p + "ffn_norm", d);
-    b.LayerNorm(after_attn, h2, lw.ffn_norm, lw.ffn_norm_bias, kWhisperLayerNormEps);
-    const uint32_t up = b.Activation(p + "up", s.ffn);
-    b.MatMul(h2, up, lw.up, lw.up_bias);
-    b.Activate(fb::Activation::GeluErf, up, up);
-    const uint32_t y = b.Activation(p + "out", d);
-    b.MatMul(up, y, lw.down, lw.down_bias);
-    b.Add(after_attn, y, y);
-    x = y;
+    x = FeedForward(b, p, after_attn, d, s.ffn, lw.ffn_norm, lw.ffn_norm_bias, lw.up, lw.up_bias,
+                    lw.down, lw.down_bias);
   }
   const uint32_t hidden = b.Activation("hidden_states", d);
   b.LayerNorm(x, hidden, w.final_norm, w.final_norm_bias, kWhisperLayerNormEps);
@@ -152,15 +161,8 @@ void DecoderPlan(const WhisperShape& s, const WhisperDecoderShape& dec,
     const uint32_t after_cross = b.Activation(p + "after_cross", d);
     b.MatMul(cross, after_cross, lw.cross.o, lw.cross.o_bias);
     b.Add(after_self, after_cross, after_cross);
-    const uint32_t hf = b.Activation(p + "ffn_norm", d);
-    b.LayerNorm(after_cross, hf, lw.ffn_norm, lw.ffn_norm_bias, kWhisperLayerNormEps);
-    const uint32_t up = b.Activation(p + "up", dec.ffn);
-    b.MatMul(hf, up, lw.up, lw.up_bias);
-    b.Activate(fb::Activation::GeluErf, up, up);
-    const uint32_t y = b.Activation(p + "out", d);
-    b.MatMul(up, y, lw.down, lw.down_bias);
-    b.Add(after_cross, y, y);
-    x = y;
+    x = FeedForward(b, p, after_cross, d, dec.ffn, lw.ffn_norm, lw.ffn_norm_bias, lw.up,
+                    lw.up_bias, lw.down, lw.down_bias);
   }
   const uint32_t final_x = b.Activation("final_norm", d);
   b.LayerNorm(x, final_x, w.final_norm, w.final_norm_bias, kWhisperLayerNormEps);

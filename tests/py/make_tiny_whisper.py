@@ -137,14 +137,7 @@ def main():
         add(name + "/gamma", 1 + 0.1 * rng.standard_normal(WIDTH))
         add(name + "/beta", 0.1 * rng.standard_normal(WIDTH))
 
-    scalar_i16("encoder/num_heads", HEADS)
-    add("encoder/conv1/weight", weight(WIDTH, N_MELS, 3, fan_in=3 * N_MELS), matrix_dtype)
-    add("encoder/conv1/bias", 0.1 * rng.standard_normal(WIDTH))
-    add("encoder/conv2/weight", weight(WIDTH, WIDTH, 3, fan_in=3 * WIDTH), matrix_dtype)
-    add("encoder/conv2/bias", 0.1 * rng.standard_normal(WIDTH))
-    add("encoder/position_encodings/encodings", sinusoids(a.positions, WIDTH))
-    for layer in range(LAYERS):
-        p = f"encoder/layer_{layer}/"
+    def self_attention(p):
         norm(p + "self_attention/layer_norm")
         # q and k a little larger than unit scale, so attention is not uniform.
         qkv = weight(3 * WIDTH, WIDTH, fan_in=WIDTH)
@@ -155,29 +148,36 @@ def main():
         add(p + "self_attention/linear_0/bias", qkv_bias)
         add(p + "self_attention/linear_1/weight", weight(WIDTH, WIDTH, fan_in=WIDTH), matrix_dtype)
         add(p + "self_attention/linear_1/bias", 0.1 * rng.standard_normal(WIDTH))
+
+    def feed_forward(p):
         norm(p + "ffn/layer_norm")
         add(p + "ffn/linear_0/weight", weight(FFN, WIDTH, fan_in=WIDTH), matrix_dtype)
         add(p + "ffn/linear_0/bias", 0.1 * rng.standard_normal(FFN))
         add(p + "ffn/linear_1/weight", weight(WIDTH, FFN, fan_in=FFN), matrix_dtype)
         add(p + "ffn/linear_1/bias", 0.1 * rng.standard_normal(WIDTH))
-    add("encoder/layer_norm/gamma", 1 + 0.1 * rng.standard_normal(WIDTH))
-    add("encoder/layer_norm/beta", 0.1 * rng.standard_normal(WIDTH))
+
+    def final_norm(name):
+        add(name + "/gamma", 1 + 0.1 * rng.standard_normal(WIDTH))
+        add(name + "/beta", 0.1 * rng.standard_normal(WIDTH))
+
+    scalar_i16("encoder/num_heads", HEADS)
+    add("encoder/conv1/weight", weight(WIDTH, N_MELS, 3, fan_in=3 * N_MELS), matrix_dtype)
+    add("encoder/conv1/bias", 0.1 * rng.standard_normal(WIDTH))
+    add("encoder/conv2/weight", weight(WIDTH, WIDTH, 3, fan_in=3 * WIDTH), matrix_dtype)
+    add("encoder/conv2/bias", 0.1 * rng.standard_normal(WIDTH))
+    add("encoder/position_encodings/encodings", sinusoids(a.positions, WIDTH))
+    for layer in range(LAYERS):
+        self_attention(f"encoder/layer_{layer}/")
+        feed_forward(f"encoder/layer_{layer}/")
+    final_norm("encoder/layer_norm")
     add("decoder/embeddings/weight", weight(len(pieces), WIDTH, fan_in=1), matrix_dtype)
     if not a.no_decoder:
         scalar_i16("decoder/num_heads", HEADS)
-        add("decoder/position_encodings/encodings", 0.5 * rng.standard_normal((TEXT_POSITIONS, WIDTH)))
+        add("decoder/position_encodings/encodings",
+            0.5 * rng.standard_normal((TEXT_POSITIONS, WIDTH)))
         for layer in range(LAYERS):
             p = f"decoder/layer_{layer}/"
-            norm(p + "self_attention/layer_norm")
-            qkv = weight(3 * WIDTH, WIDTH, fan_in=WIDTH)
-            qkv[:2 * WIDTH] *= 2.0
-            add(p + "self_attention/linear_0/weight", qkv, matrix_dtype)
-            qkv_bias = 0.1 * rng.standard_normal(3 * WIDTH)
-            qkv_bias[WIDTH:2 * WIDTH] = 0.0
-            add(p + "self_attention/linear_0/bias", qkv_bias)
-            add(p + "self_attention/linear_1/weight", weight(WIDTH, WIDTH, fan_in=WIDTH),
-                matrix_dtype)
-            add(p + "self_attention/linear_1/bias", 0.1 * rng.standard_normal(WIDTH))
+            self_attention(p)
             norm(p + "attention/layer_norm")
             add(p + "attention/linear_0/weight", 2.0 * weight(WIDTH, WIDTH, fan_in=WIDTH),
                 matrix_dtype)
@@ -186,17 +186,12 @@ def main():
             kv[:WIDTH] *= 2.0
             add(p + "attention/linear_1/weight", kv, matrix_dtype)
             kv_bias = 0.1 * rng.standard_normal(2 * WIDTH)
-            kv_bias[:WIDTH] = 0.0
+            kv_bias[:WIDTH] = 0.0  # keys have no bias in Whisper
             add(p + "attention/linear_1/bias", kv_bias)
             add(p + "attention/linear_2/weight", weight(WIDTH, WIDTH, fan_in=WIDTH), matrix_dtype)
             add(p + "attention/linear_2/bias", 0.1 * rng.standard_normal(WIDTH))
-            norm(p + "ffn/layer_norm")
-            add(p + "ffn/linear_0/weight", weight(FFN, WIDTH, fan_in=WIDTH), matrix_dtype)
-            add(p + "ffn/linear_0/bias", 0.1 * rng.standard_normal(FFN))
-            add(p + "ffn/linear_1/weight", weight(WIDTH, FFN, fan_in=FFN), matrix_dtype)
-            add(p + "ffn/linear_1/bias", 0.1 * rng.standard_normal(WIDTH))
-        add("decoder/layer_norm/gamma", 1 + 0.1 * rng.standard_normal(WIDTH))
-        add("decoder/layer_norm/beta", 0.1 * rng.standard_normal(WIDTH))
+            feed_forward(p)
+        final_norm("decoder/layer_norm")
     if a.hf:
         write_hf_checkpoint(folder, arrays, len(pieces), a)
     else:
