@@ -51,6 +51,13 @@ class WhisperReader {
     return StoreWeights(name, values, dtype, shape, out_, id);
   }
 
+  // A small table read once per token (positions): f32 whatever --weights says.
+  Status F32Table(const std::string& name, uint32_t rows, uint32_t cols, uint32_t* id) {
+    std::vector<float> values;
+    KES_RETURN_IF_ERROR(Values(name, {rows, cols}, &values));
+    return Store(name, values, fb::DType::F32, {rows, cols}, id);
+  }
+
   Status Vector(const std::string& name, uint32_t n, uint32_t* id) {
     std::vector<float> values;
     KES_RETURN_IF_ERROR(Values(name, {n}, &values));
@@ -151,11 +158,8 @@ Status ReadDecoder(const File& file, WhisperReader& r, const WhisperShape& shape
 
   WhisperDecoderWeights w;
   KES_RETURN_IF_ERROR(r.Matrix("decoder/embeddings/weight", shape.vocab, d, &w.embeddings));
-  std::vector<float> table;
-  KES_RETURN_IF_ERROR(
-      r.Values("decoder/position_encodings/encodings", {dec.n_text_positions, d}, &table));
-  KES_RETURN_IF_ERROR(r.Store("decoder/position_encodings/encodings", table, fb::DType::F32,
-                              {dec.n_text_positions, d}, &w.positions));
+  KES_RETURN_IF_ERROR(r.F32Table("decoder/position_encodings/encodings", dec.n_text_positions,
+                                 d, &w.positions));
   w.layers.resize(dec.n_layers);
   for (uint32_t l = 0; l < dec.n_layers; ++l) {
     const std::string p = "decoder/layer_" + std::to_string(l) + "/";
@@ -235,11 +239,8 @@ Status ConvertWhisper(const std::string& folder, const File& file, const Convert
   WhisperEncoderWeights w;
   KES_RETURN_IF_ERROR(r.Convolution("encoder/conv1", d, shape.n_mels, &w.conv1, &w.conv1_bias));
   KES_RETURN_IF_ERROR(r.Convolution("encoder/conv2", d, d, &w.conv2, &w.conv2_bias));
-  std::vector<float> table;
   KES_RETURN_IF_ERROR(
-      r.Values("encoder/position_encodings/encodings", {shape.n_positions, d}, &table));
-  KES_RETURN_IF_ERROR(r.Store("encoder/position_encodings/encodings", table, fb::DType::F32,
-                              {shape.n_positions, d}, &w.positions));
+      r.F32Table("encoder/position_encodings/encodings", shape.n_positions, d, &w.positions));
   w.layers.resize(shape.n_layers);
   for (uint32_t l = 0; l < shape.n_layers; ++l) {
     const std::string p = "encoder/layer_" + std::to_string(l) + "/";
@@ -251,17 +252,12 @@ Status ConvertWhisper(const std::string& folder, const File& file, const Convert
                                      qkv_bias));
     lw.q = qkv[0], lw.k = qkv[1], lw.v = qkv[2];
     lw.q_bias = qkv_bias[0], lw.k_bias = qkv_bias[1], lw.v_bias = qkv_bias[2];
-    KES_RETURN_IF_ERROR(r.Matrix(p + "self_attention/linear_1/weight", d, d, &lw.o));
-    KES_RETURN_IF_ERROR(r.Vector(p + "self_attention/linear_1/bias", d, &lw.o_bias));
-    KES_RETURN_IF_ERROR(r.Vector(p + "ffn/layer_norm/gamma", d, &lw.ffn_norm));
-    KES_RETURN_IF_ERROR(r.Vector(p + "ffn/layer_norm/beta", d, &lw.ffn_norm_bias));
-    KES_RETURN_IF_ERROR(r.Matrix(p + "ffn/linear_0/weight", ffn, d, &lw.up));
-    KES_RETURN_IF_ERROR(r.Vector(p + "ffn/linear_0/bias", ffn, &lw.up_bias));
-    KES_RETURN_IF_ERROR(r.Matrix(p + "ffn/linear_1/weight", d, ffn, &lw.down));
-    KES_RETURN_IF_ERROR(r.Vector(p + "ffn/linear_1/bias", d, &lw.down_bias));
+    KES_RETURN_IF_ERROR(r.Linear(p + "self_attention/linear_1", d, d, &lw.o, &lw.o_bias));
+    KES_RETURN_IF_ERROR(r.Norm(p + "ffn/layer_norm", d, &lw.ffn_norm, &lw.ffn_norm_bias));
+    KES_RETURN_IF_ERROR(r.Linear(p + "ffn/linear_0", ffn, d, &lw.up, &lw.up_bias));
+    KES_RETURN_IF_ERROR(r.Linear(p + "ffn/linear_1", d, ffn, &lw.down, &lw.down_bias));
   }
-  KES_RETURN_IF_ERROR(r.Vector("encoder/layer_norm/gamma", d, &w.final_norm));
-  KES_RETURN_IF_ERROR(r.Vector("encoder/layer_norm/beta", d, &w.final_norm_bias));
+  KES_RETURN_IF_ERROR(r.Norm("encoder/layer_norm", d, &w.final_norm, &w.final_norm_bias));
 
   BuildWhisperEncoder(shape, w, out);
   if (file.Find("decoder/layer_0/ffn/linear_0/weight") != nullptr) {
