@@ -72,7 +72,11 @@ Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out,
   for (const fb::Plan* p : *model.meta().plans()) {
     for (const fb::Op* op : *p->ops()) {
       const fb::Attention* attention = op->params_as_Attention();
-      if (attention == nullptr || attention->layer() >= plan.kv.size()) continue;
+      // Cross-attention never splits a query's keys over threads (attention_step.cc RunCross).
+      if (attention == nullptr || attention->layer() >= plan.kv.size() ||
+          plan.kv[attention->layer()].cross) {
+        continue;
+      }
       partial_floats = std::max<size_t>(
           partial_floats, ops::AttentionMaxPartitions(plan.kv[attention->layer()].reach) *
                               attention->n_heads() *
