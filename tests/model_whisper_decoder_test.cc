@@ -38,8 +38,9 @@ struct Clip {
   int32_t eot = -1;
 };
 
-std::vector<Clip> References() {
-  const std::string dir = test::TmpPath("whisper-clips");
+// One folder per weight type: ctest runs the instances in parallel.
+std::vector<Clip> References(const std::string& weights) {
+  const std::string dir = test::TmpPath("whisper-clips-" + weights);
   EXPECT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
                                  "/tests/py/faster_whisper_ref.py " + kFolder + " " + dir),
             "");
@@ -100,7 +101,7 @@ TEST_P(WhisperDecoder, TranscribesAsFasterWhisper) {
 
   std::unique_ptr<audio::LogMelSpectrogram> mel;
   ASSERT_TRUE(audio::LogMelSpectrogram::Create(80, &mel).ok());
-  const std::vector<Clip> clips = References();
+  const std::vector<Clip> clips = References(weights);
   ASSERT_EQ(clips.size(), 5u);
   size_t same = 0;
   for (const Clip& c : clips) {
