@@ -23,6 +23,7 @@ int PerplexityCommand(const std::vector<std::string>& args);
 int ChatCommand(const std::vector<std::string>& args);
 int TokenizeCommand(const std::vector<std::string>& args);
 int EmbedCommand(const std::vector<std::string>& args);
+int TranscribeCommand(const std::vector<std::string>& args);
 
 // Prints "kestrel: error: <message>" to stderr and returns the exit code 1.
 int Fail(const std::string& message);

@@ -13,6 +13,7 @@ const char kUsage[] =
     "  run         generate text from a prompt, streaming tokens\n"
     "  chat        talk with an instruction-tuned model, turn by turn\n"
     "  embed       print the embedding of each text (encoder models)\n"
+    "  transcribe  speech to text from a WAV file (Whisper models)\n"
     "  tokenize    print the token ids of a text\n"
     "  inspect     print the model's architecture, sizes, memory and FLOPs per token\n"
     "  bench       measure prefill and decode speed (tokens/s, latency, memory)\n"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   if (command == "run") return kestrel::cli::RunCommand(args);
   if (command == "chat") return kestrel::cli::ChatCommand(args);
   if (command == "embed") return kestrel::cli::EmbedCommand(args);
+  if (command == "transcribe") return kestrel::cli::TranscribeCommand(args);
   if (command == "tokenize") return kestrel::cli::TokenizeCommand(args);
   if (command == "inspect") return kestrel::cli::InspectCommand(args);
   if (command == "bench") return kestrel::cli::BenchCommand(args);

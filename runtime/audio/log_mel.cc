@@ -150,14 +150,20 @@ std::vector<float> LogMelSpectrogram::DenseFilters() const {
   return dense;
 }
 
-void CopyMelWindow(const float* mel, int n_mels, size_t frames, size_t index, float* out) {
-  const size_t first = index * kWhisperWindowFrames;
-  const size_t have = first < frames ? std::min<size_t>(frames - first, kWhisperWindowFrames) : 0;
+void CopyMelFrames(const float* mel, int n_mels, size_t frames, size_t first, size_t count,
+                   size_t window, float* out) {
+  const size_t have =
+      first < frames ? std::min({frames - first, count, window}) : 0;
   for (int m = 0; m < n_mels; ++m) {
-    float* row = out + static_cast<size_t>(m) * kWhisperWindowFrames;
+    float* row = out + static_cast<size_t>(m) * window;
     if (have > 0) std::memcpy(row, mel + m * frames + first, have * sizeof(float));
-    std::fill(row + have, row + kWhisperWindowFrames, 0.0f);
+    std::fill(row + have, row + window, 0.0f);
   }
+}
+
+void CopyMelWindow(const float* mel, int n_mels, size_t frames, size_t index, float* out) {
+  CopyMelFrames(mel, n_mels, frames, index * kWhisperWindowFrames, kWhisperWindowFrames,
+                kWhisperWindowFrames, out);
 }
 
 }  // namespace kestrel::audio

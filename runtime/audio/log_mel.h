@@ -63,4 +63,10 @@ class LogMelSpectrogram {
 // `frames` frames into out ([n_mels, 3000]), zeros past the end.
 void CopyMelWindow(const float* mel, int n_mels, size_t frames, size_t index, float* out);
 
+// Copies `count` frames from `first` (those that exist) of a spectrogram of `frames` frames into
+// a window of `window` frames (out: [n_mels, window]), zeros after them: a decoding window that
+// starts anywhere, as Whisper's seek does.
+void CopyMelFrames(const float* mel, int n_mels, size_t frames, size_t first, size_t count,
+                   size_t window, float* out);
+
 }  // namespace kestrel::audio

@@ -7,10 +7,8 @@ without_timestamps, condition_on_previous_text off, no VAD.
 
   check_whisper_oracle.py MODEL_DIR
 """
-import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 import numpy as np
 from faster_whisper import WhisperModel, decode_audio
@@ -19,19 +17,10 @@ from faster_whisper.transcribe import get_suppressed_tokens
 
 import whisper_oracle
 import ct2_model
+from whisper_clips import CLIPS as ALL_CLIPS, make_clips
 
-CLIPS = [
-    ("en-us", 150, "Hello there. This is a test of the speech recognition system, running on a "
-                   "small board."),
-    ("en-gb", 180, "Please remember to save your work before closing the application, otherwise "
-                   "changes may be lost."),
-    ("en-us+f3", 120, "One, two, three, four, five. Counting numbers is easy when you take your "
-                      "time."),
-    ("en-sc", 160, "A journey of a thousand miles begins with a single step, as the old saying "
-                   "goes, and every step matters when you are walking through the mountains on "
-                   "a cold and windy morning in early spring."),
-    ("de", 150, "Guten Morgen, wie geht es Ihnen heute? Das Wetter ist schön."),
-]
+# The clips of one window (the oracle decodes the first 30 seconds only).
+CLIPS = ALL_CLIPS[:5]
 
 
 def main():
@@ -45,11 +34,7 @@ def main():
     weights, _ = ct2_model.read_model_bin(folder + "/model.bin")
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (voice, speed, text) in enumerate(CLIPS):
-            raw, wav = Path(tmp) / f"{i}-22k.wav", Path(tmp) / f"{i}.wav"
-            subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "-w", str(raw), text],
-                           check=True)
-            subprocess.run(["sox", str(raw), "-r", "16000", "-b", "16", str(wav)], check=True)
+        for (voice, speed, _), wav in zip(CLIPS, make_clips(tmp, CLIPS)):
             segments, _ = model.transcribe(str(wav), beam_size=1, temperature=0.0,
                                            without_timestamps=True,
                                            condition_on_previous_text=False, vad_filter=False)
