@@ -30,6 +30,7 @@
 #include "runtime/memory_plan.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
+#include "runtime/transcriber.h"
 #include "tests/support/alloc_counter.h"
 #include "tests/support/test_support.h"
 
@@ -147,9 +148,19 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-// A tiny Whisper's transcription front: log-mel spectrogram, its window, and the audio encoder,
-// with 1 and 2 threads, f32 and q8 weights.
-TEST(TinyZeroAllocAudio, LogMelWindowAndEncoderAllocateNothing) {
+// A tiny Whisper's transcription: the log-mel spectrogram of 5 seconds of audio, then the
+// Transcriber's windows (encoder, cross K/V, prompt, greedy steps under Whisper's rules, seek),
+// with and without timestamps and the previous text, 1 and 2 threads, f32 and q8 weights.
+struct SegmentCount {
+  size_t segments = 0, tokens = 0;
+};
+void CountSegment(void* context, const TranscriptSegment& segment) {
+  auto* count = static_cast<SegmentCount*>(context);
+  ++count->segments;
+  count->tokens += segment.n_tokens;
+}
+
+TEST(TinyZeroAllocAudio, TranscriptionAllocatesNothing) {
   const std::string folder = ScratchPath("zero-alloc-whisper");
   ASSERT_EQ(MakeTinyWhisper(folder), "");
   for (const char* weights : {"f32", "q8"}) {
@@ -161,26 +172,38 @@ TEST(TinyZeroAllocAudio, LogMelWindowAndEncoderAllocateNothing) {
     std::remove(path.c_str());
     ASSERT_TRUE(s.ok()) << s.message();
     for (size_t threads : {1, 2}) {
-      SCOPED_TRACE(std::string(weights) + ", " + std::to_string(threads) + " thread(s)");
-      AudioEncoderOptions options;
-      options.n_threads = threads;
-      std::unique_ptr<AudioEncoder> encoder;
-      s = AudioEncoder::Create(*model, options, &encoder);
-      ASSERT_TRUE(s.ok()) << s.message();
-      std::unique_ptr<audio::LogMelSpectrogram> mel;
-      ASSERT_TRUE(audio::LogMelSpectrogram::Create(80, &mel).ok());
-      std::vector<float> samples(16000 * 2);
-      for (size_t i = 0; i < samples.size(); ++i) samples[i] = 0.3f * std::sin(0.05f * i);
-      const size_t frames = audio::LogMelSpectrogram::FrameCount(samples.size());
-      std::vector<float> all(80 * frames), window(80 * 3000), hidden(1500 * encoder->d_model());
+      for (bool timestamps : {false, true}) {
+        SCOPED_TRACE(std::string(weights) + ", " + std::to_string(threads) + " thread(s), " +
+                     (timestamps ? "timestamps" : "no timestamps"));
+        TranscriberOptions options;
+        options.n_threads = threads;
+        options.timestamps = timestamps;
+        options.condition_on_previous_text = timestamps;
+        std::unique_ptr<Transcriber> transcriber;
+        s = Transcriber::Create(*model, options, &transcriber);
+        ASSERT_TRUE(s.ok()) << s.message();
+        std::unique_ptr<audio::LogMelSpectrogram> mel;
+        ASSERT_TRUE(audio::LogMelSpectrogram::Create(80, &mel).ok());
+        std::vector<float> samples(16000 * 5);
+        for (size_t i = 0; i < samples.size(); ++i) samples[i] = 0.3f * std::sin(0.05f * i);
+        const size_t frames = audio::LogMelSpectrogram::FrameCount(samples.size());
+        std::vector<float> all(80 * frames);
+        SegmentCount count;
+        TranscribeStats stats;
 
-      StartCountingAllocations();
-      mel->Compute(samples.data(), samples.size(), all.data());
-      audio::CopyMelWindow(all.data(), 80, frames, 0, window.data());
-      encoder->Encode(window.data(), hidden.data());
-      const long calls = StopCountingAllocations();
-      EXPECT_EQ(calls, 0) << "heap calls during the audio encoder";
-      EXPECT_TRUE(std::isfinite(hidden[0]) && std::isfinite(hidden.back()));
+        StartCountingAllocations();
+        mel->Compute(samples.data(), samples.size(), all.data());
+        s = transcriber->Transcribe(all.data(), frames, CountSegment, &count, &stats);
+        const long calls = StopCountingAllocations();
+        ASSERT_TRUE(s.ok()) << s.message();
+        EXPECT_EQ(calls, 0) << "heap calls during transcription";
+        // The tiny model's window is shorter than the audio: several windows ran.
+        EXPECT_GE(stats.windows, 2u);
+        EXPECT_GT(stats.tokens, stats.windows);
+        std::printf("%s, %zu thread(s)%s: %zu windows, %zu segments, %zu tokens\n", weights,
+                    threads, timestamps ? ", timestamps" : "", stats.windows, count.segments,
+                    stats.tokens);
+      }
     }
   }
 }

@@ -1,5 +1,5 @@
 // A tiny random-weight Whisper (tests/py/make_tiny_whisper.py: a CTranslate2 folder with the real
-// 80 mels and 1500 positions, width 32) converted by kestrel-convert and run by the AudioEncoder
+// 80 mels and 200 positions, width 32) converted by kestrel-convert and run by the AudioEncoder
 // on every target, qemu ARM included, against the float64 NumPy Whisper of
 // tests/py/whisper_oracle.py (which agrees with CTranslate2 within 3e-5 on the real model):
 // f32, f16, q8 and q4 weights, thread counts, the front end's windows, and clear errors for
@@ -23,7 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t kWidth = 32, kPositions = 1500, kMels = 80;
+// The tiny maker's window: 200 positions of two frames each (Whisper's is 1500: 30 seconds).
+constexpr size_t kWidth = 32, kPositions = 200, kFrames = 2 * kPositions, kMels = 80;
 
 // A tiny folder (made once per process) and its conversion with `weights`.
 std::string TinyKes(const std::string& weights, const std::string& flags = "") {
@@ -57,9 +58,9 @@ std::vector<float> TestWindow() {
   std::unique_ptr<audio::LogMelSpectrogram> mel;
   EXPECT_TRUE(audio::LogMelSpectrogram::Create(kMels, &mel).ok());
   const size_t frames = audio::LogMelSpectrogram::FrameCount(x.size());
-  std::vector<float> all(kMels * frames), window(kMels * audio::kWhisperWindowFrames);
+  std::vector<float> all(kMels * frames), window(kMels * kFrames);
   mel->Compute(x.data(), x.size(), all.data());
-  audio::CopyMelWindow(all.data(), kMels, frames, 0, window.data());
+  audio::CopyMelFrames(all.data(), kMels, frames, 0, kFrames, kFrames, window.data());
   return window;
 }
 
@@ -85,7 +86,7 @@ Status Encode(const std::string& weights, size_t threads, const std::vector<floa
   options.n_threads = threads;
   std::unique_ptr<AudioEncoder> encoder;
   KES_RETURN_IF_ERROR(AudioEncoder::Create(*model, options, &encoder));
-  KES_CHECK_OR_RETURN(encoder->n_mels() == kMels && encoder->n_frames() == 3000 &&
+  KES_CHECK_OR_RETURN(encoder->n_mels() == kMels && encoder->n_frames() == kFrames &&
                           encoder->n_positions() == kPositions && encoder->d_model() == kWidth,
                       "unexpected encoder shape");
   out->assign(kPositions * kWidth, 0.0f);
@@ -320,7 +321,7 @@ TEST(TinyWhisper, CliInspectsBenchesAndRefusesToGenerate) {
   ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
   EXPECT_NE(r.out.find("whisper speech model"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("decoder:        2 layers"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("1500 encoder positions"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("200 encoder positions"), std::string::npos) << r.out;
   r = test::Cli({"bench", kes, "-r", "1", "-t", "1,2", "--json"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
   EXPECT_NE(r.out.find("\"real_time_factor\""), std::string::npos) << r.out;
@@ -328,6 +329,77 @@ TEST(TinyWhisper, CliInspectsBenchesAndRefusesToGenerate) {
   r = test::Cli({"run", kes, "-p", "hello"});
   EXPECT_TRUE(r.exited && r.exit_code == 1) << test::Describe(r);
   EXPECT_NE(r.err.find("needs the encoder's states first"), std::string::npos) << r.err;
+}
+
+// 16-bit mono PCM WAV of `seconds` of a gliding tone at `rate` Hz.
+void WriteToneWav(const std::string& path, uint32_t rate, double seconds) {
+  const uint32_t n = static_cast<uint32_t>(rate * seconds), data_bytes = 2 * n;
+  std::vector<uint8_t> b;
+  auto u32 = [&](uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  auto u16 = [&](uint16_t v) { b.push_back(v & 0xff), b.push_back(v >> 8); };
+  b.insert(b.end(), {'R', 'I', 'F', 'F'});
+  u32(36 + data_bytes);
+  b.insert(b.end(), {'W', 'A', 'V', 'E', 'f', 'm', 't', ' '});
+  u32(16), u16(1), u16(1), u32(rate), u32(2 * rate), u16(2), u16(16);
+  b.insert(b.end(), {'d', 'a', 't', 'a'});
+  u32(data_bytes);
+  for (uint32_t i = 0; i < n; ++i) {
+    const double t = static_cast<double>(i) / rate;
+    const double x = 8000 * std::sin(2 * 3.14159265 * (200 + 300 * t) * t);
+    u16(static_cast<uint16_t>(static_cast<int16_t>(x)));
+  }
+  ASSERT_TRUE(test::WriteBytes(path, b.data(), b.size()));
+}
+
+// The segments of `kestrel transcribe --json` (without the timings, which vary).
+std::string Segments(const std::string& json) {
+  const size_t begin = json.find("\"segments\""), end = json.find("\"audio_seconds\"");
+  return begin == std::string::npos || end == std::string::npos ? "" : json.substr(begin, end - begin);
+}
+
+// kestrel transcribe on a tiny Whisper: a 22.05 kHz recording (resampled) of 9 seconds, three
+// of its 4-second windows; the same tokens with 1 and 2 threads; timestamps and the previous
+// text; clear errors for what the model cannot do and for bad flags.
+TEST(TinyWhisper, CliTranscribes) {
+  ASSERT_EQ(TinyKes("q8"), "");
+  const std::string kes = FolderOf() + "-q8.kes";
+  const std::string wav = test::ScratchPath("tone.wav");
+  WriteToneWav(wav, 22050, 9.0);
+  test::ProcessResult one = test::Cli({"transcribe", kes, wav, "--json", "-t", "1"});
+  ASSERT_TRUE(one.exited && one.exit_code == 0) << test::Describe(one);
+  EXPECT_NE(one.out.find("\"windows\": 3,"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("\"language\": \"en\""), std::string::npos) << one.out;
+  EXPECT_NE(Segments(one.out).find("\"tokens\": ["), std::string::npos) << one.out;
+  test::ProcessResult two = test::Cli({"transcribe", kes, wav, "--json", "-t", "2"});
+  ASSERT_TRUE(two.exited && two.exit_code == 0) << test::Describe(two);
+  EXPECT_EQ(Segments(one.out), Segments(two.out));
+  for (const char* flag : {"--timestamps", "--previous-text"}) {
+    test::ProcessResult r = test::Cli({"transcribe", kes, wav, flag});
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << flag << ": " << test::Describe(r);
+    EXPECT_NE(r.err.find("9.0 s of audio (en)"), std::string::npos) << r.err;
+    if (flag == std::string("--timestamps")) {
+      EXPECT_NE(r.out.find("[00:00.000 --> "), std::string::npos) << r.out;
+    }
+  }
+  const struct {
+    std::vector<std::string> args;
+    const char* expected;
+  } errors[] = {
+      {{"transcribe", kes, wav, "--task", "summarize"}, "expected transcribe or translate"},
+      {{"transcribe", kes, wav, "--language", "xx"}, "unknown language 'xx'"},
+      {{"transcribe", kes, wav, "--language", "de"}, "English-only"},
+      {{"transcribe", kes, wav, "--task", "translate"}, "has no translate task"},
+      {{"transcribe", kes, wav + ".missing"}, "tone.wav.missing"},
+      {{"transcribe", kes}, "expected a model and a WAV file"},
+  };
+  for (const auto& e : errors) {
+    test::ProcessResult r = test::Cli(e.args);
+    EXPECT_TRUE(r.exited && r.exit_code == 1) << test::Describe(r);
+    EXPECT_NE(r.err.find(e.expected), std::string::npos) << r.err;
+  }
+  std::remove(wav.c_str());
 }
 
 // A folder whose model.bin lacks a variable or has one of the wrong shape: a clear error naming
