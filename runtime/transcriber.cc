@@ -37,10 +37,10 @@ bool IsBlank(const Tokenizer& tokenizer, int32_t eot, const int32_t* ids, size_t
 
 Status Transcriber::Create(const Model& model, const TranscriberOptions& options,
                            std::unique_ptr<Transcriber>* out) {
+  const char* missing = model.has_audio_encoder() ? "no decoder" : "no audio encoder";
   KES_CHECK_OR_RETURN(model.has_audio_encoder() && model.has_decoder(),
-                      "expected a speech model with an audio encoder and a decoder (Whisper); "
-                      "this one has " + std::string(model.has_audio_encoder() ? "no decoder"
-                                                                              : "no audio encoder"));
+                      std::string("expected a speech model with an audio encoder and a decoder "
+                                  "(Whisper); this one has ") + missing);
   std::unique_ptr<Transcriber> t(new Transcriber(model));
   t->options_ = options;
   KES_RETURN_IF_ERROR(

@@ -356,7 +356,8 @@ void WriteToneWav(const std::string& path, uint32_t rate, double seconds) {
 // The segments of `kestrel transcribe --json` (without the timings, which vary).
 std::string Segments(const std::string& json) {
   const size_t begin = json.find("\"segments\""), end = json.find("\"audio_seconds\"");
-  return begin == std::string::npos || end == std::string::npos ? "" : json.substr(begin, end - begin);
+  if (begin == std::string::npos || end == std::string::npos) return "";
+  return json.substr(begin, end - begin);
 }
 
 // kestrel transcribe on a tiny Whisper: a 22.05 kHz recording (resampled) of 9 seconds, three

@@ -27,8 +27,8 @@ const char kTranscribeUsage[] =
     "  --previous-text     the text so far as the prompt of each next 30-second window\n"
     "                      (faster-whisper's condition_on_previous_text; default off)\n"
     "  -t, --threads N     threads (default 1)\n"
-    "  --json              print {\"language\", \"text\", \"segments\": [{\"start\", \"end\", \"text\",\n"
-    "                      \"tokens\"}], and the timings}\n"
+    "  --json              print {\"language\", \"text\", \"segments\": [{\"start\", \"end\",\n"
+    "                      \"text\", \"tokens\"}], and the timings}\n"
     "Greedy decoding as faster-whisper's beam_size 1, temperature 0.\n";
 
 struct Segment {
