@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`kestrel transcribe --json` against faster-whisper on the espeak-ng clips
 (reference.json from tests/py/faster_whisper_transcripts.py): converts the CTranslate2 Whisper
-folder with --weights WEIGHTS, transcribes each clip (with --timestamps in mode "timestamps")
+folder with --weights WEIGHTS, transcribes each clip (with --timestamps in mode "timestamps",
+--previous-text in mode "previous")
 and counts the clips whose token ids are faster-whisper's, segment times included; fails when
 fewer than MIN_IDENTICAL are.
 
@@ -21,7 +22,7 @@ def main():
     subprocess.run([convert, folder, str(kes) + ".tmp", "--weights", weights], check=True,
                    stdout=subprocess.DEVNULL)
     Path(str(kes) + ".tmp").rename(kes)
-    flags = ["--timestamps"] if mode == "timestamps" else []
+    flags = {"plain": [], "timestamps": ["--timestamps"], "previous": ["--previous-text"]}[mode]
     identical = 0
     for clip in clips:
         r = subprocess.run([kestrel, "transcribe", str(kes), clip["wav"], "--json", "-t", "2"]

@@ -5,12 +5,15 @@ OUT_DIR/reference.json: per clip its WAV path and, for each mode, the segments a
 [start, end, tokens]:
   "plain":      the acceptance's settings: compute_type float32, beam_size 1, temperature 0,
                 without_timestamps, condition_on_previous_text off, no VAD;
-  "timestamps": the same with timestamps.
+  "timestamps": the same with timestamps;
+  "previous":   the plain settings with condition_on_previous_text on (the long clips only:
+                it changes nothing in a single window).
 
   faster_whisper_transcripts.py MODEL_DIR OUT_DIR
 """
 import json
 import sys
+import wave
 from pathlib import Path
 
 from faster_whisper import WhisperModel
@@ -18,10 +21,10 @@ from faster_whisper import WhisperModel
 from whisper_clips import make_clips
 
 
-def transcribe(model, wav, timestamps):
+def transcribe(model, wav, timestamps, previous=False):
     segments, _ = model.transcribe(str(wav), beam_size=1, temperature=0.0,
                                    without_timestamps=not timestamps,
-                                   condition_on_previous_text=False, vad_filter=False)
+                                   condition_on_previous_text=previous, vad_filter=False)
     return [[round(s.start, 2), round(s.end, 2), list(s.tokens)] for s in segments]
 
 
@@ -30,8 +33,11 @@ def main():
     model = WhisperModel(folder, device="cpu", compute_type="float32", cpu_threads=1)
     clips = []
     for wav in make_clips(out):
-        clips.append({"wav": str(wav), "plain": transcribe(model, wav, False),
-                      "timestamps": transcribe(model, wav, True)})
+        plain = transcribe(model, wav, False)
+        long = wave.open(str(wav)).getnframes() > 30 * 16000
+        clips.append({"wav": str(wav), "plain": plain,
+                      "timestamps": transcribe(model, wav, True),
+                      "previous": transcribe(model, wav, False, True) if long else plain})
     tmp = out / "reference.json.tmp"
     tmp.write_text(json.dumps({"clips": clips}, indent=1))
     tmp.rename(out / "reference.json")
