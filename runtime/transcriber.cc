@@ -123,6 +123,8 @@ Status Transcriber::DecodeWindow(size_t prompt_length, float* no_speech_prob,
       static_cast<int32_t>(std::lround(options_.max_initial_timestamp /
                                        (kSecondsPerFrame * (encoder_->n_frames() /
                                                             encoder_->n_positions()))));
+  // The average log-probability matters only when the window may be silence (see Transcribe).
+  step.score = *no_speech_prob > options_.no_speech_threshold;
   double log_prob = 0;
   n_generated_ = 0;
   while (n_generated_ < max_new) {
@@ -135,7 +137,9 @@ Status Transcriber::DecodeWindow(size_t prompt_length, float* no_speech_prob,
     if (n_generated_ == max_new) break;
     KES_RETURN_IF_ERROR(session_->Decode(r.token));
   }
-  *avg_log_prob = static_cast<float>(log_prob / static_cast<double>(n_generated_ + 1));
+  *avg_log_prob = step.score
+                      ? static_cast<float>(log_prob / static_cast<double>(n_generated_ + 1))
+                      : 0.0f;
   return OkStatus();
 }
 

@@ -46,7 +46,9 @@ struct TranscriptSegment {
   size_t seek = 0;            // the window's first frame
   const int32_t* tokens = nullptr;  // text tokens, and timestamps when they are on
   size_t n_tokens = 0;
-  float avg_log_prob = 0;     // of the window's tokens, the end token included
+  // Of the window's tokens, the end token included; computed only when the no-speech
+  // probability is above its threshold (0 otherwise).
+  float avg_log_prob = 0;
   float no_speech_prob = 0;   // of the window
 };
 

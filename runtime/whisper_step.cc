@@ -72,7 +72,7 @@ WhisperStepResult NextWhisperToken(const WhisperVocabulary& vocabulary, size_t v
   if (in.timestamps) ApplyTimestampRules(vocabulary, in, scratch);
   WhisperStepResult r;
   r.token = static_cast<int32_t>(std::max_element(scratch, scratch + vocab) - scratch);
-  r.log_prob = scratch[r.token] - LogSumExp(scratch, vocab);
+  if (in.score) r.log_prob = scratch[r.token] - LogSumExp(scratch, vocab);
   return r;
 }
 

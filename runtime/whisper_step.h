@@ -18,11 +18,14 @@ struct WhisperStepInput {
   bool timestamps = false;
   // The first timestamp may be at most this token (<|1.00|> by default: timestamp_begin + 50).
   int32_t max_initial_timestamp = -1;
+  // Whether to compute the log-probability (a log-sum-exp over the vocabulary, about a tenth of
+  // a Whisper-tiny step): the transcriber needs it only for windows that may be silence.
+  bool score = true;
 };
 
 struct WhisperStepResult {
   int32_t token = -1;
-  float log_prob = 0;
+  float log_prob = 0;  // 0 when not scored
 };
 
 // scratch: [vocab] floats, overwritten with the masked logits.

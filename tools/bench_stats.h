@@ -44,6 +44,8 @@ struct EncoderBenchOptions {
   std::vector<size_t> batches = {1, 32};
   size_t repetitions = 5;
   bool json = false;
+  // Speech models: tokens the decoder generates per window (about 3 per second of speech).
+  size_t decoder_tokens = 100;
 };
 
 // kestrel bench on an encoder model: texts/s and latency per call for each thread count,
@@ -51,8 +53,9 @@ struct EncoderBenchOptions {
 int BenchEncoder(const std::string& model_path, const Model& model,
                  const EncoderBenchOptions& options);
 
-// kestrel bench on a speech model (Whisper): the audio encoder's time per 30-second window and
-// its real-time factor, for each thread count (tools/cmd_bench_audio.cc).
+// kestrel bench on a speech model (Whisper): per 30-second window and thread count, the audio
+// encoder's time, the decoder's (cross K/V, prompt, decoder_tokens greedy steps) and the real-time
+// factor of both together (tools/cmd_bench_audio.cc).
 int BenchAudioEncoder(const std::string& model_path, const Model& model,
                       const EncoderBenchOptions& options);
 

@@ -41,8 +41,9 @@ const char kBenchUsage[] =
     "encoder models (texts/s and latency per batch instead of prefill and decode):\n"
     "  --seq-len N[,N]       tokens per text (default 16,128)\n"
     "  -b, --batch N[,N]     texts per call (default 1,32)\n"
-    "speech models (Whisper): the audio encoder's time per 30-second window and its real-time\n"
-    "  factor, for each -t thread count\n";
+    "speech models (Whisper): per 30-second window and -t thread count, the audio encoder's\n"
+    "  time, the decoder's (cross-attention K/V, prompt, -n greedy tokens, default 100) and\n"
+    "  the real-time factor of both\n";
 
 // What the flags ask for.
 struct BenchOptions {
@@ -53,6 +54,7 @@ struct BenchOptions {
   KvOptions kv;
   EncoderBenchOptions encoder;
   bool json = false;
+  bool n_gen_set = false;  // -n given (speech models default to 100 tokens per window)
 };
 
 struct Result {
@@ -88,6 +90,7 @@ Status ParseFlags(const std::vector<std::string>& args, BenchOptions* o, bool* h
       s = flags.Int(arg, 0, 1 << 20, &o->n_prompt);
     } else if (arg == "-n" || arg == "--n-gen") {
       s = flags.Int(arg, 0, 1 << 20, &o->n_gen);
+      o->n_gen_set = true;
     } else if (arg == "-d" || arg == "--depth") {
       if ((s = flags.Value(arg, &value)).ok()) {
         s = ParseCountList("--depth", value, 0, 1 << 24, &o->depths);
@@ -336,6 +339,7 @@ int BenchCommand(const std::vector<std::string>& args) {
     return BenchEncoder(options.model_path, *model, options.encoder);
   }
   if (model->has_audio_encoder()) {
+    if (options.n_gen_set) options.encoder.decoder_tokens = options.n_gen;
     options.encoder.threads = options.thread_counts;
     options.encoder.repetitions = options.repetitions;
     options.encoder.json = options.json;
