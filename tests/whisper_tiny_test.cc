@@ -307,13 +307,22 @@ TEST(TinyWhisper, HuggingFaceCheckpointGivesTheSameModel) {
   EXPECT_TRUE(r.exited && r.exit_code == 1) << test::Describe(r);
   EXPECT_NE(r.err.find("no tensor 'model.encoder.layers.1.fc2.bias'"), std::string::npos) << r.err;
   EXPECT_FALSE(test::Exists(damaged + ".kes"));
+  fs::remove_all(damaged);
+  ASSERT_EQ(test::MakeTinyWhisper(damaged, "--hf --drop decoder/layer_1/attention/linear_2/bias"),
+            "");
+  r = test::Convert({damaged, damaged + ".kes"});
+  EXPECT_TRUE(r.exited && r.exit_code == 1) << test::Describe(r);
+  EXPECT_NE(r.err.find("no tensor 'model.decoder.layers.1.encoder_attn.out_proj.bias'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(test::Exists(damaged + ".kes"));
   std::error_code ec;
   fs::remove_all(hf, ec);
   fs::remove_all(damaged, ec);
 }
 
-// The CLI on a speech model: inspect describes it, bench times the encoder, run (text alone, no
-// audio) refuses clearly.
+// The CLI on a speech model: inspect describes it, bench times encoder and decoder, run (text
+// alone, no audio) refuses clearly.
 TEST(TinyWhisper, CliInspectsBenchesAndRefusesToGenerate) {
   ASSERT_EQ(TinyKes("q8"), "");
   const std::string kes = FolderOf() + "-q8.kes";
@@ -326,6 +335,11 @@ TEST(TinyWhisper, CliInspectsBenchesAndRefusesToGenerate) {
   ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
   EXPECT_NE(r.out.find("\"real_time_factor\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"threads\": 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"decoder_tokens_per_window\": 32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"end_to_end_real_time_factor\""), std::string::npos) << r.out;
+  r = test::Cli({"bench", kes, "-r", "1", "-n", "33"});
+  EXPECT_TRUE(r.exited && r.exit_code == 1) << test::Describe(r);
+  EXPECT_NE(r.err.find("decodes 1 to 32 tokens per window; got 33"), std::string::npos) << r.err;
   r = test::Cli({"run", kes, "-p", "hello"});
   EXPECT_TRUE(r.exited && r.exit_code == 1) << test::Describe(r);
   EXPECT_NE(r.err.find("needs the encoder's states first"), std::string::npos) << r.err;
@@ -361,7 +375,8 @@ std::string Segments(const std::string& json) {
 }
 
 // kestrel transcribe on a tiny Whisper: a 22.05 kHz recording (resampled) of 9 seconds, three
-// of its 4-second windows; the same tokens with 1 and 2 threads; timestamps and the previous
+// of its 4-second windows; the same tokens with 1 and 2 threads and from the Hugging Face
+// layout of the same weights; timestamps and the previous
 // text; clear errors for what the model cannot do and for bad flags.
 TEST(TinyWhisper, CliTranscribes) {
   ASSERT_EQ(TinyKes("q8"), "");
@@ -376,6 +391,17 @@ TEST(TinyWhisper, CliTranscribes) {
   test::ProcessResult two = test::Cli({"transcribe", kes, wav, "--json", "-t", "2"});
   ASSERT_TRUE(two.exited && two.exit_code == 0) << test::Describe(two);
   EXPECT_EQ(Segments(one.out), Segments(two.out));
+  // The same weights in the Hugging Face layout (decoder included) transcribe the same.
+  const std::string hf = test::ScratchPath("tiny-whisper-hf-transcribe");
+  ASSERT_EQ(test::MakeTinyWhisper(hf, "--hf"), "");
+  test::ProcessResult converted = test::Convert({hf, hf + ".kes", "--weights", "q8"});
+  ASSERT_TRUE(converted.exited && converted.exit_code == 0) << test::Describe(converted);
+  test::ProcessResult from_hf = test::Cli({"transcribe", hf + ".kes", wav, "--json"});
+  ASSERT_TRUE(from_hf.exited && from_hf.exit_code == 0) << test::Describe(from_hf);
+  EXPECT_EQ(Segments(one.out), Segments(from_hf.out));
+  std::error_code ec;
+  fs::remove_all(hf, ec);
+  std::remove((hf + ".kes").c_str());
   for (const char* flag : {"--timestamps", "--previous-text"}) {
     test::ProcessResult r = test::Cli({"transcribe", kes, wav, flag});
     EXPECT_TRUE(r.exited && r.exit_code == 0) << flag << ": " << test::Describe(r);

@@ -44,8 +44,9 @@ struct EncoderBenchOptions {
   std::vector<size_t> batches = {1, 32};
   size_t repetitions = 5;
   bool json = false;
-  // Speech models: tokens the decoder generates per window (about 3 per second of speech).
-  size_t decoder_tokens = 100;
+  // Speech models: tokens the decoder generates per window; 0: 100 (about 3 per second of
+  // speech), or half the decoder's context when that is less.
+  size_t decoder_tokens = 0;
 };
 
 // kestrel bench on an encoder model: texts/s and latency per call for each thread count,

@@ -339,7 +339,10 @@ int BenchCommand(const std::vector<std::string>& args) {
     return BenchEncoder(options.model_path, *model, options.encoder);
   }
   if (model->has_audio_encoder()) {
-    if (options.n_gen_set) options.encoder.decoder_tokens = options.n_gen;
+    if (options.n_gen_set) {
+      if (options.n_gen == 0) return Fail("-n: a speech model decodes at least 1 token per window");
+      options.encoder.decoder_tokens = options.n_gen;
+    }
     options.encoder.threads = options.thread_counts;
     options.encoder.repetitions = options.repetitions;
     options.encoder.json = options.json;

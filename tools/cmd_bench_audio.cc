@@ -71,11 +71,11 @@ int BenchAudioEncoder(const std::string& model_path, const Model& model,
     if (!s.ok()) return Fail(model_path + ": " + s.message());
     // Whisper decodes at most half its context per window.
     const size_t most = model.hparams().context_length() / 2;
-    if (options.decoder_tokens == 0 || options.decoder_tokens > most) {
+    tokens = options.decoder_tokens ? options.decoder_tokens : std::min<size_t>(100, most);
+    if (tokens == 0 || tokens > most) {
       return Fail("-n: this model decodes 1 to " + std::to_string(most) +
-                  " tokens per window; got " + std::to_string(options.decoder_tokens));
+                  " tokens per window; got " + std::to_string(tokens));
     }
-    tokens = options.decoder_tokens;
   }
   std::vector<AudioResult> results;
   size_t arena_bytes = 0, positions = 0, frames = 0;

@@ -1,5 +1,7 @@
 // Whisper from a Hugging Face checkpoint (openai/whisper-*: config.json, model.safetensors,
-// tokenizer.json): the audio encoder, as from a CTranslate2 folder (converters/arch/whisper.h).
+// tokenizer.json): the audio encoder and the text decoder, as from a CTranslate2 folder
+// (converters/arch/whisper.h). A checkpoint without decoder tensors (WhisperEncoder alone)
+// converts to the encoder.
 #include <string>
 #include <vector>
 
@@ -28,7 +30,7 @@ Status ConvertWhisperCheckpoint(const HfCheckpoint& ckpt, const ConvertOptions& 
   KES_RETURN_IF_ERROR(CheckWhisperShape(shape).WithContext(c.path()));
 
   // WhisperForConditionalGeneration's names, or WhisperModel's without "model.".
-  const std::string prefix =
+  std::string prefix =
       ckpt.weights->Find("model.encoder.conv1.weight") ? "model.encoder." : "encoder.";
   const uint32_t d = shape.d_model, ffn = shape.ffn;
   const auto matrix = [&](const std::string& name, uint64_t rows, uint64_t cols, uint32_t* id) {
@@ -85,8 +87,55 @@ Status ConvertWhisperCheckpoint(const HfCheckpoint& ckpt, const ConvertOptions& 
   }
   KES_RETURN_IF_ERROR(vector("layer_norm.weight", d, &w.final_norm));
   KES_RETURN_IF_ERROR(vector("layer_norm.bias", d, &w.final_norm_bias));
-
   BuildWhisperEncoder(shape, w, out);
+
+  prefix = prefix == "model.encoder." ? "model.decoder." : "decoder.";
+  if (ckpt.weights->Find(prefix + "embed_tokens.weight") != nullptr) {
+    WhisperDecoderShape dec;
+    KES_RETURN_IF_ERROR(c.Uint("decoder_layers", 1024, &dec.n_layers));
+    KES_RETURN_IF_ERROR(c.Uint("decoder_attention_heads", 1 << 16, &dec.n_heads));
+    KES_RETURN_IF_ERROR(c.Uint("decoder_ffn_dim", 1 << 20, &dec.ffn));
+    KES_RETURN_IF_ERROR(c.Uint("max_target_positions", 65536, &dec.n_text_positions));
+    KES_CHECK_OR_RETURN(dec.n_heads > 0 && d % dec.n_heads == 0 && dec.n_layers > 0 &&
+                            dec.ffn > 0 && dec.n_text_positions > 0,
+                        c.path() + ": expected decoder_layers, decoder_ffn_dim and "
+                                   "max_target_positions above 0 and decoder_attention_heads "
+                                   "dividing d_model " + std::to_string(d));
+    // The output projection (proj_out) is tied to the token embeddings: one tensor serves both.
+    WhisperDecoderWeights dw;
+    KES_RETURN_IF_ERROR(matrix("embed_tokens.weight", shape.vocab, d, &dw.embeddings));
+    KES_RETURN_IF_ERROR(ckpt.Import(prefix + "embed_positions.weight", fb::DType::F32,
+                                    {dec.n_text_positions, d}, out, &dw.positions));
+    const auto attention = [&](const std::string& p, const std::string& norm,
+                               WhisperAttentionWeights* a) -> Status {
+      KES_RETURN_IF_ERROR(vector(norm + ".weight", d, &a->norm));
+      KES_RETURN_IF_ERROR(vector(norm + ".bias", d, &a->norm_bias));
+      KES_RETURN_IF_ERROR(matrix(p + ".q_proj.weight", d, d, &a->q));
+      KES_RETURN_IF_ERROR(vector(p + ".q_proj.bias", d, &a->q_bias));
+      KES_RETURN_IF_ERROR(matrix(p + ".k_proj.weight", d, d, &a->k));
+      a->k_bias = PlanBuilder::kNone;
+      KES_RETURN_IF_ERROR(matrix(p + ".v_proj.weight", d, d, &a->v));
+      KES_RETURN_IF_ERROR(vector(p + ".v_proj.bias", d, &a->v_bias));
+      KES_RETURN_IF_ERROR(matrix(p + ".out_proj.weight", d, d, &a->o));
+      return vector(p + ".out_proj.bias", d, &a->o_bias);
+    };
+    dw.layers.resize(dec.n_layers);
+    for (uint32_t l = 0; l < dec.n_layers; ++l) {
+      const std::string p = "layers." + std::to_string(l) + ".";
+      WhisperDecoderLayerWeights& lw = dw.layers[l];
+      KES_RETURN_IF_ERROR(attention(p + "self_attn", p + "self_attn_layer_norm", &lw.self));
+      KES_RETURN_IF_ERROR(attention(p + "encoder_attn", p + "encoder_attn_layer_norm", &lw.cross));
+      KES_RETURN_IF_ERROR(vector(p + "final_layer_norm.weight", d, &lw.ffn_norm));
+      KES_RETURN_IF_ERROR(vector(p + "final_layer_norm.bias", d, &lw.ffn_norm_bias));
+      KES_RETURN_IF_ERROR(matrix(p + "fc1.weight", dec.ffn, d, &lw.up));
+      KES_RETURN_IF_ERROR(vector(p + "fc1.bias", dec.ffn, &lw.up_bias));
+      KES_RETURN_IF_ERROR(matrix(p + "fc2.weight", d, dec.ffn, &lw.down));
+      KES_RETURN_IF_ERROR(vector(p + "fc2.bias", d, &lw.down_bias));
+    }
+    KES_RETURN_IF_ERROR(vector("layer_norm.weight", d, &dw.final_norm));
+    KES_RETURN_IF_ERROR(vector("layer_norm.bias", d, &dw.final_norm_bias));
+    BuildWhisperDecoder(shape, dec, dw, out);
+  }
   out->meta.tokenizer = std::make_unique<fb::TokenizerT>();
   return ct2::ReadWhisperTokenizer(ckpt.folder, shape.vocab, out->meta.tokenizer.get());
 }

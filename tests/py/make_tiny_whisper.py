@@ -10,7 +10,7 @@ Whisper-tiny is for the host's model tests only).
 --hf writes the same weights as a Hugging Face checkpoint instead (openai/whisper-*'s layout:
 config.json, model.safetensors with WhisperForConditionalGeneration's names, tokenizer.json with
 the timestamps as added tokens, no vocabulary.txt). The keys' bias is zero, as Hugging Face's
-Whisper has none, so both layouts hold the same model.
+Whisper has none, so both layouts hold the same model (with --no-decoder, the encoder alone).
 
 --positions: encoder positions (default 200, a 4-second window; Whisper's 1500 make a 30-second
 one, which costs 56 times the attention under qemu); --drop leaves
@@ -18,7 +18,7 @@ variable NAME out; --no-decoder writes the encoder only; --reshape gives it one 
 
 Shape: 80 mels as every Whisper has and 200 encoder positions (the front end is the real one;
 the window, 400 frames, shorter, so several windows decode in a few seconds of audio), width 32, 4 heads, 2 layers, feed-forward 64; the decoder likewise,
-with 64 positions. The Hugging Face layout (--hf) holds the encoder only so far.
+with 64 positions.
 """
 import argparse
 import json
@@ -54,39 +54,54 @@ def write_hf_checkpoint(folder, arrays, vocab, a):
     def put(hf_name, values):
         tensors["model." + hf_name] = np.ascontiguousarray(values)
 
+    attention_names = {"layer_norm/gamma": "_layer_norm.weight", "layer_norm/beta":
+                       "_layer_norm.bias", "linear_1/weight": ".out_proj.weight",
+                       "linear_1/bias": ".out_proj.bias"}
+    cross_names = {"layer_norm/gamma": "encoder_attn_layer_norm.weight",
+                   "layer_norm/beta": "encoder_attn_layer_norm.bias",
+                   "linear_0/weight": "encoder_attn.q_proj.weight",
+                   "linear_0/bias": "encoder_attn.q_proj.bias",
+                   "linear_2/weight": "encoder_attn.out_proj.weight",
+                   "linear_2/bias": "encoder_attn.out_proj.bias"}
+    ffn_names = {"layer_norm/gamma": "final_layer_norm.weight",
+                 "layer_norm/beta": "final_layer_norm.bias", "linear_0/weight": "fc1.weight",
+                 "linear_0/bias": "fc1.bias", "linear_1/weight": "fc2.weight",
+                 "linear_1/bias": "fc2.bias"}
     for name, values in arrays.items():
-        if name.startswith("decoder/"):
-            continue
         parts = name.split("/")
+        stack = parts[0]  # encoder or decoder
         if parts[1].startswith("layer_") and parts[1][len("layer_"):].isdigit():
-            layer = parts[1][len("layer_"):]
-            p = f"encoder.layers.{layer}."
-            rest = "/".join(parts[2:])
-            if rest == "self_attention/linear_0/weight":
+            p = f"{stack}.layers.{parts[1][len('layer_'):]}."
+            block, rest = parts[2], "/".join(parts[3:])
+            if block == "self_attention" and rest == "linear_0/weight":
                 for i, proj in enumerate("qkv"):
                     put(p + f"self_attn.{proj}_proj.weight", values[i * WIDTH:(i + 1) * WIDTH])
-                continue
-            if rest == "self_attention/linear_0/bias":
+            elif block == "self_attention" and rest == "linear_0/bias":
                 put(p + "self_attn.q_proj.bias", values[:WIDTH])
                 put(p + "self_attn.v_proj.bias", values[2 * WIDTH:])
-                continue
-            hf = {"self_attention/layer_norm/gamma": "self_attn_layer_norm.weight",
-                  "self_attention/layer_norm/beta": "self_attn_layer_norm.bias",
-                  "self_attention/linear_1/weight": "self_attn.out_proj.weight",
-                  "self_attention/linear_1/bias": "self_attn.out_proj.bias",
-                  "ffn/layer_norm/gamma": "final_layer_norm.weight",
-                  "ffn/layer_norm/beta": "final_layer_norm.bias",
-                  "ffn/linear_0/weight": "fc1.weight", "ffn/linear_0/bias": "fc1.bias",
-                  "ffn/linear_1/weight": "fc2.weight", "ffn/linear_1/bias": "fc2.bias"}[rest]
-            put(p + hf, values)
+            elif block == "self_attention":
+                put(p + "self_attn" + attention_names[rest], values)
+            elif block == "attention" and rest == "linear_1/weight":
+                put(p + "encoder_attn.k_proj.weight", values[:WIDTH])
+                put(p + "encoder_attn.v_proj.weight", values[WIDTH:])
+            elif block == "attention" and rest == "linear_1/bias":
+                put(p + "encoder_attn.v_proj.bias", values[WIDTH:])
+            elif block == "attention":
+                put(p + cross_names[rest], values)
+            else:
+                put(p + ffn_names[rest], values)
             continue
         hf = {"encoder/conv1/weight": "encoder.conv1.weight", "encoder/conv1/bias":
               "encoder.conv1.bias", "encoder/conv2/weight": "encoder.conv2.weight",
               "encoder/conv2/bias": "encoder.conv2.bias",
               "encoder/position_encodings/encodings": "encoder.embed_positions.weight",
               "encoder/layer_norm/gamma": "encoder.layer_norm.weight",
-              "encoder/layer_norm/beta": "encoder.layer_norm.bias"}.get(name)
-        if hf:
+              "encoder/layer_norm/beta": "encoder.layer_norm.bias",
+              "decoder/embeddings/weight": "decoder.embed_tokens.weight",
+              "decoder/position_encodings/encodings": "decoder.embed_positions.weight",
+              "decoder/layer_norm/gamma": "decoder.layer_norm.weight",
+              "decoder/layer_norm/beta": "decoder.layer_norm.bias"}.get(name)
+        if hf and (name.startswith("encoder/") or not a.no_decoder):
             put(hf, values)
     save_file(tensors, str(folder / "model.safetensors"))
     config = {"model_type": "whisper", "architectures": ["WhisperForConditionalGeneration"],
@@ -94,7 +109,7 @@ def write_hf_checkpoint(folder, arrays, vocab, a):
               "encoder_attention_heads": HEADS, "encoder_ffn_dim": FFN, "decoder_layers": LAYERS,
               "decoder_attention_heads": HEADS, "decoder_ffn_dim": FFN,
               "num_mel_bins": N_MELS, "max_source_positions": a.positions,
-              "max_target_positions": 448, "vocab_size": vocab}
+              "max_target_positions": TEXT_POSITIONS, "vocab_size": vocab}
     (folder / "config.json").write_text(json.dumps(config, indent=1))
 
 
