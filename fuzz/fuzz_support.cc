@@ -10,6 +10,7 @@
 #include "runtime/encoder.h"
 #include "runtime/memory_plan.h"
 #include "runtime/session.h"
+#include "runtime/transcriber.h"
 
 namespace kestrel::fuzz {
 
@@ -110,6 +111,24 @@ void RunAudioEncoder(const Model& model, uint32_t variant) {
   const int32_t prompt[2] = {0, static_cast<int32_t>(variant % model.vocab_size())};
   if (!session->Prefill(prompt, 2).ok()) return;
   (void)session->Decode(0);
+
+  // The whole transcription (when the vocabulary has Whisper's special tokens): a window and a
+  // half of features, so the seek moves past a window; timestamps on odd variants.
+  if (!PlanMemory(model, model.hparams().context_length(), &plan).ok() ||
+      plan.arena_bytes > kMaxArenaBytes) {
+    return;
+  }
+  TranscriberOptions transcriber_options;
+  transcriber_options.n_threads = ThreadsFor(variant);
+  transcriber_options.timestamps = variant % 2 == 1;
+  transcriber_options.condition_on_previous_text = variant % 4 >= 2;
+  std::unique_ptr<Transcriber> transcriber;
+  if (!Transcriber::Create(model, transcriber_options, &transcriber).ok()) return;
+  const size_t frames = encoder->n_frames() * 3 / 2;
+  std::vector<float> recording(encoder->n_mels() * frames);
+  for (size_t i = 0; i < recording.size(); ++i) recording[i] = mel[i % mel.size()];
+  (void)transcriber->Transcribe(recording.data(), frames,
+                                [](void*, const TranscriptSegment&) {}, nullptr);
 }
 
 }  // namespace

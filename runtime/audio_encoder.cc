@@ -47,17 +47,6 @@ Status AudioEncoder::Create(const Model& model, const AudioEncoderOptions& optio
   e->positions_ = reinterpret_cast<int32_t*>(bound.Io(fb::IoRole::Positions));
   e->sequences_ = reinterpret_cast<int32_t*>(bound.Io(fb::IoRole::Sequences));
   e->hidden_ = reinterpret_cast<const float*>(bound.Io(fb::IoRole::HiddenStates));
-  // The plan check sizes position tables by the model's context, which in an encoder-decoder is
-  // the decoder's: the encoder's table must hold every position of its window.
-  const uint32_t positions_id = static_cast<uint32_t>(FindPlanIo(plan, fb::IoRole::Positions));
-  for (const fb::Op* op : *plan.ops()) {
-    if (op->params_type() != fb::OpParams::Embed || op->inputs()->Get(0) != positions_id) continue;
-    const fb::Tensor& table = *model.meta().tensors()->Get(op->weights()->Get(0));
-    KES_CHECK_OR_RETURN(table.shape()->Get(0) >= e->n_positions_,
-                        "plan 'encode_audio' takes " + std::to_string(e->n_positions_) +
-                            " positions, more than its position table's " +
-                            std::to_string(table.shape()->Get(0)) + " rows");
-  }
   *out = std::move(e);
   return OkStatus();
 }

@@ -57,6 +57,7 @@ class OpCheck {
   OpCheck(const fb::Model& model, const fb::Plan& plan, const fb::Op& op, uint32_t index);
 
   const fb::Model& model() const { return model_; }
+  const fb::Plan& plan() const { return plan_; }
   const fb::Op& op() const { return op_; }
   const fb::Buffer& In(uint32_t i) const { return *plan_.buffers()->Get(op_.inputs()->Get(i)); }
   const fb::Buffer& Out(uint32_t i) const {

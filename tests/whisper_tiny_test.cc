@@ -429,6 +429,25 @@ TEST(TinyWhisper, CliTranscribes) {
   std::remove(wav.c_str());
 }
 
+// An encoder window of fewer positions (8) than the decoder's context (64) is a valid model:
+// the encoder's position table must cover its window, not the decoder's context.
+TEST(TinyWhisper, EncoderWindowShorterThanTheDecodersContext) {
+  const std::string folder = test::ScratchPath("tiny-whisper-8");
+  ASSERT_EQ(test::MakeTinyWhisper(folder, "--positions 8"), "");
+  test::ProcessResult r = test::Convert({folder, folder + ".kes", "--weights", "q8"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
+  const std::string wav = test::ScratchPath("tone-8.wav");
+  WriteToneWav(wav, 16000, 1.0);
+  r = test::Cli({"transcribe", folder + ".kes", wav, "--json"});
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
+  // 100 frames of content in windows of 16.
+  EXPECT_NE(r.out.find("\"windows\": 7,"), std::string::npos) << r.out;
+  std::error_code ec;
+  fs::remove_all(folder, ec);
+  std::remove((folder + ".kes").c_str());
+  std::remove(wav.c_str());
+}
+
 // A folder whose model.bin lacks a variable or has one of the wrong shape: a clear error naming
 // it, and no output file.
 TEST(TinyWhisper, DamagedFoldersFailClearly) {

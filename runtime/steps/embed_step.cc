@@ -4,6 +4,7 @@
 
 #include "ops/embed.h"
 #include "runtime/format.h"
+#include "runtime/plan_check.h"
 #include "runtime/steps/steps.h"
 
 namespace kestrel {
@@ -79,10 +80,14 @@ Status Check(const OpCheck& c) {
                                                     " rows, expected vocab_size " +
                                                     std::to_string(vocab)));
   } else if (c.InputIs(0, fb::IoRole::Positions)) {
-    // An encoder's positions run from 0 to its longest sequence (context_length) - 1.
-    const uint64_t longest = c.model().hparams()->context_length();
+    // A text encoder's or decoder's positions run from 0 to the context_length - 1. An audio
+    // encoder's (its plan takes audio features) cover one window, the plan's max_tokens: in an
+    // encoder-decoder the context is the decoder's, which may be longer.
+    const bool audio = FindPlanIo(c.plan(), fb::IoRole::AudioFeatures) >= 0;
+    const uint64_t longest = audio ? c.plan().max_tokens() : c.model().hparams()->context_length();
     KES_RETURN_IF_ERROR(c.Expect(rows >= longest, "position table has " + std::to_string(rows) +
-                                                      " rows, expected at least context_length " +
+                                                      " rows, expected at least " +
+                                                      (audio ? "the window's " : "context_length ") +
                                                       std::to_string(longest)));
   } else {
     // The encoder writes segment 0 for every token of a single text.
