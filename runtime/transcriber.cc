@@ -79,12 +79,19 @@ Status Transcriber::Create(const Model& model, const TranscriberOptions& options
   return OkStatus();
 }
 
-// The language token most likely after <|startoftranscript|> (CTranslate2's detect_language).
-// faster-whisper encodes the first 30 s for it, its last frame included; this reuses the first
-// decoding window, which leaves out the recording's very last frame when it is shorter.
-int32_t Transcriber::DetectLanguage() {
+// The language token most likely after <|startoftranscript|> (CTranslate2's detect_language)
+// on the first window of the recording, its last frame included, as faster-whisper encodes it.
+int32_t Transcriber::DetectLanguage(const float* mel, size_t frames) {
+  const size_t window = encoder_->n_frames();
+  audio::CopyMelFrames(mel, static_cast<int>(n_mels()), frames, 0, window, window,
+                       window_.data());
+  encoder_->Encode(window_.data(), states_.data());
+  session_->Reset();
   const int32_t sot = vocabulary_.sot;
-  if (!session_->Prefill(&sot, 1).ok()) return vocabulary_.languages.front();
+  if (!session_->SetEncoderStates(states_.data(), encoder_->n_positions()).ok() ||
+      !session_->Prefill(&sot, 1).ok()) {
+    return vocabulary_.languages.front();
+  }
   const float* logits = session_->logits();
   int32_t best = vocabulary_.languages.front();
   for (int32_t id : vocabulary_.languages) {
@@ -156,6 +163,7 @@ Status Transcriber::Transcribe(const float* mel, size_t frames, SegmentSink sink
   // faster-whisper leaves out the spectrogram's last frame (its padding's).
   const size_t content_frames = frames > 0 ? frames - 1 : 0;
   language_ = v.multilingual ? fixed_language_ : v.Language(tokenizer, "en");
+  if (language_ < 0 && content_frames > 0) language_ = DetectLanguage(mel, frames);
   n_previous_ = 0;
   size_t seek = 0;
   while (seek < content_frames) {
@@ -170,7 +178,6 @@ Status Transcriber::Transcribe(const float* mel, size_t frames, SegmentSink sink
     start = Clock::now();
     session_->Reset();
     KES_RETURN_IF_ERROR(session_->SetEncoderStates(states_.data(), encoder_->n_positions()));
-    if (language_ < 0) language_ = DetectLanguage();
     size_t n = 0;
     if (n_previous_ > 0) {
       prompt_[n++] = v.sot_prev;

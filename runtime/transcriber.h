@@ -83,7 +83,7 @@ class Transcriber {
 
  private:
   explicit Transcriber(const Model& model) : model_(model) {}
-  int32_t DetectLanguage();
+  int32_t DetectLanguage(const float* mel, size_t frames);
   // Decodes the current window (its encoder states are in the session) from `prompt`:
   // fills generated_ / n_generated_ and the window's scores.
   Status DecodeWindow(size_t prompt_length, float* no_speech_prob, float* avg_log_prob);

@@ -6,6 +6,7 @@
 // damaged folders and for the wrong API.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,9 @@
 #include "runtime/audio/log_mel.h"
 #include "runtime/audio_encoder.h"
 #include "runtime/session.h"
+#include "runtime/transcriber.h"
+#include "runtime/whisper_step.h"
+#include "runtime/whisper_vocabulary.h"
 #include "tests/support/test_support.h"
 
 namespace kestrel {
@@ -446,6 +450,115 @@ TEST(TinyWhisper, EncoderWindowShorterThanTheDecodersContext) {
   fs::remove_all(folder, ec);
   std::remove((folder + ".kes").c_str());
   std::remove(wav.c_str());
+}
+
+struct FirstSegment {
+  std::vector<int32_t> tokens;
+  size_t segments = 0;
+};
+void KeepFirstSegment(void* context, const TranscriptSegment& segment) {
+  auto* first = static_cast<FirstSegment*>(context);
+  if (first->segments++ == 0) {
+    first->tokens.assign(segment.tokens, segment.tokens + segment.n_tokens);
+  }
+}
+
+// A multilingual vocabulary (OpenAI's layout of 51865 tokens): the language detected is the
+// likeliest language token after <|startoftranscript|> on the first window, and the prompt is
+// <|startoftranscript|>, the language, the task, <|notimestamps|>: the transcript begins as
+// greedy decoding from that prompt does, for a detected and for a given language, transcribing
+// and translating.
+TEST(TinyWhisper, MultilingualDetectsTheLanguageAndTranslates) {
+  const std::string folder = test::ScratchPath("tiny-whisper-multilingual");
+  ASSERT_EQ(test::MakeTinyWhisper(folder, "--multilingual"), "");
+  const test::ProcessResult r = test::Convert({folder, folder + ".kes", "--weights", "f32"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::Open(folder + ".kes", &model).ok());
+  WhisperVocabulary v;
+  ASSERT_TRUE(WhisperVocabulary::Find(model->tokenizer(), model->vocab_size(), &v).ok());
+  ASSERT_TRUE(v.multilingual);
+  ASSERT_EQ(v.languages.size(), 99u);
+  const int32_t german = v.Language(model->tokenizer(), "de");
+  ASSERT_GE(german, 0);
+
+  // 3 seconds: shorter than a window, so the first window is the whole recording.
+  std::vector<float> mel = TestWindow();
+  const size_t frames = 301;
+  std::vector<float> recording(kMels * frames);
+  for (size_t m = 0; m < kMels; ++m) {
+    std::copy(mel.begin() + m * kFrames, mel.begin() + m * kFrames + frames,
+              recording.begin() + m * frames);
+  }
+  std::unique_ptr<AudioEncoder> encoder;
+  ASSERT_TRUE(AudioEncoder::Create(*model, AudioEncoderOptions(), &encoder).ok());
+  std::unique_ptr<Session> session;
+  SessionOptions session_options;
+  session_options.context_length = 64;
+  ASSERT_TRUE(Session::Create(*model, session_options, &session).ok());
+  std::vector<float> window(kMels * kFrames), states(kPositions * kWidth);
+  std::vector<float> scratch(model->vocab_size());
+  // Greedy decoding of the window of frames [0, count) from `prompt`.
+  auto greedy = [&](size_t count, const std::vector<int32_t>& prompt) {
+    audio::CopyMelFrames(recording.data(), kMels, frames, 0, count, kFrames, window.data());
+    encoder->Encode(window.data(), states.data());
+    session->Reset();
+    EXPECT_TRUE(session->SetEncoderStates(states.data(), kPositions).ok());
+    EXPECT_TRUE(session->Prefill(prompt.data(), prompt.size()).ok());
+    std::vector<int32_t> out;
+    WhisperStepInput step;
+    step.score = false;
+    while (out.size() < 32) {
+      step.logits = session->logits();
+      step.generated = out.data();
+      step.n_generated = out.size();
+      const int32_t token = NextWhisperToken(v, model->vocab_size(), step, scratch.data()).token;
+      if (token == v.eot) break;
+      out.push_back(token);
+      if (out.size() < 32) {
+        EXPECT_TRUE(session->Decode(token).ok());
+      }
+    }
+    return out;
+  };
+  // The detection window keeps the last frame, as faster-whisper's does.
+  audio::CopyMelFrames(recording.data(), kMels, frames, 0, kFrames, kFrames, window.data());
+  encoder->Encode(window.data(), states.data());
+  ASSERT_TRUE(session->SetEncoderStates(states.data(), kPositions).ok());
+  ASSERT_TRUE(session->Prefill(&v.sot, 1).ok());
+  int32_t likeliest = v.languages[0];
+  for (int32_t id : v.languages) {
+    if (session->logits()[id] > session->logits()[likeliest]) likeliest = id;
+  }
+
+  const struct {
+    const char* language;
+    bool translate;
+    int32_t expected_language;
+  } cases[] = {{"", false, likeliest}, {"de", false, german}, {"de", true, german}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(c.language) + (c.translate ? " translate" : " transcribe"));
+    TranscriberOptions options;
+    options.language = c.language;
+    options.translate = c.translate;
+    std::unique_ptr<Transcriber> transcriber;
+    ASSERT_TRUE(Transcriber::Create(*model, options, &transcriber).ok());
+    FirstSegment first;
+    ASSERT_TRUE(transcriber->Transcribe(recording.data(), frames, KeepFirstSegment, &first).ok());
+    EXPECT_EQ(transcriber->language(), c.expected_language);
+    const std::vector<int32_t> want =
+        greedy(frames - 1, {v.sot, c.expected_language, c.translate ? v.translate : v.transcribe,
+                            v.no_timestamps});
+    // Segments split at timestamp pairs (the random model writes timestamps even without
+    // timestamp mode, and faster-whisper splits those too): the first one begins the decoding.
+    ASSERT_FALSE(first.tokens.empty());
+    ASSERT_LE(first.tokens.size(), want.size());
+    EXPECT_TRUE(std::equal(first.tokens.begin(), first.tokens.end(), want.begin()))
+        << "first segment of " << first.tokens.size() << " tokens differs from greedy decoding";
+  }
+  std::error_code ec;
+  fs::remove_all(folder, ec);
+  std::remove((folder + ".kes").c_str());
 }
 
 // A folder whose model.bin lacks a variable or has one of the wrong shape: a clear error naming

@@ -12,6 +12,8 @@ config.json, model.safetensors with WhisperForConditionalGeneration's names, tok
 the timestamps as added tokens, no vocabulary.txt). The keys' bias is zero, as Hugging Face's
 Whisper has none, so both layouts hold the same model (with --no-decoder, the encoder alone).
 
+--multilingual: OpenAI's multilingual vocabulary layout (51865 tokens: 99 languages, 1501
+timestamps, filler text tokens), for language detection and the translate task.
 --positions: encoder positions (default 200, a 4-second window; Whisper's 1500 make a 30-second
 one, which costs 56 times the attention under qemu); --drop leaves
 variable NAME out; --no-decoder writes the encoder only; --reshape gives it one row fewer (damaged folders for tests).
@@ -123,13 +125,25 @@ def main():
     ap.add_argument("--no-decoder", action="store_true")
     ap.add_argument("--drop", default="")
     ap.add_argument("--reshape", default="")
+    ap.add_argument("--multilingual", action="store_true")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     folder = Path(a.folder)
     folder.mkdir(parents=True, exist_ok=True)
 
     table = bytes_to_unicode()
-    pieces = [table[b] for b in range(256)] + ["".join(m) for m in MERGES] + SPECIALS + TIMESTAMPS
+    specials, timestamps = SPECIALS, TIMESTAMPS
+    pieces = [table[b] for b in range(256)] + ["".join(m) for m in MERGES]
+    if a.multilingual:
+        # OpenAI's multilingual layout, 51865 tokens: text up to 50257 (fillers past the BPE),
+        # <|endoftext|>, <|startoftranscript|>, 99 languages (en, de, then made-up codes), the
+        # task and other specials, 1501 timestamps.
+        pieces += [f"{table[ord('w')]}{i}" for i in range(50257 - len(pieces))]
+        codes = ["en", "de"] + [x + y for x in "abcfg" for y in "abcdefghijklmnopqrstuvwxyz"
+                                if x + y not in ("de", "en")][:97]
+        specials = SPECIALS[:2] + [f"<|{c}|>" for c in codes] + SPECIALS[4:]
+        timestamps = [f"<|{i * 0.02:.2f}|>" for i in range(1501)]
+    pieces += specials + timestamps
     variables = []
     arrays = {}  # name -> values as stored, for the Hugging Face layout
     matrix_dtype = 4 if a.dtype == "f16" else 0
@@ -216,18 +230,18 @@ def main():
             [("decoder/projection/weight", "decoder/embeddings/weight")]))
         (folder / "vocabulary.txt").write_text("".join(p + "\n" for p in pieces),
                                                encoding="utf-8")
-    first_special = len(pieces) - len(SPECIALS) - len(TIMESTAMPS)
+    first_special = len(pieces) - len(specials) - len(timestamps)
     tokenizer = {
         "version": "1.0", "truncation": None, "padding": None, "normalizer": None,
         "added_tokens": [{"id": first_special + i, "content": s, "single_word": False,
                           "lstrip": False, "rstrip": False, "normalized": False,
-                          "special": True} for i, s in enumerate(SPECIALS)] +
+                          "special": True} for i, s in enumerate(specials)] +
                         # Hugging Face's Whisper tokenizer.json lists the timestamps too, as
                         # added tokens that are not "special"; CTranslate2's leaves them out.
-                        ([{"id": first_special + len(SPECIALS) + i, "content": t,
+                        ([{"id": first_special + len(specials) + i, "content": t,
                            "single_word": False, "lstrip": False, "rstrip": False,
                            "normalized": False, "special": False}
-                          for i, t in enumerate(TIMESTAMPS)] if a.hf else []),
+                          for i, t in enumerate(timestamps)] if a.hf else []),
         "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
                           "use_regex": True},
         "post_processor": None,
