@@ -163,7 +163,9 @@ Status Transcriber::Transcribe(const float* mel, size_t frames, SegmentSink sink
   // faster-whisper leaves out the spectrogram's last frame (its padding's).
   const size_t content_frames = frames > 0 ? frames - 1 : 0;
   language_ = v.multilingual ? fixed_language_ : v.Language(tokenizer, "en");
-  if (language_ < 0 && content_frames > 0) language_ = DetectLanguage(mel, frames);
+  if (v.multilingual && language_ < 0 && content_frames > 0) {
+    language_ = DetectLanguage(mel, frames);
+  }
   n_previous_ = 0;
   size_t seek = 0;
   while (seek < content_frames) {

@@ -23,6 +23,7 @@ def main():
                    stdout=subprocess.DEVNULL)
     Path(str(kes) + ".tmp").rename(kes)
     flags = {"plain": [], "timestamps": ["--timestamps"], "previous": ["--previous-text"]}[mode]
+    clips = [clip for clip in clips if mode in clip]  # "previous": the long clips only
     identical = 0
     for clip in clips:
         r = subprocess.run([kestrel, "transcribe", str(kes), clip["wav"], "--json", "-t", "2"]

@@ -6,8 +6,8 @@ OUT_DIR/reference.json: per clip its WAV path and, for each mode, the segments a
   "plain":      the acceptance's settings: compute_type float32, beam_size 1, temperature 0,
                 without_timestamps, condition_on_previous_text off, no VAD;
   "timestamps": the same with timestamps;
-  "previous":   the plain settings with condition_on_previous_text on (the long clips only:
-                it changes nothing in a single window).
+  "previous":   the plain settings with condition_on_previous_text on, for the clips longer
+                than one window only (in one window it changes nothing).
 
   faster_whisper_transcripts.py MODEL_DIR OUT_DIR
 """
@@ -33,11 +33,11 @@ def main():
     model = WhisperModel(folder, device="cpu", compute_type="float32", cpu_threads=1)
     clips = []
     for wav in make_clips(out):
-        plain = transcribe(model, wav, False)
-        long = wave.open(str(wav)).getnframes() > 30 * 16000
-        clips.append({"wav": str(wav), "plain": plain,
-                      "timestamps": transcribe(model, wav, True),
-                      "previous": transcribe(model, wav, False, True) if long else plain})
+        clip = {"wav": str(wav), "plain": transcribe(model, wav, False),
+                "timestamps": transcribe(model, wav, True)}
+        if wave.open(str(wav)).getnframes() > 30 * 16000:
+            clip["previous"] = transcribe(model, wav, False, True)
+        clips.append(clip)
     tmp = out / "reference.json.tmp"
     tmp.write_text(json.dumps({"clips": clips}, indent=1))
     tmp.rename(out / "reference.json")
