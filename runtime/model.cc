@@ -179,6 +179,11 @@ Status Model::Verify() {
                           std::string("model has no '") + required + "' plan (nor 'encode')");
     }
   }
+  // The arena's other parts are added after the activations: a damaged size near 2^64 would wrap
+  // the sum around to a small arena (found by fuzzing). No model needs a terabyte of activations.
+  KES_CHECK_OR_RETURN(meta_->activation_bytes() <= (uint64_t{1} << 40),
+                      "activation_bytes is " + std::to_string(meta_->activation_bytes()) +
+                          ", expected at most 2^40 (the file is damaged)");
   for (uint32_t p = 0; p < meta_->plans()->size(); ++p) {
     const fb::Plan* plan = meta_->plans()->Get(p);
     KES_RETURN_IF_ERROR(CheckPlan(*meta_, *plan));
