@@ -150,11 +150,23 @@ void ModelShapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 
+// all-MiniLM-L6-v2 (d_model 384, FFN 1536) on a 128-token text: the encoder's four matmuls.
+void EncoderShapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"n", "k", "n_out"});
+  b->Args({128, 384, 1152});  // fused Q/K/V
+  b->Args({128, 384, 384});   // attention output
+  b->Args({128, 384, 1536});  // FFN up
+  b->Args({128, 1536, 384});  // FFN down
+  b->Unit(benchmark::kMicrosecond);
+}
+
 BENCHMARK_TEMPLATE(BM_MatMul, float)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, hwy::float16_t)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, hwy::bfloat16_t)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_MatMul<q8>")->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, true)->Name("BM_MatMul<q4>")->Apply(ModelShapes);
+BENCHMARK_TEMPLATE(BM_MatMul, float)->Name("BM_EncoderMatMul<f32>")->Apply(EncoderShapes);
+BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_EncoderMatMul<q8>")->Apply(EncoderShapes);
 #define KESTREL_BENCH_BLOCKS(T)                                         \
   BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T)              \
       ->Name("BM_MatMul<" #T ">")                                       \

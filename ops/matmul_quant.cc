@@ -403,9 +403,13 @@ void QuantGroupX86(size_t tokens, const uint8_t* w, const hwy::float16_t* ws, co
 }
 #endif  // x86 with AVX2
 
-// Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock).
+#if HWY_TARGET == HWY_AVX3_DL
+#include "ops/matmul_q8_panel-inl.h"
+#endif
+
+// Rows [row_begin, row_end) for n_tokens tokens with the tiles above.
 template <bool kQ4>
-void MatMulQuantTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+void MatMulQuantTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                        size_t row_begin, size_t row_end) {
   const QuantLayout layout(n_out, k, kQ4 ? kQ4BlockBytes : kQ8BlockBytes);
@@ -462,6 +466,38 @@ void MatMulQuantTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
     }
     r += rows;
   }
+}
+
+// Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock). On
+// AVX-512 VNNI, Q8_0 with enough tokens goes to the token-panel kernel (whole packed groups,
+// whole panels, or a last panel of at least kPanelMinTokens) and the edges to the tiles.
+template <bool kQ4>
+void MatMulQuantTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                       float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                       size_t row_begin, size_t row_end) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if constexpr (!kQ4) {
+    const size_t tail = n_tokens % kPanelTokens;
+    const size_t panel_tokens = tail >= kPanelMinTokens ? n_tokens : n_tokens - tail;
+    const size_t first = HWY_MIN((row_begin + kQuantGroupRows - 1) / kQuantGroupRows, row_end / kQuantGroupRows) * kQuantGroupRows;
+    const size_t last = HWY_MIN(row_end, n_out / kQuantGroupRows * kQuantGroupRows) /
+                        kQuantGroupRows * kQuantGroupRows;
+    if (panel_tokens > 0 && first < last) {
+      const size_t x_row_bytes = Q8ActRowBytes(k);
+      MatMulQ8Panels(w, x, y, panel_tokens, k, n_out, first, last);
+      if (row_begin < first) {
+        MatMulQuantTiles<false>(w, x, y, panel_tokens, k, n_out, row_begin, first);
+      }
+      if (last < row_end) MatMulQuantTiles<false>(w, x, y, panel_tokens, k, n_out, last, row_end);
+      if (panel_tokens < n_tokens) {
+        MatMulQuantTiles<false>(w, x + panel_tokens * x_row_bytes, y + panel_tokens * n_out,
+                                n_tokens - panel_tokens, k, n_out, row_begin, row_end);
+      }
+      return;
+    }
+  }
+#endif
+  MatMulQuantTiles<kQ4>(w, x, y, n_tokens, k, n_out, row_begin, row_end);
 }
 
 template <bool kQ4>
