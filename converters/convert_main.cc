@@ -41,8 +41,9 @@ const char kUsage[] =
     "encoders:\n"
     "  --max-seq-length N       longest text in tokens, longer ones are truncated (default:\n"
     "                           sentence_bert_config.json's, else max_position_embeddings)\n"
-    "  --max-batch N            texts per encode step; the arena holds N texts of the longest\n"
-    "                           length (default 32)\n";
+    "  --max-batch N            texts per encode step (default 32)\n"
+    "  --step-tokens N          tokens per encode step, the arena's size: at least one text of\n"
+    "                           the longest length, at most --max-batch of them (default 512)\n";
 
 const char kWeightChoices[] = "keep, f32, f16, bf16, q8, q4, q4_k_m, q4_k, q5_k or q6_k";
 
@@ -108,8 +109,10 @@ int main(int argc, char** argv) {
       if (!ParseCount(argv[++i], 4096, target)) {
         return Fail(arg + ": expected a whole number from 1 to 4096, found '" + argv[i] + "'");
       }
-    } else if (arg == "--max-seq-length" || arg == "--max-batch") {
-      uint32_t* target = arg == "--max-batch" ? &encoder.max_batch : &encoder.max_seq_length;
+    } else if (arg == "--max-seq-length" || arg == "--max-batch" || arg == "--step-tokens") {
+      uint32_t* target = arg == "--max-batch"     ? &encoder.max_batch
+                         : arg == "--step-tokens" ? &encoder.step_tokens
+                                                  : &encoder.max_seq_length;
       if (!has_value) return Fail(arg + " needs a value (a whole number from 1 to 65536)");
       if (!ParseCount(argv[++i], 65536, target)) {
         return Fail(arg + ": expected a whole number from 1 to 65536, found '" + argv[i] + "'");

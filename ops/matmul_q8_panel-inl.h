@@ -110,46 +110,52 @@ HWY_NOINLINE void Q8PanelTile(const Q8ActPanel& HWY_RESTRICT panel, size_t count
                               bool accumulate, float* HWY_RESTRICT y, size_t n_out) {
   constexpr size_t kRows = 4 * kGroups;
   constexpr size_t kGroupBlockBytes = kQuantGroupRows * kQ8BlockBytes;
+  // First, per block and row: -128 * (the block's sum of weight quants), the int32 sum's start,
+  // and the f32 weight scale. Kept in memory, so that the loop below reads each with a
+  // broadcast load instead of shuffling it out of a register.
+  alignas(64) int32_t start[kPanelMaxK / kQuantBlockElems][kRows];
+  alignas(64) float w_scale[kPanelMaxK / kQuantBlockElems][kRows];
+  const __m512i ones = _mm512_set1_epi8(1);
+  // Row r's sums land in dwords 2r, 2r + 1 (chunk 0 or 2) and 8 + 2r, 9 + 2r (chunk 1 or 3).
+  const __m256i pick_rows = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  for (size_t b = 0; b < blocks; ++b) {
+    for (size_t g = 0; g < kGroups; ++g) {
+      const uint8_t* gb = w + g * group_stride + b * kGroupBlockBytes;
+      const __m512i sums = DotBytes512(DotBytes512(_mm512_setzero_si512(), ones,
+                                                   _mm512_loadu_si512(gb)),
+                                       ones, _mm512_loadu_si512(gb + 64));
+      __m256i half = _mm256_add_epi32(_mm512_castsi512_si256(sums),
+                                      _mm512_extracti64x4_epi64(sums, 1));
+      half = _mm256_hadd_epi32(half, half);  // [r0 r1 r0 r1 | r2 r3 r2 r3]
+      half = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(half, 7));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(&start[b][4 * g]),
+                       _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(half, pick_rows)));
+      _mm_storeu_ps(&w_scale[b][4 * g],
+                    _mm_cvtph_ps(_mm_loadl_epi64(
+                        reinterpret_cast<const __m128i*>(ws + g * scale_stride + b * 4))));
+    }
+  }
   __m512 acc[kPanelTokens];
   for (size_t r = 0; r < kPanelTokens; ++r) acc[r] = _mm512_setzero_ps();
-  const __m512i ones = _mm512_set1_epi8(1);
   for (size_t b = 0; b < blocks; ++b) {
     __m512i act[8];
     for (size_t s = 0; s < 8; ++s) {
       act[s] = _mm512_load_si512(panel.words + (b * 8 + s) * kPanelTokens);
     }
     const __m512 x_scale = _mm512_load_ps(panel.scale + b * kPanelTokens);
-    // Per group: -128 * (each row's block sum of quants) in lanes 0, 1, 4, 5; its f32 scales.
-    alignas(32) int32_t start[kGroups][8];
-    alignas(16) float w_scale[kGroups][4];
-    for (size_t g = 0; g < kGroups; ++g) {
-      const uint8_t* gb = w + g * group_stride + b * kGroupBlockBytes;
-      const __m512i sums = DotBytes512(DotBytes512(_mm512_setzero_si512(), ones,
-                                                   _mm512_loadu_si512(gb)),
-                                       ones, _mm512_loadu_si512(gb + 64));
-      // Dwords 2r, 2r + 1 (chunk 0 or 2) and 8 + 2r, 9 + 2r (chunk 1 or 3) are row r's.
-      __m256i half = _mm256_add_epi32(_mm512_castsi512_si256(sums),
-                                      _mm512_extracti64x4_epi64(sums, 1));
-      half = _mm256_hadd_epi32(half, half);  // [r0 r1 r0 r1 | r2 r3 r2 r3]
-      half = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(half, 7));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(start[g]), half);
-      _mm_store_ps(w_scale[g], _mm_cvtph_ps(_mm_loadl_epi64(
-                                   reinterpret_cast<const __m128i*>(ws + g * scale_stride + b * 4))));
-    }
 #pragma GCC unroll 16
     for (size_t r = 0; r < kRows; ++r) {
       const size_t g = r / 4, in_group = r % 4;
-      constexpr size_t kStartLane[4] = {0, 1, 4, 5};
-      __m512i sum = _mm512_set1_epi32(start[g][kStartLane[in_group]]);
+      __m512i sum = _mm512_set1_epi32(start[b][r]);
       // Row in_group's 8-byte chunk c sits at c * 32 + in_group * 8 of the group block.
       const uint8_t* wr = w + g * group_stride + b * kGroupBlockBytes + in_group * 8;
 #pragma GCC unroll 8
       for (size_t s = 0; s < 8; ++s) {
         sum = DotBytesBroadcast512(sum, act[s], wr + s / 2 * 32 + s % 2 * 4);
       }
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
-                               _mm512_mul_ps(x_scale, _mm512_set1_ps(w_scale[g][in_group])),
-                               acc[r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum),
+                                             _mm512_set1_ps(w_scale[b][r])),
+                               x_scale, acc[r]);
     }
   }
   __m512 cols[kPanelTokens];

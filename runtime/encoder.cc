@@ -54,10 +54,6 @@ Status Encoder::Create(const Model& model, const EncoderOptions& options,
 
 Encoder::~Encoder() = default;
 
-size_t Encoder::CacheFriendlyStepTokens() const {
-  return std::max(max_sequence_tokens(), std::min(max_step_tokens(), kCacheStepTokens));
-}
-
 Status Encoder::Encode(const int32_t* const* ids, const size_t* lengths, size_t n, float* out) {
   KES_CHECK_OR_RETURN(n == 0 || (ids != nullptr && lengths != nullptr && out != nullptr),
                       "null sequence, length or output pointer");
@@ -76,11 +72,10 @@ Status Encoder::Encode(const int32_t* const* ids, const size_t* lengths, size_t 
     }
   }
   // Steps take sequences in order, as many as fit the step's sequence and token bounds.
-  const size_t step_tokens = CacheFriendlyStepTokens();
   for (size_t first = 0; first < n;) {
     size_t count = 0, tokens = 0;
     while (first + count < n && count < max_batch_ &&
-           tokens + lengths[first + count] <= step_tokens) {
+           tokens + lengths[first + count] <= max_step_tokens()) {
       tokens += lengths[first + count++];
     }
     RunStep(ids, lengths, first, count, out);

@@ -53,12 +53,6 @@ class Encoder {
   size_t max_sequence_tokens() const { return memory_.context_length; }
   size_t max_batch() const { return max_batch_; }             // sequences per step
   size_t max_step_tokens() const { return plan_.max_tokens(); }  // tokens per step
-  // The tokens Encode puts in one step: at most kCacheStepTokens (but always a whole sequence).
-  // A full step of 32 x 128 tokens spills every activation to memory (MiniLM's FFN input alone
-  // is 25 MB); 512 tokens keep them in the caches: all-MiniLM-L6-v2 q8, batch 32 of 128 tokens
-  // on one Zen 4 core, 55-59 -> 64-66 texts/s (`kestrel bench`, caps 256 and 512 alike).
-  static constexpr size_t kCacheStepTokens = 512;
-  size_t CacheFriendlyStepTokens() const;
   size_t n_threads() const { return pool_.size(); }
   const MemoryPlan& memory() const { return memory_; }
   const Model& model() const { return model_; }

@@ -252,6 +252,43 @@ TEST_F(TinyBertEncoder, BatchesSplitIntoStepsGiveEachTextsOwnEmbedding) {
   }
 }
 
+// --step-tokens sizes a step (and the arena): raised to one longest text, capped at --max-batch
+// of them; the default 512 is the cap here (32 texts of 48 tokens are 1536). Steps of one text
+// give each text the embedding it gets in a full step.
+TEST(TinyBertStepTokens, BoundTheStepBetweenOneTextAndTheBatch) {
+  std::string folder;
+  ASSERT_EQ(MakeTinyBert(kMeanNormalized, &folder), "");
+  struct Case {
+    std::vector<std::string> flags;
+    size_t step_tokens;  // in units of the longest text when below 512
+  };
+  std::unique_ptr<Model> models[3];
+  const Case cases[3] = {{{}, 512}, {{"--step-tokens", "1"}, 1}, {{"--step-tokens", "65536"}, 32}};
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string kes = ScratchPath("tiny-bert-step-" + std::to_string(i) + ".kes");
+    std::vector<std::string> flags = {"--weights", "f32"};
+    flags.insert(flags.end(), cases[i].flags.begin(), cases[i].flags.end());
+    ASSERT_EQ(ConvertTiny(folder, kes, flags), "");
+    ASSERT_TRUE(Model::Open(kes, &models[i]).ok());
+    std::remove(kes.c_str());
+    std::unique_ptr<Encoder> encoder;
+    ASSERT_TRUE(Encoder::Create(*models[i], EncoderOptions{}, &encoder).ok());
+    const size_t longest = encoder->max_sequence_tokens();
+    ASSERT_LT(longest, 512u);
+    EXPECT_EQ(encoder->max_step_tokens(),
+              cases[i].step_tokens == 512 ? 512 : cases[i].step_tokens * longest)
+        << "case " << i;
+  }
+  const auto batch = Batch(*models[0], 40);
+  std::vector<float> expected;
+  ASSERT_EQ(Embed(*models[2], batch, 1, &expected), "");
+  for (size_t i = 0; i < 2; ++i) {
+    std::vector<float> got;
+    ASSERT_EQ(Embed(*models[i], batch, 1, &got), "");
+    EXPECT_LE(LargestDifference(got, expected), 1e-6) << "case " << i;
+  }
+}
+
 TEST_F(TinyBertEncoder, ThreadCountsAgree) {
   const auto batch = Batch(*model_, 7);
   std::vector<float> one, two, three;

@@ -1,6 +1,7 @@
 // BERT (Hugging Face BertModel, model_type "bert") as an encoder plan: learned word, position and
 // token-type embeddings, LayerNorm, then post-norm blocks of bidirectional self-attention and a
 // GELU feed-forward network, all with biases; then pooling per sequence.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -144,7 +145,9 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
   meta.kv = std::make_unique<fb::KvLayoutT>();  // no KV cache
   meta.kv->dtype = fb::DType::F32;
 
-  PlanBuilder b(*out, "encode", encoder.max_batch * max_seq);
+  const uint32_t step_tokens =
+      std::min(encoder.max_batch * max_seq, std::max(max_seq, encoder.step_tokens));
+  PlanBuilder b(*out, "encode", step_tokens);
   const uint32_t tokens = b.TokenInput();
   const uint32_t positions = b.PositionInput();
   const uint32_t types = b.TokenTypeInput();
