@@ -460,11 +460,112 @@ void GroupX86(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t
 
 #endif  // x86 with AVX2
 
-// Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock).
+#if HWY_TARGET == HWY_AVX3_DL
+#include "ops/matmul_panel_vnni-inl.h"
+
+// A kept type for the token panels: each sub-block decoded into Q8_0's group-block layout,
+// Q5_0 as q - 16 and Q6_K as q - 32 (signed, no min term), Q4_1 and Q5_1 unsigned with their
+// min; scales decoded per row once per ggml block.
+template <GgmlBlockType T>
+struct BlockPanelSource {
+  static constexpr BlockFormat F = FormatOf(T);
+  static constexpr size_t kHalves = F.centered ? 2 : 1;  // Q6_K: a scale per 16
+  static constexpr bool kHasMin = !F.centered && T != GgmlBlockType::kQ5_0;
+  const uint8_t* w;
+  const BlockLayout* layout;
+  size_t r0;  // the tile's first row, the first of a full group
+
+  static_assert(T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K,
+                "K-quants with mins stay on the tiles (MatMulBlocksTokens)");
+  // DecodeScales (ops/block_layout.h) with F16C and vector instructions: the same values.
+  static HWY_INLINE void RowScales(const uint8_t* HWY_RESTRICT rec, float* HWY_RESTRICT scale,
+                                   float* HWY_RESTRICT min) {
+    if constexpr (T == GgmlBlockType::kQ5_0) {
+      scale[0] = HalfAt(rec);
+    } else if constexpr (T == GgmlBlockType::kQ4_1 || T == GgmlBlockType::kQ5_1) {
+      scale[0] = HalfAt(rec);
+      min[0] = HalfAt(rec + 2);
+    } else if constexpr (T == GgmlBlockType::kQ6_K) {
+      const float d = HalfAt(rec + 16);
+      _mm256_store_ps(scale, BytesTimes<true>(rec, d));
+      _mm256_store_ps(scale + 8, BytesTimes<true>(rec + 8, d));
+    }
+  }
+
+  template <size_t kGroups>
+  void Load(size_t sub, size_t n, PanelRun<kGroups>* run) const {
+    constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
+    for (size_t g = 0; g < kGroups; ++g) {
+      const uint8_t* base = w + layout->SubBlockOffset(r0 + kQuantGroupRows * g, 0);
+      for (size_t i = 0; i < n; ++i) {
+        __m256i c[4];
+        LoadGroupSubBlock<T>(base + (sub + i) * kSubBytes, c);
+        for (size_t e = 0; e < 4; ++e) {
+          if constexpr (T == GgmlBlockType::kQ5_0) {
+            c[e] = _mm256_sub_epi8(c[e], _mm256_set1_epi8(16));
+          }
+          _mm256_store_si256(reinterpret_cast<__m256i*>(run->decoded[i][g] + 32 * e), c[e]);
+        }
+        run->quants[i][g] = reinterpret_cast<const uint8_t*>(run->decoded[i][g]);
+      }
+    }
+    for (size_t r = 0; r < kQuantGroupRows * kGroups; ++r) {
+      HWY_ALIGN float scale[kMaxScales], min[kMaxScales];
+      size_t decoded_block = sub / F.SubBlocks();
+      RowScales(w + layout->RecordOffset(r0 + r, decoded_block), scale, min);
+      for (size_t i = 0; i < n; ++i) {
+        const size_t block = (sub + i) / F.SubBlocks(), s = (sub + i) % F.SubBlocks();
+        if (block != decoded_block) {
+          RowScales(w + layout->RecordOffset(r0 + r, block), scale, min);
+          decoded_block = block;
+        }
+        if constexpr (F.centered) {
+          run->scale[i][0][r] = scale[2 * s];
+          run->scale[i][1][r] = scale[2 * s + 1];
+        } else {
+          run->scale[i][0][r] = scale[s];
+          if constexpr (kHasMin) run->min[i][r] = min[s];
+        }
+      }
+    }
+  }
+};
+#endif
+
+// Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock). On
+// AVX-512 VNNI enough tokens go to the token panels and the edges to the tiles.
+template <GgmlBlockType T>
+void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                       float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                       size_t row_begin, size_t row_end);
+
 template <GgmlBlockType T>
 void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                         float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                         size_t row_begin, size_t row_end) {
+#if HWY_TARGET == HWY_AVX3_DL
+  // Not Q4_K / Q5_K: decoding their 6-bit scales and mins once per 16 tokens costs what the
+  // panels save (bench/matmul_bench against the tiles, one Zen 4 core, 512 x 2048 -> 640: Q4_K
+  // 0.93-1.04x, against Q5_0 1.14-1.37x, Q6_K 1.15x, Q4_1 1.1-1.4x, Q8_0 1.5-1.6x).
+  if constexpr (T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K) {
+    const BlockLayout layout(T, n_out, k);
+    const auto source_at = [&](size_t r) { return BlockPanelSource<T>{w, &layout, r}; };
+    const auto panels = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
+      MatMulPanels(source_at, xp, yp, n, k, n_out, rb, re);
+    };
+    const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
+      MatMulBlocksTiles<T>(w, xp, yp, n, k, n_out, rb, re);
+    };
+    if (SplitForPanels(x, y, n_tokens, k, n_out, row_begin, row_end, panels, tiles)) return;
+  }
+#endif
+  MatMulBlocksTiles<T>(w, x, y, n_tokens, k, n_out, row_begin, row_end);
+}
+
+template <GgmlBlockType T>
+void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                       float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                       size_t row_begin, size_t row_end) {
   const BlockLayout layout(T, n_out, k);
   const size_t x_row_bytes = Q8ActRowBytes(k);
   for (size_t r = row_begin; r < row_end;) {

@@ -404,7 +404,7 @@ void QuantGroupX86(size_t tokens, const uint8_t* w, const hwy::float16_t* ws, co
 #endif  // x86 with AVX2
 
 #if HWY_TARGET == HWY_AVX3_DL
-#include "ops/matmul_q8_panel-inl.h"
+#include "ops/matmul_panel_vnni-inl.h"
 #endif
 
 // Rows [row_begin, row_end) for n_tokens tokens with the tiles above.
@@ -468,33 +468,53 @@ void MatMulQuantTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT
   }
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+// Q8_0 for the token panels: the packed group blocks as they are, the f16 scales widened.
+struct Q8PanelSource {
+  static constexpr size_t kHalves = 1;
+  static constexpr bool kHasMin = false;
+  const uint8_t* w;  // the tile's first group, block 0; groups group_stride bytes apart
+  size_t group_stride;
+  const hwy::float16_t* ws;  // the scale of its first row's block 0; groups scale_stride apart
+  size_t scale_stride;
+
+  template <size_t kGroups>
+  void Load(size_t sub, size_t n, PanelRun<kGroups>* run) const {
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t g = 0; g < kGroups; ++g) {
+        run->quants[i][g] = w + g * group_stride + (sub + i) * kPanelGroupBlockBytes;
+        _mm_storeu_ps(&run->scale[i][0][4 * g],
+                      _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(
+                          ws + g * scale_stride + (sub + i) * kQuantGroupRows))));
+      }
+    }
+  }
+};
+#endif
+
 // Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock). On
-// AVX-512 VNNI, Q8_0 with enough tokens goes to the token-panel kernel (whole packed groups,
-// whole panels, or a last panel of at least kPanelMinTokens) and the edges to the tiles.
+// AVX-512 VNNI, Q8_0 with enough tokens goes to the token panels and the edges to the tiles.
 template <bool kQ4>
 void MatMulQuantTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                        size_t row_begin, size_t row_end) {
 #if HWY_TARGET == HWY_AVX3_DL
   if constexpr (!kQ4) {
-    const size_t tail = n_tokens % kPanelTokens;
-    const size_t panel_tokens = tail >= kPanelMinTokens ? n_tokens : n_tokens - tail;
-    const size_t first = HWY_MIN((row_begin + kQuantGroupRows - 1) / kQuantGroupRows, row_end / kQuantGroupRows) * kQuantGroupRows;
-    const size_t last = HWY_MIN(row_end, n_out / kQuantGroupRows * kQuantGroupRows) /
-                        kQuantGroupRows * kQuantGroupRows;
-    if (panel_tokens > 0 && first < last) {
-      const size_t x_row_bytes = Q8ActRowBytes(k);
-      MatMulQ8Panels(w, x, y, panel_tokens, k, n_out, first, last);
-      if (row_begin < first) {
-        MatMulQuantTiles<false>(w, x, y, panel_tokens, k, n_out, row_begin, first);
-      }
-      if (last < row_end) MatMulQuantTiles<false>(w, x, y, panel_tokens, k, n_out, last, row_end);
-      if (panel_tokens < n_tokens) {
-        MatMulQuantTiles<false>(w, x + panel_tokens * x_row_bytes, y + panel_tokens * n_out,
-                                n_tokens - panel_tokens, k, n_out, row_begin, row_end);
-      }
-      return;
-    }
+    const QuantLayout layout(n_out, k, kQ8BlockBytes);
+    const size_t blocks = k / kQuantBlockElems;
+    const auto source_at = [&](size_t r) {
+      return Q8PanelSource{w + layout.GroupBlockOffset(r, 0),
+                           kQuantGroupRows * blocks * kQ8BlockBytes,
+                           reinterpret_cast<const hwy::float16_t*>(w + layout.ScaleOffset(r, 0)),
+                           kQuantGroupRows * blocks};
+    };
+    const auto panels = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
+      MatMulPanels(source_at, xp, yp, n, k, n_out, rb, re);
+    };
+    const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
+      MatMulQuantTiles<false>(w, xp, yp, n, k, n_out, rb, re);
+    };
+    if (SplitForPanels(x, y, n_tokens, k, n_out, row_begin, row_end, panels, tiles)) return;
   }
 #endif
   MatMulQuantTiles<kQ4>(w, x, y, n_tokens, k, n_out, row_begin, row_end);

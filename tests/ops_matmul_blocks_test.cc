@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <hwy/base.h>  // HWY_ARCH_X86
 
 #include "ops/block_layout.h"
 #include "ops/embed.h"
@@ -126,7 +127,21 @@ TEST(OpsBlockLayout, PackingIsExactlyGgmlSizeAndRoundTrips) {
 
 std::vector<test::QuantMatMulCase> Cases(GgmlBlockType t) {
   const size_t e = GgmlBlockElems(t);
-  return test::QuantMatMulCases({e, 3 * e, e == 32 ? size_t{640} : size_t{1024}});
+  std::vector<test::QuantMatMulCase> cases =
+      test::QuantMatMulCases({e, 3 * e, e == 32 ? size_t{640} : size_t{1024}});
+  // The AVX-512 VNNI token panels (ops/matmul_panel_vnni-inl.h): panels of 16 tokens and a last
+  // one of 8 or more or a remainder for the tiles, row tiles of 16 with groups left over, edge
+  // rows, and k past a panel's slice of 2048. x86 only: elsewhere they would add emulation
+  // time in CI and no kernel.
+#if HWY_ARCH_X86
+  for (size_t n_tokens : {16, 27}) {
+    for (size_t n_out : {20, 44}) {
+      cases.push_back({n_tokens, 2304, n_out, 0, n_out});
+      cases.push_back({n_tokens, 2 * e, n_out, 3, n_out - 1});
+    }
+  }
+#endif
+  return cases;
 }
 
 TEST(OpsMatMulBlocks, MatchesExactReferenceForEveryKeptType) {

@@ -1,0 +1,282 @@
+// Integer matmul for many tokens on AVX-512 VNNI (x86 AVX3_DL), tokens in the lanes: Q8_0
+// (ops/matmul_quant.cc) and the kept GGUF types (ops/matmul_blocks.cc). Included by those files
+// inside their AVX3_DL namespace only (no include guard: each is compiled once per Highway
+// target and includes this for one of them).
+//
+// Why beside the 4-row tiles: those put 4 weight rows in a 256-bit vector against one token's
+// 8 quants broadcast, so every sub-block of 32 costs each token, besides its 4 vpdpbusd, the
+// broadcasts, a convert, a multiply and an FMA (and for signed weights 4 vpsignb): about a third
+// of the vector work is multiplication (Q8_0: 121-152 GOP/s at the 128-token matmuls of
+// all-MiniLM-L6-v2, ~1.3x the f32 FMA peak, where VNNI's is 4x). Here a 512-bit vector holds 4
+// quants of each of 16 tokens, and one vpdpbusd multiplies it by one weight row's 4 quants
+// broadcast from memory (its {1to16} operand: no shuffle, no extra register): a row's
+// sub-block is 8 vpdpbusd for 16 tokens, then one convert, multiply and FMA per scale.
+// - Activations are repacked per 16 tokens into a panel [k/4][16 tokens] of 4-byte words (a
+//   stack buffer of at most kPanelMaxK of k: longer rows are done in slices, adding into y).
+//   vpdpbusd multiplies unsigned by signed bytes, so the panel holds q + 128 (XOR 0x80) and the
+//   weights are signed bytes; each row's sub-block starts its int32 sum at -128 * sum(w), the
+//   weight quants' sum, made with vpdpbusd against ones. Exact: |sum| <= 32 * 255 * 128 < 2^22.
+// - Weights are read as Q8_0's packed group blocks (ops/quant_layout.h: 4 rows, 8-byte chunks):
+//   Q8_0 in place; a kept type's sub-block decoded into that layout first (ops/matmul_blocks.cc
+//   LoadGroupSubBlock), once per 16 tokens: Q5_0 as q - 16 and Q6_K as q - 32 (signed), Q4_1
+//   and Q5_1 unsigned with their min term added as min * x_scale * sum(x_q) per sub-block.
+//   Q4_K and Q5_K stay on the tiles (their scale decoding costs what the panels save).
+// - A tile is up to 4 packed groups (16 rows) x 16 tokens: 16 f32 accumulators, a sub-block's
+//   8 panel vectors and its scales in registers (32 on AVX-512), then a 16 x 16 transpose turns
+//   per-row token vectors into per-token rows of y. Per run of 8 sub-blocks the weight side
+//   (sums, scales, decoded quants) is laid out in memory first, so that the loop reads each
+//   value with a broadcast load instead of shuffling it out of a register.
+// The integer sums are the same as the tiles'; the f32 sum of the scaled sums runs in another
+// order (within the tests' bounds).
+
+inline constexpr size_t kPanelTokens = 16;
+inline constexpr size_t kPanelMaxK = 2048;  // 32 KiB of quants + 8 KiB of scales on the stack
+inline constexpr size_t kPanelGroups = 4;
+inline constexpr size_t kPanelRun = 8;  // sub-blocks whose weight side is prepared at a time
+inline constexpr size_t kPanelGroupBlockBytes = kQuantGroupRows * kQ8BlockBytes;
+// Fewer tokens than this take the tiles: a padded panel lane costs as much as a used one.
+inline constexpr size_t kPanelMinTokens = 8;
+
+struct Q8ActPanel {
+  alignas(64) uint32_t words[kPanelMaxK / 4 * kPanelTokens];              // [k/4][token]
+  alignas(64) float scale[kPanelMaxK / kQuantBlockElems * kPanelTokens];   // [k/32][token]
+  alignas(64) float scaled_sum[kPanelMaxK / kQuantBlockElems * kPanelTokens];  // scale * sum(q)
+};
+
+// The weight side of kPanelRun sub-blocks of a tile's 4 kGroups rows, as a source fills it:
+// each group's 128 signed quant bytes in Q8_0's group-block layout, and per row the scale of
+// each half (two halves of 16 for Q6_K, else one) and the min (types with one).
+template <size_t kGroups>
+struct PanelRun {
+  const uint8_t* quants[kPanelRun][kGroups];
+  alignas(64) int8_t decoded[kPanelRun][kGroups][kPanelGroupBlockBytes];
+  alignas(64) float scale[kPanelRun][2][4 * kGroups];
+  alignas(64) float min[kPanelRun][4 * kGroups];
+};
+
+// acc + vpdpbusd(u8, s8) on 512-bit vectors (assembly: see DotBytesAccumulate in ops/dispatch.h).
+HWY_INLINE __m512i DotBytes512(__m512i acc, __m512i u8, __m512i s8) {
+  asm("vpdpbusd %[s8], %[u8], %[acc]" : [acc] "+v"(acc) : [u8] "v"(u8), [s8] "v"(s8));
+  return acc;
+}
+
+// The same with the signed operand 4 bytes at s8_4 broadcast to every lane ({1to16}).
+HWY_INLINE __m512i DotBytesBroadcast512(__m512i acc, __m512i u8, const void* s8_4) {
+  using AliasedWord = int32_t __attribute__((may_alias));
+  asm("vpdpbusd %[s8]%{1to16%}, %[u8], %[acc]"
+      : [acc] "+v"(acc)
+      : [u8] "v"(u8), [s8] "m"(*reinterpret_cast<const AliasedWord*>(s8_4)));
+  return acc;
+}
+
+// Columns [k0, k0 + kk) of `count` Q8_ACT rows into the panel; lanes past count hold zeros
+// (quant 0 = byte 128, scale 0).
+inline void PackQ8Panel(const uint8_t* HWY_RESTRICT x, size_t x_row_bytes, size_t count,
+                        size_t k, size_t k0, size_t kk, Q8ActPanel* HWY_RESTRICT panel) {
+  const size_t words = kk / 4, blocks = kk / kQuantBlockElems;
+  for (size_t t = 0; t < kPanelTokens; ++t) {
+    if (t < count) {
+      const uint8_t* row = x + t * x_row_bytes;
+      for (size_t i = 0; i < words; ++i) {
+        uint32_t word;
+        memcpy(&word, row + k0 + 4 * i, 4);
+        panel->words[i * kPanelTokens + t] = word ^ 0x80808080u;
+      }
+      const float* scale = reinterpret_cast<const float*>(row + k);
+      const int32_t* sum = reinterpret_cast<const int32_t*>(scale + k / kQuantBlockElems);
+      const size_t b0 = k0 / kQuantBlockElems;
+      for (size_t b = 0; b < blocks; ++b) {
+        panel->scale[b * kPanelTokens + t] = scale[b0 + b];
+        panel->scaled_sum[b * kPanelTokens + t] =
+            scale[b0 + b] * static_cast<float>(sum[b0 + b]);
+      }
+    } else {
+      for (size_t i = 0; i < words; ++i) panel->words[i * kPanelTokens + t] = 0x80808080u;
+      for (size_t b = 0; b < blocks; ++b) {
+        panel->scale[b * kPanelTokens + t] = 0.0f;
+        panel->scaled_sum[b * kPanelTokens + t] = 0.0f;
+      }
+    }
+  }
+}
+
+// rows[r] (16 lanes = tokens) -> cols[t] (16 lanes = rows): a 16 x 16 transpose.
+HWY_INLINE void Transpose16x16(const __m512* rows, __m512* cols) {
+  __m512 t[16], u[16];
+  for (size_t i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
+  }
+  // u[4q + j] holds, per 128-bit lane l, column 4l + j of rows 4q .. 4q + 3.
+  for (size_t q = 0; q < 4; ++q) {
+    const __m512d lo0 = _mm512_castps_pd(t[4 * q]), lo1 = _mm512_castps_pd(t[4 * q + 2]);
+    const __m512d hi0 = _mm512_castps_pd(t[4 * q + 1]), hi1 = _mm512_castps_pd(t[4 * q + 3]);
+    u[4 * q + 0] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo0, lo1));
+    u[4 * q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo0, lo1));
+    u[4 * q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi0, hi1));
+    u[4 * q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi0, hi1));
+  }
+  for (size_t j = 0; j < 4; ++j) {
+    // Lanes 0, 2 / 1, 3 of rows 0-3 and 4-7, then of rows 8-11 and 12-15.
+    const __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
+    const __m512 v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+    const __m512 w0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
+    const __m512 w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+    cols[j] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+    cols[8 + j] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+    cols[4 + j] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+    cols[12 + j] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+  }
+}
+
+// -128 * each of a group's 4 rows' sums of the bytes in `sums` (vpdpbusd against ones: row r's
+// in dwords 2r, 2r + 1, 8 + 2r and 9 + 2r), to out[0..3].
+HWY_INLINE void StoreRowStarts(__m512i sums, int32_t* HWY_RESTRICT out) {
+  __m256i half =
+      _mm256_add_epi32(_mm512_castsi512_si256(sums), _mm512_extracti64x4_epi64(sums, 1));
+  half = _mm256_hadd_epi32(half, half);  // [r0 r1 r0 r1 | r2 r3 r2 r3]
+  half = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(half, 7));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
+                   _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
+                       half, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7))));
+}
+
+// Source: kHalves (1, or 2 for scales per 16), kHasMin, and
+// Load<kGroups>(sub, n, run): sub-blocks sub .. sub + n - 1 (n <= kPanelRun) of the tile's rows.
+template <class Source, size_t kGroups>
+HWY_NOINLINE void PanelTile(const Q8ActPanel& HWY_RESTRICT panel, size_t count,
+                            const Source& source, size_t sub0, size_t subs, bool accumulate,
+                            float* HWY_RESTRICT y, size_t n_out) {
+  constexpr size_t kRows = 4 * kGroups;
+  constexpr size_t kHalves = Source::kHalves;
+  constexpr size_t kStepsPerHalf = 8 / kHalves;  // 4-byte words per scale
+  __m512 acc[kPanelTokens];
+  for (size_t r = 0; r < kPanelTokens; ++r) acc[r] = _mm512_setzero_ps();
+  const __m512i ones = _mm512_set1_epi8(1);
+  PanelRun<kGroups> run;
+  alignas(64) int32_t start[kPanelRun][kHalves][kRows];
+  for (size_t run0 = 0; run0 < subs; run0 += kPanelRun) {
+    const size_t n = HWY_MIN(kPanelRun, subs - run0);
+    source.template Load<kGroups>(sub0 + run0, n, &run);
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t g = 0; g < kGroups; ++g) {
+        const uint8_t* q = run.quants[i][g];
+        const __m512i lo = DotBytes512(_mm512_setzero_si512(), ones, _mm512_loadu_si512(q));
+        const __m512i hi =
+            DotBytes512(_mm512_setzero_si512(), ones, _mm512_loadu_si512(q + 64));
+        if constexpr (kHalves == 1) {
+          StoreRowStarts(_mm512_add_epi32(lo, hi), &start[i][0][4 * g]);
+        } else {
+          StoreRowStarts(lo, &start[i][0][4 * g]);
+          StoreRowStarts(hi, &start[i][kHalves - 1][4 * g]);
+        }
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const size_t b = run0 + i;
+      __m512i act[8];
+      for (size_t s = 0; s < 8; ++s) {
+        act[s] = _mm512_load_si512(panel.words + (b * 8 + s) * kPanelTokens);
+      }
+      const __m512 x_scale = _mm512_load_ps(panel.scale + b * kPanelTokens);
+      [[maybe_unused]] __m512 x_sum;
+      if constexpr (Source::kHasMin) {
+        x_sum = _mm512_load_ps(panel.scaled_sum + b * kPanelTokens);
+      }
+#pragma GCC unroll 16
+      for (size_t r = 0; r < kRows; ++r) {
+        // Row r's 8-byte chunk c sits at c * 32 + (r % 4) * 8 of its group block.
+        const uint8_t* wr = run.quants[i][r / 4] + r % 4 * 8;
+#pragma GCC unroll 2
+        for (size_t h = 0; h < kHalves; ++h) {
+          __m512i sum = _mm512_set1_epi32(start[i][h][r]);
+#pragma GCC unroll 8
+          for (size_t s = h * kStepsPerHalf; s < (h + 1) * kStepsPerHalf; ++s) {
+            sum = DotBytesBroadcast512(sum, act[s], wr + s / 2 * 32 + s % 2 * 4);
+          }
+          acc[r] = _mm512_fmadd_ps(
+              _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(run.scale[i][h][r])),
+              x_scale, acc[r]);
+        }
+        if constexpr (Source::kHasMin) {
+          acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(run.min[i][r]), x_sum, acc[r]);
+        }
+      }
+    }
+  }
+  __m512 cols[kPanelTokens];
+  Transpose16x16(acc, cols);
+  const __mmask16 row_mask = static_cast<__mmask16>((1u << kRows) - 1);
+  for (size_t t = 0; t < count; ++t) {
+    float* out = y + t * n_out;
+    __m512 v = cols[t];
+    if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(row_mask, out));
+    _mm512_mask_storeu_ps(out, row_mask, v);
+  }
+}
+
+// Rows [row_begin, row_end) (whole packed groups of 4) x n_tokens tokens: token panels of 16,
+// k in slices of kPanelMaxK, row tiles of 16. source_at(r) gives the Source of the tile whose
+// first row is r.
+template <class SourceAt>
+void MatMulPanels(const SourceAt& source_at, const uint8_t* HWY_RESTRICT x,
+                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                  size_t row_begin, size_t row_end) {
+  const size_t x_row_bytes = Q8ActRowBytes(k);
+  Q8ActPanel panel;
+  for (size_t t0 = 0; t0 < n_tokens; t0 += kPanelTokens) {
+    const size_t count = HWY_MIN(kPanelTokens, n_tokens - t0);
+    for (size_t k0 = 0; k0 < k; k0 += kPanelMaxK) {
+      const size_t kk = HWY_MIN(kPanelMaxK, k - k0);
+      const size_t sub0 = k0 / kQuantBlockElems, subs = kk / kQuantBlockElems;
+      PackQ8Panel(x + t0 * x_row_bytes, x_row_bytes, count, k, k0, kk, &panel);
+      for (size_t r = row_begin; r < row_end;) {
+        const size_t groups = HWY_MIN(kPanelGroups, (row_end - r) / kQuantGroupRows);
+        const auto source = source_at(r);
+        float* yt = y + t0 * n_out + r;
+        const bool accumulate = k0 > 0;
+        using Source = decltype(source);
+        switch (groups) {
+          case 1:
+            PanelTile<Source, 1>(panel, count, source, sub0, subs, accumulate, yt, n_out);
+            break;
+          case 2:
+            PanelTile<Source, 2>(panel, count, source, sub0, subs, accumulate, yt, n_out);
+            break;
+          case 3:
+            PanelTile<Source, 3>(panel, count, source, sub0, subs, accumulate, yt, n_out);
+            break;
+          default:
+            PanelTile<Source, 4>(panel, count, source, sub0, subs, accumulate, yt, n_out);
+        }
+        r += groups * kQuantGroupRows;
+      }
+    }
+  }
+}
+
+// Splits rows [row_begin, row_end) x n_tokens tokens between the panels (whole groups of full
+// packed groups, whole panels or a last one of at least kPanelMinTokens) and tiles(x, y,
+// n_tokens, row_begin, row_end), the target's other kernel, which takes the edges. Returns
+// false (doing nothing) when the panels would get no work.
+template <class Panels, class Tiles>
+bool SplitForPanels(const uint8_t* x, float* y, size_t n_tokens, size_t k, size_t n_out,
+                    size_t row_begin, size_t row_end, const Panels& panels, const Tiles& tiles) {
+  const size_t tail = n_tokens % kPanelTokens;
+  const size_t panel_tokens = tail >= kPanelMinTokens ? n_tokens : n_tokens - tail;
+  const size_t first =
+      HWY_MIN((row_begin + kQuantGroupRows - 1) / kQuantGroupRows, row_end / kQuantGroupRows) *
+      kQuantGroupRows;
+  const size_t last =
+      HWY_MIN(row_end, n_out / kQuantGroupRows * kQuantGroupRows) / kQuantGroupRows *
+      kQuantGroupRows;
+  if (panel_tokens == 0 || first >= last) return false;
+  panels(x, y, panel_tokens, first, last);
+  if (row_begin < first) tiles(x, y, panel_tokens, row_begin, first);
+  if (last < row_end) tiles(x, y, panel_tokens, last, row_end);
+  if (panel_tokens < n_tokens) {
+    tiles(x + panel_tokens * Q8ActRowBytes(k), y + panel_tokens * n_out, n_tokens - panel_tokens,
+          row_begin, row_end);
+  }
+  return true;
+}
