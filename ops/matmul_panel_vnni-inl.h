@@ -1,5 +1,5 @@
-// Integer matmul for many tokens on AVX-512 VNNI (x86 AVX3_DL), tokens in the lanes: Q8_0
-// (ops/matmul_quant.cc) and the kept GGUF types (ops/matmul_blocks.cc). Included by those files
+// Integer matmul for many tokens on AVX-512 VNNI (x86 AVX3_DL), tokens in the lanes: Q8_0 and
+// Q4_0 (ops/matmul_quant.cc) and the kept GGUF types (ops/matmul_blocks.cc). Included by those files
 // inside their AVX3_DL namespace only (no include guard: each is compiled once per Highway
 // target and includes this for one of them).
 //
@@ -17,8 +17,9 @@
 //   weights are signed bytes; each row's sub-block starts its int32 sum at -128 * sum(w), the
 //   weight quants' sum, made with vpdpbusd against ones. Exact: |sum| <= 32 * 255 * 128 < 2^22.
 // - Weights are read as Q8_0's packed group blocks (ops/quant_layout.h: 4 rows, 8-byte chunks):
-//   Q8_0 in place; a kept type's sub-block decoded into that layout first (ops/matmul_blocks.cc
-//   LoadGroupSubBlock), once per 16 tokens: Q5_0 as q - 16 and Q6_K as q - 32 (signed), Q4_1
+//   Q8_0 in place; Q4_0 (as q - 8) and a kept type's sub-block decoded into that layout first
+//   (ops/matmul_blocks.cc LoadGroupSubBlock), once per 16 tokens: Q5_0 as q - 16 and Q6_K as
+//   q - 32 (signed), Q4_1
 //   and Q5_1 unsigned with their min term added as min * x_scale * sum(x_q) per sub-block.
 //   Q4_K and Q5_K stay on the tiles (their scale decoding costs what the panels save).
 // - A tile is up to 4 packed groups (16 rows) x 16 tokens: 16 f32 accumulators, a sub-block's

@@ -469,8 +469,10 @@ void MatMulQuantTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
-// Q8_0 for the token panels: the packed group blocks as they are, the f16 scales widened.
-struct Q8PanelSource {
+// Q8_0 and Q4_0 for the token panels: Q8_0's packed group blocks as they are, Q4_0's decoded
+// into that layout as q - 8; the f16 scales widened.
+template <bool kQ4>
+struct QuantPanelSource {
   static constexpr size_t kHalves = 1;
   static constexpr bool kHasMin = false;
   const uint8_t* w;  // the tile's first group, block 0; groups group_stride bytes apart
@@ -480,9 +482,21 @@ struct Q8PanelSource {
 
   template <size_t kGroups>
   void Load(size_t sub, size_t n, PanelRun<kGroups>* run) const {
+    constexpr size_t kGroupBlockBytes = kQuantGroupRows * (kQ4 ? kQ4BlockBytes : kQ8BlockBytes);
     for (size_t i = 0; i < n; ++i) {
       for (size_t g = 0; g < kGroups; ++g) {
-        run->quants[i][g] = w + g * group_stride + (sub + i) * kPanelGroupBlockBytes;
+        const uint8_t* block = w + g * group_stride + (sub + i) * kGroupBlockBytes;
+        if constexpr (kQ4) {
+          __m256i c[4];
+          LoadGroupBlock<true>(block, c[0], c[1], c[2], c[3]);
+          for (size_t e = 0; e < 4; ++e) {
+            _mm256_store_si256(reinterpret_cast<__m256i*>(run->decoded[i][g] + 32 * e),
+                               _mm256_sub_epi8(c[e], _mm256_set1_epi8(8)));
+          }
+          run->quants[i][g] = reinterpret_cast<const uint8_t*>(run->decoded[i][g]);
+        } else {
+          run->quants[i][g] = block;
+        }
         _mm_storeu_ps(&run->scale[i][0][4 * g],
                       _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(
                           ws + g * scale_stride + (sub + i) * kQuantGroupRows))));
@@ -493,26 +507,27 @@ struct Q8PanelSource {
 #endif
 
 // Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock). On
-// AVX-512 VNNI, Q8_0 with enough tokens goes to the token panels and the edges to the tiles.
+// AVX-512 VNNI enough tokens go to the token panels and the edges to the tiles.
 template <bool kQ4>
 void MatMulQuantTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                        size_t row_begin, size_t row_end) {
 #if HWY_TARGET == HWY_AVX3_DL
-  if constexpr (!kQ4) {
-    const QuantLayout layout(n_out, k, kQ8BlockBytes);
+  {
+    constexpr size_t kBlockBytes = kQ4 ? kQ4BlockBytes : kQ8BlockBytes;
+    const QuantLayout layout(n_out, k, kBlockBytes);
     const size_t blocks = k / kQuantBlockElems;
     const auto source_at = [&](size_t r) {
-      return Q8PanelSource{w + layout.GroupBlockOffset(r, 0),
-                           kQuantGroupRows * blocks * kQ8BlockBytes,
-                           reinterpret_cast<const hwy::float16_t*>(w + layout.ScaleOffset(r, 0)),
-                           kQuantGroupRows * blocks};
+      return QuantPanelSource<kQ4>{
+          w + layout.GroupBlockOffset(r, 0), kQuantGroupRows * blocks * kBlockBytes,
+          reinterpret_cast<const hwy::float16_t*>(w + layout.ScaleOffset(r, 0)),
+          kQuantGroupRows * blocks};
     };
     const auto panels = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
       MatMulPanels(source_at, xp, yp, n, k, n_out, rb, re);
     };
     const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
-      MatMulQuantTiles<false>(w, xp, yp, n, k, n_out, rb, re);
+      MatMulQuantTiles<kQ4>(w, xp, yp, n, k, n_out, rb, re);
     };
     if (SplitForPanels(x, y, n_tokens, k, n_out, row_begin, row_end, panels, tiles)) return;
   }
