@@ -550,13 +550,12 @@ void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRI
   if constexpr (T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K) {
     const BlockLayout layout(T, n_out, k);
     const auto source_at = [&](size_t r) { return BlockPanelSource<T>{w, &layout, r}; };
-    const auto panels = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
-      MatMulPanels(source_at, xp, yp, n, k, n_out, rb, re);
-    };
     const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
       MatMulBlocksTiles<T>(w, xp, yp, n, k, n_out, rb, re);
     };
-    if (SplitForPanels(x, y, n_tokens, k, n_out, row_begin, row_end, panels, tiles)) return;
+    if (MatMulPanelsAndTiles(source_at, tiles, x, y, n_tokens, k, n_out, row_begin, row_end)) {
+      return;
+    }
   }
 #endif
   MatMulBlocksTiles<T>(w, x, y, n_tokens, k, n_out, row_begin, row_end);

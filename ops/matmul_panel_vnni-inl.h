@@ -281,3 +281,15 @@ bool SplitForPanels(const uint8_t* x, float* y, size_t n_tokens, size_t k, size_
   }
   return true;
 }
+
+// The panels for what SplitForPanels gives them (tiles, as there, for the rest): false, doing
+// nothing, when that is nothing. source_at as for MatMulPanels.
+template <class SourceAt, class Tiles>
+bool MatMulPanelsAndTiles(const SourceAt& source_at, const Tiles& tiles, const uint8_t* x,
+                          float* y, size_t n_tokens, size_t k, size_t n_out, size_t row_begin,
+                          size_t row_end) {
+  const auto panels = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
+    MatMulPanels(source_at, xp, yp, n, k, n_out, rb, re);
+  };
+  return SplitForPanels(x, y, n_tokens, k, n_out, row_begin, row_end, panels, tiles);
+}

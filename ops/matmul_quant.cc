@@ -523,13 +523,12 @@ void MatMulQuantTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
           reinterpret_cast<const hwy::float16_t*>(w + layout.ScaleOffset(r, 0)),
           kQuantGroupRows * blocks};
     };
-    const auto panels = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
-      MatMulPanels(source_at, xp, yp, n, k, n_out, rb, re);
-    };
     const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
       MatMulQuantTiles<kQ4>(w, xp, yp, n, k, n_out, rb, re);
     };
-    if (SplitForPanels(x, y, n_tokens, k, n_out, row_begin, row_end, panels, tiles)) return;
+    if (MatMulPanelsAndTiles(source_at, tiles, x, y, n_tokens, k, n_out, row_begin, row_end)) {
+      return;
+    }
   }
 #endif
   MatMulQuantTiles<kQ4>(w, x, y, n_tokens, k, n_out, row_begin, row_end);
