@@ -1,7 +1,7 @@
 // Integer matmul for many tokens on AVX-512 VNNI (x86 AVX3_DL), tokens in the lanes: Q8_0 and
-// Q4_0 (ops/matmul_quant.cc) and the kept GGUF types (ops/matmul_blocks.cc). Included by those files
-// inside their AVX3_DL namespace only (no include guard: each is compiled once per Highway
-// target and includes this for one of them).
+// Q4_0 (ops/matmul_quant.cc) and the kept GGUF types (ops/matmul_blocks.cc). Included by those
+// files inside their AVX3_DL namespace only (no include guard: each is compiled once per
+// Highway target and includes this for one of them).
 //
 // Why beside the 4-row tiles: those put 4 weight rows in a 256-bit vector against one token's
 // 8 quants broadcast, so every sub-block of 32 costs each token, besides its 4 vpdpbusd, the
@@ -15,13 +15,13 @@
 //   stack buffer of at most kPanelMaxK of k: longer rows are done in slices, adding into y).
 //   vpdpbusd multiplies unsigned by signed bytes, so the panel holds q + 128 (XOR 0x80) and the
 //   weights are signed bytes; each row's sub-block starts its int32 sum at -128 * sum(w), the
-//   weight quants' sum, made with vpdpbusd against ones. Exact: |sum| <= 32 * 255 * 128 < 2^22.
+//   weight quants' sum, made with vpdpbusd against ones. Exact: |sum| <= 32 * 255 * 128 < 2^21.
 // - Weights are read as Q8_0's packed group blocks (ops/quant_layout.h: 4 rows, 8-byte chunks):
-//   Q8_0 in place; Q4_0 (as q - 8) and a kept type's sub-block decoded into that layout first
-//   (ops/matmul_blocks.cc LoadGroupSubBlock), once per 16 tokens: Q5_0 as q - 16 and Q6_K as
-//   q - 32 (signed), Q4_1
-//   and Q5_1 unsigned with their min term added as min * x_scale * sum(x_q) per sub-block.
-//   Q4_K and Q5_K stay on the tiles (their scale decoding costs what the panels save).
+//   Q8_0 in place; Q4_0 and a kept type's sub-block decoded into that layout first (ops/
+//   matmul_blocks.cc LoadGroupSubBlock), once per 16 tokens: Q4_0, Q5_0 and Q6_K as the signed
+//   q - 8, q - 16 and q - 32, Q4_1 and Q5_1 unsigned with their min term added as
+//   min * x_scale * sum(x_q) per sub-block. Q4_K and Q5_K stay on the tiles (decoding their
+//   scales once per 16 tokens costs what the panels save).
 // - A tile is up to 4 packed groups (16 rows) x 16 tokens: 16 f32 accumulators, a sub-block's
 //   8 panel vectors and its scales in registers (32 on AVX-512), then a 16 x 16 transpose turns
 //   per-row token vectors into per-token rows of y. Per run of 8 sub-blocks the weight side
@@ -31,7 +31,7 @@
 // order (within the tests' bounds).
 
 inline constexpr size_t kPanelTokens = 16;
-inline constexpr size_t kPanelMaxK = 2048;  // 32 KiB of quants + 8 KiB of scales on the stack
+inline constexpr size_t kPanelMaxK = 2048;  // 32 KiB of quants + 8 KiB of scales and sums
 inline constexpr size_t kPanelGroups = 4;
 inline constexpr size_t kPanelRun = 8;  // sub-blocks whose weight side is prepared at a time
 inline constexpr size_t kPanelGroupBlockBytes = kQuantGroupRows * kQ8BlockBytes;
