@@ -511,14 +511,9 @@ struct BlockPanelSource {
     }
     for (size_t r = 0; r < kQuantGroupRows * kGroups; ++r) {
       HWY_ALIGN float scale[kMaxScales], min[kMaxScales];
-      size_t decoded_block = sub / F.SubBlocks();
-      RowScales(w + layout->RecordOffset(r0 + r, decoded_block), scale, min);
       for (size_t i = 0; i < n; ++i) {
         const size_t block = (sub + i) / F.SubBlocks(), s = (sub + i) % F.SubBlocks();
-        if (block != decoded_block) {
-          RowScales(w + layout->RecordOffset(r0 + r, block), scale, min);
-          decoded_block = block;
-        }
+        if (i == 0 || s == 0) RowScales(w + layout->RecordOffset(r0 + r, block), scale, min);
         if constexpr (F.centered) {
           run->scale[i][0][r] = scale[2 * s];
           run->scale[i][1][r] = scale[2 * s + 1];
@@ -532,35 +527,7 @@ struct BlockPanelSource {
 };
 #endif
 
-// Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock). On
-// AVX-512 VNNI enough tokens go to the token panels and the edges to the tiles.
-template <GgmlBlockType T>
-void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
-                       float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
-                       size_t row_begin, size_t row_end);
-
-template <GgmlBlockType T>
-void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
-                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
-                        size_t row_begin, size_t row_end) {
-#if HWY_TARGET == HWY_AVX3_DL
-  // Not Q4_K / Q5_K: decoding their 6-bit scales and mins once per 16 tokens costs what the
-  // panels save (bench/matmul_bench against the tiles, one Zen 4 core, 512 x 2048 -> 640: Q4_K
-  // 0.93-1.04x, against Q5_0 1.14-1.37x, Q6_K 1.15x, Q4_1 1.1-1.4x, Q8_0 1.5-1.6x).
-  if constexpr (T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K) {
-    const BlockLayout layout(T, n_out, k);
-    const auto source_at = [&](size_t r) { return BlockPanelSource<T>{w, &layout, r}; };
-    const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
-      MatMulBlocksTiles<T>(w, xp, yp, n, k, n_out, rb, re);
-    };
-    if (MatMulPanelsAndTiles(source_at, tiles, x, y, n_tokens, k, n_out, row_begin, row_end)) {
-      return;
-    }
-  }
-#endif
-  MatMulBlocksTiles<T>(w, x, y, n_tokens, k, n_out, row_begin, row_end);
-}
-
+// Rows [row_begin, row_end) for n_tokens tokens with the tiles above.
 template <GgmlBlockType T>
 void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
@@ -596,6 +563,30 @@ void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
     }
     ++r;
   }
+}
+
+// Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock). On
+// AVX-512 VNNI enough tokens go to the token panels and the edges to the tiles.
+template <GgmlBlockType T>
+void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                        size_t row_begin, size_t row_end) {
+#if HWY_TARGET == HWY_AVX3_DL
+  // Not Q4_K / Q5_K: decoding their 6-bit scales and mins once per 16 tokens costs what the
+  // panels save (bench/matmul_bench against the tiles, one Zen 4 core, 512 x 2048 -> 640: Q4_K
+  // 0.93-1.04x, against Q5_0 1.14-1.37x, Q6_K 1.15x, Q4_1 1.1-1.4x, Q8_0 1.5-1.6x).
+  if constexpr (T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K) {
+    const BlockLayout layout(T, n_out, k);
+    const auto source_at = [&](size_t r) { return BlockPanelSource<T>{w, &layout, r}; };
+    const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
+      MatMulBlocksTiles<T>(w, xp, yp, n, k, n_out, rb, re);
+    };
+    if (MatMulPanelsAndTiles(source_at, tiles, x, y, n_tokens, k, n_out, row_begin, row_end)) {
+      return;
+    }
+  }
+#endif
+  MatMulBlocksTiles<T>(w, x, y, n_tokens, k, n_out, row_begin, row_end);
 }
 
 template <GgmlBlockType T>

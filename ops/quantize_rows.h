@@ -25,10 +25,10 @@ inline int32_t ScaledBlockSum(int32_t sum, int32_t factor) {
 inline constexpr size_t Q8ActRowBytes(size_t k) { return k + k / 32 * (sizeof(float) + sizeof(int32_t)); }
 
 // Tokens a quantized matmul takes at a time: as many Q8_ACT rows as fit in kL2ActivationBytes
-// (a multiple of 16, the widest token tile: AVX-512 VNNI's token panels, and at least 16). Every 4-row group of weights passes
-// over one block of tokens before the next block starts, so the activations stay in a core's
-// L2 instead of streaming from L3 once per group: 512 tokens of Gemma 3's ffn_down input
-// (k = 2048) are 1.2 MB.
+// (a multiple of 16, the widest token tile: AVX-512 VNNI's token panels, and at least 16).
+// Every 4-row group of weights passes over one block of tokens before the next block starts,
+// so the activations stay in a core's L2 instead of streaming from L3 once per group: 512
+// tokens of Gemma 3's ffn_down input (k = 2048) are 1.2 MB.
 inline constexpr size_t kL2ActivationBytes = size_t{192} << 10;
 inline constexpr size_t QuantMatMulTokenBlock(size_t k) {
   const size_t rows = kL2ActivationBytes / Q8ActRowBytes(k) / 16 * 16;
