@@ -115,6 +115,7 @@ void QuantizeGgmlBlock(ops::GgmlBlockType t, const float* x, uint8_t* block) {
     case ops::GgmlBlockType::kQ4_K: return QuantizeBlockQ4_K(x, block);
     case ops::GgmlBlockType::kQ5_K: return QuantizeBlockQ5_K(x, block);
     case ops::GgmlBlockType::kQ6_K: return QuantizeBlockQ6_K(x, block);
+    case ops::GgmlBlockType::kQ3_K: break;  // no quantizer: StoreWeights refuses to make Q3_K
   }
 }
 

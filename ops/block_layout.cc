@@ -3,8 +3,9 @@
 namespace kestrel::ops {
 namespace {
 
-// Where ggml keeps the bits of one quant inside its block: the nibble at bit nib_shift of byte
-// nib_byte, the high bits (if the type has them) at bit high_shift of byte high_byte.
+// Where ggml keeps the bits of one quant inside its block: the low bits (a nibble, or Q3_K's
+// two) at bit nib_shift of byte nib_byte, the high bits (if the type has them) at bit high_shift
+// of byte high_byte.
 struct QuantBits {
   size_t nib_byte, nib_shift, high_byte, high_shift;
 };
@@ -35,6 +36,16 @@ void ForEachGgmlQuant(GgmlBlockType t, F f) {
       }
       return;
     }
+    case GgmlBlockType::kQ3_K:
+      // Value l of sub-block s (of 16): 2 bits at 2 * (s / 2 % 4) of qs[32 * (s / 8) + 16 *
+      // (s % 2) + l], the high bit at bit s / 2 of hmask[16 * (s % 2) + l] (ggml-common.h).
+      for (size_t s = 0; s < 16; ++s) {
+        for (size_t l = 0; l < 16; ++l) {
+          f(16 * s + l, QuantBits{32 + 32 * (s / 8) + 16 * (s % 2) + l, 2 * (s / 2 % 4),
+                                  16 * (s % 2) + l, s / 2});
+        }
+      }
+      return;
     case GgmlBlockType::kQ6_K:
       // Two halves of 128: ql[64h + l] and ql[64h + l + 32] hold values l, l + 32 (low
       // nibbles) and l + 64, l + 96 (high); qh[128 + 32h + l] their top two bits, 2 bits each.
@@ -69,18 +80,34 @@ QuantBits PackedBits(const BlockLayout& layout, size_t row, size_t sub, size_t i
   return bits;
 }
 
-uint32_t ReadQuant(const uint8_t* bytes, const QuantBits& b, size_t high_bits) {
-  uint32_t q = (bytes[b.nib_byte] >> b.nib_shift) & 0x0F;
-  if (high_bits) q |= ((bytes[b.high_byte] >> b.high_shift) & ((1u << high_bits) - 1)) << 4;
+// How a quant splits into low and high bits: in the packing a nibble and the format's high bits;
+// in ggml's block the same, except Q3_K's 2 low bits and 1 high bit.
+struct QuantSplit {
+  size_t low_bits, high_bits;
+};
+QuantSplit PackedSplit(const BlockFormat& f) { return {4, f.high_bits}; }
+QuantSplit GgmlSplit(GgmlBlockType t, const BlockFormat& f) {
+  return t == GgmlBlockType::kQ3_K ? QuantSplit{2, 1} : PackedSplit(f);
+}
+
+uint32_t ReadQuant(const uint8_t* bytes, const QuantBits& b, QuantSplit split) {
+  uint32_t q = (bytes[b.nib_byte] >> b.nib_shift) & ((1u << split.low_bits) - 1);
+  if (split.high_bits) {
+    q |= ((bytes[b.high_byte] >> b.high_shift) & ((1u << split.high_bits) - 1))
+         << split.low_bits;
+  }
   return q;
 }
 
-void WriteQuant(uint8_t* bytes, const QuantBits& b, size_t high_bits, uint32_t q) {
+void WriteQuant(uint8_t* bytes, const QuantBits& b, QuantSplit split, uint32_t q) {
   const auto put = [&](size_t byte, size_t shift, uint32_t mask, uint32_t value) {
     bytes[byte] = static_cast<uint8_t>((bytes[byte] & ~(mask << shift)) | (value << shift));
   };
-  put(b.nib_byte, b.nib_shift, 0x0F, q & 0x0F);
-  if (high_bits) put(b.high_byte, b.high_shift, (1u << high_bits) - 1, q >> 4);
+  const uint32_t low_mask = (1u << split.low_bits) - 1;
+  put(b.nib_byte, b.nib_shift, low_mask, q & low_mask);
+  if (split.high_bits) {
+    put(b.high_byte, b.high_shift, (1u << split.high_bits) - 1, q >> split.low_bits);
+  }
 }
 
 }  // namespace
@@ -91,7 +118,7 @@ void PackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* gg
   const size_t first_sub = block * f.SubBlocks();
   ForEachGgmlQuant(t, [&](size_t e, const QuantBits& from) {
     const QuantBits to = PackedBits(layout, row, first_sub + e / 32, e % 32);
-    WriteQuant(tensor, to, f.high_bits, ReadQuant(ggml_block, from, f.high_bits));
+    WriteQuant(tensor, to, PackedSplit(f), ReadQuant(ggml_block, from, GgmlSplit(t, f)));
   });
   std::memcpy(tensor + layout.RecordOffset(row, block), ggml_block + f.record_begin,
               f.record_bytes);
@@ -104,7 +131,7 @@ void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* 
   std::memset(ggml_block, 0, GgmlBlockBytes(t));
   ForEachGgmlQuant(t, [&](size_t e, const QuantBits& to) {
     const QuantBits from = PackedBits(layout, row, first_sub + e / 32, e % 32);
-    WriteQuant(ggml_block, to, f.high_bits, ReadQuant(tensor, from, f.high_bits));
+    WriteQuant(ggml_block, to, GgmlSplit(t, f), ReadQuant(tensor, from, PackedSplit(f)));
   });
   std::memcpy(ggml_block + f.record_begin, tensor + layout.RecordOffset(row, block),
               f.record_bytes);
@@ -117,7 +144,7 @@ void LoadSubBlockQuants(const BlockLayout& layout, const uint8_t* tensor, size_t
   CopyRowBlock(tensor + layout.SubBlockOffset(row, sub), layout.GroupRows(row),
                row % kQuantGroupRows, kNibbleBytes, nibbles);
   const uint8_t* high = tensor + layout.HighOffset(row, sub);
-  const int offset = f.centered ? 32 : 0;
+  const int offset = f.center;
   for (size_t i = 0; i < kGgmlSubBlockElems; ++i) {
     int v = i < 16 ? nibbles[i] & 0x0F : nibbles[i - 16] >> 4;
     if (f.high_bits == 1) v |= ((high[i % 4] >> (2 * (i / 8) + i % 8 / 4)) & 1) << 4;

@@ -1,11 +1,14 @@
-// Where the quants and scales of a kept GGUF tensor (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) live:
+// Where the quants and scales of a kept GGUF tensor (Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K)
+// live:
 // the layout the converter packs, the matmul kernels (ops/matmul_blocks.h) read and the
 // embedding lookup unpacks. Q8_0 and Q4_0 keep their own layout (ops/quant_layout.h).
 //
-// Every element of these types is an unsigned integer quant q of 4, 5 or 6 bits times scales
-// that ggml stores once per block (32 elements) or super-block (256, the K-quants). The packing
-// separates the two and moves bytes only, so the tensor is exactly as large as ggml's and its
-// values are ggml's bit for bit:
+// Every element of these types is an unsigned integer quant q of 3 to 6 bits times scales that
+// ggml stores once per block (32 elements) or super-block (256, the K-quants). The packing
+// separates the two and moves bits only, so its values are ggml's bit for bit and the tensor is
+// exactly as large as ggml's, except Q3_K: its 3-bit quants (ggml's 2 low bits and 1 high bit)
+// take a whole nibble, so its packing is 4.4375 bits per weight where ggml's is 3.4375, and it
+// runs on the 4-bit kernels unchanged (a 2-bit plane would be its own kernel on every target).
 // - quants, in sub-blocks of 32 elements. Rows are taken in groups of kQuantGroupRows as for
 //   Q8_0/Q4_0; a group stores sub-block 0 of its rows, then sub-block 1, ... For each sub-block:
 //     nibbles: 16 bytes per row, byte i holding element i (low nibble) and i + 16 (high), the
@@ -18,7 +21,8 @@
 //   row's 4 bytes, copied into the 32-bit lanes of its elements 0-3 and 4-7, by 2c + h.
 // - scale records, after the last quant: ggml's own scale bytes of each (row, block), in the
 //   (group, block, row) order of ops/quant_layout.h: Q4_1/Q5_1 d and m (f16), Q5_0 d, Q4_K/Q5_K
-//   d, dmin and the 12 bytes of 6-bit scales and mins, Q6_K the 16 int8 scales then d.
+//   d, dmin and the 12 bytes of 6-bit scales and mins, Q6_K the 16 int8 scales then d, Q3_K
+//   the 12 bytes of 6-bit scales then d.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +33,7 @@
 #include "ops/quant_layout.h"
 
 // The types packed this way, for declaring one kernel per type: X(Q4_1) X(Q5_0) ...
-#define KESTREL_BLOCK_TYPES(X) X(Q4_1) X(Q5_0) X(Q5_1) X(Q4_K) X(Q5_K) X(Q6_K)
+#define KESTREL_BLOCK_TYPES(X) X(Q4_1) X(Q5_0) X(Q5_1) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)
 
 namespace kestrel::ops {
 
@@ -40,8 +44,9 @@ struct BlockFormat {
   size_t high_bits;     // bits of each quant above its nibble: 0, 1 or 2
   size_t record_begin;  // where the scale bytes sit in ggml's block, and how many
   size_t record_bytes;
-  bool centered;        // Q6_K: the quant means q - 32 (the kernels make it signed)
-  size_t scales;        // scale values per block: 1, 8 (one per 32) or 16 (Q6_K: per 16)
+  bool centered;        // Q6_K, Q3_K: the quant means q - center (the kernels make it signed)
+  size_t scales;        // scale values per block: 1, 8 (one per 32) or 16 (Q6_K, Q3_K: per 16)
+  int center;           // 32 (Q6_K), 4 (Q3_K), 0 for the others
 
   constexpr size_t SubBlocks() const { return block_elems / kGgmlSubBlockElems; }
   constexpr size_t HighBytes() const { return high_bits * 4; }  // per row and sub-block
@@ -51,15 +56,24 @@ struct BlockFormat {
 // The format of a kept type; Q4_0 and Q8_0 are not among them.
 constexpr BlockFormat FormatOf(GgmlBlockType t) {
   switch (t) {
-    case GgmlBlockType::kQ4_1: return {32, 0, 0, 4, false, 1};
-    case GgmlBlockType::kQ5_0: return {32, 1, 0, 2, false, 1};
-    case GgmlBlockType::kQ5_1: return {32, 1, 0, 4, false, 1};
-    case GgmlBlockType::kQ4_K: return {256, 0, 0, 16, false, 8};
-    case GgmlBlockType::kQ5_K: return {256, 1, 0, 16, false, 8};
-    case GgmlBlockType::kQ6_K: return {256, 2, 192, 18, true, 16};
-    default: return {0, 0, 0, 0, false, 0};
+    case GgmlBlockType::kQ4_1: return {32, 0, 0, 4, false, 1, 0};
+    case GgmlBlockType::kQ5_0: return {32, 1, 0, 2, false, 1, 0};
+    case GgmlBlockType::kQ5_1: return {32, 1, 0, 4, false, 1, 0};
+    case GgmlBlockType::kQ3_K: return {256, 0, 96, 14, true, 16, 4};
+    case GgmlBlockType::kQ4_K: return {256, 0, 0, 16, false, 8, 0};
+    case GgmlBlockType::kQ5_K: return {256, 1, 0, 16, false, 8, 0};
+    case GgmlBlockType::kQ6_K: return {256, 2, 192, 18, true, 16, 32};
+    default: return {0, 0, 0, 0, false, 0, 0};
   }
 }
+
+// Bytes of one packed block: ggml's block size for every kept type but Q3_K (see above).
+constexpr size_t PackedBlockBytes(GgmlBlockType t) {
+  return FormatOf(t).SubBlocks() * FormatOf(t).SubBlockRowBytes() + FormatOf(t).record_bytes;
+}
+static_assert(PackedBlockBytes(GgmlBlockType::kQ4_K) == GgmlBlockBytes(GgmlBlockType::kQ4_K) &&
+                  PackedBlockBytes(GgmlBlockType::kQ6_K) == GgmlBlockBytes(GgmlBlockType::kQ6_K),
+              "the packing moves ggml's bytes");
 
 struct BlockLayout {
   BlockFormat format;
@@ -107,7 +121,8 @@ void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* 
 
 // A block's scale record as the kernels use it: for scale j (see BlockFormat::scales), element
 // values are scale[j] * q + min[j] for unsigned types and scale[j] * (q - 32) for Q6_K (min
-// unused). Computed in f32 as ggml does (d * sc, dmin * m); they feed the kernels' f32 sums.
+// unused), scale[j] * (q - 4) for Q3_K. Computed in f32 as ggml does (d * sc, dmin * m); they
+// feed the kernels' f32 sums.
 inline void DecodeScales(GgmlBlockType t, const uint8_t* record, float* scale, float* min) {
   uint16_t bits[2];
   switch (t) {
@@ -134,6 +149,12 @@ inline void DecodeScales(GgmlBlockType t, const uint8_t* record, float* scale, f
       }
       return;
     }
+    case GgmlBlockType::kQ3_K: {
+      std::memcpy(bits, record + 12, 2);
+      const float d = ScaleToF32(bits[0]);
+      for (size_t j = 0; j < 16; ++j) scale[j] = d * static_cast<float>(ScaleQ3K(j, record) - 32);
+      return;
+    }
     case GgmlBlockType::kQ6_K: {
       std::memcpy(bits, record + 16, 2);
       const float d = ScaleToF32(bits[0]);
@@ -147,7 +168,8 @@ inline void DecodeScales(GgmlBlockType t, const uint8_t* record, float* scale, f
   }
 }
 
-// The 32 quants of sub-block `sub` of `row`, out of the packing: unsigned, or q - 32 for Q6_K.
+// The 32 quants of sub-block `sub` of `row`, out of the packing: unsigned, or q - center for
+// Q6_K and Q3_K.
 void LoadSubBlockQuants(const BlockLayout& layout, const uint8_t* tensor, size_t row, size_t sub,
                         int8_t* q);
 

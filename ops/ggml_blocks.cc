@@ -84,6 +84,27 @@ void BlockQ8_0(const uint8_t* b, float* y) {
   }
 }
 
+// Q3_K (110 bytes): hmask[32] (bit `m` of byte l: the high bit of value l of bit-pair run m),
+// qs[64] (2-bit quants, four to a byte), 12 bytes of sixteen 6-bit scales (ScaleQ3K), d (f16).
+// 16 sub-blocks of 16 values; y = (d * (scale - 32)) * (q2 + 4 * high - 4). Byte i of a 32-byte
+// run of qs holds, at bits 2j, value i of sub-block pair j.
+void BlockQ3_K(const uint8_t* b, float* y) {
+  const uint8_t* hmask = b;
+  const uint8_t* qs = b + 32;
+  const float d = LoadHalf(b + 108);
+  for (size_t sub = 0; sub < 16; ++sub) {
+    const float scale = d * static_cast<float>(ScaleQ3K(sub, b + 96) - 32);
+    const size_t run = sub / 2;  // 0..7: which bit of hmask, which bit pair of qs
+    const uint8_t* q = qs + 32 * (run / 4) + 16 * (sub % 2);
+    const uint8_t* h = hmask + 16 * (sub % 2);
+    const int shift = static_cast<int>(2 * (run % 4));
+    for (size_t l = 0; l < 16; ++l) {
+      const int value = ((q[l] >> shift) & 3) - (((h[l] >> run) & 1) ? 0 : 4);
+      *y++ = scale * static_cast<float>(value);
+    }
+  }
+}
+
 // d * scale and dmin * min of the 8 sub-blocks of a Q4_K or Q5_K block (d, dmin, scales[12]).
 void SubBlockScalesK4(const uint8_t* b, float* d_sub, float* m_sub) {
   const float d = LoadHalf(b);
@@ -166,6 +187,7 @@ void DequantizeGgmlBlock(GgmlBlockType t, const uint8_t* block, float* y) {
     case GgmlBlockType::kQ5_0: return BlockQ5_0(block, y);
     case GgmlBlockType::kQ5_1: return BlockQ5_1(block, y);
     case GgmlBlockType::kQ8_0: return BlockQ8_0(block, y);
+    case GgmlBlockType::kQ3_K: return BlockQ3_K(block, y);
     case GgmlBlockType::kQ4_K: return BlockQ4_K(block, y);
     case GgmlBlockType::kQ5_K: return BlockQ5_K(block, y);
     case GgmlBlockType::kQ6_K: return BlockQ6_K(block, y);

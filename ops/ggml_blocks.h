@@ -10,14 +10,17 @@
 
 namespace kestrel::ops {
 
-enum class GgmlBlockType : uint8_t { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K };
+enum class GgmlBlockType : uint8_t {
+  kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ3_K, kQ4_K, kQ5_K, kQ6_K
+};
 
 inline constexpr size_t kGgmlSubBlockElems = 32;
 inline constexpr size_t kGgmlSuperBlockElems = 256;  // the K-quants' block
 
 // Values per block (32, or 256 for K-quants) and bytes per block as GGUF stores them.
 constexpr size_t GgmlBlockElems(GgmlBlockType t) {
-  return t == GgmlBlockType::kQ4_K || t == GgmlBlockType::kQ5_K || t == GgmlBlockType::kQ6_K
+  return t == GgmlBlockType::kQ3_K || t == GgmlBlockType::kQ4_K || t == GgmlBlockType::kQ5_K ||
+                 t == GgmlBlockType::kQ6_K
              ? kGgmlSuperBlockElems
              : kGgmlSubBlockElems;
 }
@@ -28,6 +31,7 @@ constexpr size_t GgmlBlockBytes(GgmlBlockType t) {
     case GgmlBlockType::kQ5_0: return 22;
     case GgmlBlockType::kQ5_1: return 24;
     case GgmlBlockType::kQ8_0: return 34;
+    case GgmlBlockType::kQ3_K: return 110;
     case GgmlBlockType::kQ4_K: return 144;
     case GgmlBlockType::kQ5_K: return 176;
     case GgmlBlockType::kQ6_K: return 210;
@@ -47,6 +51,15 @@ inline void ScaleMinK4(size_t j, const uint8_t* s, uint8_t* scale, uint8_t* min)
     *scale = static_cast<uint8_t>((s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4));
     *min = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
   }
+}
+
+// Scale j (0..15) of a Q3_K block as stored, 0..63 (it means scale - 32), from the block's 12
+// bytes of packed scales: the low 4 bits from byte j % 8 (its low nibble for j < 8, high
+// otherwise), the high 2 bits from byte 8 + j % 4 at bit 2 * (j / 4).
+inline int ScaleQ3K(size_t j, const uint8_t* s) {
+  const int low = (j < 8 ? s[j] : s[j - 8] >> 4) & 0x0F;
+  const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return low | (high << 4);
 }
 
 }  // namespace kestrel::ops

@@ -2,9 +2,9 @@
 // dispatched at run time.
 //
 // Every type is handled the same way: a weight element is scale * q + min with q an unsigned
-// integer of 4-6 bits (Q6_K: scale * (q - 32), made signed), the scale and min constant over a
-// sub-block of 32 (16 for Q6_K). With activations quantized per 32 (x = xs * xq, ops/
-// quantize_rows.h), a sub-block contributes xs * (scale * sum(q * xq) + min * sum(xq)): the
+// integer of 3-6 bits (Q6_K: scale * (q - 32), Q3_K: scale * (q - 4), made signed), the scale
+// and min constant over a sub-block of 32 (16 for Q6_K and Q3_K). With activations quantized
+// per 32 (x = xs * xq, ops/quantize_rows.h), a sub-block contributes xs * (scale * sum(q * xq) + min * sum(xq)): the
 // first sum is exact in int32, the second is stored with the activations. Scales are decoded
 // from ggml's records once per block and row (ops/block_layout.h).
 //
@@ -152,7 +152,7 @@ void RowPortable(size_t tokens, const uint8_t* w, const BlockLayout& layout, siz
 inline constexpr size_t kPrefetchBytes = 2048;
 
 // Sub-block `p` of a full group as four chunk vectors (elements 0-7, 8-15, 16-23, 24-31 of
-// each row): unsigned quants, or q - 32 for Q6_K.
+// each row): unsigned quants, or q - center for Q6_K and Q3_K.
 template <GgmlBlockType T>
 HWY_INLINE void LoadGroupSubBlock(const uint8_t* HWY_RESTRICT p, __m256i c[4]) {
   constexpr BlockFormat F = FormatOf(T);
@@ -189,7 +189,7 @@ HWY_INLINE void LoadGroupSubBlock(const uint8_t* HWY_RESTRICT p, __m256i c[4]) {
     c[3] = _mm256_or_si256(c[3], _mm256_and_si256(_mm256_srli_epi16(h, 2), mask));
   }
   if constexpr (F.centered) {
-    const __m256i bias = _mm256_set1_epi8(32);
+    const __m256i bias = _mm256_set1_epi8(static_cast<char>(F.center));
     for (int e = 0; e < 4; ++e) c[e] = _mm256_sub_epi8(c[e], bias);
   }
 }
@@ -275,6 +275,16 @@ HWY_INLINE void GroupScales(const uint8_t* HWY_RESTRICT rec, __m256* scale, __m2
     }
     RowsToLanes(rows_scale, scale);
     RowsToLanes(rows_min, min);
+  } else if constexpr (T == GgmlBlockType::kQ3_K) {
+    __m256 rows_lo[4], rows_hi[4];
+    for (int r = 0; r < 4; ++r) {
+      HWY_ALIGN float row_scale[16], unused_min[16];
+      DecodeScales(T, rec + 14 * r, row_scale, unused_min);
+      rows_lo[r] = _mm256_load_ps(row_scale);
+      rows_hi[r] = _mm256_load_ps(row_scale + 8);
+    }
+    RowsToLanes(rows_lo, scale);
+    RowsToLanes(rows_hi, scale + 8);
   } else if constexpr (T == GgmlBlockType::kQ6_K) {
     __m256 rows_lo[4], rows_hi[4];
     for (int r = 0; r < 4; ++r) {
@@ -302,7 +312,7 @@ inline constexpr size_t kSumRun = 8;
 template <GgmlBlockType T>
 HWY_INLINE void SumTerms(const ActRow* act, size_t tokens, size_t sub, size_t subs,
                          SumTerm (*HWY_RESTRICT out)[kSumRun]) {
-  if constexpr (FormatOf(T).centered) return;  // Q6_K: signed quants, no such term
+  if constexpr (FormatOf(T).centered) return;  // Q6_K, Q3_K: signed quants, no such term
   const size_t n = HWY_MIN(kSumRun, subs - sub);
   for (size_t t = 0; t < tokens; ++t) {
     const int32_t* HWY_RESTRICT sum = act[t].sum + sub;
@@ -357,8 +367,8 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
       if constexpr (kSubBytes > 64) hwy::Prefetch(p + kPrefetchBytes + 64);
       __m256i c[4];
       LoadGroupSubBlock<T>(p, c);
-      // Signed quants (Q6_K) are multiplied as |w| (<= 32, unsigned) against x carrying w's
-      // sign (vpsignb).
+      // Signed quants (Q6_K, Q3_K) are multiplied as |w| (<= 32, unsigned) against x carrying
+      // w's sign (vpsignb).
       [[maybe_unused]] __m256i magnitude[4];
       if constexpr (F.centered) {
         for (int e = 0; e < 4; ++e) magnitude[e] = _mm256_sign_epi8(c[e], c[e]);
@@ -464,12 +474,12 @@ void GroupX86(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t
 #include "ops/matmul_panel_vnni-inl.h"
 
 // A kept type for the token panels: each sub-block decoded into Q8_0's group-block layout,
-// Q5_0 as q - 16 and Q6_K as q - 32 (signed, no min term), Q4_1 and Q5_1 unsigned with their
-// min; scales decoded per row once per ggml block.
+// Q5_0 as q - 16, Q6_K as q - 32 and Q3_K as q - 4 (signed, no min term), Q4_1 and Q5_1
+// unsigned with their min; scales decoded per row once per ggml block.
 template <GgmlBlockType T>
 struct BlockPanelSource {
   static constexpr BlockFormat F = FormatOf(T);
-  static constexpr size_t kHalves = F.centered ? 2 : 1;  // Q6_K: a scale per 16
+  static constexpr size_t kHalves = F.centered ? 2 : 1;  // Q6_K, Q3_K: a scale per 16
   static constexpr bool kHasMin = !F.centered && T != GgmlBlockType::kQ5_0;
   const uint8_t* w;
   const BlockLayout* layout;
@@ -489,6 +499,8 @@ struct BlockPanelSource {
       const float d = HalfAt(rec + 16);
       _mm256_store_ps(scale, BytesTimes<true>(rec, d));
       _mm256_store_ps(scale + 8, BytesTimes<true>(rec + 8, d));
+    } else if constexpr (T == GgmlBlockType::kQ3_K) {
+      DecodeScales(T, rec, scale, min);
     }
   }
 

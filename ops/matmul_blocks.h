@@ -1,7 +1,7 @@
-// Matrix multiplication with the kept GGUF types Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K (packed
-// as ops/block_layout.h describes) against activations quantized to int8 by
-// ops/quantize_rows.h: integer dot products per 32 elements (per 16 for Q6_K, whose scales
-// change every 16), scaled and summed in f32. Same contract as ops/matmul_quant.h.
+// Matrix multiplication with the kept GGUF types Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K and Q6_K
+// (packed as ops/block_layout.h describes) against activations quantized to int8 by
+// ops/quantize_rows.h: integer dot products per 32 elements (per 16 for Q6_K and Q3_K, whose
+// scales change every 16), scaled and summed in f32. Same contract as ops/matmul_quant.h.
 #pragma once
 
 #include <cstddef>

@@ -17,7 +17,7 @@ constexpr size_t kMaxScales = 16;
 
 // Sub-block quants of a full group as c[e][h]: chunk e (elements 8e..8e+7) of rows 2h and
 // 2h + 1, [r(2h) | r(2h+1)], as ops/matmul_quant_dotprod.cc holds Q4_0 blocks: unsigned quants,
-// or q - 32 for Q6_K. p: the group's sub-block (ops/block_layout.h).
+// or q - center for Q6_K and Q3_K. p: the group's sub-block (ops/block_layout.h).
 template <GgmlBlockType T>
 inline void LoadGroupSubBlock(const uint8_t* p, int8x16_t c[4][2]) {
   constexpr BlockFormat F = FormatOf(T);
@@ -63,7 +63,8 @@ inline void LoadGroupSubBlock(const uint8_t* p, int8x16_t c[4][2]) {
   }
   for (size_t e = 0; e < 4; ++e) {
     for (size_t h = 0; h < 2; ++h) {
-      c[e][h] = vreinterpretq_s8_u8(F.centered ? vsubq_u8(u[e][h], vdupq_n_u8(32)) : u[e][h]);
+      c[e][h] = vreinterpretq_s8_u8(
+          F.centered ? vsubq_u8(u[e][h], vdupq_n_u8(static_cast<uint8_t>(F.center))) : u[e][h]);
     }
   }
 }
@@ -131,7 +132,7 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
       for (size_t t = 0; t < kTokens; ++t) {
         const int8_t* xb = xq[t] + sub * 32;
         const float xs = x_scale[t][sub];
-        // Two halves of 16: Q6_K scales change there; the other types add them up.
+        // Two halves of 16: Q6_K and Q3_K scales change there; the other types add them up.
         int32x4_t d01[2], d23[2];
         for (size_t half = 0; half < 2; ++half) {
           d01[half] = vdupq_n_s32(0);

@@ -18,8 +18,8 @@
 //   weight quants' sum, made with vpdpbusd against ones. Exact: |sum| <= 32 * 255 * 128 < 2^21.
 // - Weights are read as Q8_0's packed group blocks (ops/quant_layout.h: 4 rows, 8-byte chunks):
 //   Q8_0 in place; Q4_0 and a kept type's sub-block decoded into that layout first (ops/
-//   matmul_blocks.cc LoadGroupSubBlock), once per 16 tokens: Q4_0, Q5_0 and Q6_K as the signed
-//   q - 8, q - 16 and q - 32, Q4_1 and Q5_1 unsigned with their min term added as
+//   matmul_blocks.cc LoadGroupSubBlock), once per 16 tokens: Q4_0, Q5_0, Q6_K and Q3_K as the
+//   signed q - 8, q - 16, q - 32 and q - 4, Q4_1 and Q5_1 unsigned with their min term added as
 //   min * x_scale * sum(x_q) per sub-block. Q4_K and Q5_K stay on the tiles (decoding their
 //   scales once per 16 tokens costs what the panels save).
 // - A tile is up to 4 packed groups (16 rows) x 16 tokens: 16 f32 accumulators, a sub-block's
@@ -46,7 +46,7 @@ struct Q8ActPanel {
 
 // The weight side of kPanelRun sub-blocks of a tile's 4 kGroups rows, as a source fills it:
 // each group's 128 signed quant bytes in Q8_0's group-block layout, and per row the scale of
-// each half (two halves of 16 for Q6_K, else one) and the min (types with one).
+// each half (two halves of 16 for Q6_K and Q3_K, else one) and the min (types with one).
 template <size_t kGroups>
 struct PanelRun {
   const uint8_t* quants[kPanelRun][kGroups];

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kestrel_generated.h"
+#include "ops/block_layout.h"
 #include "ops/ggml_blocks.h"
 #include "ops/quantize_rows.h"
 
@@ -31,6 +32,7 @@ inline bool KeptBlockType(fb::DType dtype, ops::GgmlBlockType* type) {
     case fb::DType::Q4_1: *type = ops::GgmlBlockType::kQ4_1; return true;
     case fb::DType::Q5_0: *type = ops::GgmlBlockType::kQ5_0; return true;
     case fb::DType::Q5_1: *type = ops::GgmlBlockType::kQ5_1; return true;
+    case fb::DType::Q3_K: *type = ops::GgmlBlockType::kQ3_K; return true;
     case fb::DType::Q4_K: *type = ops::GgmlBlockType::kQ4_K; return true;
     case fb::DType::Q5_K: *type = ops::GgmlBlockType::kQ5_K; return true;
     case fb::DType::Q6_K: *type = ops::GgmlBlockType::kQ6_K; return true;
@@ -70,7 +72,7 @@ inline uint64_t RowBytes(fb::DType dtype, uint64_t elems) {
   if (elems % BlockElems(dtype) != 0) return 0;
   ops::GgmlBlockType kept;
   if (KeptBlockType(dtype, &kept)) {
-    return elems / ops::GgmlBlockElems(kept) * ops::GgmlBlockBytes(kept);
+    return elems / ops::GgmlBlockElems(kept) * ops::PackedBlockBytes(kept);
   }
   const uint64_t blocks = elems / kQuantBlock;
   switch (dtype) {
@@ -93,6 +95,7 @@ inline const char* DTypeName(fb::DType dtype) {
     case fb::DType::Q4_1: return "q4_1";
     case fb::DType::Q5_0: return "q5_0";
     case fb::DType::Q5_1: return "q5_1";
+    case fb::DType::Q3_K: return "q3_k";
     case fb::DType::Q4_K: return "q4_k";
     case fb::DType::Q5_K: return "q5_k";
     case fb::DType::Q6_K: return "q6_k";

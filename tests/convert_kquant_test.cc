@@ -76,6 +76,39 @@ std::vector<float> Score(const Model& model, const std::vector<int32_t>& tokens)
   return logits;
 }
 
+// The importer alone: token_embd.weight stored as dtype.
+Status ImportEmbeddingAs(const gguf::File& file, fb::DType dtype) {
+  KesModel m;
+  uint32_t id;
+  const gguf::TensorInfo* embd = file.FindTensor("token_embd.weight");
+  return ImportTensor(file, "token_embd.weight", dtype, {embd->ne[1], embd->ne[0]}, &m, &id);
+}
+
+// kestrel-convert GGUF KES --weights WEIGHTS, then the model opened.
+void ConvertAndOpen(const std::string& gguf, const std::string& kes, const char* weights,
+                    std::unique_ptr<Model>* model) {
+  const ProcessResult r = test::Convert({gguf, kes, "--weights", weights});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
+  const Status s = Model::Open(kes, model);
+  ASSERT_TRUE(s.ok()) << s.message();
+}
+
+// Every row of quantized matrix `id`, read back through the runtime's embedding lookup, is
+// bit for bit `expected` ([rows, k]).
+void ExpectValues(const Model& model, uint32_t id, const std::vector<float>& expected,
+                  const char* what) {
+  const fb::Tensor* t = model.meta().tensors()->Get(id);
+  const size_t rows = t->shape()->Get(0), k = t->shape()->Get(1);
+  ASSERT_EQ(expected.size(), rows * k);
+  std::vector<int32_t> all(rows);
+  for (size_t i = 0; i < rows; ++i) all[i] = static_cast<int32_t>(i);
+  const test::LookupFn lookup = test::QuantizedLookup(t->dtype());
+  ASSERT_NE(lookup, nullptr);
+  std::vector<float> got(rows * k);
+  lookup(model.TensorData(id), rows, k, all.data(), rows, 1.0f, got.data());
+  EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float))) << what;
+}
+
 std::string MakeGguf(const std::string& arch, const std::string& sizes,
                      const std::string& stem = "") {
   const std::string path = test::ScratchPath("kquant-" + arch + stem + ".gguf");
@@ -105,18 +138,11 @@ TEST_P(ConvertKquant, TypesValuesAndLogits) {
   const std::string gguf_path = MakeGguf(c.arch, kKquantSizes);
   const std::string kes = test::ScratchPath(std::string("kquant-") + c.recipe + ".kes");
   const std::string f32 = test::ScratchPath("kquant-f32.kes");
-  ProcessResult r = test::Convert({gguf_path, kes, "--weights", c.recipe});
-  ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
-  r = test::Convert({gguf_path, f32, "--weights", "f32"});
-  ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
-
+  std::unique_ptr<Model> model, reference;
+  ASSERT_NO_FATAL_FAILURE(ConvertAndOpen(gguf_path, kes, c.recipe, &model));
+  ASSERT_NO_FATAL_FAILURE(ConvertAndOpen(gguf_path, f32, "f32", &reference));
   std::unique_ptr<gguf::File> file;
   ASSERT_TRUE(gguf::File::Open(gguf_path, &file).ok());
-  std::unique_ptr<Model> model, reference;
-  Status s = Model::Open(kes, &model);
-  ASSERT_TRUE(s.ok()) << s.message();
-  s = Model::Open(f32, &reference);
-  ASSERT_TRUE(s.ok()) << s.message();
   const bool tied = file->FindTensor("output.weight") == nullptr;
 
   // Each quantized weight's F32 source, and ggml's blocks for it, in one run of the oracle.
@@ -163,15 +189,10 @@ TEST_P(ConvertKquant, TypesValuesAndLogits) {
       if (job.type == gguf::GgmlTypeName(g)) type = g;
     }
     ASSERT_EQ(blocks.size(), rows * k / gguf::BlockElements(type) * gguf::BlockBytes(type));
-    std::vector<float> expected(rows * k), got(rows * k);
+    std::vector<float> expected(rows * k);
     ASSERT_TRUE(gguf::DequantizeRow(type, blocks.data(), rows * k, expected.data()).ok());
-    std::vector<int32_t> all(rows);
-    for (size_t i = 0; i < rows; ++i) all[i] = static_cast<int32_t>(i);
-    const test::LookupFn lookup = test::QuantizedLookup(t->dtype());
-    ASSERT_NE(lookup, nullptr);
-    lookup(model->TensorData(job.id), rows, k, all.data(), rows, 1.0f, got.data());
-    EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)))
-        << "the .kes values are not ggml's quantize -> dequantize of the F32 tensor";
+    ExpectValues(*model, job.id, expected,
+                 "the .kes values are not ggml's quantize -> dequantize of the F32 tensor");
     std::remove(job.in.c_str());
     std::remove(job.out.c_str());
   }
@@ -183,11 +204,8 @@ TEST_P(ConvertKquant, TypesValuesAndLogits) {
   const std::string fake_gguf =
       MakeGguf(c.arch, std::string(kKquantSizes) + " --fake-quant " + fake_list, "-fake");
   const std::string fake_kes = test::ScratchPath("kquant-fake.kes");
-  r = test::Convert({fake_gguf, fake_kes, "--weights", "f32"});
-  ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   std::unique_ptr<Model> fake;
-  s = Model::Open(fake_kes, &fake);
-  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_NO_FATAL_FAILURE(ConvertAndOpen(fake_gguf, fake_kes, "f32", &fake));
 
   const std::vector<int32_t> tokens = Tokens(model->vocab_size());
   const std::vector<float> logits = Score(*model, tokens);
@@ -213,6 +231,74 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       return std::string(info.param.arch) + "_" + info.param.recipe;
     });
+
+// --weights keep of a GGUF whose matrices of rows of 256 are Q3_K (ggml's own quantizer, as
+// llama.cpp's Q3_K_S/M/L and Q2_K mixes hold them): the tensors stay Q3_K, read back as exactly
+// the GGUF's values (the embedding lookup, also the tied LM head), and the model runs as the F32
+// model of ggml's quantize -> dequantize of the same weights, up to the int8 activations.
+TEST(ConvertKeepQ3_K, KeepsGgmlValuesAndRuns) {
+  const std::string f32_gguf = MakeGguf("llama", kKquantSizes);
+  std::unique_ptr<gguf::File> source;
+  ASSERT_TRUE(gguf::File::Open(f32_gguf, &source).ok());
+  std::string list;
+  size_t n_q3 = 0;
+  for (const gguf::TensorInfo& t : source->tensors()) {
+    if (t.ne.size() == 2 && t.ne[0] % 256 == 0) {
+      list += t.name + " Q3_K\n";
+      ++n_q3;
+    }
+  }
+  ASSERT_GE(n_q3, 4u) << "token_embd and the attention and FFN inputs have rows of 256";
+  const std::string list_path = test::ScratchPath("kquant-q3k.txt");
+  ASSERT_TRUE(test::WriteBytes(list_path, reinterpret_cast<const uint8_t*>(list.data()),
+                               list.size()));
+  const std::string q3_gguf =
+      MakeGguf("llama", std::string(kKquantSizes) + " --ggml-quant " + list_path, "-q3k");
+  const std::string fake_gguf =
+      MakeGguf("llama", std::string(kKquantSizes) + " --fake-quant " + list_path, "-q3k-fake");
+  const std::string kes = test::ScratchPath("kquant-q3k.kes");
+  const std::string fake_kes = test::ScratchPath("kquant-q3k-fake.kes");
+  std::unique_ptr<Model> model, fake;
+  ASSERT_NO_FATAL_FAILURE(ConvertAndOpen(q3_gguf, kes, "keep", &model));
+  ASSERT_NO_FATAL_FAILURE(ConvertAndOpen(fake_gguf, fake_kes, "f32", &fake));
+  std::unique_ptr<gguf::File> file;
+  ASSERT_TRUE(gguf::File::Open(q3_gguf, &file).ok());
+  const auto* tensors = model->meta().tensors();
+  size_t kept = 0;
+  for (uint32_t id = 0; id < tensors->size(); ++id) {
+    const fb::Tensor* t = tensors->Get(id);
+    const gguf::TensorInfo* info = file->FindTensor(t->name()->str());
+    if (info == nullptr || info->type != gguf::GgmlType::Q3_K) continue;
+    SCOPED_TRACE(t->name()->str());
+    ASSERT_EQ(t->dtype(), fb::DType::Q3_K);
+    ++kept;
+    const size_t rows = t->shape()->Get(0), k = t->shape()->Get(1);
+    // 3-bit quants in nibbles: 142 bytes per 256 values where the GGUF has 110.
+    EXPECT_EQ(t->size(), rows * k / 256 * 142);
+    std::vector<float> expected;
+    ASSERT_TRUE(gguf::DequantizeTensor(*info, &expected).ok());
+    ExpectValues(*model, id, expected, "the .kes values are not the GGUF's");
+  }
+  EXPECT_EQ(kept, n_q3);
+
+  const std::vector<int32_t> tokens = Tokens(model->vocab_size());
+  const std::vector<float> logits = Score(*model, tokens);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+  const double error = test::LargestLogitError(logits.data(), Score(*fake, tokens).data(),
+                                               tokens.size(), model->vocab_size());
+  std::printf("llama keep with Q3_K: largest logit error %.4f of the range vs ggml-dequantized "
+              "f32 weights\n",
+              error);
+  EXPECT_LT(error, kLogitTolerance);
+
+  // Q3_K is kept, never made: asking the importer for it from F32 values is a clear error.
+  const Status s = ImportEmbeddingAs(*source, fb::DType::Q3_K);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no Q3_K quantizer"), std::string::npos) << s.message();
+  for (const std::string& path : {f32_gguf, list_path, q3_gguf, fake_gguf, kes, fake_kes}) {
+    std::remove(path.c_str());
+  }
+}
 
 // Gemma 3 270M is 640 wide, not a multiple of 256: most of its matrices take the fallback. The
 // shipped Q4_K_M file (made by llama.cpp from the bf16 checkpoint) shows what llama.cpp chose.
@@ -277,11 +363,7 @@ TEST(ConvertKquantBadInput, RowsNoTypeFitsAreAnErrorForQ4_KAndF16ForQ4_K_M) {
   // The importer itself refuses a K-quant for rows it cannot hold.
   std::unique_ptr<gguf::File> file;
   ASSERT_TRUE(gguf::File::Open(gguf_path, &file).ok());
-  KesModel m;
-  uint32_t id;
-  const gguf::TensorInfo* embd = file->FindTensor("token_embd.weight");
-  const Status s = ImportTensor(*file, "token_embd.weight", fb::DType::Q6_K,
-                                {embd->ne[1], embd->ne[0]}, &m, &id);
+  const Status s = ImportEmbeddingAs(*file, fb::DType::Q6_K);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("rows of 48 elements cannot be stored as q6_k (blocks of 256)"),
             std::string::npos)

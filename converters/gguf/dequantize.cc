@@ -39,11 +39,11 @@ void BlockQuantized(const uint8_t* b, float* y) {
   ops::DequantizeGgmlBlock(kType, b, y);
 }
 
-// Q2_K and Q3_K: no kernel reads them (--weights keep refuses them), but the converter
-// dequantizes them exactly as ggml's dequantize_row_q2_K / _q3_K do, so a Q2_K or Q3_K file (a
-// Q3_K_M mix, say) converts to any other --weights choice. Both have 16 sub-blocks of 16 values,
-// their 2-bit quants four to a byte: byte i of a 32-byte run holds, at bits 2j, value i of
-// sub-block pair j (values 0-15 of the pair's first sub-block, 16-31 of its second).
+// Q2_K: no kernel reads it (--weights keep refuses it), but the converter dequantizes it exactly
+// as ggml's dequantize_row_q2_K does, so a Q2_K file converts to any other --weights choice. It
+// has 16 sub-blocks of 16 values, their 2-bit quants four to a byte: byte i of a 32-byte run
+// holds, at bits 2j, value i of sub-block pair j (values 0-15 of the pair's first sub-block,
+// 16-31 of its second).
 
 // Q2_K (84 bytes): scales[16] (low nibble: scale, high nibble: min), qs[64], d, dmin (f16).
 // value = d * scale * q - dmin * min.
@@ -59,31 +59,6 @@ void BlockQ2_K(const uint8_t* b, float* y) {
     const int shift = static_cast<int>(2 * ((sub / 2) % 4));
     for (size_t l = 0; l < 16; ++l) {
       *y++ = scale * static_cast<float>((q[l] >> shift) & 3) - min;
-    }
-  }
-}
-
-// Q3_K (110 bytes): hmask[32] (bit `m` of byte l: the high bit of value l of bit-pair run m),
-// qs[64], 12 bytes of sixteen 6-bit scales (stored + 32), d (f16).
-// value = d * (scale - 32) * (q2 + 4 * high - 4).
-void BlockQ3_K(const uint8_t* b, float* y) {
-  const uint8_t* hmask = b;
-  const uint8_t* qs = b + 32;
-  const uint8_t* packed = b + 96;
-  const float d = LoadHalf(b + 108);
-  for (size_t sub = 0; sub < 16; ++sub) {
-    // Scale j: low 4 bits from packed[j % 8] (low nibble for j < 8, high otherwise), high 2
-    // bits from packed[8 + j % 4] at bits 2 * (j / 4).
-    const int low = (sub < 8 ? packed[sub] : packed[sub - 8] >> 4) & 0x0F;
-    const int high = (packed[8 + sub % 4] >> (2 * (sub / 4))) & 3;
-    const float scale = d * static_cast<float>((low | (high << 4)) - 32);
-    const size_t run = sub / 2;  // 0..7: which bit of hmask, which bit pair of qs
-    const uint8_t* q = qs + 32 * (run / 4) + 16 * (sub % 2);
-    const uint8_t* h = hmask + 16 * (sub % 2);
-    const int shift = static_cast<int>(2 * (run % 4));
-    for (size_t l = 0; l < 16; ++l) {
-      const int value = ((q[l] >> shift) & 3) - (((h[l] >> run) & 1) ? 0 : 4);
-      *y++ = scale * static_cast<float>(value);
     }
   }
 }
@@ -107,7 +82,7 @@ TypeTraits Traits(GgmlType t) {
     case GgmlType::Q5_1: return {kQK, 24, BlockQuantized<ops::GgmlBlockType::kQ5_1>};
     case GgmlType::Q8_0: return {kQK, 34, BlockQuantized<ops::GgmlBlockType::kQ8_0>};
     case GgmlType::Q2_K: return {kQK_K, 84, BlockQ2_K};
-    case GgmlType::Q3_K: return {kQK_K, 110, BlockQ3_K};
+    case GgmlType::Q3_K: return {kQK_K, 110, BlockQuantized<ops::GgmlBlockType::kQ3_K>};
     case GgmlType::Q4_K: return {kQK_K, 144, BlockQuantized<ops::GgmlBlockType::kQ4_K>};
     case GgmlType::Q5_K: return {kQK_K, 176, BlockQuantized<ops::GgmlBlockType::kQ5_K>};
     case GgmlType::Q6_K: return {kQK_K, 210, BlockQuantized<ops::GgmlBlockType::kQ6_K>};

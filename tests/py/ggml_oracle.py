@@ -11,7 +11,7 @@ llama_model_quantize calls for each tensor, with no importance matrix:
 
   ggml_oracle.py quantize TYPE N_PER_ROW IN.f32 OUT.bin
       IN.f32 holds little-endian float32 values, rows of N_PER_ROW; OUT.bin receives ggml's blocks
-      of type TYPE (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K), row after row.
+      of type TYPE (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), row after row.
   ggml_oracle.py batch LIST
       The same for each line "TYPE N_PER_ROW IN.f32 OUT.bin" of LIST, loading ggml once.
 
@@ -28,8 +28,8 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # ggml.h's enum ggml_type.
-GGML_TYPES = {"Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q4_K": 12, "Q5_K": 13,
-              "Q6_K": 14}
+GGML_TYPES = {"Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q2_K": 10, "Q3_K": 11,
+              "Q4_K": 12, "Q5_K": 13, "Q6_K": 14}
 
 
 def load_library() -> ctypes.CDLL:

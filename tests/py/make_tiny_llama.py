@@ -29,6 +29,10 @@ The same arguments always give the same bytes.
                  each matrix named in LIST (lines "NAME TYPE") replaced by ggml's quantize ->
                  dequantize of it (tests/py/ggml_oracle.py): the F32 model a K-quant conversion
                  of the same file should behave as, up to the int8 activations.
+  --ggml-quant LIST
+                 each matrix named in LIST (lines "NAME TYPE") stored as ggml's blocks of TYPE
+                 (tests/py/ggml_oracle.py), for types gguf-py cannot quantize (Q3_K): a GGUF as
+                 llama.cpp's quantize tool would write it (tests/convert_kquant_test.cc).
   --d-model N, --ffn N, --f32
                  other widths (rows of 256 let the K-quants in: --d-model 256 --ffn 320 gives
                  rows of 256, 64 and 320), and every matrix F32, the source llama.cpp's quantize
@@ -38,7 +42,7 @@ The same arguments always give the same bytes.
 
 usage: make_tiny_llama.py OUT.gguf [--arch llama|qwen2] [--rope-scaling none|linear|llama3]
                           [--seed N] [--d-model N] [--ffn N] [--head-dim N] [--f32]
-                          [--fake-quant LIST]
+                          [--fake-quant LIST] [--ggml-quant LIST]
 """
 import argparse
 import math
@@ -229,15 +233,24 @@ def main():
     parser.add_argument("--head-dim", type=int, default=HEAD_DIM)
     parser.add_argument("--f32", action="store_true", help="every matrix F32")
     parser.add_argument("--fake-quant", help="lines NAME TYPE: matrices to quantize-dequantize")
+    parser.add_argument("--ggml-quant", help="lines NAME TYPE: matrices stored as ggml's blocks")
     args = parser.parse_args()
-    fake_quant = {}
-    if args.fake_quant:
-        with open(args.fake_quant) as listing:
-            fake_quant = dict(line.split() for line in listing if line.strip())
-        import ggml_oracle  # noqa: E402 (only this option needs ggml)
+
+    def read_list(path):
+        if not path:
+            return {}
+        with open(path) as listing:
+            return dict(line.split() for line in listing if line.strip())
+    fake_quant, ggml_quant = read_list(args.fake_quant), read_list(args.ggml_quant)
+    if fake_quant or ggml_quant:
+        import ggml_oracle  # noqa: E402 (only these options need ggml)
         oracle = ggml_oracle.load_library()
 
     def add_matrix(name, values, qtype):
+        if name in ggml_quant:
+            blocks = ggml_oracle.quantize_rows(oracle, ggml_quant[name], values)
+            w.add_tensor(name, blocks, raw_dtype=Q[ggml_quant[name]])
+            return
         if name in fake_quant:
             blocks = ggml_oracle.quantize_rows(oracle, fake_quant[name], values)
             values = gguf.quants.dequantize(blocks, Q[fake_quant[name]]).astype(np.float32)
