@@ -241,6 +241,28 @@ HWY_INLINE __m256 BytesTimes(const void* bytes, float factor) {
   return _mm256_mul_ps(_mm256_cvtepi32_ps(wide), _mm256_set1_ps(factor));
 }
 
+// A Q3_K record's 16 scales (DecodeScales: d * (sc - 32), sc from ScaleQ3K) with vector
+// instructions: scales 0-7 in lo, 8-15 in hi. Scalar decoding made Q3_K decode 5x slower per
+// byte than Q8_0.
+HWY_INLINE void Q3KScales(const uint8_t* HWY_RESTRICT rec, __m256* lo, __m256* hi) {
+  alignas(16) uint8_t packed[16] = {};
+  memcpy(packed, rec, 12);  // the record's 12 scale bytes (d follows)
+  const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(packed));
+  // Low 4 bits: the low nibbles of bytes 0-7 (scales 0-7), then their high nibbles (8-15).
+  const __m128i low = _mm_and_si128(_mm_unpacklo_epi64(b, _mm_srli_epi16(b, 4)),
+                                    _mm_set1_epi8(0x0F));
+  // High 2 bits: byte 8 + j % 4 at bit 2 * (j / 4), j / 4 being constant in each 32-bit lane.
+  const __m128i copies =
+      _mm_shuffle_epi8(b, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
+  const __m128i high =
+      _mm_and_si128(_mm_srlv_epi32(copies, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+  const __m128i sc =
+      _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+  const __m256 d = _mm256_set1_ps(HalfAt(rec + 12));
+  *lo = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), d);
+  *hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d);
+}
+
 // One block's scales and mins for the four rows of a full group, as the kernel's lane vectors:
 // scale[j], min[j] for each scale index j of the block (BlockFormat::scales), min halved because
 // each row has two lanes. rec: the group's four scale records, one after another.
@@ -277,12 +299,7 @@ HWY_INLINE void GroupScales(const uint8_t* HWY_RESTRICT rec, __m256* scale, __m2
     RowsToLanes(rows_min, min);
   } else if constexpr (T == GgmlBlockType::kQ3_K) {
     __m256 rows_lo[4], rows_hi[4];
-    for (int r = 0; r < 4; ++r) {
-      HWY_ALIGN float row_scale[16], unused_min[16];
-      DecodeScales(T, rec + 14 * r, row_scale, unused_min);
-      rows_lo[r] = _mm256_load_ps(row_scale);
-      rows_hi[r] = _mm256_load_ps(row_scale + 8);
-    }
+    for (int r = 0; r < 4; ++r) Q3KScales(rec + 14 * r, &rows_lo[r], &rows_hi[r]);
     RowsToLanes(rows_lo, scale);
     RowsToLanes(rows_hi, scale + 8);
   } else if constexpr (T == GgmlBlockType::kQ6_K) {
@@ -500,7 +517,10 @@ struct BlockPanelSource {
       _mm256_store_ps(scale, BytesTimes<true>(rec, d));
       _mm256_store_ps(scale + 8, BytesTimes<true>(rec + 8, d));
     } else if constexpr (T == GgmlBlockType::kQ3_K) {
-      DecodeScales(T, rec, scale, min);
+      __m256 lo, hi;
+      Q3KScales(rec, &lo, &hi);
+      _mm256_store_ps(scale, lo);
+      _mm256_store_ps(scale + 8, hi);
     }
   }
 
