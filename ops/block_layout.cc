@@ -67,10 +67,16 @@ void ForEachGgmlQuant(GgmlBlockType t, F f) {
 // The packed position of element i (0..31) of sub-block `sub` of `row`.
 QuantBits PackedBits(const BlockLayout& layout, size_t row, size_t sub, size_t i) {
   const size_t g = layout.GroupRows(row), in_group = row % kQuantGroupRows;
-  const size_t byte = i % 16, chunk = byte / kQuantChunkBytes;
-  QuantBits bits{layout.SubBlockOffset(row, sub) + (chunk * g + in_group) * kQuantChunkBytes +
-                     byte % kQuantChunkBytes,
-                 i / 16 * 4, 0, 0};
+  QuantBits bits{};
+  if (layout.format.low_bits == 2) {  // one 8-byte chunk per row
+    bits.nib_byte = layout.SubBlockOffset(row, sub) + in_group * kQuantChunkBytes + i % 8;
+    bits.nib_shift = 2 * (i / 8);
+  } else {
+    const size_t byte = i % 16, chunk = byte / kQuantChunkBytes;
+    bits.nib_byte = layout.SubBlockOffset(row, sub) + (chunk * g + in_group) * kQuantChunkBytes +
+                    byte % kQuantChunkBytes;
+    bits.nib_shift = i / 16 * 4;
+  }
   const size_t high = layout.HighOffset(row, sub);
   if (layout.format.high_bits == 1) {
     bits.high_byte = high + i % 4, bits.high_shift = 2 * (i / 8) + i % 8 / 4;
@@ -80,34 +86,22 @@ QuantBits PackedBits(const BlockLayout& layout, size_t row, size_t sub, size_t i
   return bits;
 }
 
-// How a quant splits into low and high bits: in the packing a nibble and the format's high bits;
-// in ggml's block the same, except Q3_K's 2 low bits and 1 high bit.
-struct QuantSplit {
-  size_t low_bits, high_bits;
-};
-QuantSplit PackedSplit(const BlockFormat& f) { return {4, f.high_bits}; }
-QuantSplit GgmlSplit(GgmlBlockType t, const BlockFormat& f) {
-  return t == GgmlBlockType::kQ3_K ? QuantSplit{2, 1} : PackedSplit(f);
-}
-
-uint32_t ReadQuant(const uint8_t* bytes, const QuantBits& b, QuantSplit split) {
-  uint32_t q = (bytes[b.nib_byte] >> b.nib_shift) & ((1u << split.low_bits) - 1);
-  if (split.high_bits) {
-    q |= ((bytes[b.high_byte] >> b.high_shift) & ((1u << split.high_bits) - 1))
-         << split.low_bits;
+// A quant splits into f.low_bits and f.high_bits, in ggml's block and in the packing alike.
+uint32_t ReadQuant(const uint8_t* bytes, const QuantBits& b, const BlockFormat& f) {
+  uint32_t q = (bytes[b.nib_byte] >> b.nib_shift) & ((1u << f.low_bits) - 1);
+  if (f.high_bits) {
+    q |= ((bytes[b.high_byte] >> b.high_shift) & ((1u << f.high_bits) - 1)) << f.low_bits;
   }
   return q;
 }
 
-void WriteQuant(uint8_t* bytes, const QuantBits& b, QuantSplit split, uint32_t q) {
+void WriteQuant(uint8_t* bytes, const QuantBits& b, const BlockFormat& f, uint32_t q) {
   const auto put = [&](size_t byte, size_t shift, uint32_t mask, uint32_t value) {
     bytes[byte] = static_cast<uint8_t>((bytes[byte] & ~(mask << shift)) | (value << shift));
   };
-  const uint32_t low_mask = (1u << split.low_bits) - 1;
+  const uint32_t low_mask = (1u << f.low_bits) - 1;
   put(b.nib_byte, b.nib_shift, low_mask, q & low_mask);
-  if (split.high_bits) {
-    put(b.high_byte, b.high_shift, (1u << split.high_bits) - 1, q >> split.low_bits);
-  }
+  if (f.high_bits) put(b.high_byte, b.high_shift, (1u << f.high_bits) - 1, q >> f.low_bits);
 }
 
 }  // namespace
@@ -118,7 +112,7 @@ void PackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* gg
   const size_t first_sub = block * f.SubBlocks();
   ForEachGgmlQuant(t, [&](size_t e, const QuantBits& from) {
     const QuantBits to = PackedBits(layout, row, first_sub + e / 32, e % 32);
-    WriteQuant(tensor, to, PackedSplit(f), ReadQuant(ggml_block, from, GgmlSplit(t, f)));
+    WriteQuant(tensor, to, f, ReadQuant(ggml_block, from, f));
   });
   std::memcpy(tensor + layout.RecordOffset(row, block), ggml_block + f.record_begin,
               f.record_bytes);
@@ -131,7 +125,7 @@ void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* 
   std::memset(ggml_block, 0, GgmlBlockBytes(t));
   ForEachGgmlQuant(t, [&](size_t e, const QuantBits& to) {
     const QuantBits from = PackedBits(layout, row, first_sub + e / 32, e % 32);
-    WriteQuant(ggml_block, to, GgmlSplit(t, f), ReadQuant(tensor, from, PackedSplit(f)));
+    WriteQuant(ggml_block, to, f, ReadQuant(tensor, from, f));
   });
   std::memcpy(ggml_block + f.record_begin, tensor + layout.RecordOffset(row, block),
               f.record_bytes);
@@ -140,16 +134,20 @@ void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* 
 void LoadSubBlockQuants(const BlockLayout& layout, const uint8_t* tensor, size_t row, size_t sub,
                         int8_t* q) {
   const BlockFormat& f = layout.format;
-  uint8_t nibbles[kNibbleBytes];
+  uint8_t low[kNibbleBytes];
   CopyRowBlock(tensor + layout.SubBlockOffset(row, sub), layout.GroupRows(row),
-               row % kQuantGroupRows, kNibbleBytes, nibbles);
+               row % kQuantGroupRows, f.LowBytes(), low);
   const uint8_t* high = tensor + layout.HighOffset(row, sub);
-  const int offset = f.center;
   for (size_t i = 0; i < kGgmlSubBlockElems; ++i) {
-    int v = i < 16 ? nibbles[i] & 0x0F : nibbles[i - 16] >> 4;
-    if (f.high_bits == 1) v |= ((high[i % 4] >> (2 * (i / 8) + i % 8 / 4)) & 1) << 4;
-    if (f.high_bits == 2) v |= ((high[i % 8] >> (2 * (i / 8))) & 3) << 4;
-    q[i] = static_cast<int8_t>(v - offset);
+    int v;
+    if (f.low_bits == 2) {
+      v = (low[i % 8] >> (2 * (i / 8))) & 3;
+    } else {
+      v = i < 16 ? low[i] & 0x0F : low[i - 16] >> 4;
+    }
+    if (f.high_bits == 1) v |= ((high[i % 4] >> (2 * (i / 8) + i % 8 / 4)) & 1) << f.low_bits;
+    if (f.high_bits == 2) v |= ((high[i % 8] >> (2 * (i / 8))) & 3) << f.low_bits;
+    q[i] = static_cast<int8_t>(v - f.center);
   }
 }
 

@@ -5,20 +5,21 @@
 //
 // Every element of these types is an unsigned integer quant q of 3 to 6 bits times scales that
 // ggml stores once per block (32 elements) or super-block (256, the K-quants). The packing
-// separates the two and moves bits only, so its values are ggml's bit for bit and the tensor is
-// exactly as large as ggml's, except Q3_K: its 3-bit quants (ggml's 2 low bits and 1 high bit)
-// take a whole nibble, so its packing is 4.4375 bits per weight where ggml's is 3.4375, and it
-// runs on the 4-bit kernels unchanged (a 2-bit plane would be its own kernel on every target).
+// separates the two and moves bits only, so the tensor is exactly as large as ggml's and its
+// values are ggml's bit for bit:
 // - quants, in sub-blocks of 32 elements. Rows are taken in groups of kQuantGroupRows as for
 //   Q8_0/Q4_0; a group stores sub-block 0 of its rows, then sub-block 1, ... For each sub-block:
-//     nibbles: 16 bytes per row, byte i holding element i (low nibble) and i + 16 (high), the
-//              rows' bytes interleaved in 8-byte chunks exactly as Q4_0's quants are;
-//     high bits (5- and 6-bit types), then, row after row, 4 or 8 bytes per row:
-//              5-bit: byte k (0..3), bit 2c + h is bit 4 of element 8c + 4h + k;
-//              6-bit: byte i (0..7), bits 2c..2c+1 are bits 4-5 of element 8c + i.
-//   Either way the high bits of an 8-element chunk c reach the lanes of that chunk's nibbles
-//   with one shift and one mask: 6-bit, shifting each row's 8 bytes by 2c; 5-bit, shifting a
-//   row's 4 bytes, copied into the 32-bit lanes of its elements 0-3 and 4-7, by 2c + h.
+//     low bits: nibbles, 16 bytes per row, byte i holding element i (low nibble) and i + 16
+//              (high), the rows' bytes interleaved in 8-byte chunks exactly as Q4_0's quants
+//              are; Q3_K's 2 low bits instead 8 bytes per row, row after row, byte i (0..7)
+//              holding element 8c + i at bits 2c..2c+1;
+//     high bits (Q3_K and the 5- and 6-bit types), then, row after row, 4 or 8 bytes per row:
+//              1 bit: byte k (0..3), bit 2c + h is the high bit of element 8c + 4h + k (bit 4,
+//                     or bit 2 for Q3_K);
+//              2 bits: byte i (0..7), bits 2c..2c+1 are bits 4-5 of element 8c + i.
+//   Either way the bits of an 8-element chunk c reach that chunk's lanes with one shift and one
+//   mask: 2-bit fields, shifting each row's 8 bytes by 2c; 1-bit, shifting a row's 4 bytes,
+//   copied into the 32-bit lanes of its elements 0-3 and 4-7, by 2c + h.
 // - scale records, after the last quant: ggml's own scale bytes of each (row, block), in the
 //   (group, block, row) order of ops/quant_layout.h: Q4_1/Q5_1 d and m (f16), Q5_0 d, Q4_K/Q5_K
 //   d, dmin and the 12 bytes of 6-bit scales and mins, Q6_K the 16 int8 scales then d, Q3_K
@@ -41,7 +42,8 @@ inline constexpr size_t kNibbleBytes = 16;  // per row and sub-block of 32
 
 struct BlockFormat {
   size_t block_elems;   // 32, or 256 for K-quants
-  size_t high_bits;     // bits of each quant above its nibble: 0, 1 or 2
+  size_t low_bits;      // 4 (a nibble), or 2 for Q3_K
+  size_t high_bits;     // bits of each quant above its low bits: 0, 1 or 2
   size_t record_begin;  // where the scale bytes sit in ggml's block, and how many
   size_t record_bytes;
   bool centered;        // Q6_K, Q3_K: the quant means q - center (the kernels make it signed)
@@ -49,31 +51,24 @@ struct BlockFormat {
   int center;           // 32 (Q6_K), 4 (Q3_K), 0 for the others
 
   constexpr size_t SubBlocks() const { return block_elems / kGgmlSubBlockElems; }
+  constexpr size_t LowBytes() const { return low_bits * 4; }    // per row and sub-block
   constexpr size_t HighBytes() const { return high_bits * 4; }  // per row and sub-block
-  constexpr size_t SubBlockRowBytes() const { return kNibbleBytes + HighBytes(); }
+  constexpr size_t SubBlockRowBytes() const { return LowBytes() + HighBytes(); }
 };
 
 // The format of a kept type; Q4_0 and Q8_0 are not among them.
 constexpr BlockFormat FormatOf(GgmlBlockType t) {
   switch (t) {
-    case GgmlBlockType::kQ4_1: return {32, 0, 0, 4, false, 1, 0};
-    case GgmlBlockType::kQ5_0: return {32, 1, 0, 2, false, 1, 0};
-    case GgmlBlockType::kQ5_1: return {32, 1, 0, 4, false, 1, 0};
-    case GgmlBlockType::kQ3_K: return {256, 0, 96, 14, true, 16, 4};
-    case GgmlBlockType::kQ4_K: return {256, 0, 0, 16, false, 8, 0};
-    case GgmlBlockType::kQ5_K: return {256, 1, 0, 16, false, 8, 0};
-    case GgmlBlockType::kQ6_K: return {256, 2, 192, 18, true, 16, 32};
-    default: return {0, 0, 0, 0, false, 0, 0};
+    case GgmlBlockType::kQ4_1: return {32, 4, 0, 0, 4, false, 1, 0};
+    case GgmlBlockType::kQ5_0: return {32, 4, 1, 0, 2, false, 1, 0};
+    case GgmlBlockType::kQ5_1: return {32, 4, 1, 0, 4, false, 1, 0};
+    case GgmlBlockType::kQ3_K: return {256, 2, 1, 96, 14, true, 16, 4};
+    case GgmlBlockType::kQ4_K: return {256, 4, 0, 0, 16, false, 8, 0};
+    case GgmlBlockType::kQ5_K: return {256, 4, 1, 0, 16, false, 8, 0};
+    case GgmlBlockType::kQ6_K: return {256, 4, 2, 192, 18, true, 16, 32};
+    default: return {0, 0, 0, 0, 0, false, 0, 0};
   }
 }
-
-// Bytes of one packed block: ggml's block size for every kept type but Q3_K (see above).
-constexpr size_t PackedBlockBytes(GgmlBlockType t) {
-  return FormatOf(t).SubBlocks() * FormatOf(t).SubBlockRowBytes() + FormatOf(t).record_bytes;
-}
-static_assert(PackedBlockBytes(GgmlBlockType::kQ4_K) == GgmlBlockBytes(GgmlBlockType::kQ4_K) &&
-                  PackedBlockBytes(GgmlBlockType::kQ6_K) == GgmlBlockBytes(GgmlBlockType::kQ6_K),
-              "the packing moves ggml's bytes");
 
 struct BlockLayout {
   BlockFormat format;
@@ -99,7 +94,7 @@ struct BlockLayout {
            format.SubBlockRowBytes();
   }
   size_t HighOffset(size_t row, size_t sub) const {
-    return SubBlockOffset(row, sub) + GroupRows(row) * kNibbleBytes +
+    return SubBlockOffset(row, sub) + GroupRows(row) * format.LowBytes() +
            row % kQuantGroupRows * format.HighBytes();
   }
   size_t QuantBytes() const { return rows * sub_blocks_per_row * format.SubBlockRowBytes(); }

@@ -151,34 +151,55 @@ void RowPortable(size_t tokens, const uint8_t* w, const BlockLayout& layout, siz
 // lanes. Nibbles and high bits are combined in registers into the quants 0..63.
 inline constexpr size_t kPrefetchBytes = 2048;
 
+// The even 32-bit lanes of v shifted left by kLeft, the odd ones by kLeft - 1 (negative counts
+// shift right; kLeft - 1 < 0 only where kLeft <= 0).
+template <int kLeft>
+HWY_INLINE __m256i ShiftLanePairs(__m256i v) {
+  if constexpr (kLeft - 1 >= 0) {
+    return _mm256_sllv_epi32(v, _mm256_setr_epi32(kLeft, kLeft - 1, kLeft, kLeft - 1, kLeft,
+                                                   kLeft - 1, kLeft, kLeft - 1));
+  } else {
+    return _mm256_srlv_epi32(v, _mm256_setr_epi32(-kLeft, 1 - kLeft, -kLeft, 1 - kLeft, -kLeft,
+                                                   1 - kLeft, -kLeft, 1 - kLeft));
+  }
+}
+
 // Sub-block `p` of a full group as four chunk vectors (elements 0-7, 8-15, 16-23, 24-31 of
 // each row): unsigned quants, or q - center for Q6_K and Q3_K.
 template <GgmlBlockType T>
 HWY_INLINE void LoadGroupSubBlock(const uint8_t* HWY_RESTRICT p, __m256i c[4]) {
   constexpr BlockFormat F = FormatOf(T);
-  const __m256i low = _mm256_set1_epi8(0x0F);
-  const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-  c[0] = _mm256_and_si256(b0, low);
-  c[1] = _mm256_and_si256(b1, low);
-  c[2] = _mm256_and_si256(_mm256_srli_epi16(b0, 4), low);
-  c[3] = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low);
-  const uint8_t* high = p + kQuantGroupRows * kNibbleBytes;
+  if constexpr (F.low_bits == 2) {
+    // Q3_K: each row's 8 bytes lane-aligned with the chunks, chunk e's bits at 2e..2e+1.
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i two = _mm256_set1_epi8(0x03);
+    c[0] = _mm256_and_si256(b, two);
+    c[1] = _mm256_and_si256(_mm256_srli_epi16(b, 2), two);
+    c[2] = _mm256_and_si256(_mm256_srli_epi16(b, 4), two);
+    c[3] = _mm256_and_si256(_mm256_srli_epi16(b, 6), two);
+  } else {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+    c[0] = _mm256_and_si256(b0, low);
+    c[1] = _mm256_and_si256(b1, low);
+    c[2] = _mm256_and_si256(_mm256_srli_epi16(b0, 4), low);
+    c[3] = _mm256_and_si256(_mm256_srli_epi16(b1, 4), low);
+  }
+  const uint8_t* high = p + kQuantGroupRows * F.LowBytes();
   if constexpr (F.high_bits == 1) {
     // 4 bytes per row, copied into the row's two 32-bit lanes of each chunk vector (elements
-    // 0-3 and 4-7); chunk c's bits sit at 2c (first lane) and 2c + 1 (second) of every byte.
+    // 0-3 and 4-7); chunk c's bits sit at 2c (first lane) and 2c + 1 (second) of every byte,
+    // shifted to bit 4 (bit 2 for Q3_K, shifting 2 less).
     const __m256i h = _mm256_permutevar8x32_epi32(
         _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(high))),
         _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
-    const __m256i five = _mm256_set1_epi8(0x10);
-    c[0] = _mm256_or_si256(c[0], _mm256_and_si256(
-        _mm256_sllv_epi32(h, _mm256_setr_epi32(4, 3, 4, 3, 4, 3, 4, 3)), five));
-    c[1] = _mm256_or_si256(c[1], _mm256_and_si256(
-        _mm256_sllv_epi32(h, _mm256_setr_epi32(2, 1, 2, 1, 2, 1, 2, 1)), five));
-    c[2] = _mm256_or_si256(c[2], _mm256_and_si256(
-        _mm256_srlv_epi32(h, _mm256_setr_epi32(0, 1, 0, 1, 0, 1, 0, 1)), five));
-    c[3] = _mm256_or_si256(c[3], _mm256_and_si256(
-        _mm256_srlv_epi32(h, _mm256_setr_epi32(2, 3, 2, 3, 2, 3, 2, 3)), five));
+    const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << F.low_bits));
+    constexpr int kLow = static_cast<int>(F.low_bits);
+    c[0] = _mm256_or_si256(c[0], _mm256_and_si256(ShiftLanePairs<kLow>(h), bit));
+    c[1] = _mm256_or_si256(c[1], _mm256_and_si256(ShiftLanePairs<kLow - 2>(h), bit));
+    c[2] = _mm256_or_si256(c[2], _mm256_and_si256(ShiftLanePairs<kLow - 4>(h), bit));
+    c[3] = _mm256_or_si256(c[3], _mm256_and_si256(ShiftLanePairs<kLow - 6>(h), bit));
   } else if constexpr (F.high_bits == 2) {
     // 8 bytes per row, lane-aligned with the chunks: chunk e's bits sit at 2e..2e+1.
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high));

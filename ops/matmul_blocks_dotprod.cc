@@ -21,21 +21,34 @@ constexpr size_t kMaxScales = 16;
 template <GgmlBlockType T>
 inline void LoadGroupSubBlock(const uint8_t* p, int8x16_t c[4][2]) {
   constexpr BlockFormat F = FormatOf(T);
-  const uint8x16_t low = vdupq_n_u8(0x0F);
   uint8x16_t u[4][2];
-  for (size_t m = 0; m < 2; ++m) {
+  if constexpr (F.low_bits == 2) {
+    // Q3_K: each row's 8 bytes, chunk e's bits at 2e..2e+1.
+    const uint8x16_t two = vdupq_n_u8(0x03);
     for (size_t h = 0; h < 2; ++h) {
-      const uint8x16_t bytes = vld1q_u8(p + (m * 2 + h) * 16);
-      u[m][h] = vandq_u8(bytes, low);
-      u[m + 2][h] = vshrq_n_u8(bytes, 4);
+      const uint8x16_t bytes = vld1q_u8(p + 16 * h);
+      u[0][h] = vandq_u8(bytes, two);
+      u[1][h] = vandq_u8(vshrq_n_u8(bytes, 2), two);
+      u[2][h] = vandq_u8(vshrq_n_u8(bytes, 4), two);
+      u[3][h] = vshrq_n_u8(bytes, 6);
+    }
+  } else {
+    const uint8x16_t low = vdupq_n_u8(0x0F);
+    for (size_t m = 0; m < 2; ++m) {
+      for (size_t h = 0; h < 2; ++h) {
+        const uint8x16_t bytes = vld1q_u8(p + (m * 2 + h) * 16);
+        u[m][h] = vandq_u8(bytes, low);
+        u[m + 2][h] = vshrq_n_u8(bytes, 4);
+      }
     }
   }
-  const uint8_t* high = p + kQuantGroupRows * kNibbleBytes;
+  const uint8_t* high = p + kQuantGroupRows * F.LowBytes();
   if constexpr (F.high_bits == 1) {
     // Row r's 4 bytes copied to both halves of its 8 lanes; chunk e's bit of lane i sits at
-    // 2e + i / 4 of the copied byte: shift it to bit 4 (a negative count shifts right).
+    // 2e + i / 4 of the copied byte: shift it to bit 4, or 2 for Q3_K (a negative count shifts
+    // right).
     const uint8x16_t bytes = vld1q_u8(high);
-    const uint8x16_t five = vdupq_n_u8(0x10);
+    const uint8x16_t bit = vdupq_n_u8(static_cast<uint8_t>(1u << F.low_bits));
     for (size_t h = 0; h < 2; ++h) {
       const uint8_t a = static_cast<uint8_t>(8 * h), b = static_cast<uint8_t>(8 * h + 4);
       const uint8_t idx[16] = {a, uint8_t(a + 1), uint8_t(a + 2), uint8_t(a + 3),
@@ -44,10 +57,11 @@ inline void LoadGroupSubBlock(const uint8_t* p, int8x16_t c[4][2]) {
                                b, uint8_t(b + 1), uint8_t(b + 2), uint8_t(b + 3)};
       const uint8x16_t rows = vqtbl1q_u8(bytes, vld1q_u8(idx));
       for (int e = 0; e < 4; ++e) {
-        const int8_t s0 = static_cast<int8_t>(4 - 2 * e), s1 = static_cast<int8_t>(3 - 2 * e);
+        const int8_t s0 = static_cast<int8_t>(static_cast<int>(F.low_bits) - 2 * e);
+        const int8_t s1 = static_cast<int8_t>(s0 - 1);
         const int8_t shifts[16] = {s0, s0, s0, s0, s1, s1, s1, s1,
                                    s0, s0, s0, s0, s1, s1, s1, s1};
-        u[e][h] = vorrq_u8(u[e][h], vandq_u8(vshlq_u8(rows, vld1q_s8(shifts)), five));
+        u[e][h] = vorrq_u8(u[e][h], vandq_u8(vshlq_u8(rows, vld1q_s8(shifts)), bit));
       }
     }
   } else if constexpr (F.high_bits == 2) {

@@ -5,7 +5,6 @@
 #include <cstdint>
 
 #include "kestrel_generated.h"
-#include "ops/block_layout.h"
 #include "ops/ggml_blocks.h"
 #include "ops/quantize_rows.h"
 
@@ -72,7 +71,7 @@ inline uint64_t RowBytes(fb::DType dtype, uint64_t elems) {
   if (elems % BlockElems(dtype) != 0) return 0;
   ops::GgmlBlockType kept;
   if (KeptBlockType(dtype, &kept)) {
-    return elems / ops::GgmlBlockElems(kept) * ops::PackedBlockBytes(kept);
+    return elems / ops::GgmlBlockElems(kept) * ops::GgmlBlockBytes(kept);
   }
   const uint64_t blocks = elems / kQuantBlock;
   switch (dtype) {
