@@ -67,16 +67,13 @@ void ForEachGgmlQuant(GgmlBlockType t, F f) {
 // The packed position of element i (0..31) of sub-block `sub` of `row`.
 QuantBits PackedBits(const BlockLayout& layout, size_t row, size_t sub, size_t i) {
   const size_t g = layout.GroupRows(row), in_group = row % kQuantGroupRows;
-  QuantBits bits{};
-  if (layout.format.low_bits == 2) {  // one 8-byte chunk per row
-    bits.nib_byte = layout.SubBlockOffset(row, sub) + in_group * kQuantChunkBytes + i % 8;
-    bits.nib_shift = 2 * (i / 8);
-  } else {
-    const size_t byte = i % 16, chunk = byte / kQuantChunkBytes;
-    bits.nib_byte = layout.SubBlockOffset(row, sub) + (chunk * g + in_group) * kQuantChunkBytes +
-                    byte % kQuantChunkBytes;
-    bits.nib_shift = i / 16 * 4;
-  }
+  // Low bits: byte i % LowBytes of the row (in 8-byte chunks interleaved across the group's
+  // rows), the (i / LowBytes)-th field of low_bits in it.
+  const size_t low_bytes = layout.format.LowBytes();
+  const size_t byte = i % low_bytes, chunk = byte / kQuantChunkBytes;
+  QuantBits bits{layout.SubBlockOffset(row, sub) + (chunk * g + in_group) * kQuantChunkBytes +
+                     byte % kQuantChunkBytes,
+                 i / low_bytes * layout.format.low_bits, 0, 0};
   const size_t high = layout.HighOffset(row, sub);
   if (layout.format.high_bits == 1) {
     bits.high_byte = high + i % 4, bits.high_shift = 2 * (i / 8) + i % 8 / 4;
@@ -138,13 +135,17 @@ void LoadSubBlockQuants(const BlockLayout& layout, const uint8_t* tensor, size_t
   CopyRowBlock(tensor + layout.SubBlockOffset(row, sub), layout.GroupRows(row),
                row % kQuantGroupRows, f.LowBytes(), low);
   const uint8_t* high = tensor + layout.HighOffset(row, sub);
-  for (size_t i = 0; i < kGgmlSubBlockElems; ++i) {
-    int v;
-    if (f.low_bits == 2) {
-      v = (low[i % 8] >> (2 * (i / 8))) & 3;
-    } else {
-      v = i < 16 ? low[i] & 0x0F : low[i - 16] >> 4;
+  // Element i is field i / LowBytes (low_bits wide) of byte i % LowBytes, walked without a
+  // division per element: this runs once per row and sub-block in the portable kernel.
+  const int low_mask = (1 << f.low_bits) - 1;
+  size_t i = 0;
+  for (size_t shift = 0; shift < 8; shift += f.low_bits) {
+    for (size_t b = 0; b < f.LowBytes(); ++b, ++i) {
+      q[i] = static_cast<int8_t>((low[b] >> shift) & low_mask);
     }
+  }
+  for (i = 0; i < kGgmlSubBlockElems; ++i) {
+    int v = q[i];
     if (f.high_bits == 1) v |= ((high[i % 4] >> (2 * (i / 8) + i % 8 / 4)) & 1) << f.low_bits;
     if (f.high_bits == 2) v |= ((high[i % 8] >> (2 * (i / 8))) & 3) << f.low_bits;
     q[i] = static_cast<int8_t>(v - f.center);

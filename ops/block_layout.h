@@ -46,10 +46,11 @@ struct BlockFormat {
   size_t high_bits;     // bits of each quant above its low bits: 0, 1 or 2
   size_t record_begin;  // where the scale bytes sit in ggml's block, and how many
   size_t record_bytes;
-  bool centered;        // Q6_K, Q3_K: the quant means q - center (the kernels make it signed)
   size_t scales;        // scale values per block: 1, 8 (one per 32) or 16 (Q6_K, Q3_K: per 16)
-  int center;           // 32 (Q6_K), 4 (Q3_K), 0 for the others
+  int center;           // Q6_K 32, Q3_K 4: the quant means q - center (the kernels make it
+                        // signed); 0 for the others
 
+  constexpr bool centered() const { return center != 0; }
   constexpr size_t SubBlocks() const { return block_elems / kGgmlSubBlockElems; }
   constexpr size_t LowBytes() const { return low_bits * 4; }    // per row and sub-block
   constexpr size_t HighBytes() const { return high_bits * 4; }  // per row and sub-block
@@ -59,14 +60,14 @@ struct BlockFormat {
 // The format of a kept type; Q4_0 and Q8_0 are not among them.
 constexpr BlockFormat FormatOf(GgmlBlockType t) {
   switch (t) {
-    case GgmlBlockType::kQ4_1: return {32, 4, 0, 0, 4, false, 1, 0};
-    case GgmlBlockType::kQ5_0: return {32, 4, 1, 0, 2, false, 1, 0};
-    case GgmlBlockType::kQ5_1: return {32, 4, 1, 0, 4, false, 1, 0};
-    case GgmlBlockType::kQ3_K: return {256, 2, 1, 96, 14, true, 16, 4};
-    case GgmlBlockType::kQ4_K: return {256, 4, 0, 0, 16, false, 8, 0};
-    case GgmlBlockType::kQ5_K: return {256, 4, 1, 0, 16, false, 8, 0};
-    case GgmlBlockType::kQ6_K: return {256, 4, 2, 192, 18, true, 16, 32};
-    default: return {0, 0, 0, 0, 0, false, 0, 0};
+    case GgmlBlockType::kQ4_1: return {32, 4, 0, 0, 4, 1, 0};
+    case GgmlBlockType::kQ5_0: return {32, 4, 1, 0, 2, 1, 0};
+    case GgmlBlockType::kQ5_1: return {32, 4, 1, 0, 4, 1, 0};
+    case GgmlBlockType::kQ3_K: return {256, 2, 1, 96, 14, 16, 4};
+    case GgmlBlockType::kQ4_K: return {256, 4, 0, 0, 16, 8, 0};
+    case GgmlBlockType::kQ5_K: return {256, 4, 1, 0, 16, 8, 0};
+    case GgmlBlockType::kQ6_K: return {256, 4, 2, 192, 18, 16, 32};
+    default: return {0, 0, 0, 0, 0, 0, 0};
   }
 }
 

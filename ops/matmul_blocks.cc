@@ -4,8 +4,9 @@
 // Every type is handled the same way: a weight element is scale * q + min with q an unsigned
 // integer of 3-6 bits (Q6_K: scale * (q - 32), Q3_K: scale * (q - 4), made signed), the scale
 // and min constant over a sub-block of 32 (16 for Q6_K and Q3_K). With activations quantized
-// per 32 (x = xs * xq, ops/quantize_rows.h), a sub-block contributes xs * (scale * sum(q * xq) + min * sum(xq)): the
-// first sum is exact in int32, the second is stored with the activations. Scales are decoded
+// per 32 (x = xs * xq, ops/quantize_rows.h), a sub-block contributes
+// xs * (scale * sum(q * xq) + min * sum(xq)): the first sum is exact in int32, the second is
+// stored with the activations. Scales are decoded
 // from ggml's records once per block and row (ops/block_layout.h).
 //
 // Full groups of 4 rows go to the x86 AVX2 kernel below or, on aarch64 cores with dotprod, to
@@ -80,7 +81,7 @@ HWY_INLINE void TokenSubBlock(const ActRow& a, size_t sub, size_t s, size_t j, V
   const float xs = a.scale[sub];
   const V16 x_lo = hn::PromoteTo(d16, hn::LoadU(d8, q));
   const V16 x_hi = hn::PromoteTo(d16, hn::LoadU(d8, q + 16));
-  if constexpr (FormatOf(T).centered) {
+  if constexpr (FormatOf(T).centered()) {
     MulAddDot(x_lo, w_lo, scale[2 * s] * xs, acc);
     MulAddDot(x_hi, w_hi, scale[2 * s + 1] * xs, acc);
   } else {
@@ -119,7 +120,7 @@ HWY_NOINLINE void RowTile(const uint8_t* HWY_RESTRICT w, const BlockLayout& layo
         if constexpr (kTokens > 2) TokenSubBlock<T>(act[2], sub, s, j, w_lo, w_hi, scale, a2);
         if constexpr (kTokens > 3) TokenSubBlock<T>(act[3], sub, s, j, w_lo, w_hi, scale, a3);
       }
-      if constexpr (!F.centered) {
+      if constexpr (!F.centered()) {
         for (size_t t = 0; t < kTokens; ++t) {
           offset[t] += min[s] * (act[t].scale[sub] * static_cast<float>(act[t].sum[sub]));
         }
@@ -209,7 +210,7 @@ HWY_INLINE void LoadGroupSubBlock(const uint8_t* HWY_RESTRICT p, __m256i c[4]) {
     c[2] = _mm256_or_si256(c[2], _mm256_and_si256(h, mask));
     c[3] = _mm256_or_si256(c[3], _mm256_and_si256(_mm256_srli_epi16(h, 2), mask));
   }
-  if constexpr (F.centered) {
+  if constexpr (F.centered()) {
     const __m256i bias = _mm256_set1_epi8(static_cast<char>(F.center));
     for (int e = 0; e < 4; ++e) c[e] = _mm256_sub_epi8(c[e], bias);
   }
@@ -320,7 +321,8 @@ HWY_INLINE void GroupScales(const uint8_t* HWY_RESTRICT rec, __m256* scale, __m2
     RowsToLanes(rows_min, min);
   } else if constexpr (T == GgmlBlockType::kQ3_K) {
     __m256 rows_lo[4], rows_hi[4];
-    for (int r = 0; r < 4; ++r) Q3KScales(rec + 14 * r, &rows_lo[r], &rows_hi[r]);
+    constexpr size_t kRecord = FormatOf(T).record_bytes;
+    for (int r = 0; r < 4; ++r) Q3KScales(rec + kRecord * r, &rows_lo[r], &rows_hi[r]);
     RowsToLanes(rows_lo, scale);
     RowsToLanes(rows_hi, scale + 8);
   } else if constexpr (T == GgmlBlockType::kQ6_K) {
@@ -350,7 +352,7 @@ inline constexpr size_t kSumRun = 8;
 template <GgmlBlockType T>
 HWY_INLINE void SumTerms(const ActRow* act, size_t tokens, size_t sub, size_t subs,
                          SumTerm (*HWY_RESTRICT out)[kSumRun]) {
-  if constexpr (FormatOf(T).centered) return;  // Q6_K, Q3_K: signed quants, no such term
+  if constexpr (FormatOf(T).centered()) return;  // Q6_K, Q3_K: signed quants, no such term
   const size_t n = HWY_MIN(kSumRun, subs - sub);
   for (size_t t = 0; t < tokens; ++t) {
     const int32_t* HWY_RESTRICT sum = act[t].sum + sub;
@@ -408,13 +410,13 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
       // Signed quants (Q6_K, Q3_K) are multiplied as |w| (<= 32, unsigned) against x carrying
       // w's sign (vpsignb).
       [[maybe_unused]] __m256i magnitude[4];
-      if constexpr (F.centered) {
+      if constexpr (F.centered()) {
         for (int e = 0; e < 4; ++e) magnitude[e] = _mm256_sign_epi8(c[e], c[e]);
       }
       for (size_t t = 0; t < kTokens; ++t) {
         const int8_t* xb = act[t].q + sub * kGgmlSubBlockElems;
         const float xs = act[t].scale[sub];
-        if constexpr (F.centered) {
+        if constexpr (F.centered()) {
           // Without VNNI each half's two chunks of pair sums add up in int16: at most
           // 2 * 2 * 32 * 127 < 2^15.
           const auto half = [&](int e) {
@@ -517,8 +519,8 @@ void GroupX86(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t
 template <GgmlBlockType T>
 struct BlockPanelSource {
   static constexpr BlockFormat F = FormatOf(T);
-  static constexpr size_t kHalves = F.centered ? 2 : 1;  // Q6_K, Q3_K: a scale per 16
-  static constexpr bool kHasMin = !F.centered && T != GgmlBlockType::kQ5_0;
+  static constexpr size_t kHalves = F.centered() ? 2 : 1;  // Q6_K, Q3_K: a scale per 16
+  static constexpr bool kHasMin = !F.centered() && T != GgmlBlockType::kQ5_0;
   const uint8_t* w;
   const BlockLayout* layout;
   size_t r0;  // the tile's first row, the first of a full group
@@ -567,7 +569,7 @@ struct BlockPanelSource {
       for (size_t i = 0; i < n; ++i) {
         const size_t block = (sub + i) / F.SubBlocks(), s = (sub + i) % F.SubBlocks();
         if (i == 0 || s == 0) RowScales(w + layout->RecordOffset(r0 + r, block), scale, min);
-        if constexpr (F.centered) {
+        if constexpr (F.centered()) {
           run->scale[i][0][r] = scale[2 * s];
           run->scale[i][1][r] = scale[2 * s + 1];
         } else {

@@ -78,7 +78,7 @@ inline void LoadGroupSubBlock(const uint8_t* p, int8x16_t c[4][2]) {
   for (size_t e = 0; e < 4; ++e) {
     for (size_t h = 0; h < 2; ++h) {
       c[e][h] = vreinterpretq_s8_u8(
-          F.centered ? vsubq_u8(u[e][h], vdupq_n_u8(static_cast<uint8_t>(F.center))) : u[e][h]);
+          F.centered() ? vsubq_u8(u[e][h], vdupq_n_u8(static_cast<uint8_t>(F.center))) : u[e][h]);
     }
   }
 }
@@ -102,7 +102,7 @@ inline void GroupScales(const BlockLayout& layout, const uint8_t* w, size_t r0, 
     const float s23[4] = {scale[2][j], scale[2][j], scale[3][j], scale[3][j]};
     v->s01[j] = vld1q_f32(s01);
     v->s23[j] = vld1q_f32(s23);
-    if constexpr (!F.centered) {
+    if constexpr (!F.centered()) {
       const float m01[4] = {min[0][j], min[0][j], min[1][j], min[1][j]};
       const float m23[4] = {min[2][j], min[2][j], min[3][j], min[3][j]};
       v->m01[j] = vmulq_n_f32(vld1q_f32(m01), 0.5f);
@@ -157,7 +157,7 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
             d23[half] = vdotq_s32(d23[half], c[e][1], xv);
           }
         }
-        if constexpr (F.centered) {
+        if constexpr (F.centered()) {
           for (size_t half = 0; half < 2; ++half) {
             const size_t j = 2 * s + half;
             acc01[t] = vfmaq_f32(acc01[t], vcvtq_f32_s32(d01[half]), vmulq_n_f32(sv.s01[j], xs));

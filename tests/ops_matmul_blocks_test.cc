@@ -184,7 +184,7 @@ TEST(OpsMatMulBlocks, MatchesExactReferenceForEveryKeptType) {
                 const size_t e = b * f.block_elems + i;
                 const double xv = double{xs[e / 32]} * static_cast<int8_t>(row[e]);
                 const double wv = w[r * c.k + e];
-                const double m = f.centered ? 0.0 : std::fabs(min[i / 32]);
+                const double m = f.centered() ? 0.0 : std::fabs(min[i / 32]);
                 exact += wv * xv;
                 magnitude += (std::fabs(wv) + 2 * m) * std::fabs(xv);
               }
