@@ -267,9 +267,12 @@ HWY_INLINE __m256 BytesTimes(const void* bytes, float factor) {
 // instructions: scales 0-7 in lo, 8-15 in hi. Scalar decoding made Q3_K decode 5x slower per
 // byte than Q8_0.
 HWY_INLINE void Q3KScales(const uint8_t* HWY_RESTRICT rec, __m256* lo, __m256* hi) {
-  alignas(16) uint8_t packed[16] = {};
-  memcpy(packed, rec, 12);  // the record's 12 scale bytes (d follows)
-  const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(packed));
+  // The record's 12 scale bytes (d follows) as one 8-byte and one 4-byte load: through a stack
+  // copy, the 16-byte reload waited for the copy's stores (2.5x slower Q3_K decode).
+  int32_t bytes8_11;
+  memcpy(&bytes8_11, rec + 8, 4);
+  const __m128i b = _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(rec)),
+                                     bytes8_11, 2);
   // Low 4 bits: the low nibbles of bytes 0-7 (scales 0-7), then their high nibbles (8-15).
   const __m128i low = _mm_and_si128(_mm_unpacklo_epi64(b, _mm_srli_epi16(b, 4)),
                                     _mm_set1_epi8(0x0F));
