@@ -9,14 +9,16 @@ min and mean cosine similarity to the float64 embeddings for:
   q8           weights and activations, as `--weights q8` runs
   q8 - SITE    q8 with the activations of one kind of linear layer left in float
   smooth       q8 after SmoothQuant (each linear layer's input channel j divided by
-               s_j = sqrt(max|x_j| / max|W_:,j|) and the weight column multiplied by it), with
-               max|x_j| calibrated on --calibration texts (the corpus's first 40, or random
-               token ids)
+               s_j = max|x_j|^alpha / max|W_:,j|^(1 - alpha), alpha 0.5 by default, and the
+               weight column multiplied by it; Q, K and V share s), with max|x_j| calibrated on
+               --calibration texts (the corpus's first 40, random token ids, or a file of
+               texts, one per line). The converter smooths q8 and q4 encoders this way
+               (converters/hf/smooth_quant.h).
 
 A measurement tool, not a test: a run takes a few minutes on one core.
 
 usage: q8_activation_error.py [--checkpoint models/all-MiniLM-L6-v2]
-                              [--calibration corpus|random]
+                              [--calibration corpus|random|FILE] [--alpha A] [--only-smooth]
 """
 import argparse
 import random
@@ -58,7 +60,10 @@ def site_of(prefix):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkpoint", default="models/all-MiniLM-L6-v2")
-    ap.add_argument("--calibration", choices=["corpus", "random"], default="corpus")
+    ap.add_argument("--calibration", default="corpus",
+                    help="corpus, random, or a file of texts, one per line")
+    ap.add_argument("--only-smooth", action="store_true", help="skip the per-site runs")
+    ap.add_argument("--alpha", type=float, default=0.5, help="SmoothQuant's migration strength")
     args = ap.parse_args()
 
     ckpt = bert_oracle.Checkpoint.load(args.checkpoint)
@@ -69,6 +74,9 @@ def main():
     # Per-channel input maxima of every linear layer on the calibration texts.
     if args.calibration == "corpus":
         calibration = ids[:40]
+    elif args.calibration != "random":
+        lines = Path(args.calibration).read_text(encoding="utf-8").splitlines()
+        calibration = bert_oracle.tokenize(ckpt, [t for t in lines if t.strip()])
     else:
         rng = random.Random(1)
         vocab = ckpt.config["vocab_size"]
@@ -88,7 +96,15 @@ def main():
         def linear(x, w, prefix):
             weight = w[prefix + ".weight"]
             if smooth and prefix in x_max:
-                s = np.sqrt(x_max[prefix] / np.maximum(np.abs(weight).max(axis=0), 1e-6))
+                # Q, K and V read one quantized copy of their input, so they share s: the
+                # weight maximum is taken over the three.
+                group = [prefix]
+                if prefix.endswith(("query", "key", "value")):
+                    base = prefix.rsplit(".", 1)[0]
+                    group = [base + ".query", base + ".key", base + ".value"]
+                w_max = np.maximum(np.max([np.abs(w[g + ".weight"]).max(axis=0) for g in group],
+                                          axis=0), 1e-6)
+                s = x_max[prefix] ** args.alpha / w_max ** (1 - args.alpha)
                 s = np.maximum(s, 1e-3)
                 x, weight = x / s, weight * s
             if quantize_weights and prefix.startswith("encoder."):
@@ -104,10 +120,11 @@ def main():
         print(f"{name:40s} min {cos.min():.5f}  mean {cos.mean():.5f}  worst {TEXTS[worst][:24]!r}",
               flush=True)
 
-    run("weights", True, all_float=True)
-    run("q8", True)
-    for site in SITES:
-        run(f"q8 - {site}", True, float_sites=(site,))
+    if not args.only_smooth:
+        run("weights", True, all_float=True)
+        run("q8", True)
+        for site in SITES:
+            run(f"q8 - {site}", True, float_sites=(site,))
     run(f"smooth ({args.calibration} calibration)", True, smooth=True)
 
 

@@ -43,7 +43,11 @@ const char kUsage[] =
     "                           sentence_bert_config.json's, else max_position_embeddings)\n"
     "  --max-batch N            texts per encode step (default 32)\n"
     "  --step-tokens N          tokens per encode step, the arena's size: at least one text of\n"
-    "                           the longest length, at most --max-batch of them (default 512)\n";
+    "                           the longest length, at most --max-batch of them (default 512)\n"
+    "  --calibration FILE|none  q8 and q4: the texts (one per line) on which the f32 model's\n"
+    "                           matmul inputs are measured to smooth their outlier channels\n"
+    "                           (SmoothQuant; default: the converter's own 58 texts); none: no\n"
+    "                           smoothing\n";
 
 const char kWeightChoices[] = "keep, f32, f16, bf16, q8, q4, q4_k_m, q4_k, q5_k or q6_k";
 
@@ -116,6 +120,12 @@ int main(int argc, char** argv) {
       if (!has_value) return Fail(arg + " needs a value (a whole number from 1 to 65536)");
       if (!ParseCount(argv[++i], 65536, target)) {
         return Fail(arg + ": expected a whole number from 1 to 65536, found '" + argv[i] + "'");
+      }
+    } else if (arg == "--calibration") {
+      if (!has_value) return Fail("--calibration needs a value (a file of texts, or none)");
+      encoder.calibration = argv[++i];
+      if (encoder.calibration.empty()) {
+        return Fail("--calibration: expected a file of texts or none, found ''");
       }
     } else if (!arg.empty() && arg[0] == '-') {
       return Fail("unknown option '" + arg + "'\n" + kUsage);

@@ -109,7 +109,9 @@ uint32_t PlanBuilder::HiddenStatesInput(uint64_t row_elems) {
 template <typename Params>
 void PlanBuilder::AddOp(Params params, std::vector<uint32_t> inputs,
                         std::vector<uint32_t> outputs, std::vector<uint32_t> weights) {
-  for (uint32_t out : outputs) quantized_.erase(out);
+  for (uint32_t out : outputs) {
+    quantized_.erase(quantized_.lower_bound({out, 0}), quantized_.upper_bound({out, kNone}));
+  }
   auto op = std::make_unique<fb::OpT>();
   op->params.Set(std::move(params));
   op->inputs = std::move(inputs);
@@ -132,17 +134,19 @@ void PlanBuilder::RmsNorm(uint32_t in, uint32_t out, uint32_t gamma, uint32_t di
 }
 
 void PlanBuilder::MatMul(uint32_t in, uint32_t out, uint32_t weight, uint32_t bias,
-                         bool last_row_only) {
+                         bool last_row_only, uint32_t input_factor) {
   const fb::TensorT& w = *model_.meta.tensors[weight];
   if (IsBlockQuantized(w.dtype)) {
-    // One quantized copy per value of the input, shared by every matmul that reads it (Q, K
-    // and V; gate and up); AddOp forgets it when an op writes the input again.
-    auto it = quantized_.find(in);
+    // One quantized copy per value of the input (and factors), shared by every matmul that
+    // reads it (Q, K and V; gate and up); AddOp forgets it when an op writes the input again.
+    auto it = quantized_.find({in, input_factor});
     if (it == quantized_.end()) {
       const fb::BufferT& x = *plan_->buffers[in];
       const uint32_t q = AddBuffer(x.name + ".q8", fb::DType::Q8_ACT, x.row_elems, true, 0);
-      AddOp(fb::QuantizeRowsT{}, {in}, {q}, {});
-      it = quantized_.emplace(in, q).first;
+      std::vector<uint32_t> factors;
+      if (input_factor != kNone) factors.push_back(input_factor);
+      AddOp(fb::QuantizeRowsT{}, {in}, {q}, std::move(factors));
+      it = quantized_.emplace(std::make_pair(in, input_factor), q).first;
     }
     in = it->second;
   }

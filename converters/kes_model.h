@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kestrel_generated.h"
@@ -61,9 +62,11 @@ class PlanBuilder {
   void RmsNorm(uint32_t in, uint32_t out, uint32_t gamma, uint32_t dim, float eps);
   // out [tokens, N] = in [tokens, K] x weight [N, K]^T (+ bias [N]), preceded by a QuantizeRows
   // op when the weight is block-quantized. last_row_only: only the step's last token's row (the
-  // LM head in prefill); out is then a Fixed buffer of one row.
+  // LM head in prefill); out is then a Fixed buffer of one row. input_factor: an f32 [K] tensor
+  // the input is multiplied by, channel by channel, as it is quantized (smoothing: the weight's
+  // input channels carry the inverse); only for block-quantized weights.
   void MatMul(uint32_t in, uint32_t out, uint32_t weight, uint32_t bias = kNone,
-              bool last_row_only = false);
+              bool last_row_only = false, uint32_t input_factor = kNone);
   // The same with `rows_per_token` rows of K in each token row of in (and of N in out): the
   // frames of a convolution. Float weights only.
   void FramesMatMul(uint32_t in, uint32_t out, uint32_t weight, uint32_t bias,
@@ -115,7 +118,8 @@ class PlanBuilder {
              std::vector<uint32_t> weights);
   const KesModel& model_;
   std::unique_ptr<fb::PlanT> plan_;
-  std::map<uint32_t, uint32_t> quantized_;  // f32 buffer -> its current Q8_ACT copy
+  // (f32 buffer, input factor or kNone) -> its current Q8_ACT copy
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> quantized_;
 };
 
 // Places every buffer of every plan in the arena: a buffer lives from the first op that touches

@@ -15,8 +15,10 @@ namespace kestrel::ops {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t k,
-                             uint8_t* HWY_RESTRICT out) {
+// factor: nullptr, or k per-channel multipliers applied to every row before it is quantized.
+template <bool kScaled>
+void QuantizeRowsQ8Body(const float* HWY_RESTRICT x, size_t n_rows, size_t k,
+                        const float* HWY_RESTRICT factor, uint8_t* HWY_RESTRICT out) {
   // At most one block per vector, so every block is a whole number of vectors on every target
   // (SVE reaches 64 f32 lanes).
   const hn::CappedTag<float, 32> df;
@@ -30,8 +32,14 @@ void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t 
     int8_t* HWY_RESTRICT q = reinterpret_cast<int8_t*>(dst);
     for (size_t b = 0; b < blocks; ++b) {
       const float* HWY_RESTRICT xb = row + b * 32;
+      // The block's values, multiplied by their channels' factors when there are any.
+      const auto load = [&](size_t i) {
+        const auto v = hn::LoadU(df, xb + i);
+        if constexpr (kScaled) return hn::Mul(v, hn::LoadU(df, factor + b * 32 + i));
+        return v;
+      };
       auto amax = hn::Zero(df);
-      for (size_t i = 0; i < 32; i += N) amax = hn::Max(amax, hn::Abs(hn::LoadU(df, xb + i)));
+      for (size_t i = 0; i < 32; i += N) amax = hn::Max(amax, hn::Abs(load(i)));
       const float scale = hn::GetLane(hn::MaxOfLanes(df, amax)) / 127.0f;
       const auto inv = hn::Set(df, scale != 0.0f ? 1.0f / scale : 0.0f);
       auto sum = hn::Zero(di);
@@ -41,7 +49,7 @@ void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t 
       const auto lo = hn::Set(di, -127), hi = hn::Set(di, 127);
       for (size_t i = 0; i < 32; i += N) {
         const auto qi =
-            hn::Min(hn::Max(hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), inv)), lo), hi);
+            hn::Min(hn::Max(hn::NearestInt(hn::Mul(load(i), inv)), lo), hi);
         sum = hn::Add(sum, qi);
         hn::StoreU(hn::DemoteTo(d8, qi), d8, q + b * 32 + i);
       }
@@ -51,6 +59,16 @@ void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t 
       memcpy(dst + k + blocks * sizeof(float) + b * sizeof(int32_t), &quant_sum, sizeof(int32_t));
     }
   }
+}
+
+void QuantizeRowsQ8PerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t k,
+                             uint8_t* HWY_RESTRICT out) {
+  QuantizeRowsQ8Body<false>(x, n_rows, k, nullptr, out);
+}
+
+void QuantizeRowsQ8ScaledPerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t k,
+                                   const float* HWY_RESTRICT factor, uint8_t* HWY_RESTRICT out) {
+  QuantizeRowsQ8Body<true>(x, n_rows, k, factor, out);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -67,6 +85,15 @@ void QuantizeRowsQ8(const float* x, size_t n_rows, size_t k, uint8_t* out) {
 }
 
 KESTREL_DEFINE_RESOLVE(QuantizeRowsQ8)
+
+HWY_EXPORT(QuantizeRowsQ8ScaledPerTarget);
+
+void QuantizeRowsQ8Scaled(const float* x, size_t n_rows, size_t k, const float* factor,
+                          uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsQ8ScaledPerTarget)(x, n_rows, k, factor, out);
+}
+
+KESTREL_DEFINE_RESOLVE(QuantizeRowsQ8Scaled)
 
 }  // namespace kestrel::ops
 #endif  // HWY_ONCE

@@ -47,7 +47,15 @@ inline void ForEachTokenBlock(size_t n_tokens, size_t k, const Run& run) {
 // x: [n_rows, k] f32, out: n_rows rows of Q8ActRowBytes(k) bytes. k % 32 == 0.
 void QuantizeRowsQ8(const float* x, size_t n_rows, size_t k, uint8_t* out);
 
+// The same for x[r][j] * factor[j] (factor: k f32). A converter that smooths activation outliers
+// (SmoothQuant) stores 1 / s_j here and the weight's input channel j multiplied by s_j: the product
+// is unchanged, and a channel whose values are far larger than its block's others no longer
+// coarsens their int8 step.
+void QuantizeRowsQ8Scaled(const float* x, size_t n_rows, size_t k, const float* factor,
+                          uint8_t* out);
+
 // Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
 decltype(&QuantizeRowsQ8) ResolveQuantizeRowsQ8();
+decltype(&QuantizeRowsQ8Scaled) ResolveQuantizeRowsQ8Scaled();
 
 }  // namespace kestrel::ops

@@ -49,6 +49,11 @@ class Encoder {
   // start and end tokens. Allocates: call it before, not inside, a zero-allocation loop.
   Status Tokenize(std::string_view text, std::vector<int32_t>* ids) const;
 
+  // Calls observer before every op of every later step (calibration; runtime/executor.h).
+  void SetStepObserver(StepObserver observer, void* context) {
+    plan_.SetObserver(observer, context);
+  }
+
   size_t embedding_dim() const { return embedding_dim_; }
   size_t max_sequence_tokens() const { return memory_.context_length; }
   size_t max_batch() const { return max_batch_; }             // sequences per step

@@ -79,7 +79,9 @@ bool BoundPlan::logits_per_token() const {
 }
 
 void BoundPlan::Run(ThreadPool& pool, size_t n_tokens, int64_t pos0) const {
-  for (const Step& step : steps_) {
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
+    if (observer_ != nullptr) observer_(observer_context_, *this, *plan_->ops()->Get(i), n_tokens);
     const bool split = step.parallelism == Parallelism::kAlways ||
                        (step.parallelism == Parallelism::kMultiToken && n_tokens > 1);
     if (split && pool.size() > 1) {

@@ -18,6 +18,14 @@ namespace kestrel {
 // Whether plans can run here with n_threads threads: 1..256, and a SIMD target this CPU has.
 Status CheckCanRun(size_t n_threads);
 
+class BoundPlan;
+
+// Called before each op of a running plan with the op and the step's token count: a
+// calibration pass reads the inputs an op is about to use (BoundPlan::BufferData). Not for
+// inference: the converter's SmoothQuant pass uses it on an f32 model.
+using StepObserver = void (*)(void* context, const BoundPlan& plan, const fb::Op& op,
+                              size_t n_tokens);
+
 class BoundPlan {
  public:
   // The plan was checked when the model was opened. The arena holds at least memory.arena_bytes
@@ -25,6 +33,17 @@ class BoundPlan {
   Status Bind(const Model& model, const fb::Plan& plan, uint8_t* arena, const MemoryPlan& memory);
   // Runs every op on the inputs already written. 1 <= n_tokens <= max_tokens().
   void Run(ThreadPool& pool, size_t n_tokens, int64_t pos0) const;
+
+  // observer (or nullptr: none) is called before every op of every later Run.
+  void SetObserver(StepObserver observer, void* context) {
+    observer_ = observer;
+    observer_context_ = context;
+  }
+  // The arena bytes of buffer `id` of the plan (an op's operand, for an observer).
+  const uint8_t* BufferData(uint32_t id) const {
+    return arena_ + plan_->buffers()->Get(id)->arena_offset();
+  }
+  const fb::Plan& plan() const { return *plan_; }
 
   // The buffer of the plan input or output with this role, or nullptr when it has none.
   uint8_t* Io(fb::IoRole role) const;
@@ -40,6 +59,8 @@ class BoundPlan {
   const fb::Plan* plan_ = nullptr;
   uint8_t* arena_ = nullptr;
   size_t max_tokens_ = 0;
+  StepObserver observer_ = nullptr;
+  void* observer_context_ = nullptr;
 };
 
 }  // namespace kestrel

@@ -7,13 +7,15 @@
 # token ids (--ids: the model alone).
 #
 # Bars: the issue's 0.99999 for f32; f16 (weights rounded to half) stays within it (measured
-# 0.9999995). q8 and q4 quantize the activations too, per 32 values; their measured minimums set
-# the bars (q8 0.99785, q4 0.869, both on 3-5 token texts such as "OK!", whose few tokens leave
-# the mean pooling little to average out). The issue's q8 bar, 0.999, is not met.
+# 0.9999995). q8 and q4 quantize the activations too, per 32 values, smoothed by the converter
+# (SmoothQuant calibrated on its own texts, converters/hf/smooth_quant.h): the issue's 0.999 for
+# q8 (measured 0.99908-0.99910 on the AVX2, AVX-512 and AVX-512 VNNI kernels; 0.99785 without
+# smoothing), and q4's measured 0.884 (0.868 without) less a margin. Both minimums are on 3-5
+# token texts such as "...", whose few tokens leave the mean pooling little to average out.
 set -euo pipefail
 python=$1 source=$2 kestrel=$3 models=$4 checkpoint=$5
 args=()
-for case in "f32 0.99999" "f16 0.99999" "q8 0.9975" "q4 0.85"; do
+for case in "f32 0.99999" "f16 0.99999" "q8 0.999" "q4 0.875"; do
   read -r weights bar <<< "$case"
   args+=(--model "$models/minilm-l6-$weights.kes" --min-cosine "$bar")
 done

@@ -64,6 +64,20 @@ std::vector<float> Activations(size_t n, std::mt19937& rng) {
   return x;
 }
 
+// out (rows of Q8ActRowBytes(k), then bytes of 0xAB) holds x's rows as ReferenceQuantize makes
+// them, bit for bit, and nothing past them.
+void ExpectReferenceRows(const std::vector<uint8_t>& out, const std::vector<float>& x,
+                         size_t rows, size_t k) {
+  for (size_t r = 0; r < rows; ++r) {
+    const QuantizedRow ref = ReferenceQuantize(x.data() + r * k, k);
+    const uint8_t* row = out.data() + r * Q8ActRowBytes(k);
+    ASSERT_EQ(0, std::memcmp(row, ref.q.data(), k)) << "k=" << k << " row " << r;
+    ASSERT_EQ(0, std::memcmp(row + k, ref.scale.data(), k / 32 * 4)) << "k=" << k;
+    ASSERT_EQ(0, std::memcmp(row + k + k / 32 * 4, ref.sum.data(), k / 32 * 4)) << "k=" << k;
+  }
+  for (size_t i = rows * Q8ActRowBytes(k); i < out.size(); ++i) ASSERT_EQ(out[i], 0xAB);
+}
+
 TEST(QuantizeRowsQ8, MatchesTheReferenceBitForBit) {
   std::mt19937 rng(7);
   ForEachTarget([&](const char*) {
@@ -72,19 +86,32 @@ TEST(QuantizeRowsQ8, MatchesTheReferenceBitForBit) {
         const std::vector<float> x = Activations(rows * k, rng);
         std::vector<uint8_t> out(rows * Q8ActRowBytes(k) + 64, 0xAB);
         QuantizeRowsQ8(x.data(), rows, k, out.data());
-        for (size_t r = 0; r < rows; ++r) {
-          const QuantizedRow ref = ReferenceQuantize(x.data() + r * k, k);
-          const uint8_t* row = out.data() + r * Q8ActRowBytes(k);
-          ASSERT_EQ(0, std::memcmp(row, ref.q.data(), k)) << "k=" << k << " row " << r;
-          ASSERT_EQ(0, std::memcmp(row + k, ref.scale.data(), k / 32 * 4)) << "k=" << k;
-          ASSERT_EQ(0, std::memcmp(row + k + k / 32 * 4, ref.sum.data(), k / 32 * 4))
-              << "k=" << k;
-        }
-        for (size_t i = rows * Q8ActRowBytes(k); i < out.size(); ++i) ASSERT_EQ(out[i], 0xAB);
+        ExpectReferenceRows(out, x, rows, k);
       }
     }
   });
 }
+// With per-channel factors the kernel quantizes x[r][j] * factor[j]: bit for bit the rows
+// multiplied in scalar code and quantized by the reference (factors of mixed sizes, zero and
+// negative ones included, so each block's maximum moves between channels).
+TEST(QuantizeRowsQ8Scaled, QuantizesTheRowsTimesTheFactors) {
+  std::mt19937 rng(11);
+  ForEachTarget([&](const char*) {
+    for (size_t k : {32, 384, 2080}) {
+      const size_t rows = 3;
+      const std::vector<float> x = Activations(rows * k, rng);
+      std::vector<float> factor = test::RandomFloats(k, 0.05f, 20.0f, rng);
+      factor[1] = 0.0f;
+      factor[k - 1] = -2.5f;
+      std::vector<float> scaled(x.size());
+      for (size_t i = 0; i < x.size(); ++i) scaled[i] = x[i] * factor[i % k];
+      std::vector<uint8_t> out(rows * Q8ActRowBytes(k) + 64, 0xAB);
+      QuantizeRowsQ8Scaled(x.data(), rows, k, factor.data(), out.data());
+      ExpectReferenceRows(out, scaled, rows, k);
+    }
+  });
+}
+
 
 // Random ggml blocks for a [rows, k] weight: scales of either sign and varied magnitude.
 std::vector<uint8_t> RandomGgmlBlocks(bool q4, size_t rows, size_t k, std::mt19937& rng) {

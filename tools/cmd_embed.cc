@@ -22,6 +22,7 @@ const char kEmbedUsage[] =
     "                      separated by spaces, special tokens included\n"
     "  -t, --threads N     threads (default 1)\n"
     "  --json              print {\"embeddings\": [[...], ...], \"token_counts\": [...]}\n"
+    "  --disable-targets T SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n"
     "Texts longer than the model's sequence limit are truncated, as sentence-transformers does.\n";
 
 Status ReadLines(const std::string& path, std::vector<std::string>* lines) {
@@ -82,6 +83,8 @@ int EmbedCommand(const std::vector<std::string>& args) {
       s = flags.Int(arg, 1, 256, &options.n_threads);
     } else if (arg == "--json") {
       json = true;
+    } else if (arg == "--disable-targets") {
+      s = flags.DisableTargets(arg);
     } else {
       s = flags.Positional(arg, "embed", kEmbedUsage, &model_path);
     }

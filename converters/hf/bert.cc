@@ -8,6 +8,7 @@
 #include "converters/hf/hf_config.h"
 #include "converters/hf/hf_import.h"
 #include "converters/store_weights.h"
+#include "runtime/format.h"
 
 namespace kestrel {
 namespace {
@@ -20,6 +21,8 @@ struct BertConfig {
 struct BertLayer {
   uint32_t q, q_bias, k, k_bias, v, v_bias, o, o_bias, attn_norm, attn_norm_bias;
   uint32_t up, up_bias, down, down_bias, ffn_norm, ffn_norm_bias;
+  // The smoothing factors of each matmul input (PlanBuilder::kNone: none): Q, K and V share one.
+  uint32_t qkv_factor, o_factor, up_factor, down_factor;
 };
 
 Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
@@ -57,7 +60,8 @@ Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
 }  // namespace
 
 Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
-                   const HfEncoderOptions& encoder, KesModel* out) {
+                   const HfEncoderOptions& encoder, const ChannelMaxima* input_maxima,
+                   KesModel* out) {
   BertConfig c;
   KES_RETURN_IF_ERROR(ReadBertConfig(ckpt.config, &c));
   const uint32_t max_seq = encoder.max_seq_length ? encoder.max_seq_length
@@ -94,6 +98,42 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
   const auto vector = [&](const std::string& name, uint64_t n, uint32_t* id) {
     return weight(name, fb::DType::F32, {n}, id);
   };
+  // Matrices [rows, cols] that read one input. Block-quantized ones are smoothed when the inputs
+  // were calibrated: column j times s_j, and *factor the f32 tensor `factor_name` of 1 / s_j for
+  // the input's quantization (else kNone).
+  struct Spec {
+    std::string name;
+    uint64_t rows;
+    uint32_t* id;
+  };
+  const auto input_matrices = [&](const std::vector<Spec>& specs, uint64_t cols,
+                                  const std::string& factor_name, uint32_t* factor) -> Status {
+    *factor = PlanBuilder::kNone;
+    fb::DType dtype;
+    KES_RETURN_IF_ERROR(matrix_dtype(specs[0].name, &dtype));
+    if (input_maxima == nullptr || !IsBlockQuantized(dtype)) {
+      for (const Spec& m : specs) KES_RETURN_IF_ERROR(matrix(m.name, m.rows, cols, m.id));
+      return OkStatus();
+    }
+    const auto calibrated = input_maxima->find(prefix + specs[0].name);
+    KES_CHECK_OR_RETURN(calibrated != input_maxima->end() && calibrated->second.size() == cols,
+                        "calibration recorded no input of '" + prefix + specs[0].name + "'");
+    std::vector<std::vector<float>> values(specs.size());
+    std::vector<const std::vector<float>*> group;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      KES_RETURN_IF_ERROR(ckpt.Read(prefix + specs[i].name, {specs[i].rows, cols}, &values[i]));
+      group.push_back(&values[i]);
+    }
+    const std::vector<float> s = SmoothingScales(calibrated->second, group);
+    for (size_t i = 0; i < specs.size(); ++i) {
+      for (size_t e = 0; e < values[i].size(); ++e) values[i][e] *= s[e % cols];
+      KES_RETURN_IF_ERROR(StoreWeights(prefix + specs[i].name, values[i], dtype,
+                                       {specs[i].rows, cols}, out, specs[i].id));
+    }
+    std::vector<float> inverse(cols);
+    for (size_t j = 0; j < cols; ++j) inverse[j] = 1.0f / s[j];
+    return StoreWeights(prefix + factor_name, inverse, fb::DType::F32, {cols}, out, factor);
+  };
 
   const uint32_t d = c.d_model;
   uint32_t word, position, token_type, embed_norm, embed_norm_bias;
@@ -109,13 +149,16 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "encoder.layer." + std::to_string(l) + ".";
     BertLayer& w = layers[l];
-    const std::pair<const char*, uint32_t*> dd[] = {{"attention.self.query", &w.q},
-                                                    {"attention.self.key", &w.k},
-                                                    {"attention.self.value", &w.v},
-                                                    {"attention.output.dense", &w.o}};
-    for (const auto& [name, id] : dd) KES_RETURN_IF_ERROR(matrix(p + name + ".weight", d, d, id));
-    KES_RETURN_IF_ERROR(matrix(p + "intermediate.dense.weight", c.ffn_dim, d, &w.up));
-    KES_RETURN_IF_ERROR(matrix(p + "output.dense.weight", d, c.ffn_dim, &w.down));
+    KES_RETURN_IF_ERROR(input_matrices({{p + "attention.self.query.weight", d, &w.q},
+                                        {p + "attention.self.key.weight", d, &w.k},
+                                        {p + "attention.self.value.weight", d, &w.v}},
+                                       d, p + "attention.self.input_factor", &w.qkv_factor));
+    KES_RETURN_IF_ERROR(input_matrices({{p + "attention.output.dense.weight", d, &w.o}}, d,
+                                       p + "attention.output.dense.input_factor", &w.o_factor));
+    KES_RETURN_IF_ERROR(input_matrices({{p + "intermediate.dense.weight", c.ffn_dim, &w.up}}, d,
+                                       p + "intermediate.dense.input_factor", &w.up_factor));
+    KES_RETURN_IF_ERROR(input_matrices({{p + "output.dense.weight", d, &w.down}}, c.ffn_dim,
+                                       p + "output.dense.input_factor", &w.down_factor));
     const std::tuple<std::string, uint64_t, uint32_t*> vectors[] = {
         {"attention.self.query.bias", d, &w.q_bias},
         {"attention.self.key.bias", d, &w.k_bias},
@@ -168,21 +211,21 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
     const std::string p = "layer." + std::to_string(l) + ".";
     const uint32_t q = b.Activation(p + "q", d), k = b.Activation(p + "k", d),
                    v = b.Activation(p + "v", d);
-    b.MatMul(x, q, w.q, w.q_bias);
-    b.MatMul(x, k, w.k, w.k_bias);
-    b.MatMul(x, v, w.v, w.v_bias);
+    b.MatMul(x, q, w.q, w.q_bias, false, w.qkv_factor);
+    b.MatMul(x, k, w.k, w.k_bias, false, w.qkv_factor);
+    b.MatMul(x, v, w.v, w.v_bias, false, w.qkv_factor);
     const uint32_t attn = b.Activation(p + "attn", d);
     b.SequenceAttention(q, k, v, sequences, attn, c.n_heads, c.n_heads, c.head_dim, scale);
     const uint32_t attn_out = b.Activation(p + "attn_out", d);
-    b.MatMul(attn, attn_out, w.o, w.o_bias);
+    b.MatMul(attn, attn_out, w.o, w.o_bias, false, w.o_factor);
     b.Add(x, attn_out, attn_out);
     const uint32_t mid = b.Activation(p + "mid", d);
     b.LayerNorm(attn_out, mid, w.attn_norm, w.attn_norm_bias, c.eps);
     const uint32_t up = b.Activation(p + "up", c.ffn_dim);
-    b.MatMul(mid, up, w.up, w.up_bias);
+    b.MatMul(mid, up, w.up, w.up_bias, false, w.up_factor);
     b.Activate(fb::Activation::GeluErf, up, up);
     const uint32_t down = b.Activation(p + "down", d);
-    b.MatMul(up, down, w.down, w.down_bias);
+    b.MatMul(up, down, w.down, w.down_bias, false, w.down_factor);
     b.Add(mid, down, down);
     const uint32_t y = b.Activation(p + "out", d);
     b.LayerNorm(down, y, w.ffn_norm, w.ffn_norm_bias, c.eps);

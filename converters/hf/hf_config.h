@@ -12,6 +12,7 @@
 #include "converters/gguf_import.h"
 #include "converters/hf/hf_import.h"
 #include "converters/hf/sentence_transformers.h"
+#include "converters/hf/smooth_quant.h"
 #include "converters/kes_model.h"
 #include "converters/safetensors/checkpoint.h"
 #include "runtime/status.h"
@@ -43,13 +44,19 @@ struct HfCheckpoint {
   // own (F32, F16 or BF16).
   Status WeightDType(const std::string& name, const ConvertOptions& options,
                      fb::DType* dtype) const;
+  // The values of tensor `name`, which must have `shape`, as f32.
+  Status Read(const std::string& name, const std::vector<uint64_t>& shape,
+              std::vector<float>* values) const;
   // Adds tensor `name`, which must have `shape`, to the model as `dtype`.
   Status Import(const std::string& name, fb::DType dtype, const std::vector<uint64_t>& shape,
                 KesModel* model, uint32_t* id) const;
 };
 
+// input_maxima: nullptr, or the calibrated inputs of the f32 model's matmuls (by weight name),
+// with which block-quantized matmuls are smoothed (converters/hf/smooth_quant.h).
 Status ConvertBert(const HfCheckpoint& checkpoint, const ConvertOptions& options,
-                   const HfEncoderOptions& encoder, KesModel* out);
+                   const HfEncoderOptions& encoder, const ChannelMaxima* input_maxima,
+                   KesModel* out);
 // Whisper's audio encoder and tokenizer (converters/hf/whisper.cc).
 Status ConvertWhisperCheckpoint(const HfCheckpoint& checkpoint, const ConvertOptions& options,
                                 KesModel* out);

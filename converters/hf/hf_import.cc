@@ -75,17 +75,22 @@ Status HfCheckpoint::WeightDType(const std::string& name, const ConvertOptions& 
   }
 }
 
-Status HfCheckpoint::Import(const std::string& name, fb::DType dtype,
-                            const std::vector<uint64_t>& shape, KesModel* model,
-                            uint32_t* id) const {
+Status HfCheckpoint::Read(const std::string& name, const std::vector<uint64_t>& shape,
+                          std::vector<float>* values) const {
   const safetensors::Checkpoint::Tensor* t = weights->Find(name);
   KES_CHECK_OR_RETURN(t != nullptr, folder + ": the checkpoint has no tensor '" + name + "'");
   KES_CHECK_OR_RETURN(t->info->shape == shape,
                       "'" + t->file->path() + "': tensor '" + name + "': expected shape " +
                           ShapeString(shape) + " (from config.json), found " +
                           ShapeString(t->info->shape));
+  return weights->ReadF32(name, values);
+}
+
+Status HfCheckpoint::Import(const std::string& name, fb::DType dtype,
+                            const std::vector<uint64_t>& shape, KesModel* model,
+                            uint32_t* id) const {
   std::vector<float> values;
-  KES_RETURN_IF_ERROR(weights->ReadF32(name, &values));
+  KES_RETURN_IF_ERROR(Read(name, shape, &values));
   return StoreWeights(name, values, dtype, shape, model, id);
 }
 
@@ -116,19 +121,40 @@ Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& opti
   }
   KES_RETURN_IF_ERROR(ReadSentenceEmbeddingConfig(folder, &ckpt.sentence));
   KES_RETURN_IF_ERROR(safetensors::Checkpoint::Open(folder, &ckpt.weights));
-  KES_RETURN_IF_ERROR(ConvertBert(ckpt, options, encoder, out));
-  out->meta.tokenizer = std::make_unique<fb::TokenizerT>();
-  KES_RETURN_IF_ERROR(ReadHfTokenizer(folder, out->meta.tokenizer.get()));
-  const std::string tokenizer_file =
-      PathExists(folder + "/tokenizer.json") ? "tokenizer.json" : "vocab.txt";
-  KES_CHECK_OR_RETURN(out->meta.tokenizer->pieces.size() == out->meta.hparams->vocab_size,
-                      tokenizer_file + " has " +
-                          std::to_string(out->meta.tokenizer->pieces.size()) +
-                          " tokens but config.json's vocab_size is " +
-                          std::to_string(out->meta.hparams->vocab_size) +
-                          ": expected one token per word embedding row");
-  out->meta.name = name;
-  return OkStatus();
+  const auto add_tokenizer = [&](KesModel* model) {
+    model->meta.tokenizer = std::make_unique<fb::TokenizerT>();
+    KES_RETURN_IF_ERROR(ReadHfTokenizer(folder, model->meta.tokenizer.get()));
+    const std::string tokenizer_file =
+        PathExists(folder + "/tokenizer.json") ? "tokenizer.json" : "vocab.txt";
+    KES_CHECK_OR_RETURN(model->meta.tokenizer->pieces.size() == model->meta.hparams->vocab_size,
+                        tokenizer_file + " has " +
+                            std::to_string(model->meta.tokenizer->pieces.size()) +
+                            " tokens but config.json's vocab_size is " +
+                            std::to_string(model->meta.hparams->vocab_size) +
+                            ": expected one token per word embedding row");
+    model->meta.name = name;
+    return OkStatus();
+  };
+  // q8 and q4 quantize the matmuls' input activations: smooth them, calibrated on the f32
+  // model's matmul inputs over the calibration texts.
+  ChannelMaxima maxima;
+  const bool smooth = !options.keep_types && IsBlockQuantized(options.weight_dtype) &&
+                      encoder.calibration != "none";
+  if (smooth) {
+    std::vector<std::string> file_texts;
+    if (!encoder.calibration.empty()) {
+      KES_RETURN_IF_ERROR(ReadCalibrationTexts(encoder.calibration, &file_texts));
+    }
+    ConvertOptions f32 = options;
+    f32.weight_dtype = fb::DType::F32;
+    KesModel f32_model;
+    KES_RETURN_IF_ERROR(ConvertBert(ckpt, f32, encoder, nullptr, &f32_model));
+    KES_RETURN_IF_ERROR(add_tokenizer(&f32_model));
+    KES_RETURN_IF_ERROR(MeasureMatMulInputs(
+        &f32_model, file_texts.empty() ? BuiltinCalibrationTexts() : file_texts, &maxima));
+  }
+  KES_RETURN_IF_ERROR(ConvertBert(ckpt, options, encoder, smooth ? &maxima : nullptr, out));
+  return add_tokenizer(out);
 }
 
 }  // namespace kestrel

@@ -20,6 +20,10 @@ struct HfEncoderOptions {
   // 32 x 128-token step spills them to memory and runs 10-15% slower (all-MiniLM-L6-v2 q8, one
   // Zen 4 core), with an arena of 72 MiB instead of 4.5.
   uint32_t step_tokens = 512;
+  // q8 and q4 only: how the activations' outlier channels are smoothed (SmoothQuant,
+  // converters/hf/smooth_quant.h), calibrated on the converter's own texts (empty), on a file of
+  // texts, one per line, or "none": no smoothing.
+  std::string calibration;
 };
 
 // Whether `path` is a folder (a checkpoint) rather than a file.
