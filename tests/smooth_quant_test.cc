@@ -100,6 +100,19 @@ TEST(SmoothQuantConversion, EveryQuantizedInputGetsAFactor) {
   CountQuantizeOps(plain.meta, &ops, &with_factor);
   EXPECT_EQ(ops, 4u * plain.meta.hparams->n_layers);
   EXPECT_EQ(with_factor, 0u) << "--calibration none still smoothed";
+
+  // kestrel inspect says so.
+  const std::string kes = test::ScratchPath("tiny-bert-smoothed.kes");
+  const std::string n = std::to_string(ops);
+  for (const auto& [file, expected] :
+       {std::make_pair(&bytes, n + " inputs, " + n + " of them smoothed"),
+        std::make_pair(&plain_bytes, n + " inputs, 0 of them smoothed")}) {
+    ASSERT_TRUE(test::WriteBytes(kes, file->data(), file->size()));
+    const test::ProcessResult inspect = test::Cli({"inspect", kes});
+    ASSERT_TRUE(inspect.exited && inspect.exit_code == 0) << test::Describe(inspect);
+    EXPECT_NE(inspect.out.find(expected), std::string::npos) << inspect.out;
+  }
+  std::remove(kes.c_str());
 }
 
 // The maxima come from this CPU's kernels; the scales' grid makes every target convert to the

@@ -89,6 +89,19 @@ int InspectEncoder(const std::string& model_path, const Model& model) {
     std::printf("step:           up to %llu texts and %u tokens\n",
                 static_cast<unsigned long long>(out.fixed_rows()), plan.max_tokens());
   }
+  // q8/q4 weights: the matmuls' inputs are quantized, and smoothed where the converter
+  // calibrated them (a factor on the QuantizeRows op).
+  size_t quantized = 0, smoothed = 0;
+  for (const fb::Op* op : *plan.ops()) {
+    if (op->params_type() != fb::OpParams::QuantizeRows) continue;
+    ++quantized;
+    if (op->weights() != nullptr && op->weights()->size() > 0) ++smoothed;
+  }
+  if (quantized > 0) {
+    std::printf("matmul inputs:  int8 per 32 values at %zu inputs, %zu of them smoothed "
+                "(SmoothQuant factors from the converter's calibration)\n",
+                quantized, smoothed);
+  }
   PrintTensorsByDtype(model);
   std::printf("\nmemory:\n");
   std::printf("  weights:      %s (mapped from the file)\n",
