@@ -115,6 +115,44 @@ void AddPerTarget(const float* a, const float* b, float* out, size_t n) {
   MapVectors(out, n, [](auto, auto x, auto y) { return hn::Add(x, y); }, a, b);
 }
 
+// One row of a matmul epilogue: y = act(y + bias) + residual, bias and residual optional.
+template <bool kGelu>
+HWY_INLINE void EpilogueRow(float* y, const float* bias, const float* residual, size_t n) {
+  const auto act = [](auto df, auto x) {
+    if constexpr (kGelu) {
+      return GeluErfVec(df, x);
+    } else {
+      (void)df;
+      return x;
+    }
+  };
+  if (bias != nullptr && residual != nullptr) {
+    MapVectors(
+        y, n, [&](auto df, auto x, auto b, auto r) { return hn::Add(act(df, hn::Add(x, b)), r); },
+        y, bias, residual);
+  } else if (bias != nullptr) {
+    MapVectors(y, n, [&](auto df, auto x, auto b) { return act(df, hn::Add(x, b)); }, y, bias);
+  } else if (residual != nullptr) {
+    MapVectors(y, n, [&](auto df, auto x, auto r) { return hn::Add(act(df, x), r); }, y, residual);
+  } else {
+    MapVectors(y, n, [&](auto df, auto x) { return act(df, x); }, y);
+  }
+}
+
+void AddBiasRowsPerTarget(float* y, size_t stride, size_t rows, const float* bias,
+                          const float* residual, size_t n) {
+  for (size_t t = 0; t < rows; ++t) {
+    EpilogueRow<false>(y + t * stride, bias, residual ? residual + t * stride : nullptr, n);
+  }
+}
+
+void BiasGeluErfRowsPerTarget(float* y, size_t stride, size_t rows, const float* bias,
+                              const float* residual, size_t n) {
+  for (size_t t = 0; t < rows; ++t) {
+    EpilogueRow<true>(y + t * stride, bias, residual ? residual + t * stride : nullptr, n);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kestrel::ops
 HWY_AFTER_NAMESPACE();
@@ -128,6 +166,8 @@ HWY_EXPORT(ErfPerTarget);
 HWY_EXPORT(GeluErfPerTarget);
 HWY_EXPORT(GeluErfMulPerTarget);
 HWY_EXPORT(AddPerTarget);
+HWY_EXPORT(AddBiasRowsPerTarget);
+HWY_EXPORT(BiasGeluErfRowsPerTarget);
 
 void GeluTanhMul(const float* gate, const float* up, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(GeluTanhMulPerTarget)(gate, up, out, n);
@@ -147,6 +187,14 @@ void GeluErfMul(const float* gate, const float* up, float* out, size_t n) {
 void Add(const float* a, const float* b, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(AddPerTarget)(a, b, out, n);
 }
+void AddBiasRows(float* y, size_t stride, size_t rows, const float* bias, const float* residual,
+                 size_t n) {
+  HWY_DYNAMIC_DISPATCH(AddBiasRowsPerTarget)(y, stride, rows, bias, residual, n);
+}
+void BiasGeluErfRows(float* y, size_t stride, size_t rows, const float* bias,
+                     const float* residual, size_t n) {
+  HWY_DYNAMIC_DISPATCH(BiasGeluErfRowsPerTarget)(y, stride, rows, bias, residual, n);
+}
 
 KESTREL_DEFINE_RESOLVE(GeluTanhMul)
 KESTREL_DEFINE_RESOLVE(SiluMul)
@@ -154,6 +202,8 @@ KESTREL_DEFINE_RESOLVE(Erf)
 KESTREL_DEFINE_RESOLVE(GeluErf)
 KESTREL_DEFINE_RESOLVE(GeluErfMul)
 KESTREL_DEFINE_RESOLVE(Add)
+KESTREL_DEFINE_RESOLVE(AddBiasRows)
+KESTREL_DEFINE_RESOLVE(BiasGeluErfRows)
 
 }  // namespace kestrel::ops
 #endif  // HWY_ONCE

@@ -28,6 +28,17 @@ void GeluErfMul(const float* gate, const float* up, float* out, size_t n);
 // out[i] = a[i] + b[i]. out may alias a or b.
 void Add(const float* a, const float* b, float* out, size_t n);
 
+// A matmul's epilogue on a block of its output (runtime/steps/matmul_step.cc), while the block is
+// still in cache: rows of n values, stride floats apart, and the same for residual. bias and
+// residual may each be null (then not added). Bit for bit what Add and GeluErf give one after
+// the other.
+// y[t * stride + j] = (y[t * stride + j] + bias[j]) + residual[t * stride + j].
+void AddBiasRows(float* y, size_t stride, size_t rows, const float* bias, const float* residual,
+                 size_t n);
+// y[t * stride + j] = gelu_erf(y[t * stride + j] + bias[j]) + residual[t * stride + j].
+void BiasGeluErfRows(float* y, size_t stride, size_t rows, const float* bias,
+                     const float* residual, size_t n);
+
 // Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
 decltype(&GeluTanhMul) ResolveGeluTanhMul();
 decltype(&SiluMul) ResolveSiluMul();
@@ -35,5 +46,7 @@ decltype(&Erf) ResolveErf();
 decltype(&GeluErf) ResolveGeluErf();
 decltype(&GeluErfMul) ResolveGeluErfMul();
 decltype(&Add) ResolveAdd();
+decltype(&AddBiasRows) ResolveAddBiasRows();
+decltype(&BiasGeluErfRows) ResolveBiasGeluErfRows();
 
 }  // namespace kestrel::ops

@@ -26,7 +26,8 @@ Status Encoder::Create(const Model& model, const EncoderOptions& options,
   KES_RETURN_IF_ERROR(e->arena_.Acquire(options.arena, options.arena_bytes,
                                         e->memory_.arena_bytes).WithContext("the encoder"));
   KES_RETURN_IF_ERROR(
-      e->plan_.Bind(model, *model.FindPlan("encode"), e->arena_.data(), e->memory_));
+      e->plan_.Bind(model, *model.FindPlan("encode"), e->arena_.data(), e->memory_,
+                    options.fuse_epilogues));
 
   // What the runtime writes and reads: the plan check guaranteed each role's dtype and shape.
   const BoundPlan& plan = e->plan_;

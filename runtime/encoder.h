@@ -29,6 +29,9 @@ struct EncoderOptions {
   // Optional caller-owned arena, 64-byte aligned, at least PlanEncoderMemory(model).arena_bytes.
   void* arena = nullptr;
   size_t arena_bytes = 0;
+  // Matmuls run their GELU and residual adds on each block of output rows as they make it
+  // (BoundPlan::Bind); false binds one step per plan op, the same values more slowly.
+  bool fuse_epilogues = true;
 };
 
 class Encoder {
@@ -59,6 +62,7 @@ class Encoder {
   size_t max_batch() const { return max_batch_; }             // sequences per step
   size_t max_step_tokens() const { return plan_.max_tokens(); }  // tokens per step
   size_t n_threads() const { return pool_.size(); }
+  size_t n_steps() const { return plan_.n_steps(); }  // bound steps of the encode plan
   const MemoryPlan& memory() const { return memory_; }
   const Model& model() const { return model_; }
 

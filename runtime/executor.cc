@@ -20,10 +20,32 @@ void RunOnPool(void* ctx, size_t thread, size_t n_threads) {
   c->step->run(c->step->args, c->n_tokens, c->pos0, thread, n_threads);
 }
 
+// Whether `next` can run in the epilogue of the MatMul `op`, on each block of the matmul's
+// output rows while they are still in cache (runtime/steps/matmul_step.cc): an element-wise
+// GeluErf Activate of that output in place, or a residual Add of another buffer to it in place
+// (out = other + out). In place means nothing later can read the matmul's output before `next`.
+bool FusesIntoMatMul(const fb::Op& op, const fb::Op& next) {
+  const fb::MatMul* matmul = op.params_as_MatMul();
+  if (matmul == nullptr || matmul->last_row_only()) return false;
+  const uint32_t out = op.outputs()->Get(0);
+  // Activate and Add have one output (op checks); other kinds may have none.
+  if (next.outputs() == nullptr || next.outputs()->size() != 1 || next.outputs()->Get(0) != out) {
+    return false;
+  }
+  if (const fb::Activate* activate = next.params_as_Activate()) {
+    return activate->activation() == fb::Activation::GeluErf && next.inputs()->Get(0) == out;
+  }
+  if (next.params_as_Add() != nullptr) {
+    const uint32_t a = next.inputs()->Get(0), b = next.inputs()->Get(1);
+    return (a == out) != (b == out);  // the residual is the other input, not out itself
+  }
+  return false;
+}
+
 }  // namespace
 
 Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
-                       const MemoryPlan& memory) {
+                       const MemoryPlan& memory, bool fuse_epilogues) {
   const std::string where = "plan '" + plan.name()->str() + "'";
   // Plans that touch the KV cache need the memory plan of its layout; an encoder-decoder's
   // encoder plan runs with the activations alone (PlanEncoderMemory).
@@ -40,14 +62,23 @@ Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
   max_tokens_ = plan.max_tokens();
 
   steps_.clear();
+  step_ops_.clear();
   steps_.reserve(plan.ops()->size());
-  for (const fb::Op* op : *plan.ops()) {
+  step_ops_.reserve(plan.ops()->size());
+  const auto& ops = *plan.ops();
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    const fb::Op* op = ops.Get(i);
     const OpKind* kind = FindOpKind(op->params_type());
     KES_CHECK_OR_RETURN(kind != nullptr, where + ": op " + fb::EnumNameOpParams(op->params_type()) +
                                              " has no kernel in this build");
+    const fb::Op* fused = fuse_epilogues && i + 1 < ops.size() && FusesIntoMatMul(*op, *ops.Get(i + 1))
+                              ? ops.Get(i + 1)
+                              : nullptr;
     Step step;
-    kind->bind(BindContext(model, plan, *op, arena, memory), &step);
+    kind->bind(BindContext(model, plan, *op, arena, memory, fused), &step);
     steps_.push_back(step);
+    step_ops_.push_back(i);
+    if (fused != nullptr) ++i;  // runs in this step
   }
   return OkStatus();
 }
@@ -81,7 +112,9 @@ bool BoundPlan::logits_per_token() const {
 void BoundPlan::Run(ThreadPool& pool, size_t n_tokens, int64_t pos0) const {
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
-    if (observer_ != nullptr) observer_(observer_context_, *this, *plan_->ops()->Get(i), n_tokens);
+    if (observer_ != nullptr) {
+      observer_(observer_context_, *this, *plan_->ops()->Get(step_ops_[i]), n_tokens);
+    }
     const bool split = step.parallelism == Parallelism::kAlways ||
                        (step.parallelism == Parallelism::kMultiToken && n_tokens > 1);
     if (split && pool.size() > 1) {

@@ -20,7 +20,7 @@ Status CheckCanRun(size_t n_threads);
 
 class BoundPlan;
 
-// Called before each op of a running plan with the op and the step's token count: a
+// Called before each step of a running plan with the op and the step's token count: a
 // calibration pass reads the inputs an op is about to use (BoundPlan::BufferData). Not for
 // inference: the converter's SmoothQuant pass uses it on an f32 model.
 using StepObserver = void (*)(void* context, const BoundPlan& plan, const fb::Op& op,
@@ -29,8 +29,13 @@ using StepObserver = void (*)(void* context, const BoundPlan& plan, const fb::Op
 class BoundPlan {
  public:
   // The plan was checked when the model was opened. The arena holds at least memory.arena_bytes
-  // bytes; model and arena must outlive this.
-  Status Bind(const Model& model, const fb::Plan& plan, uint8_t* arena, const MemoryPlan& memory);
+  // bytes; model and arena must outlive this. With fuse_epilogues, a MatMul followed by an
+  // in-place GELU of its output or an in-place residual Add to it (BERT's and Whisper's blocks)
+  // is bound as one step that applies it to each block of output rows as they are made: the
+  // same values with one pass over memory less (false: one step per op, for tests that compare
+  // the two).
+  Status Bind(const Model& model, const fb::Plan& plan, uint8_t* arena, const MemoryPlan& memory,
+              bool fuse_epilogues = true);
   // Runs every op on the inputs already written. 1 <= n_tokens <= max_tokens().
   void Run(ThreadPool& pool, size_t n_tokens, int64_t pos0) const;
 
@@ -53,9 +58,12 @@ class BoundPlan {
   const float* logits() const { return reinterpret_cast<const float*>(Io(fb::IoRole::Logits)); }
   bool logits_per_token() const;
   size_t max_tokens() const { return max_tokens_; }
+  // Bound steps: the plan's ops less those fused into the step before them.
+  size_t n_steps() const { return steps_.size(); }
 
  private:
   std::vector<Step> steps_;
+  std::vector<uint32_t> step_ops_;  // the plan op each step runs (the first, when fused)
   const fb::Plan* plan_ = nullptr;
   uint8_t* arena_ = nullptr;
   size_t max_tokens_ = 0;

@@ -95,9 +95,16 @@ class OpCheck {
 // memory plan (KV rings).
 class BindContext {
  public:
+  // fused_next: the op after this one when it runs in this op's step (an element-wise Activate or
+  // a residual Add in a MatMul's epilogue; BoundPlan::Bind decides), or nullptr.
   BindContext(const Model& model, const fb::Plan& plan, const fb::Op& op, uint8_t* arena,
-              const MemoryPlan& memory)
-      : model_(model), plan_(plan), op_(op), arena_(arena), memory_(memory) {}
+              const MemoryPlan& memory, const fb::Op* fused_next = nullptr)
+      : model_(model),
+        plan_(plan),
+        op_(op),
+        arena_(arena),
+        memory_(memory),
+        fused_next_(fused_next) {}
 
   const fb::Op& op() const { return op_; }
   const fb::Plan& plan() const { return plan_; }
@@ -118,6 +125,11 @@ class BindContext {
     return model_.TensorData(op_.weights()->Get(i));
   }
   uint32_t n_weights() const { return op_.weights() ? op_.weights()->size() : 0; }
+  const fb::Op* fused_next() const { return fused_next_; }
+  // The arena bytes of plan buffer `id`.
+  uint8_t* BufferData(uint32_t id) const {
+    return arena_ + plan_.buffers()->Get(id)->arena_offset();
+  }
 
  private:
   const Model& model_;
@@ -125,6 +137,7 @@ class BindContext {
   const fb::Op& op_;
   uint8_t* arena_;
   const MemoryPlan& memory_;
+  const fb::Op* fused_next_;
 };
 
 struct OpKind {

@@ -289,6 +289,41 @@ TEST(TinyBertStepTokens, BoundTheStepBetweenOneTextAndTheBatch) {
   }
 }
 
+// Each layer's FFN GELU and two residual adds run in their matmuls' steps (BoundPlan::Bind) and
+// give the values the separate ops give, bit for bit, with float and quantized weights and 1 or
+// 2 threads.
+TEST(TinyBertFusedEpilogues, SameEmbeddingsAsOneStepPerOp) {
+  std::string folder;
+  ASSERT_EQ(MakeTinyBert(kMeanNormalized, &folder), "");
+  for (const char* weights : {"f32", "q8"}) {
+    SCOPED_TRACE(weights);
+    const std::string kes = ScratchPath(std::string("tiny-bert-fused-") + weights + ".kes");
+    ASSERT_EQ(ConvertTiny(folder, kes, {"--weights", weights}), "");
+    std::unique_ptr<Model> model;
+    ASSERT_TRUE(Model::Open(kes, &model).ok());
+    std::remove(kes.c_str());
+    const auto batch = Batch(*model, 9);
+    std::vector<const int32_t*> ids;
+    std::vector<size_t> lengths;
+    for (const auto& seq : batch) ids.push_back(seq.data()), lengths.push_back(seq.size());
+    const size_t plan_ops = model->FindPlan("encode")->ops()->size();
+    for (size_t threads : {1, 2}) {
+      std::vector<float> out[2];
+      for (bool fuse : {false, true}) {
+        EncoderOptions options;
+        options.n_threads = threads;
+        options.fuse_epilogues = fuse;
+        std::unique_ptr<Encoder> encoder;
+        ASSERT_TRUE(Encoder::Create(*model, options, &encoder).ok());
+        EXPECT_EQ(encoder->n_steps(), fuse ? plan_ops - 3 * model->hparams().n_layers() : plan_ops);
+        out[fuse].assign(batch.size() * encoder->embedding_dim(), 0.0f);
+        ASSERT_TRUE(encoder->Encode(ids.data(), lengths.data(), batch.size(), out[fuse].data()).ok());
+      }
+      EXPECT_EQ(LargestDifference(out[0], out[1]), 0.0) << threads << " thread(s)";
+    }
+  }
+}
+
 TEST_F(TinyBertEncoder, ThreadCountsAgree) {
   const auto batch = Batch(*model_, 7);
   std::vector<float> one, two, three;

@@ -142,5 +142,45 @@ TEST(OpsGeluErf, GatedMatchesReferenceOnAwkwardSizes) {
   });
 }
 
+// The matmul epilogues (rows of n values, stride apart, the values between rows untouched): bit
+// for bit what Add of the bias, GeluErf and Add of the residual give one after the other, with
+// and without each of bias and residual, on every size.
+TEST(OpsGeluErf, BiasRowsEpiloguesMatchTheOpsOneAfterTheOther) {
+  std::mt19937 rng(22);
+  ForEachTarget([&](const char*) {
+    for (size_t n : test::AwkwardSizes()) {
+      constexpr size_t kRows = 3;
+      const size_t stride = n + 5;
+      const auto y0 = test::RandomFloats(kRows * stride, -6.0f, 6.0f, rng);
+      const auto bias = test::RandomFloats(n, -2.0f, 2.0f, rng);
+      const auto residual = test::RandomFloats(kRows * stride, -3.0f, 3.0f, rng);
+      for (bool gelu : {false, true}) {
+        for (bool with_bias : {false, true}) {
+          for (bool with_residual : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << "n " << n << " gelu " << gelu << " bias "
+                                              << with_bias << " residual " << with_residual);
+            std::vector<float> y = y0;
+            (gelu ? BiasGeluErfRows : AddBiasRows)(y.data(), stride, kRows,
+                                                   with_bias ? bias.data() : nullptr,
+                                                   with_residual ? residual.data() : nullptr, n);
+            for (size_t t = 0; t < kRows; ++t) {
+              std::vector<float> want(y0.begin() + t * stride, y0.begin() + t * stride + n);
+              if (with_bias) Add(want.data(), bias.data(), want.data(), n);
+              if (gelu) GeluErf(want.data(), want.data(), n);
+              if (with_residual) Add(residual.data() + t * stride, want.data(), want.data(), n);
+              for (size_t j = 0; j < n; ++j) {
+                ASSERT_EQ(y[t * stride + j], want[j]) << "row " << t << " col " << j;
+              }
+              for (size_t j = n; j < stride && t * stride + j < y0.size(); ++j) {
+                ASSERT_EQ(y[t * stride + j], y0[t * stride + j]) << "between rows " << t;
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace kestrel::ops

@@ -4,28 +4,43 @@
 #include "runtime/format.h"
 #include "runtime/steps/steps.h"
 
+#include <type_traits>
+
 namespace kestrel {
 namespace {
 
+// kScaled: the op has channel factors. Bind picks the instantiation, so the step never asks.
+template <bool kScaled>
 struct QuantizeRowsArgs {
-  decltype(&ops::QuantizeRowsQ8) kernel;
-  decltype(&ops::QuantizeRowsQ8Scaled) scaled_kernel;  // with factor
+  std::conditional_t<kScaled, decltype(&ops::QuantizeRowsQ8Scaled), decltype(&ops::QuantizeRowsQ8)>
+      kernel;
   const float* in;      // [tokens, k]
-  const float* factor;  // [k], or nullptr
-  uint8_t* out;     // [tokens, row_bytes]
+  const float* factor;  // [k] when kScaled, else unused
+  uint8_t* out;         // [tokens, row_bytes]
   size_t k, row_bytes;
 };
 
+template <bool kScaled>
 void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
-  const auto& a = *static_cast<const QuantizeRowsArgs*>(args);
+  const auto& a = *static_cast<const QuantizeRowsArgs<kScaled>*>(args);
   size_t b, e;
   SplitRange(n, thread, n_threads, &b, &e);
   if (b >= e) return;
-  if (a.factor != nullptr) {
-    a.scaled_kernel(a.in + b * a.k, e - b, a.k, a.factor, a.out + b * a.row_bytes);
+  if constexpr (kScaled) {
+    a.kernel(a.in + b * a.k, e - b, a.k, a.factor, a.out + b * a.row_bytes);
   } else {
     a.kernel(a.in + b * a.k, e - b, a.k, a.out + b * a.row_bytes);
   }
+}
+
+template <bool kScaled>
+QuantizeRowsArgs<kScaled> ArgsFor(const BindContext& b) {
+  QuantizeRowsArgs<kScaled> a{};
+  a.in = reinterpret_cast<const float*>(b.In(0));
+  a.out = b.Out(0);
+  a.k = b.InBuffer(0).row_elems();
+  a.row_bytes = RowBytes(fb::DType::Q8_ACT, a.k);
+  return a;
 }
 
 Status Check(const OpCheck& c) {
@@ -36,15 +51,16 @@ Status Check(const OpCheck& c) {
 }
 
 void Bind(const BindContext& b, Step* step) {
-  QuantizeRowsArgs a{};
-  a.kernel = ops::ResolveQuantizeRowsQ8();
-  a.scaled_kernel = ops::ResolveQuantizeRowsQ8Scaled();
-  a.in = reinterpret_cast<const float*>(b.In(0));
-  if (b.n_weights() == 1) a.factor = reinterpret_cast<const float*>(b.WeightData(0));
-  a.out = b.Out(0);
-  a.k = b.InBuffer(0).row_elems();
-  a.row_bytes = RowBytes(fb::DType::Q8_ACT, a.k);
-  step->Set(Run, Parallelism::kMultiToken, a);
+  if (b.n_weights() == 1) {
+    QuantizeRowsArgs<true> a = ArgsFor<true>(b);
+    a.kernel = ops::ResolveQuantizeRowsQ8Scaled();
+    a.factor = reinterpret_cast<const float*>(b.WeightData(0));
+    step->Set(Run<true>, Parallelism::kMultiToken, a);
+  } else {
+    QuantizeRowsArgs<false> a = ArgsFor<false>(b);
+    a.kernel = ops::ResolveQuantizeRowsQ8();
+    step->Set(Run<false>, Parallelism::kMultiToken, a);
+  }
 }
 
 }  // namespace
