@@ -21,7 +21,7 @@ using ErasedKernel = void (*)();
 
 struct MatMulArgs {
   ErasedKernel kernel;
-  // Bias, activation and residual on blocks of kEpilogueTokens output rows, or null: none.
+  // Bias, activation and residual on blocks of epilogue_tokens output rows, or null: none.
   decltype(&ops::AddBiasRows) epilogue;
   const float* residual;  // [tokens, n_out] added by the epilogue, or null
   const void* w;        // [n_out, k]
@@ -30,14 +30,23 @@ struct MatMulArgs {
   float* y;             // [tokens or 1, n_out]
   size_t k, n_out, x_row_bytes;
   size_t rows_per_token;  // rows of k (and of n_out) per token row
+  size_t epilogue_tokens;  // EpilogueTokens
   bool last_row_only;
 };
 
 // Rows of output per kernel call when the step has an epilogue, so that the epilogue finds them in
-// cache (32 rows of 1536 floats: 192 KiB, the L2 share of one core; a multiple of the VNNI
-// panels' 16 tokens, ops/matmul_panel_vnni-inl.h). The kernels split their work per token
-// block or panel anyway, so the smaller calls cost no extra weight traffic that matters.
-constexpr size_t kEpilogueTokens = 32;
+// cache. Quantized weights: 32 rows (of 1536 floats: 192 KiB, a core's L2 share), a multiple of
+// the VNNI panels' 16 tokens; those kernels read the weights once per panel of 16 tokens
+// anyway. Float weights: the kernels' own token block (ops/matmul-inl.h ForEachTokenBlock:
+// 192 KiB of input rows), as a smaller call reads the weights once more per call (32 rows cost
+// MiniLM's f32 encoder 5-7%).
+constexpr size_t kQuantizedEpilogueTokens = 32;
+constexpr size_t kFloatEpilogueBytes = size_t{192} << 10;
+
+size_t EpilogueTokens(bool quantized, size_t x_row_bytes) {
+  if (quantized) return kQuantizedEpilogueTokens;
+  return std::max<size_t>(kQuantizedEpilogueTokens, kFloatEpilogueBytes / x_row_bytes / 16 * 16);
+}
 
 bool HasKernel(fb::DType dtype) {
   ops::GgmlBlockType kept;
@@ -71,8 +80,8 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
     return;
   }
   const float* bias = a.bias == nullptr ? nullptr : a.bias + b;
-  for (size_t t0 = 0; t0 < n_rows; t0 += kEpilogueTokens) {
-    const size_t count = std::min(kEpilogueTokens, n_rows - t0);
+  for (size_t t0 = 0; t0 < n_rows; t0 += a.epilogue_tokens) {
+    const size_t count = std::min(a.epilogue_tokens, n_rows - t0);
     float* y = a.y + t0 * a.n_out;
     kernel(w, reinterpret_cast<const X*>(x + t0 * a.x_row_bytes), y, count, a.k, a.n_out, b, e);
     const float* residual = a.residual == nullptr ? nullptr : a.residual + t0 * a.n_out + b;
@@ -161,6 +170,7 @@ void Bind(const BindContext& b, Step* step) {
   a.n_out = w.shape()->Get(0);
   a.k = w.shape()->Get(1);
   a.x_row_bytes = RowBytes(b.InBuffer(0).dtype(), a.k);
+  a.epilogue_tokens = EpilogueTokens(IsBlockQuantized(w.dtype()), a.x_row_bytes);
   a.last_row_only = b.op().params_as_MatMul()->last_row_only();
   a.rows_per_token = b.op().params_as_MatMul()->rows_per_token();
   step->Set(run, Parallelism::kAlways, a);
