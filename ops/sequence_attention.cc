@@ -4,10 +4,10 @@
 // Per query head, the queries are taken in chunks of up to min(kStateFloats / head_dim,
 // kMaxChunkQueries) rows, whose running state (output o, max m, sum l) lives on the stack. The
 // keys are walked in blocks of bk keys; each block is transposed once per chunk into a tile
-// K^T [head_dim][bk], pre-multiplied by scale, and serves every query of the chunk: a query's bk scores are head_dim broadcast-FMAs
-// over bk / lanes vectors, with no reduction across lanes. Then, per block and query, the
+// K^T [head_dim][bk], pre-multiplied by scale, and serves every query of the chunk: a query's bk
+// scores are head_dim broadcast-FMAs over bk / lanes vectors, with no reduction across lanes. Then, per block and query, the
 // streaming softmax of ops/attention-inl.h:
-//   m' = max(m, max_j s_j);  c = exp(m - m');  w_j = exp(s_j - m')
+//   m' = max(m, max_j s_j);  c = exp(m - m');  w_j = exp(s_j - m') = 2^((s_j - m') log2 e)
 //   l = c * l + sum_j w_j;  o = c * o + sum_j w_j * v_j;  m = m'
 // and finally out = o / l. Every exponent is <= 0, so nothing overflows whatever the scores'
 // magnitude; m starts at -inf, which makes the first block's c exactly 0.
@@ -28,8 +28,9 @@
 #define HWY_TARGET_INCLUDE "ops/sequence_attention.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
-#include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
+
+#include "ops/exp2-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kestrel::ops {
@@ -185,16 +186,17 @@ struct ChunkState {
 };
 
 // Replaces row[0, nk) (scores; lanes from the block's n on hold -inf) by exp(row - max) and
-// returns their sum.
+// returns their sum. The difference is taken before the multiplication by log2(e) (for the
+// cheaper Exp2NonPositive of ops/exp2-inl.h), so the product's rounding error scales with
+// |row - max|, not with the scores: near the max, where the weights matter, it is tiny even for
+// scores in the thousands. Exp2NonPositive clamps at 2^-125, infinite differences included.
 HWY_INLINE float ExpShiftedSum(float* HWY_RESTRICT row, size_t nk, float max) {
   const KeyTag dk;
-  // exp underflows to 0 below -104; the clamp keeps the integer conversion inside Exp in range
-  // for any score difference, infinite ones included.
-  const auto lowest = hn::Set(dk, -120.0f);
   const auto vmax = hn::Set(dk, max);
+  const auto log2e = hn::Set(dk, 1.4426950408889634f);
   auto sum = hn::Zero(dk);
   for (size_t j = 0; j < nk; j += hn::Lanes(dk)) {
-    const auto w = hn::Exp(dk, hn::Max(hn::Sub(hn::Load(dk, row + j), vmax), lowest));
+    const auto w = Exp2NonPositive(dk, hn::Mul(hn::Sub(hn::Load(dk, row + j), vmax), log2e));
     hn::Store(w, dk, row + j);
     sum = hn::Add(sum, w);
   }
