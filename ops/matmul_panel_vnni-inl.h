@@ -33,6 +33,10 @@
 inline constexpr size_t kPanelTokens = 16;
 inline constexpr size_t kPanelMaxK = 2048;  // 32 KiB of quants + 8 KiB of scales and sums
 inline constexpr size_t kPanelGroups = 4;
+// Panels a row tile serves per pass: the tile's weight side (decoded quants, scales, each block's
+// -128 * sum(w) start) is prepared once for all of them: 4 panels (164 KiB of stack) made
+// Gemma-shaped 512-token Q4_1 / Q6_K matmuls 20-30% faster than one, MiniLM q8 8-12%.
+inline constexpr size_t kPanelGroupMax = 4;
 inline constexpr size_t kPanelRun = 8;  // sub-blocks whose weight side is prepared at a time
 inline constexpr size_t kPanelGroupBlockBytes = kQuantGroupRows * kQ8BlockBytes;
 // Fewer tokens than this take the tiles: a padded panel lane costs as much as a used one.
@@ -162,14 +166,17 @@ HWY_INLINE void StoreRowStarts(__m512i sums, int32_t* HWY_RESTRICT out) {
 // Source: kHalves (1, or 2 for scales per 16), kHasMin, and
 // Load<kGroups>(sub, n, run): sub-blocks sub .. sub + n - 1 (n <= kPanelRun) of the tile's rows.
 template <class Source, size_t kGroups>
-HWY_NOINLINE void PanelTile(const Q8ActPanel& HWY_RESTRICT panel, size_t count,
-                            const Source& source, size_t sub0, size_t subs, bool accumulate,
-                            float* HWY_RESTRICT y, size_t n_out) {
+HWY_NOINLINE void PanelTile(const Q8ActPanel* HWY_RESTRICT panels, const size_t* counts,
+                            size_t n_panels, const Source& source, size_t sub0, size_t subs,
+                            bool accumulate, float* HWY_RESTRICT y, size_t n_out) {
   constexpr size_t kRows = 4 * kGroups;
   constexpr size_t kHalves = Source::kHalves;
   constexpr size_t kStepsPerHalf = 8 / kHalves;  // 4-byte words per scale
-  __m512 acc[kPanelTokens];
-  for (size_t r = 0; r < kPanelTokens; ++r) acc[r] = _mm512_setzero_ps();
+  // Each panel's accumulators, kept here between runs (the registers serve one panel at a time).
+  alignas(64) float sums[kPanelGroupMax][kPanelTokens][16];
+  for (size_t p = 0; p < n_panels; ++p) {
+    for (size_t r = 0; r < kPanelTokens; ++r) _mm512_store_ps(sums[p][r], _mm512_setzero_ps());
+  }
   const __m512i ones = _mm512_set1_epi8(1);
   PanelRun<kGroups> run;
   alignas(64) int32_t start[kPanelRun][kHalves][kRows];
@@ -190,6 +197,10 @@ HWY_NOINLINE void PanelTile(const Q8ActPanel& HWY_RESTRICT panel, size_t count,
         }
       }
     }
+    for (size_t p = 0; p < n_panels; ++p) {
+    const Q8ActPanel& panel = panels[p];
+    __m512 acc[kPanelTokens];
+    for (size_t r = 0; r < kPanelTokens; ++r) acc[r] = _mm512_load_ps(sums[p][r]);
     for (size_t i = 0; i < n; ++i) {
       const size_t b = run0 + i;
       __m512i act[8];
@@ -225,15 +236,20 @@ HWY_NOINLINE void PanelTile(const Q8ActPanel& HWY_RESTRICT panel, size_t count,
         }
       }
     }
+    for (size_t r = 0; r < kPanelTokens; ++r) _mm512_store_ps(sums[p][r], acc[r]);
+    }
   }
-  __m512 cols[kPanelTokens];
-  Transpose16x16(acc, cols);
   const __mmask16 row_mask = static_cast<__mmask16>((1u << kRows) - 1);
-  for (size_t t = 0; t < count; ++t) {
-    float* out = y + t * n_out;
-    __m512 v = cols[t];
-    if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(row_mask, out));
-    _mm512_mask_storeu_ps(out, row_mask, v);
+  for (size_t p = 0; p < n_panels; ++p) {
+    __m512 acc[kPanelTokens], cols[kPanelTokens];
+    for (size_t r = 0; r < kPanelTokens; ++r) acc[r] = _mm512_load_ps(sums[p][r]);
+    Transpose16x16(acc, cols);
+    for (size_t t = 0; t < counts[p]; ++t) {
+      float* out = y + (p * kPanelTokens + t) * n_out;
+      __m512 v = cols[t];
+      if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(row_mask, out));
+      _mm512_mask_storeu_ps(out, row_mask, v);
+    }
   }
 }
 
@@ -245,13 +261,20 @@ void MatMulPanels(const SourceAt& source_at, const uint8_t* HWY_RESTRICT x,
                   float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                   size_t row_begin, size_t row_end) {
   const size_t x_row_bytes = Q8ActRowBytes(k);
-  Q8ActPanel panel;
-  for (size_t t0 = 0; t0 < n_tokens; t0 += kPanelTokens) {
-    const size_t count = HWY_MIN(kPanelTokens, n_tokens - t0);
+  Q8ActPanel panels[kPanelGroupMax];
+  size_t counts[kPanelGroupMax];
+  for (size_t t0 = 0; t0 < n_tokens; t0 += kPanelGroupMax * kPanelTokens) {
+    size_t n_panels = 0;
+    for (size_t t = t0; t < n_tokens && n_panels < kPanelGroupMax; t += kPanelTokens) {
+      counts[n_panels++] = HWY_MIN(kPanelTokens, n_tokens - t);
+    }
     for (size_t k0 = 0; k0 < k; k0 += kPanelMaxK) {
       const size_t kk = HWY_MIN(kPanelMaxK, k - k0);
       const size_t sub0 = k0 / kQuantBlockElems, subs = kk / kQuantBlockElems;
-      PackQ8Panel(x + t0 * x_row_bytes, x_row_bytes, count, k, k0, kk, &panel);
+      for (size_t p = 0; p < n_panels; ++p) {
+        PackQ8Panel(x + (t0 + p * kPanelTokens) * x_row_bytes, x_row_bytes, counts[p], k, k0, kk,
+                    &panels[p]);
+      }
       for (size_t r = row_begin; r < row_end;) {
         const size_t groups = HWY_MIN(kPanelGroups, (row_end - r) / kQuantGroupRows);
         const auto source = source_at(r);
@@ -260,16 +283,20 @@ void MatMulPanels(const SourceAt& source_at, const uint8_t* HWY_RESTRICT x,
         using Source = decltype(source);
         switch (groups) {
           case 1:
-            PanelTile<Source, 1>(panel, count, source, sub0, subs, accumulate, yt, n_out);
+            PanelTile<Source, 1>(panels, counts, n_panels, source, sub0, subs, accumulate, yt,
+                                 n_out);
             break;
           case 2:
-            PanelTile<Source, 2>(panel, count, source, sub0, subs, accumulate, yt, n_out);
+            PanelTile<Source, 2>(panels, counts, n_panels, source, sub0, subs, accumulate, yt,
+                                 n_out);
             break;
           case 3:
-            PanelTile<Source, 3>(panel, count, source, sub0, subs, accumulate, yt, n_out);
+            PanelTile<Source, 3>(panels, counts, n_panels, source, sub0, subs, accumulate, yt,
+                                 n_out);
             break;
           default:
-            PanelTile<Source, 4>(panel, count, source, sub0, subs, accumulate, yt, n_out);
+            PanelTile<Source, 4>(panels, counts, n_panels, source, sub0, subs, accumulate, yt,
+                                 n_out);
         }
         r += groups * kQuantGroupRows;
       }

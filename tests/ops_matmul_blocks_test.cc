@@ -131,11 +131,12 @@ std::vector<test::QuantMatMulCase> Cases(GgmlBlockType t) {
   std::vector<test::QuantMatMulCase> cases =
       test::QuantMatMulCases({e, 3 * e, e == 32 ? size_t{640} : size_t{1024}});
   // The AVX-512 VNNI token panels (ops/matmul_panel_vnni-inl.h): panels of 16 tokens and a last
-  // one of 8 or more or a remainder for the tiles, row tiles of 16 with groups left over, edge
-  // rows, and k past a panel's slice of 2048. x86 only: elsewhere they would add emulation
+  // one of 8 or more or a remainder for the tiles, passes of up to 4 panels (93 tokens: two
+  // passes, the second of 2 panels and a last one of 13), row tiles of 16 with groups left over,
+  // edge rows, and k past a panel's slice of 2048. x86 only: elsewhere they would add emulation
   // time in CI and no kernel.
 #if HWY_ARCH_X86
-  for (size_t n_tokens : {16, 27}) {
+  for (size_t n_tokens : {16, 27, 93}) {
     for (size_t n_out : {20, 44}) {
       cases.push_back({n_tokens, 2304, n_out, 0, n_out});
       cases.push_back({n_tokens, 2 * e, n_out, 3, n_out - 1});

@@ -155,12 +155,12 @@ struct GgmlWeights {
 std::vector<test::QuantMatMulCase> Cases() {
   std::vector<test::QuantMatMulCase> cases = test::QuantMatMulCases({32, 96, 640, 2080});
   // The AVX-512 VNNI token-panel kernel: panels of 16 tokens (and a last one of 8 or more, or
-  // a remainder for the tiles), row tiles of 16 with 1-3 groups left over, edge rows, and k
-  // longer than a panel's slice (2048). x86 only: elsewhere they would add emulation time in
-  // CI and no kernel.
+  // a remainder for the tiles), passes of up to 4 panels per row tile (72 and 93 tokens take
+  // two), row tiles of 16 with 1-3 groups left over, edge rows, and k longer than a panel's
+  // slice (2048). x86 only: elsewhere they would add emulation time in CI and no kernel.
 #if HWY_ARCH_X86
   for (size_t k : {96, 2080}) {
-    for (size_t n_tokens : {8, 16, 21, 27, 40}) {
+    for (size_t n_tokens : {8, 16, 21, 27, 40, 72, 93}) {
       for (size_t n_out : {16, 44, 70}) {
         cases.push_back({n_tokens, k, n_out, 0, n_out});
         cases.push_back({n_tokens, k, n_out, 4, n_out - 4});
