@@ -12,6 +12,7 @@
 #include <hwy/highway.h>
 
 #include "ops/dispatch.h"
+#include "ops/exp2-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kestrel::ops {
@@ -62,7 +63,9 @@ HWY_INLINE V ErfVec(DF df, V x) {
   q = hn::MulAdd(q, a, hn::Set(df, -0.637258053f));
   q = hn::MulAdd(q, a, hn::Set(df, -1.12763298f));
   q = hn::MulAdd(q, a, hn::Set(df, -0.000205469318f));
-  const V far = hn::CopySign(hn::Sub(hn::Set(df, 1.0f), hn::Exp(df, q)), x);
+  // exp(q) as 2^(q log2 e) (ops/exp2-inl.h: half of hn::Exp's work; q < 0 here).
+  const V erfc = Exp2NonPositive(df, hn::Mul(q, hn::Set(df, 1.4426950408889634f)));
+  const V far = hn::CopySign(hn::Sub(hn::Set(df, 1.0f), erfc), x);
 
   return hn::IfThenElse(hn::Lt(hn::Abs(x), hn::Set(df, 0.921875f)), near_zero, far);
 }
