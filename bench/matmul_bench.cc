@@ -174,6 +174,36 @@ BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_EncoderMatMul<q8>")->Apply(E
 KESTREL_BLOCK_TYPES(KESTREL_BENCH_BLOCKS)
 #undef KESTREL_BENCH_BLOCKS
 
+// The activation quantizer alone (ops/quantize_rows.h), plain and with SmoothQuant's channel
+// factors, at MiniLM's 128-token rows (k = 384: Q/K/V, attention output, FFN up; 1536: FFN
+// down). Args: n_tokens, k.
+template <bool kScaled>
+void BM_QuantizeRows(benchmark::State& state) {
+  const size_t n_tokens = state.range(0), k = state.range(1);
+  auto x = hwy::AllocateAligned<float>(n_tokens * k);
+  auto factor = hwy::AllocateAligned<float>(k);
+  auto xq = hwy::AllocateAligned<uint8_t>(n_tokens * Q8ActRowBytes(k));
+  for (size_t i = 0; i < n_tokens * k; ++i) x[i] = 0.5f - static_cast<float>(i % 7) / 8;
+  for (size_t i = 0; i < k; ++i) factor[i] = 0.25f + static_cast<float>(i % 5);
+  for (auto _ : state) {
+    if constexpr (kScaled) {
+      QuantizeRowsQ8Scaled(x.get(), n_tokens, k, factor.get(), xq.get());
+    } else {
+      QuantizeRowsQ8(x.get(), n_tokens, k, xq.get());
+    }
+    benchmark::DoNotOptimize(xq.get());
+    benchmark::ClobberMemory();
+  }
+  state.counters["values/s"] = benchmark::Counter(static_cast<double>(n_tokens * k),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(ChosenTargetName());
+}
+void EncoderRows(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"n", "k"})->Args({128, 384})->Args({128, 1536})->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK_TEMPLATE(BM_QuantizeRows, false)->Name("BM_QuantizeRows<plain>")->Apply(EncoderRows);
+BENCHMARK_TEMPLATE(BM_QuantizeRows, true)->Name("BM_QuantizeRows<scaled>")->Apply(EncoderRows);
+
 // The limits the fractions above divide by, printed once per run.
 void BM_MachinePeak(benchmark::State& state) {
   const double fma_peak = bench::FmaPeakFlops(), read_bandwidth = bench::ReadBandwidth();
