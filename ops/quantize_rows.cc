@@ -101,7 +101,7 @@ HWY_INLINE hn::Vec<D> ReduceRowsToLanes(D d, hn::TFromD<D>* HWY_RESTRICT rows,
 // QuantizeBlocks for count <= N blocks (N = Lanes(df)), one block per lane where the block
 // reductions are concerned: the maxima and the quant sums of all of them are folded together
 // (ReduceRowsToLanes), and the scales and their inverses computed as one vector (IEEE division:
-// the very values of the scalar code).
+// the very values of the scalar code; in scalar code on ARMv7, whose NEON cannot divide).
 template <bool kScaled, class DF>
 HWY_INLINE void QuantizeBatch(DF df, const float* HWY_RESTRICT x, const float* HWY_RESTRICT factor,
                               size_t b0, size_t count, int8_t* HWY_RESTRICT q,
@@ -116,11 +116,23 @@ HWY_INLINE void QuantizeBatch(DF df, const float* HWY_RESTRICT x, const float* H
     if (j < count) amax = BlockAbsMax<kScaled>(df, x, factor, b0 + j);
     hn::Store(amax, df, maxima + j * N);
   }
-  const auto scale =
-      hn::Div(ReduceRowsToLanes(df, maxima, [](auto a, auto b) { return hn::Max(a, b); }),
-              hn::Set(df, 127.0f));
+  const auto block_max =
+      ReduceRowsToLanes(df, maxima, [](auto a, auto b) { return hn::Max(a, b); });
+#if HWY_ARCH_ARM_V7
+  // ARMv7 NEON has no division: Highway's Div refines a reciprocal estimate, which is not the
+  // correctly rounded quotient that the scalar code and every other target give.
+  alignas(HWY_MAX_BYTES) float scale_lanes[kMaxBatchLanes];
+  hn::Store(block_max, df, scale_lanes);
+  for (size_t j = 0; j < N; ++j) {
+    scale_lanes[j] /= 127.0f;
+    inverse[j] = scale_lanes[j] != 0.0f ? 1.0f / scale_lanes[j] : 0.0f;
+  }
+  const auto scale = hn::Load(df, scale_lanes);
+#else
+  const auto scale = hn::Div(block_max, hn::Set(df, 127.0f));
   const auto nonzero = hn::Ne(scale, hn::Zero(df));
   hn::Store(hn::IfThenElseZero(nonzero, hn::Div(hn::Set(df, 1.0f), scale)), df, inverse);
+#endif
   for (size_t j = 0; j < N; ++j) {
     auto sum = hn::Zero(di);
     if (j < count) sum = QuantizeBlock<kScaled>(df, x, factor, b0 + j, hn::Set(df, inverse[j]), q);
