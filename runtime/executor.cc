@@ -42,6 +42,18 @@ bool FusesIntoMatMul(const fb::Op& op, const fb::Op& next) {
   return false;
 }
 
+// Whether `next` is a QuantizeRows of the output of the LayerNorm `op`: both split the step's
+// tokens over the threads the same way (SplitRange), so each thread can quantize the rows it has
+// just normalized (runtime/steps/layer_norm_step.cc).
+bool FusesIntoLayerNorm(const fb::Op& op, const fb::Op& next) {
+  return op.params_as_LayerNorm() != nullptr && next.params_as_QuantizeRows() != nullptr &&
+         next.inputs()->Get(0) == op.outputs()->Get(0);
+}
+
+bool FusesIntoStep(const fb::Op& op, const fb::Op& next) {
+  return FusesIntoMatMul(op, next) || FusesIntoLayerNorm(op, next);
+}
+
 }  // namespace
 
 Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
@@ -71,7 +83,7 @@ Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
     const OpKind* kind = FindOpKind(op->params_type());
     KES_CHECK_OR_RETURN(kind != nullptr, where + ": op " + fb::EnumNameOpParams(op->params_type()) +
                                              " has no kernel in this build");
-    const fb::Op* fused = fuse_epilogues && i + 1 < ops.size() && FusesIntoMatMul(*op, *ops.Get(i + 1))
+    const fb::Op* fused = fuse_epilogues && i + 1 < ops.size() && FusesIntoStep(*op, *ops.Get(i + 1))
                               ? ops.Get(i + 1)
                               : nullptr;
     Step step;

@@ -31,9 +31,10 @@ class BoundPlan {
   // The plan was checked when the model was opened. The arena holds at least memory.arena_bytes
   // bytes; model and arena must outlive this. With fuse_epilogues, a MatMul followed by an
   // in-place GELU of its output or an in-place residual Add to it (BERT's and Whisper's blocks)
-  // is bound as one step that applies it to each block of output rows as they are made: the
-  // same values with one pass over memory less (false: one step per op, for tests that compare
-  // the two).
+  // is bound as one step that applies it to each block of output rows as they are made, and a
+  // LayerNorm followed by the QuantizeRows of its output as one step that quantizes each
+  // thread's rows as they are normalized: the same values with one pass over memory and one
+  // thread barrier less (false: one step per op, for tests that compare the two).
   Status Bind(const Model& model, const fb::Plan& plan, uint8_t* arena, const MemoryPlan& memory,
               bool fuse_epilogues = true);
   // Runs every op on the inputs already written. 1 <= n_tokens <= max_tokens().

@@ -96,7 +96,8 @@ class OpCheck {
 class BindContext {
  public:
   // fused_next: the op after this one when it runs in this op's step (an element-wise Activate or
-  // a residual Add in a MatMul's epilogue; BoundPlan::Bind decides), or nullptr.
+  // a residual Add in a MatMul's epilogue, a QuantizeRows after a LayerNorm; BoundPlan::Bind
+  // decides), or nullptr.
   BindContext(const Model& model, const fb::Plan& plan, const fb::Op& op, uint8_t* arena,
               const MemoryPlan& memory, const fb::Op* fused_next = nullptr)
       : model_(model),

@@ -1,5 +1,8 @@
-// LayerNorm: each token row normalized to zero mean and unit variance, then scaled and shifted.
+// LayerNorm: each token row normalized to zero mean and unit variance, then scaled and shifted;
+// and the QuantizeRows of its output when the executor fused one into this step.
 #include "ops/layernorm.h"
+#include "ops/quantize_rows.h"
+#include "runtime/format.h"
 #include "runtime/steps/steps.h"
 
 namespace kestrel {
@@ -13,13 +16,28 @@ struct LayerNormArgs {
   const float* beta;   // [dim]
   size_t dim;
   float eps;
+  // A QuantizeRows of out fused into this step (BoundPlan::Bind): each thread quantizes the rows
+  // it normalized while they are in cache. Used by Run<true, kScaled> only.
+  decltype(&ops::QuantizeRowsQ8) quantize;
+  decltype(&ops::QuantizeRowsQ8Scaled) quantize_scaled;
+  const float* factor;  // [dim], the channel factors of a scaled QuantizeRows
+  uint8_t* q_out;       // [tokens, q_row_bytes]
+  size_t q_row_bytes;
 };
 
+template <bool kQuantize, bool kScaled>
 void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
   const auto& a = *static_cast<const LayerNormArgs*>(args);
   size_t b, e;
   SplitRange(n, thread, n_threads, &b, &e);
-  if (b < e) a.kernel(a.in + b * a.dim, a.out + b * a.dim, a.gamma, a.beta, e - b, a.dim, a.eps);
+  if (b >= e) return;
+  float* out = a.out + b * a.dim;
+  a.kernel(a.in + b * a.dim, out, a.gamma, a.beta, e - b, a.dim, a.eps);
+  if constexpr (kQuantize && kScaled) {
+    a.quantize_scaled(out, e - b, a.dim, a.factor, a.q_out + b * a.q_row_bytes);
+  } else if constexpr (kQuantize) {
+    a.quantize(out, e - b, a.dim, a.q_out + b * a.q_row_bytes);
+  }
 }
 
 Status Check(const OpCheck& c) {
@@ -42,7 +60,23 @@ void Bind(const BindContext& b, Step* step) {
   a.beta = reinterpret_cast<const float*>(b.WeightData(1));
   a.dim = b.InBuffer(0).row_elems();
   a.eps = b.op().params_as_LayerNorm()->eps();
-  step->Set(Run, Parallelism::kMultiToken, a);
+  // The op the executor fused into this step: a QuantizeRows of the output (with or without
+  // channel factors), or none.
+  const fb::Op* next = b.fused_next();
+  if (next == nullptr) {
+    step->Set(Run<false, false>, Parallelism::kMultiToken, a);
+    return;
+  }
+  a.q_out = b.BufferData(next->outputs()->Get(0));
+  a.q_row_bytes = RowBytes(fb::DType::Q8_ACT, a.dim);
+  if (next->weights() != nullptr && next->weights()->size() == 1) {
+    a.quantize_scaled = ops::ResolveQuantizeRowsQ8Scaled();
+    a.factor = reinterpret_cast<const float*>(b.model().TensorData(next->weights()->Get(0)));
+    step->Set(Run<true, true>, Parallelism::kMultiToken, a);
+  } else {
+    a.quantize = ops::ResolveQuantizeRowsQ8();
+    step->Set(Run<true, false>, Parallelism::kMultiToken, a);
+  }
 }
 
 }  // namespace
