@@ -116,7 +116,8 @@ inline void PackQ8Panel(const uint8_t* HWY_RESTRICT x, size_t x_row_bytes, size_
     for (; word0 + kPanelTokens <= words; word0 += kPanelTokens) {
       __m512 rows[kPanelTokens], cols[kPanelTokens];
       for (size_t t = 0; t < kPanelTokens; ++t) {
-        rows[t] = _mm512_loadu_ps(reinterpret_cast<const float*>(x + t * x_row_bytes + k0 + 4 * word0));
+        const uint8_t* row = x + t * x_row_bytes + k0 + 4 * word0;
+        rows[t] = _mm512_loadu_ps(reinterpret_cast<const float*>(row));
       }
       Transpose16x16(rows, cols);
       for (size_t i = 0; i < kPanelTokens; ++i) {
@@ -198,45 +199,45 @@ HWY_NOINLINE void PanelTile(const Q8ActPanel* HWY_RESTRICT panels, const size_t*
       }
     }
     for (size_t p = 0; p < n_panels; ++p) {
-    const Q8ActPanel& panel = panels[p];
-    __m512 acc[kPanelTokens];
-    for (size_t r = 0; r < kPanelTokens; ++r) acc[r] = _mm512_load_ps(sums[p][r]);
-    for (size_t i = 0; i < n; ++i) {
-      const size_t b = run0 + i;
-      __m512i act[8];
-      for (size_t s = 0; s < 8; ++s) {
-        act[s] = _mm512_load_si512(panel.words + (b * 8 + s) * kPanelTokens);
-      }
-      const __m512 x_scale = _mm512_load_ps(panel.scale + b * kPanelTokens);
-      [[maybe_unused]] __m512 x_sum;
-      if constexpr (Source::kHasMin) {
-        x_sum = _mm512_load_ps(panel.scaled_sum + b * kPanelTokens);
-      }
-#pragma GCC unroll 16
-      for (size_t r = 0; r < kRows; ++r) {
-        // Row r's 8-byte chunk c sits at c * 32 + (r % 4) * 8 of its group block.
-        const uint8_t* wr = run.quants[i][r / 4] + r % 4 * 8;
-#pragma GCC unroll 2
-        for (size_t h = 0; h < kHalves; ++h) {
-          // Two dependency chains of vpdpbusd instead of one: 2-5% faster at MiniLM's and
-          // Gemma's prefill shapes on Zen 5 (four chains spill registers and lose it again).
-          __m512i sum = _mm512_set1_epi32(start[i][h][r]), sum2 = _mm512_setzero_si512();
-#pragma GCC unroll 8
-          for (size_t s = h * kStepsPerHalf; s < (h + 1) * kStepsPerHalf; s += 2) {
-            sum = DotBytesBroadcast512(sum, act[s], wr + s / 2 * 32);
-            sum2 = DotBytesBroadcast512(sum2, act[s + 1], wr + s / 2 * 32 + 4);
-          }
-          sum = _mm512_add_epi32(sum, sum2);
-          acc[r] = _mm512_fmadd_ps(
-              _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(run.scale[i][h][r])),
-              x_scale, acc[r]);
+      const Q8ActPanel& panel = panels[p];
+      __m512 acc[kPanelTokens];
+      for (size_t r = 0; r < kPanelTokens; ++r) acc[r] = _mm512_load_ps(sums[p][r]);
+      for (size_t i = 0; i < n; ++i) {
+        const size_t b = run0 + i;
+        __m512i act[8];
+        for (size_t s = 0; s < 8; ++s) {
+          act[s] = _mm512_load_si512(panel.words + (b * 8 + s) * kPanelTokens);
         }
+        const __m512 x_scale = _mm512_load_ps(panel.scale + b * kPanelTokens);
+        [[maybe_unused]] __m512 x_sum;
         if constexpr (Source::kHasMin) {
-          acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(run.min[i][r]), x_sum, acc[r]);
+          x_sum = _mm512_load_ps(panel.scaled_sum + b * kPanelTokens);
+        }
+#pragma GCC unroll 16
+        for (size_t r = 0; r < kRows; ++r) {
+          // Row r's 8-byte chunk c sits at c * 32 + (r % 4) * 8 of its group block.
+          const uint8_t* wr = run.quants[i][r / 4] + r % 4 * 8;
+#pragma GCC unroll 2
+          for (size_t h = 0; h < kHalves; ++h) {
+            // Two dependency chains of vpdpbusd instead of one: 2-5% faster at MiniLM's and
+            // Gemma's prefill shapes on Zen 5 (four chains spill registers and lose it again).
+            __m512i sum = _mm512_set1_epi32(start[i][h][r]), sum2 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (size_t s = h * kStepsPerHalf; s < (h + 1) * kStepsPerHalf; s += 2) {
+              sum = DotBytesBroadcast512(sum, act[s], wr + s / 2 * 32);
+              sum2 = DotBytesBroadcast512(sum2, act[s + 1], wr + s / 2 * 32 + 4);
+            }
+            sum = _mm512_add_epi32(sum, sum2);
+            acc[r] = _mm512_fmadd_ps(
+                _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(run.scale[i][h][r])),
+                x_scale, acc[r]);
+          }
+          if constexpr (Source::kHasMin) {
+            acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(run.min[i][r]), x_sum, acc[r]);
+          }
         }
       }
-    }
-    for (size_t r = 0; r < kPanelTokens; ++r) _mm512_store_ps(sums[p][r], acc[r]);
+      for (size_t r = 0; r < kPanelTokens; ++r) _mm512_store_ps(sums[p][r], acc[r]);
     }
   }
   const __mmask16 row_mask = static_cast<__mmask16>((1u << kRows) - 1);

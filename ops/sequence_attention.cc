@@ -5,8 +5,8 @@
 // kMaxChunkQueries) rows, whose running state (output o, max m, sum l) lives on the stack. The
 // keys are walked in blocks of bk keys; each block is transposed once per chunk into a tile
 // K^T [head_dim][bk], pre-multiplied by scale, and serves every query of the chunk: a query's bk
-// scores are head_dim broadcast-FMAs over bk / lanes vectors, with no reduction across lanes. Then, per block and query, the
-// streaming softmax of ops/attention-inl.h:
+// scores are head_dim broadcast-FMAs over bk / lanes vectors, with no reduction across lanes.
+// Then, per block and query, the streaming softmax of ops/attention-inl.h:
 //   m' = max(m, max_j s_j);  c = exp(m - m');  w_j = exp(s_j - m') = 2^((s_j - m') log2 e)
 //   l = c * l + sum_j w_j;  o = c * o + sum_j w_j * v_j;  m = m'
 // and finally out = o / l. Every exponent is <= 0, so nothing overflows whatever the scores'

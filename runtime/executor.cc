@@ -83,9 +83,9 @@ Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
     const OpKind* kind = FindOpKind(op->params_type());
     KES_CHECK_OR_RETURN(kind != nullptr, where + ": op " + fb::EnumNameOpParams(op->params_type()) +
                                              " has no kernel in this build");
-    const fb::Op* fused = fuse_epilogues && i + 1 < ops.size() && FusesIntoStep(*op, *ops.Get(i + 1))
-                              ? ops.Get(i + 1)
-                              : nullptr;
+    const bool fuse_next =
+        fuse_epilogues && i + 1 < ops.size() && FusesIntoStep(*op, *ops.Get(i + 1));
+    const fb::Op* fused = fuse_next ? ops.Get(i + 1) : nullptr;
     Step step;
     kind->bind(BindContext(model, plan, *op, arena, memory, fused), &step);
     steps_.push_back(step);

@@ -321,7 +321,8 @@ TEST(TinyBertFusedEpilogues, SameEmbeddingsAsOneStepPerOp) {
         const size_t fused = 3 * layers + (std::string(weights) == "q8" ? 2 * layers : 0);
         EXPECT_EQ(encoder->n_steps(), fuse ? plan_ops - fused : plan_ops);
         out[fuse].assign(batch.size() * encoder->embedding_dim(), 0.0f);
-        ASSERT_TRUE(encoder->Encode(ids.data(), lengths.data(), batch.size(), out[fuse].data()).ok());
+        ASSERT_TRUE(
+            encoder->Encode(ids.data(), lengths.data(), batch.size(), out[fuse].data()).ok());
       }
       EXPECT_EQ(LargestDifference(out[0], out[1]), 0.0) << threads << " thread(s)";
     }

@@ -95,8 +95,9 @@ int BenchEncoder(const std::string& model_path, const Model& model,
     return 0;
   }
   PrintEncoderBenchHeader("encoder", model_path, model, arena_bytes);
-  std::printf("median of %zu repetitions after a warm-up of %.2f s; ± is the standard deviation\n\n",
-              options.repetitions, kWarmupSeconds);
+  std::printf(
+      "median of %zu repetitions after a warm-up of %.2f s; ± is the standard deviation\n\n",
+      options.repetitions, kWarmupSeconds);
   std::printf("| threads | seq len | batch |           texts/s | latency ms |\n");
   std::printf("|--------:|--------:|------:|------------------:|-----------:|\n");
   for (const EncoderResult& r : results) {
