@@ -72,6 +72,12 @@ HWY_INLINE __m256i DotBytesAccumulate(__m256i acc, __m256i u8, __m256i s8) {
   asm("vpdpbusd %[s8], %[u8], %[acc]" : [acc] "+v"(acc) : [u8] "v"(u8), [s8] "v"(s8));
   return acc;
 }
+
+// The same on 512-bit vectors.
+HWY_INLINE __m512i DotBytes512(__m512i acc, __m512i u8, __m512i s8) {
+  asm("vpdpbusd %[s8], %[u8], %[acc]" : [acc] "+v"(acc) : [u8] "v"(u8), [s8] "v"(s8));
+  return acc;
+}
 #endif
 
 // Sum of all lanes as a scalar.

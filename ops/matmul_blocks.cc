@@ -32,6 +32,7 @@
 #include "ops/matmul_blocks_dotprod.h"
 #include "ops/matmul_quant_dotprod.h"
 #include "ops/quantize_rows.h"
+#include "ops/weight_prefetch.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kestrel::ops {
@@ -150,8 +151,6 @@ void RowPortable(size_t tokens, const uint8_t* w, const BlockLayout& layout, siz
 // same plan: a vector holds one 8-element chunk of the four rows, [r0 r1 | r2 r3], against the
 // token's 8 quants broadcast to every 64-bit lane, so the four rows' sums come out in separate
 // lanes. Nibbles and high bits are combined in registers into the quants 0..63.
-inline constexpr size_t kPrefetchBytes = 2048;
-
 // The even 32-bit lanes of v shifted left by kLeft, the odd ones by kLeft - 1 (negative counts
 // shift right; kLeft - 1 < 0 only where kLeft <= 0).
 template <int kLeft>
@@ -406,8 +405,8 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
       const size_t sub = blk * F.SubBlocks() + s;
       if (sub % kSumRun == 0) SumTerms<T>(act, kTokens, sub, k / kGgmlSubBlockElems, sum_terms);
       const uint8_t* HWY_RESTRICT p = quants + sub * kSubBytes;
-      hwy::Prefetch(p + kPrefetchBytes);
-      if constexpr (kSubBytes > 64) hwy::Prefetch(p + kPrefetchBytes + 64);
+      hwy::Prefetch(p + kWeightPrefetchBytes);
+      if constexpr (kSubBytes > 64) hwy::Prefetch(p + kWeightPrefetchBytes + 64);
       __m256i c[4];
       LoadGroupSubBlock<T>(p, c);
       // Signed quants (Q6_K, Q3_K) are multiplied as |w| (<= 32, unsigned) against x carrying

@@ -59,12 +59,6 @@ struct PanelRun {
   alignas(64) float min[kPanelRun][4 * kGroups];
 };
 
-// acc + vpdpbusd(u8, s8) on 512-bit vectors (assembly: see DotBytesAccumulate in ops/dispatch.h).
-HWY_INLINE __m512i DotBytes512(__m512i acc, __m512i u8, __m512i s8) {
-  asm("vpdpbusd %[s8], %[u8], %[acc]" : [acc] "+v"(acc) : [u8] "v"(u8), [s8] "v"(s8));
-  return acc;
-}
-
 // The same with the signed operand 4 bytes at s8_4 broadcast to every lane ({1to16}).
 HWY_INLINE __m512i DotBytesBroadcast512(__m512i acc, __m512i u8, const void* s8_4) {
   using AliasedWord = int32_t __attribute__((may_alias));

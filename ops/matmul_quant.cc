@@ -30,6 +30,7 @@
 #include "ops/matmul_quant_dotprod.h"
 #include "ops/quant_layout.h"
 #include "ops/quantize_rows.h"
+#include "ops/weight_prefetch.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kestrel::ops {
@@ -253,11 +254,6 @@ HWY_INLINE void QuantTileForTokens(size_t tokens, const uint8_t* w, const hwy::f
 // the portable one below; the interleave then removed the horizontal adds).
 // The result is the same integer block sums as the portable kernel, scaled the same way.
 
-// Weights are read once per token tile, in one linear stream: prefetching this far ahead keeps
-// more cache misses in flight than the hardware prefetcher alone (the 262144 x 640 q8 LM head:
-// 15.3 -> 12.2 ms per decode step on one Zen 4 core).
-inline constexpr size_t kWeightPrefetchBytes = 2048;
-
 // The group's block b as four vectors, one per 8-value chunk (chunk j: elements 8j..8j+7) of the
 // four rows. Q4: unsigned quants 0..15; Q8: the signed quants.
 template <bool kQ4>
@@ -383,6 +379,22 @@ inline constexpr size_t kX86TokenTile = 8;
 inline constexpr size_t kX86TokenTile = 4;
 #endif
 
+#if HWY_TARGET == HWY_AVX3_DL
+#include "ops/matmul_quant_decode_vnni-inl.h"
+#endif
+
+// One full group against 1 .. 4 tokens: on AVX-512 VNNI the 512-bit decode kernel.
+template <size_t kTokens, bool kQ4>
+HWY_INLINE void QuantGroupSmallTileX86(const uint8_t* w, const hwy::float16_t* ws,
+                                       const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
+                                       size_t n_out) {
+#if HWY_TARGET == HWY_AVX3_DL
+  QuantGroupDecodeVnni<kTokens, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+#else
+  QuantGroupTileX86<kTokens, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+#endif
+}
+
 // One full group against tokens (1 .. kX86TokenTile) tokens: a full tile, or tiles of 4 and a
 // last one of 1 .. 3.
 template <bool kQ4>
@@ -392,12 +404,12 @@ void QuantGroupX86(size_t tokens, const uint8_t* w, const hwy::float16_t* ws, co
     return QuantGroupTileX86<kX86TokenTile, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
   }
   for (; tokens >= 4; tokens -= 4, x += 4 * x_row_bytes, y += 4 * n_out) {
-    QuantGroupTileX86<4, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+    QuantGroupSmallTileX86<4, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
   }
   switch (tokens) {
-    case 1: return QuantGroupTileX86<1, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-    case 2: return QuantGroupTileX86<2, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-    case 3: return QuantGroupTileX86<3, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+    case 1: return QuantGroupSmallTileX86<1, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+    case 2: return QuantGroupSmallTileX86<2, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+    case 3: return QuantGroupSmallTileX86<3, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
     default: return;
   }
 }
