@@ -287,6 +287,40 @@ HWY_INLINE void Q3KScales(const uint8_t* HWY_RESTRICT rec, __m256* lo, __m256* h
   *hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d);
 }
 
+// The K-quants' scales of one block for the four rows of a full group, one vector per row:
+// scales 0-7 in lo[r]; scales 8-15 (Q6_K, Q3_K) or the 8 mins, halved (Q4_K, Q5_K), in hi[r].
+// rec: the group's four scale records, one after another.
+template <GgmlBlockType T>
+HWY_INLINE void GroupScaleRows(const uint8_t* HWY_RESTRICT rec, __m256 lo[4], __m256 hi[4]) {
+  if constexpr (T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K) {
+    for (int r = 0; r < 4; ++r) {
+      const uint8_t* p = rec + 16 * r;
+      // The 12 bytes of 6-bit scales and mins (ops/ggml_blocks.h ScaleMinK4) unpacked four at
+      // a time: u[0..1] become the 8 scales, u[2..3] the 8 mins.
+      uint32_t u[4];
+      memcpy(u, p + 4, 12);
+      constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F, kLow2 = 0x03030303;
+      u[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
+      const uint32_t mins_low = u[1] & kLow6;
+      u[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
+      u[2] = mins_low;
+      u[0] &= kLow6;
+      lo[r] = BytesTimes<false>(u, HalfAt(p));
+      hi[r] = BytesTimes<false>(u + 2, -0.5f * HalfAt(p + 2));
+    }
+  } else if constexpr (T == GgmlBlockType::kQ3_K) {
+    constexpr size_t kRecord = FormatOf(T).record_bytes;
+    for (int r = 0; r < 4; ++r) Q3KScales(rec + kRecord * r, &lo[r], &hi[r]);
+  } else if constexpr (T == GgmlBlockType::kQ6_K) {
+    for (int r = 0; r < 4; ++r) {
+      const uint8_t* p = rec + 18 * r;  // 16 int8 scales, then d
+      const float d = HalfAt(p + 16);
+      lo[r] = BytesTimes<true>(p, d);
+      hi[r] = BytesTimes<true>(p + 8, d);
+    }
+  }
+}
+
 // One block's scales and mins for the four rows of a full group, as the kernel's lane vectors:
 // scale[j], min[j] for each scale index j of the block (BlockFormat::scales), min halved because
 // each row has two lanes. rec: the group's four scale records, one after another.
@@ -302,41 +336,11 @@ HWY_INLINE void GroupScales(const uint8_t* HWY_RESTRICT rec, __m256* scale, __m2
     scale[0] = _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6));
     min[0] = _mm256_mul_ps(
         _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7)), half);
-  } else if constexpr (T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K) {
-    __m256 rows_scale[4], rows_min[4];
-    for (int r = 0; r < 4; ++r) {
-      const uint8_t* p = rec + 16 * r;
-      // The 12 bytes of 6-bit scales and mins (ops/ggml_blocks.h ScaleMinK4) unpacked four at
-      // a time: u[0..1] become the 8 scales, u[2..3] the 8 mins.
-      uint32_t u[4];
-      memcpy(u, p + 4, 12);
-      constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F, kLow2 = 0x03030303;
-      u[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
-      const uint32_t mins_low = u[1] & kLow6;
-      u[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
-      u[2] = mins_low;
-      u[0] &= kLow6;
-      rows_scale[r] = BytesTimes<false>(u, HalfAt(p));
-      rows_min[r] = BytesTimes<false>(u + 2, -0.5f * HalfAt(p + 2));
-    }
-    RowsToLanes(rows_scale, scale);
-    RowsToLanes(rows_min, min);
-  } else if constexpr (T == GgmlBlockType::kQ3_K) {
-    __m256 rows_lo[4], rows_hi[4];
-    constexpr size_t kRecord = FormatOf(T).record_bytes;
-    for (int r = 0; r < 4; ++r) Q3KScales(rec + kRecord * r, &rows_lo[r], &rows_hi[r]);
-    RowsToLanes(rows_lo, scale);
-    RowsToLanes(rows_hi, scale + 8);
-  } else if constexpr (T == GgmlBlockType::kQ6_K) {
-    __m256 rows_lo[4], rows_hi[4];
-    for (int r = 0; r < 4; ++r) {
-      const uint8_t* p = rec + 18 * r;  // 16 int8 scales, then d
-      const float d = HalfAt(p + 16);
-      rows_lo[r] = BytesTimes<true>(p, d);
-      rows_hi[r] = BytesTimes<true>(p + 8, d);
-    }
-    RowsToLanes(rows_lo, scale);
-    RowsToLanes(rows_hi, scale + 8);
+  } else {
+    __m256 lo[4], hi[4];
+    GroupScaleRows<T>(rec, lo, hi);
+    RowsToLanes(lo, scale);
+    RowsToLanes(hi, T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K ? min : scale + 8);
   }
 }
 
@@ -380,12 +384,25 @@ HWY_INLINE void SumTerms(const ActRow* act, size_t tokens, size_t sub, size_t su
   }
 }
 
+// The start of sub-block `sub` in a group tile: the tokens' sum terms for the next kSumRun
+// sub-blocks when a run begins, and the prefetch of the weight stream. Returns the sub-block's
+// quants (quants: the group's first sub-block).
+template <GgmlBlockType T, size_t kTokens>
+HWY_INLINE const uint8_t* BeginSubBlock(const uint8_t* quants, size_t sub, const ActRow* act,
+                                        size_t k, SumTerm (*HWY_RESTRICT sum_terms)[kSumRun]) {
+  constexpr size_t kSubBytes = kQuantGroupRows * FormatOf(T).SubBlockRowBytes();
+  if (sub % kSumRun == 0) SumTerms<T>(act, kTokens, sub, k / kGgmlSubBlockElems, sum_terms);
+  const uint8_t* p = quants + sub * kSubBytes;
+  hwy::Prefetch(p + kWeightPrefetchBytes);
+  if constexpr (kSubBytes > 64) hwy::Prefetch(p + kWeightPrefetchBytes + 64);
+  return p;
+}
+
 template <GgmlBlockType T, size_t kTokens>
 HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
                                size_t r0, const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
                                size_t k, float* HWY_RESTRICT y, size_t n_out) {
   constexpr BlockFormat F = FormatOf(T);
-  constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
   [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);  // vpmaddwd pair sums
   const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
   // Two accumulators per token: the two multiply-adds of a sub-block go to different ones, so
@@ -403,10 +420,7 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
     GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
     for (size_t s = 0; s < F.SubBlocks(); ++s) {
       const size_t sub = blk * F.SubBlocks() + s;
-      if (sub % kSumRun == 0) SumTerms<T>(act, kTokens, sub, k / kGgmlSubBlockElems, sum_terms);
-      const uint8_t* HWY_RESTRICT p = quants + sub * kSubBytes;
-      hwy::Prefetch(p + kWeightPrefetchBytes);
-      if constexpr (kSubBytes > 64) hwy::Prefetch(p + kWeightPrefetchBytes + 64);
+      const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(quants, sub, act, k, sum_terms);
       __m256i c[4];
       LoadGroupSubBlock<T>(p, c);
       // Signed quants (Q6_K, Q3_K) are multiplied as |w| (<= 32, unsigned) against x carrying
@@ -491,6 +505,22 @@ inline constexpr size_t kX86TokenTile = 8;
 inline constexpr size_t kX86TokenTile = kTokenTile;
 #endif
 
+#if HWY_TARGET == HWY_AVX3_DL
+#include "ops/matmul_blocks_decode_vnni-inl.h"
+#endif
+
+// One full group against 1 .. 4 tokens: on AVX-512 VNNI the 512-bit decode kernel.
+template <GgmlBlockType T, size_t kTokens>
+HWY_INLINE void GroupSmallTileX86(const uint8_t* w, const BlockLayout& layout, size_t r0,
+                                  const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
+                                  size_t n_out) {
+#if HWY_TARGET == HWY_AVX3_DL
+  GroupDecodeVnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+#else
+  GroupTileX86<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+#endif
+}
+
 // One full group against tokens (1 .. kX86TokenTile) tokens: a full tile, or tiles of 4 and a
 // last one of 1 .. 3.
 template <GgmlBlockType T>
@@ -500,12 +530,12 @@ void GroupX86(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t
     return GroupTileX86<T, kX86TokenTile>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   }
   for (; tokens >= 4; tokens -= 4, x += 4 * x_row_bytes, y += 4 * n_out) {
-    GroupTileX86<T, 4>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    GroupSmallTileX86<T, 4>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   }
   switch (tokens) {
-    case 1: return GroupTileX86<T, 1>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    case 2: return GroupTileX86<T, 2>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    case 3: return GroupTileX86<T, 3>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    case 1: return GroupSmallTileX86<T, 1>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    case 2: return GroupSmallTileX86<T, 2>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    case 3: return GroupSmallTileX86<T, 3>(w, layout, r0, x, x_row_bytes, k, y, n_out);
     default: return;
   }
 }

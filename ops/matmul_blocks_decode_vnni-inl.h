@@ -1,0 +1,209 @@
+// The kept GGUF types against 1 to 4 tokens (decode) on AVX-512 VNNI (x86 AVX3_DL), 512-bit
+// vectors. Included by ops/matmul_blocks.cc inside its AVX3_DL namespace only (no include
+// guard), after the 256-bit group tile (GroupTileX86) whose helpers it uses.
+//
+// The plan of ops/matmul_quant_decode_vnni-inl.h (which says why): a vector holds two 8-quant
+// chunks of the group's four rows, [c0 | c1] and [c2 | c3], against the token's sub-block
+// permuted to match, so decoding a sub-block's quants and multiplying them take half the
+// instructions of the 256-bit tile's four chunk vectors.
+// - Quants are decoded as LoadGroupSubBlock does, on both chunks of a vector at once: the high
+//   bits of the 5-bit types and Q3_K are shifted per 32-bit lane with a rotate (vprolvd; the
+//   bits it wraps around land above the ones the mask keeps), Q6_K's and Q3_K's per 16-bit lane.
+// - Unsigned quants (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K) multiply the signed activations; Q5_0's
+//   -16 * sum(x) starts the int32 sum (in row r's lanes 2r and 2r + 1), the others' min term is
+//   added in the 256-bit lanes GroupScales makes, as in the 256-bit tile.
+// - Centered quants (Q6_K, Q3_K: q - 32, q - 4) are signed: they multiply x + 128 and each lane
+//   starts at -128 * sum(w), as Q8_0 does; [c0 | c1] and [c2 | c3] are the sub-block's two
+//   halves of 16 with their own scales.
+// Integer sums as the 256-bit tile's; the f32 sums run in another order.
+// bench/matmul_bench, n:1, k 640, one Zen 5 core, against the 256-bit tile: with the weights in
+// cache (n_out 2048) Q4_1 45 -> 52 GB/s, Q5_0 39 -> 46, Q4_K 25 -> 32, Q5_K 28 -> 35, Q6_K 37 ->
+// 44, Q3_K 15 -> 19; from DRAM (n_out 262144) 5-25% faster, Q4_K 23-25 -> 28-29 GB/s.
+
+// Sub-block p of a full group as [c0 | c1] and [c2 | c3] (LoadGroupSubBlock's chunks).
+template <GgmlBlockType T>
+HWY_INLINE void LoadGroupSubBlock512(const uint8_t* HWY_RESTRICT p, __m512i& w01, __m512i& w23) {
+  constexpr BlockFormat F = FormatOf(T);
+  if constexpr (F.low_bits == 2) {
+    // Q3_K: each row's 8 bytes lane-aligned with the chunks, chunk e's bits at 2e..2e+1.
+    const __m512i b =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i two = _mm512_set1_epi8(0x03);
+    w01 = _mm512_and_si512(_mm512_srlv_epi16(b, _mm512_set_epi64(0x2000200020002, 0x2000200020002,
+                                                                 0x2000200020002, 0x2000200020002,
+                                                                 0, 0, 0, 0)),
+                           two);
+    w23 = _mm512_and_si512(
+        _mm512_srlv_epi16(b, _mm512_set_epi64(0x6000600060006, 0x6000600060006, 0x6000600060006,
+                                              0x6000600060006, 0x4000400040004, 0x4000400040004,
+                                              0x4000400040004, 0x4000400040004)),
+        two);
+  } else {
+    const __m512i low = _mm512_set1_epi8(0x0F);
+    const __m512i b = _mm512_loadu_si512(p);  // LoadGroupSubBlock's b0 and b1
+    w01 = _mm512_and_si512(b, low);
+    w23 = _mm512_and_si512(_mm512_srli_epi16(b, 4), low);
+  }
+  const uint8_t* high = p + kQuantGroupRows * F.LowBytes();
+  if constexpr (F.high_bits == 1) {
+    // Row r's 4 bytes in its lanes 2r and 2r + 1 of both halves; chunk c's bits sit at 2c
+    // (first lane) and 2c + 1 (second) of every byte, moved to bit low_bits.
+    const __m512i h = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3),
+        _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(high))));
+    const __m512i bit = _mm512_set1_epi8(static_cast<char>(1 << F.low_bits));
+    constexpr int kLow = static_cast<int>(F.low_bits);
+    // Left rotations by kLow - n for the shift of chunk n / 2 (even lanes) and n / 2's second
+    // lane (odd): a right shift by m is a left rotation by 32 - m.
+    const auto rotations = [](int first) {
+      int r[16];
+      for (int i = 0; i < 16; ++i) r[i] = (kLow - first - (i >= 8 ? 2 : 0) - i % 2 + 32) % 32;
+      return _mm512_setr_epi32(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
+                               r[10], r[11], r[12], r[13], r[14], r[15]);
+    };
+    w01 = _mm512_or_si512(w01, _mm512_and_si512(_mm512_rolv_epi32(h, rotations(0)), bit));
+    w23 = _mm512_or_si512(w23, _mm512_and_si512(_mm512_rolv_epi32(h, rotations(4)), bit));
+  } else if constexpr (F.high_bits == 2) {
+    // Q6_K: 8 bytes per row, lane-aligned with the chunks: chunk e's bits at 2e..2e+1.
+    const __m512i h =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(high)));
+    const __m512i mask = _mm512_set1_epi8(0x30);
+    const __m512i left_4_2 = _mm512_set_epi64(0x2000200020002, 0x2000200020002, 0x2000200020002,
+                                              0x2000200020002, 0x4000400040004, 0x4000400040004,
+                                              0x4000400040004, 0x4000400040004);
+    const __m512i right_0_2 = _mm512_set_epi64(0x2000200020002, 0x2000200020002,
+                                               0x2000200020002, 0x2000200020002, 0, 0, 0, 0);
+    w01 = _mm512_or_si512(w01, _mm512_and_si512(_mm512_sllv_epi16(h, left_4_2), mask));
+    w23 = _mm512_or_si512(w23, _mm512_and_si512(_mm512_srlv_epi16(h, right_0_2), mask));
+  }
+  if constexpr (F.centered()) {
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(F.center));
+    w01 = _mm512_sub_epi8(w01, bias);
+    w23 = _mm512_sub_epi8(w23, bias);
+  }
+}
+
+// v in both halves: a 256-bit lane vector [r0 r0 r1 r1 | r2 r2 r3 r3] for [c0 | c1].
+HWY_INLINE __m512 BothHalves(__m256 v) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(v), v, 1);
+}
+
+// The K-quants' per-row scale vectors (GroupScaleRows) as two 512-bit vectors, rows 0-1 and
+// rows 2-3: each sub-block then takes its scales with one permute (RowLanes) instead of the
+// two 8 x 8 transposes per block and vector of GroupScales.
+struct RowPairs {
+  __m512 rows01, rows23;
+  explicit RowPairs(const __m256 rows[4])
+      : rows01(_mm512_insertf32x8(_mm512_castps256_ps512(rows[0]), rows[1], 1)),
+        rows23(_mm512_insertf32x8(_mm512_castps256_ps512(rows[2]), rows[3], 1)) {}
+  // Value j of each row in the lanes [r0 r0 r1 r1 r2 r2 r3 r3] twice.
+  __m512 Lanes(size_t j) const {
+    const __m512i first =
+        _mm512_setr_epi32(0, 0, 8, 8, 16, 16, 24, 24, 0, 0, 8, 8, 16, 16, 24, 24);
+    return _mm512_permutex2var_ps(
+        rows01, _mm512_add_epi32(first, _mm512_set1_epi32(static_cast<int>(j))), rows23);
+  }
+};
+
+// One full group (4 rows) x kTokens (1..4) tokens. Arguments as for GroupTileX86.
+template <GgmlBlockType T, size_t kTokens>
+HWY_NOINLINE void GroupDecodeVnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                                  size_t r0, const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
+                                  size_t k, float* HWY_RESTRICT y, size_t n_out) {
+  static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
+  constexpr BlockFormat F = FormatOf(T);
+  const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
+  const __m512i chunks_01 = _mm512_setr_epi64(0, 0, 0, 0, 1, 1, 1, 1);
+  const __m512i chunks_23 = _mm512_setr_epi64(2, 2, 2, 2, 3, 3, 3, 3);
+  const __m512i bytes_128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  constexpr __mmask16 kLowHalf = 0x00FF;  // every row's lanes 2r, 2r + 1 of [c0]
+  // acc: [c0 | c1] (centered: the first half's); acc2: centered types' second half; acc_min:
+  // the min terms in GroupScales' 256-bit lanes.
+  __m512 acc[kTokens], acc2[kTokens];
+  __m256 acc_min[kTokens];
+  ActRow act[kTokens];
+  for (size_t t = 0; t < kTokens; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    acc2[t] = _mm512_setzero_ps();
+    acc_min[t] = _mm256_setzero_ps();
+    act[t] = ActRowAt(x + t * x_row_bytes, k);
+  }
+  HWY_ALIGN SumTerm sum_terms[kTokens][kSumRun];
+  constexpr bool kRowScales = F.block_elems == kGgmlSuperBlockElems;  // the K-quants
+  for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
+    // Scales (and the halved mins) of the block: the one-scale types' lane vectors, or the
+    // K-quants' per-row vectors. Scale index j of the block's sub-block s in [c0 | c1] lanes.
+    __m256 scale[kMaxScales], min[kMaxScales], lo[4] = {}, hi[4] = {};
+    if constexpr (kRowScales) {
+      GroupScaleRows<T>(w + layout.RecordOffset(r0, blk), lo, hi);
+    } else {
+      GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
+    }
+    const RowPairs lo_rows(lo), hi_rows(hi);  // unused (dead code) for the one-scale types
+    const auto scale_at = [&](size_t j) {
+      if constexpr (!kRowScales) return BothHalves(scale[j]);
+      return j < 8 ? lo_rows.Lanes(j) : hi_rows.Lanes(j - 8);
+    };
+    const auto min_at = [&](size_t j) {
+      if constexpr (!kRowScales) return min[j];
+      return _mm512_castps512_ps256(hi_rows.Lanes(j));
+    };
+    for (size_t s = 0; s < F.SubBlocks(); ++s) {
+      const size_t sub = blk * F.SubBlocks() + s;
+      const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(quants, sub, act, k, sum_terms);
+      __m512i w01, w23;
+      LoadGroupSubBlock512<T>(p, w01, w23);
+      if constexpr (F.centered()) {
+        const __m512i start01 = _mm512_sub_epi32(
+            _mm512_setzero_si512(), DotBytes512(_mm512_setzero_si512(), bytes_128, w01));
+        const __m512i start23 = _mm512_sub_epi32(
+            _mm512_setzero_si512(), DotBytes512(_mm512_setzero_si512(), bytes_128, w23));
+        const __m512 scale01 = scale_at(2 * s), scale23 = scale_at(2 * s + 1);
+        for (size_t t = 0; t < kTokens; ++t) {
+          const __m512i xv = _mm512_castsi256_si512(_mm256_xor_si256(
+              _mm256_loadu_si256(
+                  reinterpret_cast<const __m256i*>(act[t].q + sub * kGgmlSubBlockElems)),
+              _mm512_castsi512_si256(bytes_128)));
+          const __m512 xs = _mm512_set1_ps(act[t].scale[sub]);
+          const __m512i half01 =
+              DotBytes512(start01, _mm512_permutexvar_epi64(chunks_01, xv), w01);
+          const __m512i half23 =
+              DotBytes512(start23, _mm512_permutexvar_epi64(chunks_23, xv), w23);
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(half01), _mm512_mul_ps(scale01, xs), acc[t]);
+          acc2[t] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(half23), _mm512_mul_ps(scale23, xs), acc2[t]);
+        }
+      } else {
+        const size_t j = F.SubBlocks() == 1 ? 0 : s;
+        const __m512 scale_j = scale_at(j);
+        [[maybe_unused]] const __m256 min_j = min_at(j);
+        for (size_t t = 0; t < kTokens; ++t) {
+          const __m512i xv = _mm512_castsi256_si512(_mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(act[t].q + sub * kGgmlSubBlockElems)));
+          const __m512i start =
+              T == GgmlBlockType::kQ5_0
+                  ? _mm512_maskz_set1_epi32(kLowHalf, sum_terms[t][sub % kSumRun].offset)
+                  : _mm512_setzero_si512();
+          const __m512i sums = DotBytes512(
+              DotBytes512(start, w01, _mm512_permutexvar_epi64(chunks_01, xv)), w23,
+              _mm512_permutexvar_epi64(chunks_23, xv));
+          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
+                                   _mm512_mul_ps(scale_j, _mm512_set1_ps(act[t].scale[sub])),
+                                   acc[t]);
+          if constexpr (T != GgmlBlockType::kQ5_0) {
+            acc_min[t] = _mm256_fmadd_ps(
+                min_j, _mm256_set1_ps(sum_terms[t][sub % kSumRun].scaled), acc_min[t]);
+          }
+        }
+      }
+    }
+  }
+  for (size_t t = 0; t < kTokens; ++t) {
+    const __m512 both = _mm512_add_ps(acc[t], acc2[t]);
+    const __m256 sum = _mm256_add_ps(
+        _mm256_add_ps(_mm512_castps512_ps256(both), _mm512_extractf32x8_ps(both, 1)), acc_min[t]);
+    const __m128 rows =
+        _mm_hadd_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+    _mm_storeu_ps(y + t * n_out, rows);
+  }
+}
