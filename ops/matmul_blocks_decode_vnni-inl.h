@@ -20,6 +20,11 @@
 // cache (n_out 2048) Q4_1 45 -> 52 GB/s, Q5_0 39 -> 46, Q4_K 25 -> 32, Q5_K 28 -> 35, Q6_K 37 ->
 // 44, Q3_K 15 -> 19; from DRAM (n_out 262144) 5-25% faster, Q4_K 23-25 -> 28-29 GB/s.
 
+// Shift counts for 16-bit lanes: low in the low half (chunk [c0] or [c2]), high in the other.
+HWY_INLINE __m512i HalfCounts16(int16_t low, int16_t high) {
+  return _mm512_inserti64x4(_mm512_set1_epi16(low), _mm256_set1_epi16(high), 1);
+}
+
 // Sub-block p of a full group as [c0 | c1] and [c2 | c3] (LoadGroupSubBlock's chunks).
 template <GgmlBlockType T>
 HWY_INLINE void LoadGroupSubBlock512(const uint8_t* HWY_RESTRICT p, __m512i& w01, __m512i& w23) {
@@ -29,15 +34,8 @@ HWY_INLINE void LoadGroupSubBlock512(const uint8_t* HWY_RESTRICT p, __m512i& w01
     const __m512i b =
         _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     const __m512i two = _mm512_set1_epi8(0x03);
-    w01 = _mm512_and_si512(_mm512_srlv_epi16(b, _mm512_set_epi64(0x2000200020002, 0x2000200020002,
-                                                                 0x2000200020002, 0x2000200020002,
-                                                                 0, 0, 0, 0)),
-                           two);
-    w23 = _mm512_and_si512(
-        _mm512_srlv_epi16(b, _mm512_set_epi64(0x6000600060006, 0x6000600060006, 0x6000600060006,
-                                              0x6000600060006, 0x4000400040004, 0x4000400040004,
-                                              0x4000400040004, 0x4000400040004)),
-        two);
+    w01 = _mm512_and_si512(_mm512_srlv_epi16(b, HalfCounts16(0, 2)), two);
+    w23 = _mm512_and_si512(_mm512_srlv_epi16(b, HalfCounts16(4, 6)), two);
   } else {
     const __m512i low = _mm512_set1_epi8(0x0F);
     const __m512i b = _mm512_loadu_si512(p);  // LoadGroupSubBlock's b0 and b1
@@ -53,28 +51,28 @@ HWY_INLINE void LoadGroupSubBlock512(const uint8_t* HWY_RESTRICT p, __m512i& w01
         _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(high))));
     const __m512i bit = _mm512_set1_epi8(static_cast<char>(1 << F.low_bits));
     constexpr int kLow = static_cast<int>(F.low_bits);
-    // Left rotations by kLow - n for the shift of chunk n / 2 (even lanes) and n / 2's second
-    // lane (odd): a right shift by m is a left rotation by 32 - m.
+    // Chunk c's shift in LoadGroupSubBlock (ShiftLanePairs): left by kLow - 2c in a row's
+    // first lane and kLow - 2c - 1 in its second, negative counts shifting right; here as left
+    // rotations (a right shift by m is a rotation by 32 - m), chunk `first` in the low half
+    // and chunk first + 1 in the high one.
     const auto rotations = [](int first) {
       int r[16];
-      for (int i = 0; i < 16; ++i) r[i] = (kLow - first - (i >= 8 ? 2 : 0) - i % 2 + 32) % 32;
+      for (int i = 0; i < 16; ++i) {
+        const int chunk = first + (i >= 8 ? 1 : 0);
+        r[i] = (kLow - 2 * chunk - i % 2 + 32) % 32;
+      }
       return _mm512_setr_epi32(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
                                r[10], r[11], r[12], r[13], r[14], r[15]);
     };
     w01 = _mm512_or_si512(w01, _mm512_and_si512(_mm512_rolv_epi32(h, rotations(0)), bit));
-    w23 = _mm512_or_si512(w23, _mm512_and_si512(_mm512_rolv_epi32(h, rotations(4)), bit));
+    w23 = _mm512_or_si512(w23, _mm512_and_si512(_mm512_rolv_epi32(h, rotations(2)), bit));
   } else if constexpr (F.high_bits == 2) {
     // Q6_K: 8 bytes per row, lane-aligned with the chunks: chunk e's bits at 2e..2e+1.
     const __m512i h =
         _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(high)));
     const __m512i mask = _mm512_set1_epi8(0x30);
-    const __m512i left_4_2 = _mm512_set_epi64(0x2000200020002, 0x2000200020002, 0x2000200020002,
-                                              0x2000200020002, 0x4000400040004, 0x4000400040004,
-                                              0x4000400040004, 0x4000400040004);
-    const __m512i right_0_2 = _mm512_set_epi64(0x2000200020002, 0x2000200020002,
-                                               0x2000200020002, 0x2000200020002, 0, 0, 0, 0);
-    w01 = _mm512_or_si512(w01, _mm512_and_si512(_mm512_sllv_epi16(h, left_4_2), mask));
-    w23 = _mm512_or_si512(w23, _mm512_and_si512(_mm512_srlv_epi16(h, right_0_2), mask));
+    w01 = _mm512_or_si512(w01, _mm512_and_si512(_mm512_sllv_epi16(h, HalfCounts16(4, 2)), mask));
+    w23 = _mm512_or_si512(w23, _mm512_and_si512(_mm512_srlv_epi16(h, HalfCounts16(0, 2)), mask));
   }
   if constexpr (F.centered()) {
     const __m512i bias = _mm512_set1_epi8(static_cast<char>(F.center));
