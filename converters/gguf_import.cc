@@ -18,6 +18,7 @@ bool DTypeOfGgmlType(gguf::GgmlType type, fb::DType* dtype) {
     case gguf::GgmlType::Q4_1: *dtype = fb::DType::Q4_1; return true;
     case gguf::GgmlType::Q5_0: *dtype = fb::DType::Q5_0; return true;
     case gguf::GgmlType::Q5_1: *dtype = fb::DType::Q5_1; return true;
+    case gguf::GgmlType::Q2_K: *dtype = fb::DType::Q2_K; return true;
     case gguf::GgmlType::Q3_K: *dtype = fb::DType::Q3_K; return true;
     case gguf::GgmlType::Q4_K: *dtype = fb::DType::Q4_K; return true;
     case gguf::GgmlType::Q5_K: *dtype = fb::DType::Q5_K; return true;
@@ -55,7 +56,7 @@ Status WeightDType(const gguf::File& file, const std::string& name, const Conver
   return Status::Error(
       "tensor '" + name + "' is " + gguf::GgmlTypeName(info->type) +
       ", which --weights keep cannot keep (kept: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
-      "Q3_K, Q4_K, Q5_K, Q6_K)" +
+      "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)" +
       (gguf::CanDequantize(info->type)
            ? "; convert with --weights q4_k_m, q4_k, q5_k, q6_k, q8, q4, f16, bf16 or f32 "
              "(the tensor is dequantized, then stored in that type)"

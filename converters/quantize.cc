@@ -115,7 +115,8 @@ void QuantizeGgmlBlock(ops::GgmlBlockType t, const float* x, uint8_t* block) {
     case ops::GgmlBlockType::kQ4_K: return QuantizeBlockQ4_K(x, block);
     case ops::GgmlBlockType::kQ5_K: return QuantizeBlockQ5_K(x, block);
     case ops::GgmlBlockType::kQ6_K: return QuantizeBlockQ6_K(x, block);
-    case ops::GgmlBlockType::kQ3_K: break;  // no quantizer: StoreWeights refuses to make Q3_K
+    case ops::GgmlBlockType::kQ2_K:  // no quantizers: StoreWeights refuses to make these
+    case ops::GgmlBlockType::kQ3_K: break;
   }
 }
 

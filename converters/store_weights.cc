@@ -61,9 +61,11 @@ Status StoreWeights(const std::string& name, const std::vector<float>& values, f
     KES_CHECK_OR_RETURN(shape.size() == 2, where + ": only matrices can be stored as " +
                                                DTypeName(dtype) + ", found shape " +
                                                ShapeString(shape));
-    KES_CHECK_OR_RETURN(block_type != ops::GgmlBlockType::kQ3_K,
-                        where + ": Kestrel has no Q3_K quantizer (Q3_K tensors are kept from a "
-                                "GGUF file, never made from other values)");
+    KES_CHECK_OR_RETURN(
+        block_type != ops::GgmlBlockType::kQ3_K && block_type != ops::GgmlBlockType::kQ2_K,
+        where + ": Kestrel has no " + DTypeName(dtype) +
+            " quantizer (Q2_K and Q3_K tensors are kept from a GGUF file, never made from other "
+            "values)");
     const uint64_t rows = shape[0], k = shape[1];
     const size_t block_elems = ops::GgmlBlockElems(block_type);
     KES_CHECK_OR_RETURN(k % block_elems == 0,

@@ -3,8 +3,8 @@
 namespace kestrel::ops {
 namespace {
 
-// Where ggml keeps the bits of one quant inside its block: the low bits (a nibble, or Q3_K's
-// two) at bit nib_shift of byte nib_byte, the high bits (if the type has them) at bit high_shift
+// Where ggml keeps the bits of one quant inside its block: the low bits (a nibble, or Q2_K's and
+// Q3_K's two) at bit nib_shift of byte nib_byte, the high bits (if the type has them) at bit high_shift
 // of byte high_byte.
 struct QuantBits {
   size_t nib_byte, nib_shift, high_byte, high_shift;
@@ -36,6 +36,12 @@ void ForEachGgmlQuant(GgmlBlockType t, F f) {
       }
       return;
     }
+    case GgmlBlockType::kQ2_K:
+      // Value l of 128-value half n, bit pair j: 2 bits at 2j of qs[32n + l] (ggml-common.h).
+      for (size_t e = 0; e < 256; ++e) {
+        f(e, QuantBits{16 + 32 * (e / 128) + e % 32, 2 * (e % 128 / 32), 0, 0});
+      }
+      return;
     case GgmlBlockType::kQ3_K:
       // Value l of sub-block s (of 16): 2 bits at 2 * (s / 2 % 4) of qs[32 * (s / 8) + 16 *
       // (s % 2) + l], the high bit at bit s / 2 of hmask[16 * (s % 2) + l] (ggml-common.h).
@@ -101,6 +107,17 @@ void WriteQuant(uint8_t* bytes, const QuantBits& b, const BlockFormat& f, uint32
   if (f.high_bits) put(b.high_byte, b.high_shift, (1u << f.high_bits) - 1, q >> f.low_bits);
 }
 
+// The scale record's two parts: record_bytes from record_begin of ggml's block, or for a split
+// record (Q2_K) record_split bytes from there and the rest from the block's start.
+struct RecordPart {
+  size_t block_at, record_at, bytes;
+};
+void RecordParts(const BlockFormat& f, RecordPart parts[2]) {
+  const size_t head = f.record_split ? f.record_split : f.record_bytes;
+  parts[0] = {f.record_begin, 0, head};
+  parts[1] = {0, head, f.record_bytes - head};
+}
+
 }  // namespace
 
 void PackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* ggml_block,
@@ -111,8 +128,12 @@ void PackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* gg
     const QuantBits to = PackedBits(layout, row, first_sub + e / 32, e % 32);
     WriteQuant(tensor, to, f, ReadQuant(ggml_block, from, f));
   });
-  std::memcpy(tensor + layout.RecordOffset(row, block), ggml_block + f.record_begin,
-              f.record_bytes);
+  RecordPart parts[2];
+  RecordParts(f, parts);
+  for (const RecordPart& p : parts) {
+    std::memcpy(tensor + layout.RecordOffset(row, block) + p.record_at, ggml_block + p.block_at,
+                p.bytes);
+  }
 }
 
 void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* tensor,
@@ -124,8 +145,12 @@ void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* 
     const QuantBits from = PackedBits(layout, row, first_sub + e / 32, e % 32);
     WriteQuant(ggml_block, to, f, ReadQuant(tensor, from, f));
   });
-  std::memcpy(ggml_block + f.record_begin, tensor + layout.RecordOffset(row, block),
-              f.record_bytes);
+  RecordPart parts[2];
+  RecordParts(f, parts);
+  for (const RecordPart& p : parts) {
+    std::memcpy(ggml_block + p.block_at, tensor + layout.RecordOffset(row, block) + p.record_at,
+                p.bytes);
+  }
 }
 
 void LoadSubBlockQuants(const BlockLayout& layout, const uint8_t* tensor, size_t row, size_t sub,

@@ -1,9 +1,9 @@
-// Where the quants and scales of a kept GGUF tensor (Q4_1, Q5_0, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K)
-// live:
+// Where the quants and scales of a kept GGUF tensor (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K) live:
 // the layout the converter packs, the matmul kernels (ops/matmul_blocks.h) read and the
 // embedding lookup unpacks. Q8_0 and Q4_0 keep their own layout (ops/quant_layout.h).
 //
-// Every element of these types is an unsigned integer quant q of 3 to 6 bits times scales that
+// Every element of these types is an unsigned integer quant q of 2 to 6 bits times scales that
 // ggml stores once per block (32 elements) or super-block (256, the K-quants). The packing
 // separates the two and moves bits only, so the tensor is exactly as large as ggml's and its
 // values are ggml's bit for bit:
@@ -11,8 +11,8 @@
 //   Q8_0/Q4_0; a group stores sub-block 0 of its rows, then sub-block 1, ... For each sub-block:
 //     low bits: nibbles, 16 bytes per row, byte i holding element i (low nibble) and i + 16
 //              (high), the rows' bytes interleaved in 8-byte chunks exactly as Q4_0's quants
-//              are; Q3_K's 2 low bits instead 8 bytes per row, row after row, byte i (0..7)
-//              holding element 8c + i at bits 2c..2c+1;
+//              are; Q2_K's and Q3_K's 2 low bits instead 8 bytes per row, row after row,
+//              byte i (0..7) holding element 8c + i at bits 2c..2c+1;
 //     high bits (Q3_K and the 5- and 6-bit types), then, row after row, 4 or 8 bytes per row:
 //              1 bit: byte k (0..3), bit 2c + h is the high bit of element 8c + 4h + k (bit 4,
 //                     or bit 2 for Q3_K);
@@ -23,7 +23,8 @@
 // - scale records, after the last quant: ggml's own scale bytes of each (row, block), in the
 //   (group, block, row) order of ops/quant_layout.h: Q4_1/Q5_1 d and m (f16), Q5_0 d, Q4_K/Q5_K
 //   d, dmin and the 12 bytes of 6-bit scales and mins, Q6_K the 16 int8 scales then d, Q3_K
-//   the 12 bytes of 6-bit scales then d.
+//   the 12 bytes of 6-bit scales then d, Q2_K d and dmin then its 16 bytes of 4-bit scale and
+//   min (ggml stores them at either end of the block).
 #pragma once
 
 #include <cstddef>
@@ -34,7 +35,8 @@
 #include "ops/quant_layout.h"
 
 // The types packed this way, for declaring one kernel per type: X(Q4_1) X(Q5_0) ...
-#define KESTREL_BLOCK_TYPES(X) X(Q4_1) X(Q5_0) X(Q5_1) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)
+#define KESTREL_BLOCK_TYPES(X) \
+  X(Q4_1) X(Q5_0) X(Q5_1) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)
 
 namespace kestrel::ops {
 
@@ -42,15 +44,21 @@ inline constexpr size_t kNibbleBytes = 16;  // per row and sub-block of 32
 
 struct BlockFormat {
   size_t block_elems;   // 32, or 256 for K-quants
-  size_t low_bits;      // 4 (a nibble), or 2 for Q3_K
+  size_t low_bits;      // 4 (a nibble), or 2 for Q2_K and Q3_K
   size_t high_bits;     // bits of each quant above its low bits: 0, 1 or 2
   size_t record_begin;  // where the scale bytes sit in ggml's block, and how many
   size_t record_bytes;
-  size_t scales;        // scale values per block: 1, 8 (one per 32) or 16 (Q6_K, Q3_K: per 16)
+  size_t scales;        // scale values per block: 1, 8 (one per 32) or 16 (Q6_K, Q3_K, Q2_K:
+                        // per 16)
   int center;           // Q6_K 32, Q3_K 4: the quant means q - center (the kernels make it
                         // signed); 0 for the others
+  size_t record_split = 0;  // Q2_K: only this many record bytes start at record_begin; the
+                            // rest are the block's first bytes
 
   constexpr bool centered() const { return center != 0; }
+  // A scale per 16 elements: each sub-block of 32 is two halves, each with its own scale (and
+  // Q2_K's its own min).
+  constexpr bool PerHalfScales() const { return scales == 2 * block_elems / kGgmlSubBlockElems; }
   constexpr size_t SubBlocks() const { return block_elems / kGgmlSubBlockElems; }
   constexpr size_t LowBytes() const { return low_bits * 4; }    // per row and sub-block
   constexpr size_t HighBytes() const { return high_bits * 4; }  // per row and sub-block
@@ -63,6 +71,7 @@ constexpr BlockFormat FormatOf(GgmlBlockType t) {
     case GgmlBlockType::kQ4_1: return {32, 4, 0, 0, 4, 1, 0};
     case GgmlBlockType::kQ5_0: return {32, 4, 1, 0, 2, 1, 0};
     case GgmlBlockType::kQ5_1: return {32, 4, 1, 0, 4, 1, 0};
+    case GgmlBlockType::kQ2_K: return {256, 2, 0, 80, 20, 16, 0, 4};
     case GgmlBlockType::kQ3_K: return {256, 2, 1, 96, 14, 16, 4};
     case GgmlBlockType::kQ4_K: return {256, 4, 0, 0, 16, 8, 0};
     case GgmlBlockType::kQ5_K: return {256, 4, 1, 0, 16, 8, 0};
@@ -117,7 +126,8 @@ void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* 
 
 // A block's scale record as the kernels use it: for scale j (see BlockFormat::scales), element
 // values are scale[j] * q + min[j] for unsigned types and scale[j] * (q - 32) for Q6_K (min
-// unused), scale[j] * (q - 4) for Q3_K. Computed in f32 as ggml does (d * sc, dmin * m); they
+// unused), scale[j] * (q - 4) for Q3_K. Q2_K's 16 scales and mins are per 16 elements like
+// Q3_K's. Computed in f32 as ggml does (d * sc, dmin * m); they
 // feed the kernels' f32 sums.
 inline void DecodeScales(GgmlBlockType t, const uint8_t* record, float* scale, float* min) {
   uint16_t bits[2];
@@ -142,6 +152,15 @@ inline void DecodeScales(GgmlBlockType t, const uint8_t* record, float* scale, f
         ScaleMinK4(j, record + 4, &sc, &m);
         scale[j] = d * static_cast<float>(sc);
         min[j] = -(dmin * static_cast<float>(m));
+      }
+      return;
+    }
+    case GgmlBlockType::kQ2_K: {
+      std::memcpy(bits, record, 4);
+      const float d = ScaleToF32(bits[0]), dmin = ScaleToF32(bits[1]);
+      for (size_t j = 0; j < 16; ++j) {
+        scale[j] = d * static_cast<float>(record[4 + j] & 0x0F);
+        min[j] = -(dmin * static_cast<float>(record[4 + j] >> 4));
       }
       return;
     }

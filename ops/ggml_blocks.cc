@@ -84,6 +84,23 @@ void BlockQ8_0(const uint8_t* b, float* y) {
   }
 }
 
+// Q2_K (84 bytes): scales[16] (low nibble: scale, high nibble: min), qs[64], d, dmin (f16).
+// 16 sub-blocks of 16 values; y = (d * scale) * q - (dmin * min). Byte i of a 32-byte run of qs
+// holds, at bits 2j, value i of sub-block pair j (values 0-15 of the pair's first sub-block,
+// 16-31 of its second), as Q3_K's low bits.
+void BlockQ2_K(const uint8_t* b, float* y) {
+  const uint8_t* scales = b;
+  const uint8_t* qs = b + 16;
+  const float d = LoadHalf(b + 80), dmin = LoadHalf(b + 82);
+  for (size_t sub = 0; sub < 16; ++sub) {
+    const float scale = d * static_cast<float>(scales[sub] & 0x0F);
+    const float min = dmin * static_cast<float>(scales[sub] >> 4);
+    const uint8_t* q = qs + 32 * (sub / 8) + 16 * (sub % 2);
+    const int shift = static_cast<int>(2 * ((sub / 2) % 4));
+    for (size_t l = 0; l < 16; ++l) *y++ = scale * static_cast<float>((q[l] >> shift) & 3) - min;
+  }
+}
+
 // Q3_K (110 bytes): hmask[32] (bit `m` of byte l: the high bit of value l of bit-pair run m),
 // qs[64] (2-bit quants, four to a byte), 12 bytes of sixteen 6-bit scales (ScaleQ3K), d (f16).
 // 16 sub-blocks of 16 values; y = (d * (scale - 32)) * (q2 + 4 * high - 4). Byte i of a 32-byte
@@ -187,6 +204,7 @@ void DequantizeGgmlBlock(GgmlBlockType t, const uint8_t* block, float* y) {
     case GgmlBlockType::kQ5_0: return BlockQ5_0(block, y);
     case GgmlBlockType::kQ5_1: return BlockQ5_1(block, y);
     case GgmlBlockType::kQ8_0: return BlockQ8_0(block, y);
+    case GgmlBlockType::kQ2_K: return BlockQ2_K(block, y);
     case GgmlBlockType::kQ3_K: return BlockQ3_K(block, y);
     case GgmlBlockType::kQ4_K: return BlockQ4_K(block, y);
     case GgmlBlockType::kQ5_K: return BlockQ5_K(block, y);

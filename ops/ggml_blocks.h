@@ -11,7 +11,7 @@
 namespace kestrel::ops {
 
 enum class GgmlBlockType : uint8_t {
-  kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ3_K, kQ4_K, kQ5_K, kQ6_K
+  kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K
 };
 
 inline constexpr size_t kGgmlSubBlockElems = 32;
@@ -19,7 +19,7 @@ inline constexpr size_t kGgmlSuperBlockElems = 256;  // the K-quants' block
 
 // Values per block (32, or 256 for K-quants) and bytes per block as GGUF stores them.
 constexpr size_t GgmlBlockElems(GgmlBlockType t) {
-  return t == GgmlBlockType::kQ3_K || t == GgmlBlockType::kQ4_K || t == GgmlBlockType::kQ5_K ||
+  return t == GgmlBlockType::kQ2_K || t == GgmlBlockType::kQ3_K || t == GgmlBlockType::kQ4_K || t == GgmlBlockType::kQ5_K ||
                  t == GgmlBlockType::kQ6_K
              ? kGgmlSuperBlockElems
              : kGgmlSubBlockElems;
@@ -31,6 +31,7 @@ constexpr size_t GgmlBlockBytes(GgmlBlockType t) {
     case GgmlBlockType::kQ5_0: return 22;
     case GgmlBlockType::kQ5_1: return 24;
     case GgmlBlockType::kQ8_0: return 34;
+    case GgmlBlockType::kQ2_K: return 84;
     case GgmlBlockType::kQ3_K: return 110;
     case GgmlBlockType::kQ4_K: return 144;
     case GgmlBlockType::kQ5_K: return 176;

@@ -2,11 +2,12 @@
 // dispatched at run time.
 //
 // Every type is handled the same way: a weight element is scale * q + min with q an unsigned
-// integer of 3-6 bits (Q6_K: scale * (q - 32), Q3_K: scale * (q - 4), made signed), the scale
-// and min constant over a sub-block of 32 (16 for Q6_K and Q3_K). With activations quantized
-// per 32 (x = xs * xq, ops/quantize_rows.h), a sub-block contributes
+// integer of 2-6 bits (Q6_K: scale * (q - 32), Q3_K: scale * (q - 4), made signed), the scale
+// and min constant over a sub-block of 32 (16 for Q6_K, Q3_K and Q2_K). With activations
+// quantized per 32 (x = xs * xq, ops/quantize_rows.h), a sub-block contributes
 // xs * (scale * sum(q * xq) + min * sum(xq)): the first sum is exact in int32, the second is
-// stored with the activations. Scales are decoded
+// stored with the activations (Q2_K's mins per 16 need the first half's sum, taken from the
+// quants). Scales are decoded
 // from ggml's records once per block and row (ops/block_layout.h).
 //
 // Full groups of 4 rows go to the x86 AVX2 kernel below or, on aarch64 cores with dotprod, to
@@ -62,6 +63,14 @@ HWY_INLINE ActRow ActRowAt(const uint8_t* x, size_t k) {
           reinterpret_cast<const int32_t*>(scale + k / kGgmlSubBlockElems)};
 }
 
+// The sum of the first 16 of a sub-block's 32 activation quants (the second half's is the
+// block's stored sum minus this).
+HWY_INLINE int32_t FirstHalfSum(const int8_t* HWY_RESTRICT q) {
+  int32_t sum = 0;
+  for (size_t i = 0; i < kGgmlSubBlockElems / 2; ++i) sum += q[i];
+  return sum;
+}
+
 // acc += dot(x, w) over one half-sub-block slice of L lanes, times factor.
 HWY_INLINE void MulAddDot(V16 x, V16 w, float factor, VF& acc) {
   const D32 d32;
@@ -82,7 +91,7 @@ HWY_INLINE void TokenSubBlock(const ActRow& a, size_t sub, size_t s, size_t j, V
   const float xs = a.scale[sub];
   const V16 x_lo = hn::PromoteTo(d16, hn::LoadU(d8, q));
   const V16 x_hi = hn::PromoteTo(d16, hn::LoadU(d8, q + 16));
-  if constexpr (FormatOf(T).centered()) {
+  if constexpr (FormatOf(T).PerHalfScales()) {
     MulAddDot(x_lo, w_lo, scale[2 * s] * xs, acc);
     MulAddDot(x_hi, w_hi, scale[2 * s + 1] * xs, acc);
   } else {
@@ -121,7 +130,14 @@ HWY_NOINLINE void RowTile(const uint8_t* HWY_RESTRICT w, const BlockLayout& layo
         if constexpr (kTokens > 2) TokenSubBlock<T>(act[2], sub, s, j, w_lo, w_hi, scale, a2);
         if constexpr (kTokens > 3) TokenSubBlock<T>(act[3], sub, s, j, w_lo, w_hi, scale, a3);
       }
-      if constexpr (!F.centered()) {
+      if constexpr (F.PerHalfScales() && !F.centered()) {  // Q2_K: a min per 16
+        for (size_t t = 0; t < kTokens; ++t) {
+          const int32_t first = FirstHalfSum(act[t].q + sub * kGgmlSubBlockElems);
+          offset[t] += min[2 * s] * (act[t].scale[sub] * static_cast<float>(first)) +
+                       min[2 * s + 1] * (act[t].scale[sub] *
+                                         static_cast<float>(act[t].sum[sub] - first));
+        }
+      } else if constexpr (!F.centered()) {
         for (size_t t = 0; t < kTokens; ++t) {
           offset[t] += min[s] * (act[t].scale[sub] * static_cast<float>(act[t].sum[sub]));
         }
@@ -287,6 +303,23 @@ HWY_INLINE void Q3KScales(const uint8_t* HWY_RESTRICT rec, __m256* lo, __m256* h
   *hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d);
 }
 
+// A Q2_K record's 16 scales and 16 mins (DecodeScales: d * sc, -(dmin * m)), the mins times
+// min_factor: scales 0-7 in scale_lo, 8-15 in scale_hi, mins likewise.
+HWY_INLINE void Q2KScaleRow(const uint8_t* HWY_RESTRICT rec, float min_factor, __m256* scale_lo,
+                            __m256* scale_hi, __m256* min_lo, __m256* min_hi) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 4));
+  const __m128i low = _mm_set1_epi8(0x0F);
+  const __m128i sc = _mm_and_si128(b, low);
+  const __m128i m = _mm_and_si128(_mm_srli_epi16(b, 4), low);
+  const __m256 d = _mm256_set1_ps(HalfAt(rec));
+  const __m256 dmin = _mm256_set1_ps(-min_factor * HalfAt(rec + 2));
+  const auto widen = [](__m128i bytes) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)); };
+  *scale_lo = _mm256_mul_ps(widen(sc), d);
+  *scale_hi = _mm256_mul_ps(widen(_mm_srli_si128(sc, 8)), d);
+  *min_lo = _mm256_mul_ps(widen(m), dmin);
+  *min_hi = _mm256_mul_ps(widen(_mm_srli_si128(m, 8)), dmin);
+}
+
 // The K-quants' scales of one block for the four rows of a full group, one vector per row:
 // scales 0-7 in lo[r]; scales 8-15 (Q6_K, Q3_K) or the 8 mins, halved (Q4_K, Q5_K), in hi[r].
 // rec: the group's four scale records, one after another.
@@ -336,6 +369,16 @@ HWY_INLINE void GroupScales(const uint8_t* HWY_RESTRICT rec, __m256* scale, __m2
     scale[0] = _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6));
     min[0] = _mm256_mul_ps(
         _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7)), half);
+  } else if constexpr (T == GgmlBlockType::kQ2_K) {
+    __m256 scale_lo[4], scale_hi[4], min_lo[4], min_hi[4];
+    for (int r = 0; r < 4; ++r) {
+      Q2KScaleRow(rec + FormatOf(T).record_bytes * r, 0.5f, &scale_lo[r], &scale_hi[r],
+                  &min_lo[r], &min_hi[r]);
+    }
+    RowsToLanes(scale_lo, scale);
+    RowsToLanes(scale_hi, scale + 8);
+    RowsToLanes(min_lo, min);
+    RowsToLanes(min_hi, min + 8);
   } else {
     __m256 lo[4], hi[4];
     GroupScaleRows<T>(rec, lo, hi);
@@ -354,12 +397,64 @@ union SumTerm {
   float scaled;
 };
 inline constexpr size_t kSumRun = 8;
+// A token's terms for kSumRun sub-blocks: term i of sub-block i (Q2_K: of its first half, and
+// term kSumRun + i of its second).
+using SumTermRun = SumTerm[2 * kSumRun];
+
+// Q2_K's terms x_scale * sum(x) of each half of n sub-blocks from `sub` on: first halves in
+// out[0 .. n), second halves in out[kSumRun ..). A full run takes each sub-block's sums of 4
+// (vpdpbusd, or vpmaddubsw + vpmaddwd, against bytes of 1) and folds the 8 sub-blocks' lanes
+// with two levels of horizontal adds: ~4 instructions per sub-block and token, where vpsadbw
+// one sub-block at a time took ~12 and made 8-token tiles 1.6x slower.
+HWY_INLINE void Q2KHalfTerms(const ActRow& a, size_t sub, size_t n, SumTerm* HWY_RESTRICT out) {
+  const int8_t* HWY_RESTRICT q = a.q + sub * kGgmlSubBlockElems;
+  if (n == kSumRun) {
+    __m256i fours[kSumRun];  // lanes 0-3: sums of 4 in the first half, 4-7 the second
+    for (size_t i = 0; i < kSumRun; ++i) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * i));
+#if HWY_TARGET == HWY_AVX3_DL
+      fours[i] = DotBytesAccumulate(_mm256_setzero_si256(), _mm256_set1_epi8(1), x);
+#else
+      fours[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), x),
+                                   _mm256_set1_epi16(1));
+#endif
+    }
+    // [s0 s1 s2 s3 | s0' s1' s2' s3'] for sub-blocks 0-3 and 4-7 (s first halves, s' second).
+    const __m256i s03 = _mm256_hadd_epi32(_mm256_hadd_epi32(fours[0], fours[1]),
+                                          _mm256_hadd_epi32(fours[2], fours[3]));
+    const __m256i s47 = _mm256_hadd_epi32(_mm256_hadd_epi32(fours[4], fours[5]),
+                                          _mm256_hadd_epi32(fours[6], fours[7]));
+    const __m256 xs = _mm256_loadu_ps(a.scale + sub);
+    const __m256i first = _mm256_permute2x128_si256(s03, s47, 0x20);
+    const __m256i second = _mm256_permute2x128_si256(s03, s47, 0x31);
+    _mm256_store_ps(reinterpret_cast<float*>(out), _mm256_mul_ps(xs, _mm256_cvtepi32_ps(first)));
+    _mm256_store_ps(reinterpret_cast<float*>(out + kSumRun),
+                    _mm256_mul_ps(xs, _mm256_cvtepi32_ps(second)));
+    return;
+  }
+  // The run's last few sub-blocks (reading 8 would pass the row's quants): one at a time, the
+  // first half by vpsadbw of the bytes made unsigned, the second as the block's sum minus it.
+  const __m128i sign = _mm_set1_epi8(static_cast<char>(0x80));
+  for (size_t i = 0; i < n; ++i) {
+    const __m128i sad = _mm_sad_epu8(
+        _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 32 * i)), sign),
+        _mm_setzero_si128());
+    const int32_t first = _mm_cvtsi128_si32(sad) + _mm_extract_epi16(sad, 4) - 16 * 128;
+    const float xs = a.scale[sub + i];
+    out[i].scaled = xs * static_cast<float>(first);
+    out[kSumRun + i].scaled = xs * static_cast<float>(a.sum[sub + i] - first);
+  }
+}
 
 template <GgmlBlockType T>
 HWY_INLINE void SumTerms(const ActRow* act, size_t tokens, size_t sub, size_t subs,
-                         SumTerm (*HWY_RESTRICT out)[kSumRun]) {
+                         SumTermRun* HWY_RESTRICT out) {
   if constexpr (FormatOf(T).centered()) return;  // Q6_K, Q3_K: signed quants, no such term
   const size_t n = HWY_MIN(kSumRun, subs - sub);
+  if constexpr (T == GgmlBlockType::kQ2_K) {
+    for (size_t t = 0; t < tokens; ++t) Q2KHalfTerms(act[t], sub, n, out[t]);
+    return;
+  }
   for (size_t t = 0; t < tokens; ++t) {
     const int32_t* HWY_RESTRICT sum = act[t].sum + sub;
     const float* HWY_RESTRICT scale = act[t].scale + sub;
@@ -389,7 +484,7 @@ HWY_INLINE void SumTerms(const ActRow* act, size_t tokens, size_t sub, size_t su
 // quants (quants: the group's first sub-block).
 template <GgmlBlockType T, size_t kTokens>
 HWY_INLINE const uint8_t* BeginSubBlock(const uint8_t* quants, size_t sub, const ActRow* act,
-                                        size_t k, SumTerm (*HWY_RESTRICT sum_terms)[kSumRun]) {
+                                        size_t k, SumTermRun* HWY_RESTRICT sum_terms) {
   constexpr size_t kSubBytes = kQuantGroupRows * FormatOf(T).SubBlockRowBytes();
   if (sub % kSumRun == 0) SumTerms<T>(act, kTokens, sub, k / kGgmlSubBlockElems, sum_terms);
   const uint8_t* p = quants + sub * kSubBytes;
@@ -414,7 +509,7 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
     acc2[t] = _mm256_setzero_ps();
     act[t] = ActRowAt(x + t * x_row_bytes, k);
   }
-  HWY_ALIGN SumTerm sum_terms[kTokens][kSumRun];
+  HWY_ALIGN SumTermRun sum_terms[kTokens];
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     __m256 scale[kMaxScales], min[kMaxScales];
     GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
@@ -452,6 +547,28 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
           const __m256 x_scale = _mm256_set1_ps(xs);
           acc[t] = _mm256_fmadd_ps(half(0), _mm256_mul_ps(scale[2 * s], x_scale), acc[t]);
           acc2[t] = _mm256_fmadd_ps(half(2), _mm256_mul_ps(scale[2 * s + 1], x_scale), acc2[t]);
+        } else if constexpr (F.PerHalfScales()) {
+          // Q2_K: unsigned 2-bit quants with a scale and a min per half. Without VNNI a half's
+          // two chunks of pair sums stay below 2 * 2 * 3 * 127 in int16.
+          const auto half = [&](int e) {
+#if HWY_TARGET == HWY_AVX3_DL
+            return _mm256_cvtepi32_ps(DotBytesAccumulate(
+                DotBytesAccumulate(_mm256_setzero_si256(), c[e], Broadcast8(xb + 8 * e)),
+                c[e + 1], Broadcast8(xb + 8 * e + 8)));
+#else
+            const __m256i p = _mm256_add_epi16(
+                _mm256_maddubs_epi16(c[e], Broadcast8(xb + 8 * e)),
+                _mm256_maddubs_epi16(c[e + 1], Broadcast8(xb + 8 * e + 8)));
+            return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+#endif
+          };
+          const __m256 x_scale = _mm256_set1_ps(xs);
+          const SumTerm* terms = sum_terms[t] + sub % kSumRun;
+          acc[t] = _mm256_fmadd_ps(half(0), _mm256_mul_ps(scale[2 * s], x_scale), acc[t]);
+          acc2[t] = _mm256_fmadd_ps(half(2), _mm256_mul_ps(scale[2 * s + 1], x_scale), acc2[t]);
+          acc[t] = _mm256_fmadd_ps(min[2 * s], _mm256_set1_ps(terms[0].scaled), acc[t]);
+          acc2[t] = _mm256_fmadd_ps(min[2 * s + 1], _mm256_set1_ps(terms[kSumRun].scaled),
+                                    acc2[t]);
         } else {
           // Unsigned quants of at most 5 bits: without VNNI, four chunks of pair sums stay below
           // 4 * 2 * 31 * 127 < 2^15 in int16.
@@ -515,7 +632,11 @@ HWY_INLINE void GroupSmallTileX86(const uint8_t* w, const BlockLayout& layout, s
                                   const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
                                   size_t n_out) {
 #if HWY_TARGET == HWY_AVX3_DL
-  GroupDecodeVnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  if constexpr (T == GgmlBlockType::kQ2_K) {  // its mins per 16: the 256-bit tile
+    GroupTileX86<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  } else {
+    GroupDecodeVnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  }
 #else
   GroupTileX86<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
 #endif
@@ -557,7 +678,8 @@ struct BlockPanelSource {
   const BlockLayout* layout;
   size_t r0;  // the tile's first row, the first of a full group
 
-  static_assert(T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K,
+  static_assert(T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K &&
+                    T != GgmlBlockType::kQ2_K,
                 "K-quants with mins stay on the tiles (MatMulBlocksTokens)");
   // DecodeScales (ops/block_layout.h) with F16C and vector instructions: the same values.
   static HWY_INLINE void RowScales(const uint8_t* HWY_RESTRICT rec, float* HWY_RESTRICT scale,
@@ -662,7 +784,9 @@ void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRI
   // Not Q4_K / Q5_K: decoding their 6-bit scales and mins once per 16 tokens costs what the
   // panels save (bench/matmul_bench against the tiles, one Zen 4 core, 512 x 2048 -> 640: Q4_K
   // 0.93-1.04x, against Q5_0 1.14-1.37x, Q6_K 1.15x, Q4_1 1.1-1.4x, Q8_0 1.5-1.6x).
-  if constexpr (T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K) {
+  // Not Q2_K either: its mins per 16 need sums of half sub-blocks, which the panels lack.
+  if constexpr (T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K &&
+                T != GgmlBlockType::kQ2_K) {
     const BlockLayout layout(T, n_out, k);
     const auto source_at = [&](size_t r) { return BlockPanelSource<T>{w, &layout, r}; };
     const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {

@@ -126,7 +126,7 @@ HWY_NOINLINE void GroupDecodeVnni(const uint8_t* HWY_RESTRICT w, const BlockLayo
     acc_min[t] = _mm256_setzero_ps();
     act[t] = ActRowAt(x + t * x_row_bytes, k);
   }
-  HWY_ALIGN SumTerm sum_terms[kTokens][kSumRun];
+  HWY_ALIGN SumTermRun sum_terms[kTokens];
   constexpr bool kRowScales = F.block_elems == kGgmlSuperBlockElems;  // the K-quants
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     // Scales (and the halved mins) of the block: the one-scale types' lane vectors, or the

@@ -23,7 +23,7 @@ inline void LoadGroupSubBlock(const uint8_t* p, int8x16_t c[4][2]) {
   constexpr BlockFormat F = FormatOf(T);
   uint8x16_t u[4][2];
   if constexpr (F.low_bits == 2) {
-    // Q3_K: each row's 8 bytes, chunk e's bits at 2e..2e+1.
+    // Q2_K, Q3_K: each row's 8 bytes, chunk e's bits at 2e..2e+1.
     const uint8x16_t two = vdupq_n_u8(0x03);
     for (size_t h = 0; h < 2; ++h) {
       const uint8x16_t bytes = vld1q_u8(p + 16 * h);
@@ -146,7 +146,7 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
       for (size_t t = 0; t < kTokens; ++t) {
         const int8_t* xb = xq[t] + sub * 32;
         const float xs = x_scale[t][sub];
-        // Two halves of 16: Q6_K and Q3_K scales change there; the other types add them up.
+        // Two halves of 16: Q6_K, Q3_K and Q2_K scales change there; the others add them up.
         int32x4_t d01[2], d23[2];
         for (size_t half = 0; half < 2; ++half) {
           d01[half] = vdupq_n_s32(0);
@@ -162,6 +162,18 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
             const size_t j = 2 * s + half;
             acc01[t] = vfmaq_f32(acc01[t], vcvtq_f32_s32(d01[half]), vmulq_n_f32(sv.s01[j], xs));
             acc23[t] = vfmaq_f32(acc23[t], vcvtq_f32_s32(d23[half]), vmulq_n_f32(sv.s23[j], xs));
+          }
+        } else if constexpr (F.PerHalfScales()) {
+          // Q2_K: a scale and a min per half; the first half's activation sum from its quants.
+          const int32_t first = vaddlvq_s8(vld1q_s8(xb));
+          const float sums[2] = {xs * static_cast<float>(first),
+                                 xs * static_cast<float>(x_sum[t][sub] - first)};
+          for (size_t half = 0; half < 2; ++half) {
+            const size_t j = 2 * s + half;
+            acc01[t] = vfmaq_f32(acc01[t], vcvtq_f32_s32(d01[half]), vmulq_n_f32(sv.s01[j], xs));
+            acc23[t] = vfmaq_f32(acc23[t], vcvtq_f32_s32(d23[half]), vmulq_n_f32(sv.s23[j], xs));
+            acc01[t] = vfmaq_n_f32(acc01[t], sv.m01[j], sums[half]);
+            acc23[t] = vfmaq_n_f32(acc23[t], sv.m23[j], sums[half]);
           }
         } else {
           const size_t j = F.SubBlocks() == 1 ? 0 : s;

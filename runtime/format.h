@@ -31,6 +31,7 @@ inline bool KeptBlockType(fb::DType dtype, ops::GgmlBlockType* type) {
     case fb::DType::Q4_1: *type = ops::GgmlBlockType::kQ4_1; return true;
     case fb::DType::Q5_0: *type = ops::GgmlBlockType::kQ5_0; return true;
     case fb::DType::Q5_1: *type = ops::GgmlBlockType::kQ5_1; return true;
+    case fb::DType::Q2_K: *type = ops::GgmlBlockType::kQ2_K; return true;
     case fb::DType::Q3_K: *type = ops::GgmlBlockType::kQ3_K; return true;
     case fb::DType::Q4_K: *type = ops::GgmlBlockType::kQ4_K; return true;
     case fb::DType::Q5_K: *type = ops::GgmlBlockType::kQ5_K; return true;
@@ -94,6 +95,7 @@ inline const char* DTypeName(fb::DType dtype) {
     case fb::DType::Q4_1: return "q4_1";
     case fb::DType::Q5_0: return "q5_0";
     case fb::DType::Q5_1: return "q5_1";
+    case fb::DType::Q2_K: return "q2_k";
     case fb::DType::Q3_K: return "q3_k";
     case fb::DType::Q4_K: return "q4_k";
     case fb::DType::Q5_K: return "q5_k";

@@ -27,9 +27,9 @@ cd "$(dirname "$0")/.."
 # (WeightDtypes/TinyRunTest) and the GGUF's own mix of kept types (TinyModel/TinyModelCrossTest).
 subset='^(Ops|Attention|ThreadPool|TinyModel|WeightDtypes/TinyRunTest|TinyBert|Cli|MatMulQ|QuantizeRows|EmbedQuant)'
 # On the CPU without dotprod also: the K-quants end to end (q4_k_m has Q4_K, Q6_K and the Q5_0
-# and Q8_0 fallbacks, q5_k Q5_K and Q5_1; the other recipes add no type; kept Q3_K) and the
+# and Q8_0 fallbacks, q5_k Q5_K and Q5_1; the other recipes add no type; kept Q3_K and Q2_K) and the
 # tiny-model zero-allocation test (every weight type, every KV type).
-no_dotprod_subset="$subset|^(Recipes/ConvertKquant\.TypesValuesAndLogits/llama_q(4_k_m|5_k)|ConvertKeepQ3_K|TinyZeroAlloc)"
+no_dotprod_subset="$subset|^(Recipes/ConvertKquant\.TypesValuesAndLogits/llama_q(4_k_m|5_k)|Types/ConvertKeepLowBit|TinyZeroAlloc)"
 # The real GGUF's every tensor against gguf-py: the dequantizers are portable scalar code whose
 # every type RandomBlocksTest checks bit for bit against gguf-py on every target; the real file
 # adds nothing under qemu but a minute of emulated SHA-256 over 1 GB of floats.

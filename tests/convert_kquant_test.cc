@@ -232,72 +232,92 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.arch) + "_" + info.param.recipe;
     });
 
-// --weights keep of a GGUF whose matrices of rows of 256 are Q3_K (ggml's own quantizer, as
-// llama.cpp's Q3_K_S/M/L and Q2_K mixes hold them): the tensors stay Q3_K, read back as exactly
-// the GGUF's values (the embedding lookup, also the tied LM head), and the model runs as the F32
-// model of ggml's quantize -> dequantize of the same weights, up to the int8 activations.
-TEST(ConvertKeepQ3_K, KeepsGgmlValuesAndRuns) {
+// --weights keep of a GGUF whose matrices of rows of 256 are Q3_K or Q2_K (ggml's own quantizers,
+// as llama.cpp's Q3_K_S/M/L and Q2_K mixes hold them; Kestrel has no quantizer for either): the
+// tensors stay in their type, read back as exactly the GGUF's values (the embedding lookup, also
+// the tied LM head), and the model runs as the F32 model of ggml's quantize -> dequantize of the
+// same weights, up to the int8 activations.
+struct KeptLowBitCase {
+  const char* name;  // ggml's type name
+  gguf::GgmlType ggml;
+  fb::DType dtype;
+};
+
+class ConvertKeepLowBit : public ::testing::TestWithParam<KeptLowBitCase> {};
+
+TEST_P(ConvertKeepLowBit, KeepsGgmlValuesAndRuns) {
+  const KeptLowBitCase& c = GetParam();
+  const std::string tag = std::string("-") + c.name;
   const std::string f32_gguf = MakeGguf("llama", kKquantSizes);
   std::unique_ptr<gguf::File> source;
   ASSERT_TRUE(gguf::File::Open(f32_gguf, &source).ok());
   std::string list;
-  size_t n_q3 = 0;
+  size_t n_low_bit = 0;
   for (const gguf::TensorInfo& t : source->tensors()) {
     if (t.ne.size() == 2 && t.ne[0] % 256 == 0) {
-      list += t.name + " Q3_K\n";
-      ++n_q3;
+      list += t.name + " " + c.name + "\n";
+      ++n_low_bit;
     }
   }
-  ASSERT_GE(n_q3, 4u) << "token_embd and the attention and FFN inputs have rows of 256";
-  const std::string list_path = test::ScratchPath("kquant-q3k.txt");
+  ASSERT_GE(n_low_bit, 4u) << "token_embd and the attention and FFN inputs have rows of 256";
+  const std::string list_path = test::ScratchPath("kquant" + tag + ".txt");
   ASSERT_TRUE(test::WriteBytes(list_path, reinterpret_cast<const uint8_t*>(list.data()),
                                list.size()));
-  const std::string q3_gguf =
-      MakeGguf("llama", std::string(kKquantSizes) + " --ggml-quant " + list_path, "-q3k");
+  const std::string quant_gguf =
+      MakeGguf("llama", std::string(kKquantSizes) + " --ggml-quant " + list_path, tag);
   const std::string fake_gguf =
-      MakeGguf("llama", std::string(kKquantSizes) + " --fake-quant " + list_path, "-q3k-fake");
-  const std::string kes = test::ScratchPath("kquant-q3k.kes");
-  const std::string fake_kes = test::ScratchPath("kquant-q3k-fake.kes");
+      MakeGguf("llama", std::string(kKquantSizes) + " --fake-quant " + list_path, tag + "-fake");
+  const std::string kes = test::ScratchPath("kquant" + tag + ".kes");
+  const std::string fake_kes = test::ScratchPath("kquant" + tag + "-fake.kes");
   std::unique_ptr<Model> model, fake;
-  ASSERT_NO_FATAL_FAILURE(ConvertAndOpen(q3_gguf, kes, "keep", &model));
+  ASSERT_NO_FATAL_FAILURE(ConvertAndOpen(quant_gguf, kes, "keep", &model));
   ASSERT_NO_FATAL_FAILURE(ConvertAndOpen(fake_gguf, fake_kes, "f32", &fake));
   std::unique_ptr<gguf::File> file;
-  ASSERT_TRUE(gguf::File::Open(q3_gguf, &file).ok());
+  ASSERT_TRUE(gguf::File::Open(quant_gguf, &file).ok());
   const auto* tensors = model->meta().tensors();
   size_t kept = 0;
   for (uint32_t id = 0; id < tensors->size(); ++id) {
     const fb::Tensor* t = tensors->Get(id);
     const gguf::TensorInfo* info = file->FindTensor(t->name()->str());
-    if (info == nullptr || info->type != gguf::GgmlType::Q3_K) continue;
+    if (info == nullptr || info->type != c.ggml) continue;
     SCOPED_TRACE(t->name()->str());
-    ASSERT_EQ(t->dtype(), fb::DType::Q3_K);
+    ASSERT_EQ(t->dtype(), c.dtype);
     ++kept;
     const size_t rows = t->shape()->Get(0), k = t->shape()->Get(1);
-    EXPECT_EQ(t->size(), rows * k / 256 * 110) << "exactly the GGUF's bytes";
+    EXPECT_EQ(t->size(), rows * k / 256 * gguf::BlockBytes(c.ggml)) << "exactly the GGUF's bytes";
     std::vector<float> expected;
     ASSERT_TRUE(gguf::DequantizeTensor(*info, &expected).ok());
     ExpectValues(*model, id, expected, "the .kes values are not the GGUF's");
   }
-  EXPECT_EQ(kept, n_q3);
+  EXPECT_EQ(kept, n_low_bit);
 
   const std::vector<int32_t> tokens = Tokens(model->vocab_size());
   const std::vector<float> logits = Score(*model, tokens);
   for (float v : logits) ASSERT_TRUE(std::isfinite(v));
   const double error = test::LargestLogitError(logits.data(), Score(*fake, tokens).data(),
                                                tokens.size(), model->vocab_size());
-  std::printf("llama keep with Q3_K: largest logit error %.4f of the range vs ggml-dequantized "
+  std::printf("llama keep with %s: largest logit error %.4f of the range vs ggml-dequantized "
               "f32 weights\n",
-              error);
+              c.name, error);
   EXPECT_LT(error, kLogitTolerance);
 
-  // Q3_K is kept, never made: asking the importer for it from F32 values is a clear error.
-  const Status s = ImportEmbeddingAs(*source, fb::DType::Q3_K);
+  // Kept, never made: asking the importer for the type from F32 values is a clear error.
+  const Status s = ImportEmbeddingAs(*source, c.dtype);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("no Q3_K quantizer"), std::string::npos) << s.message();
-  for (const std::string& path : {f32_gguf, list_path, q3_gguf, fake_gguf, kes, fake_kes}) {
+  EXPECT_NE(s.message().find(std::string("no ") + DTypeName(c.dtype) + " quantizer"),
+            std::string::npos)
+      << s.message();
+  for (const std::string& path : {f32_gguf, list_path, quant_gguf, fake_gguf, kes, fake_kes}) {
     std::remove(path.c_str());
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, ConvertKeepLowBit,
+                         ::testing::Values(KeptLowBitCase{"Q3_K", gguf::GgmlType::Q3_K,
+                                                          fb::DType::Q3_K},
+                                           KeptLowBitCase{"Q2_K", gguf::GgmlType::Q2_K,
+                                                          fb::DType::Q2_K}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // Gemma 3 270M is 640 wide, not a multiple of 256: most of its matrices take the fallback. The
 // shipped Q4_K_M file (made by llama.cpp from the bf16 checkpoint) shows what llama.cpp chose.

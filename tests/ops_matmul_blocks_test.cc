@@ -73,6 +73,10 @@ std::vector<uint8_t> RandomBlocks(GgmlBlockType t, size_t rows, size_t k, std::m
       case GgmlBlockType::kQ5_0: PutHalf(b, half(rng)); break;
       case GgmlBlockType::kQ6_K: PutHalf(b + 208, half(rng) * 0.01f); break;
       case GgmlBlockType::kQ3_K: PutHalf(b + 108, half(rng)); break;
+      case GgmlBlockType::kQ2_K:
+        PutHalf(b + 80, half(rng));
+        PutHalf(b + 82, half(rng));
+        break;
       default: break;
     }
   }
@@ -177,15 +181,15 @@ TEST(OpsMatMulBlocks, MatchesExactReferenceForEveryKeptType) {
             double exact = 0.0, magnitude = 0.0;
             for (size_t b = 0; b < layout.blocks_per_row; ++b) {
               float scale[16], min[16] = {};
-              DecodeScales(tc.type, blocks.data() + (r * layout.blocks_per_row + b) *
-                                                        GgmlBlockBytes(tc.type) +
-                                        f.record_begin,
-                           scale, min);
+              // The record as packed (PackingIsExactlyGgmlSizeAndRoundTrips checks it is
+              // ggml's): Q2_K's is two pieces of the block.
+              DecodeScales(tc.type, packed.data() + layout.RecordOffset(r, b), scale, min);
               for (size_t i = 0; i < f.block_elems; ++i) {
                 const size_t e = b * f.block_elems + i;
                 const double xv = double{xs[e / 32]} * static_cast<int8_t>(row[e]);
                 const double wv = w[r * c.k + e];
-                const double m = f.centered() ? 0.0 : std::fabs(min[i / 32]);
+                const size_t j = i * f.scales / f.block_elems;
+                const double m = f.centered() ? 0.0 : std::fabs(min[j]);
                 exact += wv * xv;
                 magnitude += (std::fabs(wv) + 2 * m) * std::fabs(xv);
               }

@@ -39,30 +39,6 @@ void BlockQuantized(const uint8_t* b, float* y) {
   ops::DequantizeGgmlBlock(kType, b, y);
 }
 
-// Q2_K: no kernel reads it (--weights keep refuses it), but the converter dequantizes it exactly
-// as ggml's dequantize_row_q2_K does, so a Q2_K file converts to any other --weights choice. It
-// has 16 sub-blocks of 16 values, their 2-bit quants four to a byte: byte i of a 32-byte run
-// holds, at bits 2j, value i of sub-block pair j (values 0-15 of the pair's first sub-block,
-// 16-31 of its second).
-
-// Q2_K (84 bytes): scales[16] (low nibble: scale, high nibble: min), qs[64], d, dmin (f16).
-// value = d * scale * q - dmin * min.
-void BlockQ2_K(const uint8_t* b, float* y) {
-  const uint8_t* scales = b;
-  const uint8_t* qs = b + 16;
-  const float d = LoadHalf(b + 80), dmin = LoadHalf(b + 82);
-  for (size_t sub = 0; sub < 16; ++sub) {
-    const float scale = d * static_cast<float>(scales[sub] & 0x0F);
-    const float min = dmin * static_cast<float>(scales[sub] >> 4);
-    // Sub-block sub: 128-value half sub / 8, bit pair (sub / 2) % 4, bytes 16 * (sub % 2) on.
-    const uint8_t* q = qs + 32 * (sub / 8) + 16 * (sub % 2);
-    const int shift = static_cast<int>(2 * ((sub / 2) % 4));
-    for (size_t l = 0; l < 16; ++l) {
-      *y++ = scale * static_cast<float>((q[l] >> shift) & 3) - min;
-    }
-  }
-}
-
 using BlockFn = void (*)(const uint8_t* block, float* values);
 
 struct TypeTraits {
@@ -81,7 +57,7 @@ TypeTraits Traits(GgmlType t) {
     case GgmlType::Q5_0: return {kQK, 22, BlockQuantized<ops::GgmlBlockType::kQ5_0>};
     case GgmlType::Q5_1: return {kQK, 24, BlockQuantized<ops::GgmlBlockType::kQ5_1>};
     case GgmlType::Q8_0: return {kQK, 34, BlockQuantized<ops::GgmlBlockType::kQ8_0>};
-    case GgmlType::Q2_K: return {kQK_K, 84, BlockQ2_K};
+    case GgmlType::Q2_K: return {kQK_K, 84, BlockQuantized<ops::GgmlBlockType::kQ2_K>};
     case GgmlType::Q3_K: return {kQK_K, 110, BlockQuantized<ops::GgmlBlockType::kQ3_K>};
     case GgmlType::Q4_K: return {kQK_K, 144, BlockQuantized<ops::GgmlBlockType::kQ4_K>};
     case GgmlType::Q5_K: return {kQK_K, 176, BlockQuantized<ops::GgmlBlockType::kQ5_K>};
