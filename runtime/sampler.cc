@@ -4,18 +4,9 @@
 #include <cmath>
 #include <string>
 
+#include "ops/argmax.h"
+
 namespace kestrel {
-namespace {
-
-int32_t Argmax(const float* logits, size_t n) {
-  size_t best = 0;
-  for (size_t i = 1; i < n; ++i) {
-    if (logits[i] > logits[best]) best = i;
-  }
-  return static_cast<int32_t>(best);
-}
-
-}  // namespace
 
 size_t Sampler::ScratchBytes(size_t vocab) { return vocab * sizeof(Candidate); }
 
@@ -48,7 +39,7 @@ double Sampler::NextUniform() {
 }
 
 int32_t Sampler::Sample(const float* logits) {
-  if (options_.temperature == 0.0f) return Argmax(logits, vocab_);
+  if (options_.temperature == 0.0f) return static_cast<int32_t>(ops::Argmax(logits, vocab_));
 
   for (size_t i = 0; i < vocab_; ++i) candidates_[i] = {logits[i], static_cast<int32_t>(i)};
   const auto higher = [](const Candidate& a, const Candidate& b) {
