@@ -39,6 +39,8 @@ inline constexpr size_t kMatMulL2ActivationBytes = size_t{192} << 10;
 // Row tiles shorter than this prefetch the next row tile (see MatMul): MiniLM's f32 matmuls of
 // 16 tokens (6 KiB tiles) ran 1.1-1.2x faster, decode of k = 640 rows 1.05-1.1x.
 inline constexpr size_t kMatMulPrefetchTileBytes = size_t{16} << 10;
+// Columns of k a tile walks at a time when k is longer than twice this (see MatMul).
+inline constexpr size_t kMatMulKSlice = 512;
 // A full tile holds kRowTile * kTokenTile accumulators plus kRowTile weight vectors in registers.
 // x86 before AVX-512 has 16 vector registers, enough for 4x2 (4x4 spills: f16 prefill measured
 // 25% slower on AVX2); AVX-512, NEON and SVE have 32. The 3- and 4-token tiles therefore run only
@@ -58,14 +60,64 @@ HWY_INLINE void MulAddColumn(V x, V w0, V w1, V w2, V w3, V& a0, V& a1, V& a2, V
   if constexpr (kRows > 3) a3 = hn::MulAdd(w3, x, a3);
 }
 
-// y[r] = sum of lanes of a_r for the first kRows rows. y: one token's outputs, [kRows].
-template <size_t kRows, class DF, class V = hn::Vec<DF>>
-HWY_INLINE void StoreColumn(DF df, V a0, V a1, V a2, V a3, float* HWY_RESTRICT y) {
-  y[0] = ReduceSum(df, a0);
-  if constexpr (kRows > 1) y[1] = ReduceSum(df, a1);
-  if constexpr (kRows > 2) y[2] = ReduceSum(df, a2);
-  if constexpr (kRows > 3) y[3] = ReduceSum(df, a3);
+#if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
+// Stores the sum of q's 128-bit blocks (4 floats) at y: q halved until one block remains.
+template <class D>
+HWY_INLINE void StoreBlockSum(D d, hn::Vec<D> q, float* HWY_RESTRICT y) {
+  if constexpr (hn::MaxLanes(D()) > 4) {
+    const hn::Half<D> dh;
+    StoreBlockSum(dh, hn::Add(hn::LowerHalf(dh, q), hn::UpperHalf(dh, q)), y);
+  } else {
+    hn::StoreU(q, d, y);
+  }
 }
+
+// y[0..4) = the lane sums of a0..a3, the four rows of one token. Two levels of interleaved adds
+// inside the 128-bit blocks leave [r0 r1 r2 r3] in every block, then the blocks are added: ~11
+// vector operations for four outputs, where ReduceSum takes ~8 for each. At k = 384 (MiniLM)
+// a 4 x 4 tile does 24 FMA steps per output, so the sums were a third of its work.
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE void StoreRowSums4(DF df, V a0, V a1, V a2, V a3, float* HWY_RESTRICT y) {
+  const hn::Repartition<uint64_t, DF> d64;
+  const V p01 = hn::Add(hn::InterleaveLower(df, a0, a1), hn::InterleaveUpper(df, a0, a1));
+  const V p23 = hn::Add(hn::InterleaveLower(df, a2, a3), hn::InterleaveUpper(df, a2, a3));
+  const auto w01 = hn::BitCast(d64, p01), w23 = hn::BitCast(d64, p23);
+  const V q = hn::Add(hn::BitCast(df, hn::InterleaveLower(d64, w01, w23)),
+                      hn::BitCast(df, hn::InterleaveUpper(d64, w01, w23)));
+  StoreBlockSum(df, q, y);
+}
+#endif
+
+// y[r] = sum of lanes of a_r for the first kRows rows (y[r] += with add: the k chunks after the
+// first). y: one token's outputs, [kRows].
+template <size_t kRows, class DF, class V = hn::Vec<DF>>
+HWY_INLINE void StoreColumn(DF df, V a0, V a1, V a2, V a3, bool add, float* HWY_RESTRICT y) {
+  float sums[4];
+#if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
+  // Every tile sums its outputs this way, partial ones too, so that an output has the same bits
+  // whichever rows share its tile (threads' row splits compose exactly).
+  if constexpr (hn::MaxLanes(DF()) >= 4) {
+    if (kRows == 4 && !add) return StoreRowSums4(df, a0, a1, a2, a3, y);
+    const V zero = hn::Zero(df);
+    StoreRowSums4(df, a0, kRows > 1 ? a1 : zero, kRows > 2 ? a2 : zero, kRows > 3 ? a3 : zero,
+                  sums);
+  } else  // NOLINT: the portable sums below
+#endif
+  {
+    sums[0] = ReduceSum(df, a0);
+    if constexpr (kRows > 1) sums[1] = ReduceSum(df, a1);
+    if constexpr (kRows > 2) sums[2] = ReduceSum(df, a2);
+    if constexpr (kRows > 3) sums[3] = ReduceSum(df, a3);
+  }
+  for (size_t r = 0; r < kRows; ++r) y[r] = add ? y[r] + sums[r] : sums[r];
+}
+
+// The slice of k a tile walks: `len` columns of rows `stride` apart; `add` for every slice
+// after the first, whose sums are added to the outputs the earlier slices stored.
+struct KSlice {
+  size_t stride, len;
+  bool add;
+};
 
 // Accumulates one vector's worth of k for the whole tile. Row j of the tile starts at
 // w + j * w_stride, token j at x + j * x_stride. Accumulator a<r><t> belongs to row r, token t.
@@ -92,12 +144,12 @@ HWY_INLINE void TileStep(DF df, const WT* HWY_RESTRICT w, size_t w_stride,
   }
 }
 
-// One tile: kRows (<= 4) weight rows x kTokens (<= 4) tokens.
-// w: first row of the tile, [kRows, k] with row stride k. x: first token, [kTokens, k].
+// One tile: kRows (<= 4) weight rows x kTokens (<= 4) tokens over one slice of k.
+// w: first row of the tile at the slice, kRows rows of ks.stride. x: first token, likewise.
 // y: y[t0, r0] of the full output, row stride n_out.
 template <size_t kRows, size_t kTokens, class DF, typename WT>
 HWY_NOINLINE void MatMulTile(DF df, const WT* HWY_RESTRICT w, const float* HWY_RESTRICT x,
-                             size_t k, float* HWY_RESTRICT y, size_t n_out,
+                             const KSlice& ks, float* HWY_RESTRICT y, size_t n_out,
                              const WT* HWY_RESTRICT prefetch) {
   static_assert(kRows >= 1 && kRows <= 4 && kTokens >= 1 && kTokens <= 4, "tile is at most 4x4");
   using V = hn::Vec<DF>;
@@ -107,18 +159,19 @@ HWY_NOINLINE void MatMulTile(DF df, const WT* HWY_RESTRICT w, const float* HWY_R
   V a02 = hn::Zero(df), a12 = hn::Zero(df), a22 = hn::Zero(df), a32 = hn::Zero(df);
   V a03 = hn::Zero(df), a13 = hn::Zero(df), a23 = hn::Zero(df), a33 = hn::Zero(df);
 
+  const size_t k = ks.stride;
   size_t i = 0;
-  for (; i + N <= k; i += N) {
+  for (; i + N <= ks.len; i += N) {
     if (prefetch != nullptr) {
       for (size_t r = 0; r < kRowTile; ++r) hwy::Prefetch(prefetch + r * k + i);
     }
     TileStep<kRows, kTokens>(df, w + i, k, x + i, k, a00, a10, a20, a30, a01, a11, a21, a31,
                              a02, a12, a22, a32, a03, a13, a23, a33);
   }
-  // Tail: copy the last k - i columns into zero-padded rows so one more full step finishes them
-  // without reading past the end of w or x.
-  if (i < k) {
-    const size_t rest = k - i;
+  // Tail: copy the last len - i columns into zero-padded rows so one more full step finishes
+  // them without reading past the end of w or x.
+  if (i < ks.len) {
+    const size_t rest = ks.len - i;
     HWY_ALIGN WT w_pad[kRows * kMaxF32Lanes] = {};
     HWY_ALIGN float x_pad[kTokens * kMaxF32Lanes] = {};
     for (size_t r = 0; r < kRows; ++r) {
@@ -131,16 +184,17 @@ HWY_NOINLINE void MatMulTile(DF df, const WT* HWY_RESTRICT w, const float* HWY_R
                              a01, a11, a21, a31, a02, a12, a22, a32, a03, a13, a23, a33);
   }
 
-  StoreColumn<kRows>(df, a00, a10, a20, a30, y);
-  if constexpr (kTokens > 1) StoreColumn<kRows>(df, a01, a11, a21, a31, y + n_out);
-  if constexpr (kTokens > 2) StoreColumn<kRows>(df, a02, a12, a22, a32, y + 2 * n_out);
-  if constexpr (kTokens > 3) StoreColumn<kRows>(df, a03, a13, a23, a33, y + 3 * n_out);
+  StoreColumn<kRows>(df, a00, a10, a20, a30, ks.add, y);
+  if constexpr (kTokens > 1) StoreColumn<kRows>(df, a01, a11, a21, a31, ks.add, y + n_out);
+  if constexpr (kTokens > 2) StoreColumn<kRows>(df, a02, a12, a22, a32, ks.add, y + 2 * n_out);
+  if constexpr (kTokens > 3) StoreColumn<kRows>(df, a03, a13, a23, a33, ks.add, y + 3 * n_out);
 }
 
 // Picks the tile instantiation for a partial tile at the right or bottom edge.
 template <size_t kRows, class DF, typename WT>
 HWY_INLINE void MatMulTileForTokens(DF df, size_t tokens, const WT* HWY_RESTRICT w,
-                                    const float* HWY_RESTRICT x, size_t k, float* HWY_RESTRICT y,
+                                    const float* HWY_RESTRICT x, const KSlice& k,
+                                    float* HWY_RESTRICT y,
                                     size_t n_out, const WT* HWY_RESTRICT prefetch) {
   switch (tokens) {
     case 1: return MatMulTile<kRows, 1>(df, w, x, k, y, n_out, prefetch);
@@ -152,7 +206,8 @@ HWY_INLINE void MatMulTileForTokens(DF df, size_t tokens, const WT* HWY_RESTRICT
 
 template <class DF, typename WT>
 HWY_INLINE void MatMulTileFor(DF df, size_t rows, size_t tokens, const WT* HWY_RESTRICT w,
-                              const float* HWY_RESTRICT x, size_t k, float* HWY_RESTRICT y,
+                              const float* HWY_RESTRICT x, const KSlice& k,
+                              float* HWY_RESTRICT y,
                               size_t n_out, const WT* HWY_RESTRICT prefetch) {
   switch (rows) {
     case 1: return MatMulTileForTokens<1>(df, tokens, w, x, k, y, n_out, prefetch);
@@ -179,15 +234,24 @@ void MatMul(const WT* HWY_RESTRICT w, const float* HWY_RESTRICT x, float* HWY_RE
   // rows stream well on their own, and prefetching a whole next tile of them evicts the current
   // one from L1 (k = 2048 f32 decode measured 1.4x slower).
   const bool prefetch_next_tile = kRowTile * k * sizeof(WT) < kMatMulPrefetchTileBytes;
+  // Long rows are walked in slices, each slice of a row tile passing over every token tile of
+  // the block before the next slice starts: a 4 x 4 tile's two sides then stay in L1 together
+  // (2 x 8 KiB), where whole rows of k = 1536 (2 x 24 KiB) filled Zen 5's 48 KiB L1. Slices
+  // depend on k only, so each output is summed in the same order for any token count or rows.
+  const size_t slice = k > 2 * kMatMulKSlice ? kMatMulKSlice : k;
   for (size_t t0 = 0; t0 < n_tokens; t0 += block) {
     const size_t t1 = HWY_MIN(n_tokens, t0 + block);
     for (size_t r = row_begin; r < row_end; r += kRowTile) {
       const size_t rows = HWY_MIN(kRowTile, row_end - r);
-      for (size_t t = t0; t < t1; t += kTokenTile) {
-        const size_t tokens = HWY_MIN(kTokenTile, t1 - t);
-        const bool ahead = prefetch_next_tile && t == t0 && r + 2 * kRowTile <= row_end;
-        MatMulTileFor(df, rows, tokens, w + r * k, x + t * k, k, y + t * n_out + r, n_out,
-                      ahead ? w + (r + kRowTile) * k : nullptr);
+      for (size_t c = 0; c < k; c += slice) {
+        const KSlice ks{k, HWY_MIN(slice, k - c), c > 0};
+        for (size_t t = t0; t < t1; t += kTokenTile) {
+          const size_t tokens = HWY_MIN(kTokenTile, t1 - t);
+          const bool ahead =
+              prefetch_next_tile && c == 0 && t == t0 && r + 2 * kRowTile <= row_end;
+          MatMulTileFor(df, rows, tokens, w + r * k + c, x + t * k + c, ks, y + t * n_out + r,
+                        n_out, ahead ? w + (r + kRowTile) * k : nullptr);
+        }
       }
     }
   }

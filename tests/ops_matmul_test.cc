@@ -64,6 +64,15 @@ std::vector<Case> AllCases() {
       }
     }
   }
+  // Rows long enough to be walked in slices of kMatMulKSlice (3 and 4 of them, the last with a
+  // partial vector), each slice's sums added to the last.
+  for (size_t k : {1537, 2051}) {
+    for (size_t n_tokens : {1, 5}) {
+      for (const RowRange& rows : RowRangesFor(13)) {
+        cases.push_back({n_tokens, k, 13, rows, k % 3});
+      }
+    }
+  }
   return cases;
 }
 
