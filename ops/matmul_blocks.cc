@@ -50,19 +50,6 @@ using DF = hn::Rebind<float, D32>;
 using VF = hn::Vec<DF>;
 using V16 = hn::Vec<D16>;
 
-// One token's activation row: quants, per-32 scales and per-32 sums of the quants.
-struct ActRow {
-  const int8_t* q;
-  const float* scale;
-  const int32_t* sum;
-};
-
-HWY_INLINE ActRow ActRowAt(const uint8_t* x, size_t k) {
-  const auto* scale = reinterpret_cast<const float*>(x + k);
-  return {reinterpret_cast<const int8_t*>(x), scale,
-          reinterpret_cast<const int32_t*>(scale + k / kGgmlSubBlockElems)};
-}
-
 // The sum of the first 16 of a sub-block's 32 activation quants (the second half's is the
 // block's stored sum minus this).
 HWY_INLINE int32_t FirstHalfSum(const int8_t* HWY_RESTRICT q) {
@@ -83,7 +70,7 @@ HWY_INLINE void MulAddDot(V16 x, V16 w, float factor, VF& acc) {
 
 // One token against lanes [j, j + L) of both halves of a decoded sub-block.
 template <GgmlBlockType T>
-HWY_INLINE void TokenSubBlock(const ActRow& a, size_t sub, size_t s, size_t j, V16 w_lo, V16 w_hi,
+HWY_INLINE void TokenSubBlock(const Q8ActRow& a, size_t sub, size_t s, size_t j, V16 w_lo, V16 w_hi,
                               const float* scale, VF& acc) {
   const D16 d16;
   const hn::Rebind<int8_t, D16> d8;
@@ -112,8 +99,8 @@ HWY_NOINLINE void RowTile(const uint8_t* HWY_RESTRICT w, const BlockLayout& layo
   const size_t L = hn::Lanes(d16);
   VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
   float offset[kTokens] = {};
-  ActRow act[kTokens];
-  for (size_t t = 0; t < kTokens; ++t) act[t] = ActRowAt(x + t * x_row_bytes, k);
+  Q8ActRow act[kTokens];
+  for (size_t t = 0; t < kTokens; ++t) act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
 
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     float scale[kMaxScales], min[kMaxScales];
@@ -406,7 +393,7 @@ using SumTermRun = SumTerm[2 * kSumRun];
 // (vpdpbusd, or vpmaddubsw + vpmaddwd, against bytes of 1) and folds the 8 sub-blocks' lanes
 // with two levels of horizontal adds: ~4 instructions per sub-block and token, where vpsadbw
 // one sub-block at a time took ~12 and made 8-token tiles 1.6x slower.
-HWY_INLINE void Q2KHalfTerms(const ActRow& a, size_t sub, size_t n, SumTerm* HWY_RESTRICT out) {
+HWY_INLINE void Q2KHalfTerms(const Q8ActRow& a, size_t sub, size_t n, SumTerm* HWY_RESTRICT out) {
   const int8_t* HWY_RESTRICT q = a.q + sub * kGgmlSubBlockElems;
   if (n == kSumRun) {
     __m256i fours[kSumRun];  // lanes 0-3: sums of 4 in the first half, 4-7 the second
@@ -447,7 +434,7 @@ HWY_INLINE void Q2KHalfTerms(const ActRow& a, size_t sub, size_t n, SumTerm* HWY
 }
 
 template <GgmlBlockType T>
-HWY_INLINE void SumTerms(const ActRow* act, size_t tokens, size_t sub, size_t subs,
+HWY_INLINE void SumTerms(const Q8ActRow* act, size_t tokens, size_t sub, size_t subs,
                          SumTermRun* HWY_RESTRICT out) {
   if constexpr (FormatOf(T).centered()) return;  // Q6_K, Q3_K: signed quants, no such term
   const size_t n = HWY_MIN(kSumRun, subs - sub);
@@ -483,7 +470,7 @@ HWY_INLINE void SumTerms(const ActRow* act, size_t tokens, size_t sub, size_t su
 // sub-blocks when a run begins, and the prefetch of the weight stream. Returns the sub-block's
 // quants (quants: the group's first sub-block).
 template <GgmlBlockType T, size_t kTokens>
-HWY_INLINE const uint8_t* BeginSubBlock(const uint8_t* quants, size_t sub, const ActRow* act,
+HWY_INLINE const uint8_t* BeginSubBlock(const uint8_t* quants, size_t sub, const Q8ActRow* act,
                                         size_t k, SumTermRun* HWY_RESTRICT sum_terms) {
   constexpr size_t kSubBytes = kQuantGroupRows * FormatOf(T).SubBlockRowBytes();
   if (sub % kSumRun == 0) SumTerms<T>(act, kTokens, sub, k / kGgmlSubBlockElems, sum_terms);
@@ -503,11 +490,11 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
   // Two accumulators per token: the two multiply-adds of a sub-block go to different ones, so
   // a one-token tile is not bound by one chain of dependent FMAs (4 cycles each).
   __m256 acc[kTokens], acc2[kTokens];
-  ActRow act[kTokens];
+  Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
     acc[t] = _mm256_setzero_ps();
     acc2[t] = _mm256_setzero_ps();
-    act[t] = ActRowAt(x + t * x_row_bytes, k);
+    act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
   }
   HWY_ALIGN SumTermRun sum_terms[kTokens];
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {

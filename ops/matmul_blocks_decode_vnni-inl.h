@@ -119,12 +119,12 @@ HWY_NOINLINE void GroupDecodeVnni(const uint8_t* HWY_RESTRICT w, const BlockLayo
   // the min terms in GroupScales' 256-bit lanes.
   __m512 acc[kTokens], acc2[kTokens];
   __m256 acc_min[kTokens];
-  ActRow act[kTokens];
+  Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
     acc[t] = _mm512_setzero_ps();
     acc2[t] = _mm512_setzero_ps();
     acc_min[t] = _mm256_setzero_ps();
-    act[t] = ActRowAt(x + t * x_row_bytes, k);
+    act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
   }
   HWY_ALIGN SumTermRun sum_terms[kTokens];
   constexpr bool kRowScales = F.block_elems == kGgmlSuperBlockElems;  // the K-quants

@@ -124,15 +124,11 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
   constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
   const uint8_t* quants = w + layout.SubBlockOffset(r0, 0);
   float32x4_t acc01[kTokens], acc23[kTokens];
-  const int8_t* xq[kTokens];
-  const float* x_scale[kTokens];
-  const int32_t* x_sum[kTokens];
+  Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
     acc01[t] = vdupq_n_f32(0.0f);
     acc23[t] = vdupq_n_f32(0.0f);
-    xq[t] = reinterpret_cast<const int8_t*>(x + t * x_row_bytes);
-    x_scale[t] = reinterpret_cast<const float*>(x + t * x_row_bytes + k);
-    x_sum[t] = reinterpret_cast<const int32_t*>(x_scale[t] + k / 32);
+    act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
   }
   GroupScaleVectors sv;
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
@@ -144,8 +140,8 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
       int8x16_t c[4][2];
       LoadGroupSubBlock<T>(p, c);
       for (size_t t = 0; t < kTokens; ++t) {
-        const int8_t* xb = xq[t] + sub * 32;
-        const float xs = x_scale[t][sub];
+        const int8_t* xb = act[t].q + sub * 32;
+        const float xs = act[t].scale[sub];
         // Two halves of 16: Q6_K, Q3_K and Q2_K scales change there; the others add them up.
         int32x4_t d01[2], d23[2];
         for (size_t half = 0; half < 2; ++half) {
@@ -167,7 +163,7 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
           // Q2_K: a scale and a min per half; the first half's activation sum from its quants.
           const int32_t first = vaddlvq_s8(vld1q_s8(xb));
           const float sums[2] = {xs * static_cast<float>(first),
-                                 xs * static_cast<float>(x_sum[t][sub] - first)};
+                                 xs * static_cast<float>(act[t].sum[sub] - first)};
           for (size_t half = 0; half < 2; ++half) {
             const size_t j = 2 * s + half;
             acc01[t] = vfmaq_f32(acc01[t], vcvtq_f32_s32(d01[half]), vmulq_n_f32(sv.s01[j], xs));
@@ -177,7 +173,7 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
           }
         } else {
           const size_t j = F.SubBlocks() == 1 ? 0 : s;
-          const float sum = xs * static_cast<float>(x_sum[t][sub]);
+          const float sum = xs * static_cast<float>(act[t].sum[sub]);
           acc01[t] = vfmaq_f32(acc01[t], vcvtq_f32_s32(vaddq_s32(d01[0], d01[1])),
                                vmulq_n_f32(sv.s01[j], xs));
           acc23[t] = vfmaq_f32(acc23[t], vcvtq_f32_s32(vaddq_s32(d23[0], d23[1])),

@@ -140,13 +140,9 @@ HWY_NOINLINE void QuantTile(const uint8_t* HWY_RESTRICT w, const hwy::float16_t*
   VF a03 = hn::Zero(df), a13 = hn::Zero(df), a23 = hn::Zero(df), a33 = hn::Zero(df);
   float offset[4][4] = {};  // Q4_0: sum over blocks of w_scale * x_scale * sum(x_q)
 
-  const int8_t* xq[kTokens];
-  const float* x_scale[kTokens];
-  const int32_t* x_sum[kTokens];
+  Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
-    xq[t] = reinterpret_cast<const int8_t*>(x + t * x_row_bytes);
-    x_scale[t] = reinterpret_cast<const float*>(x + t * x_row_bytes + k);
-    x_sum[t] = reinterpret_cast<const int32_t*>(x_scale[t] + blocks);
+    act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
   }
 
   HWY_ALIGN float w_scale[kScaleChunkBlocks * kQuantGroupRows];
@@ -175,25 +171,25 @@ HWY_NOINLINE void QuantTile(const uint8_t* HWY_RESTRICT w, const hwy::float16_t*
         LoadWeightHalves<kQ4>(w2, j, l2, h2);
         LoadWeightHalves<kQ4>(w3, j, l3, h3);
         const size_t xb = b * kQuantBlockElems + j;
-        TokenStep<kRows>(xq[0] + xb, x_scale[0][b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a00, a10,
-                         a20, a30);
+        TokenStep<kRows>(act[0].q + xb, act[0].scale[b], sw, l0, h0, l1, h1, l2, h2, l3, h3,
+                         a00, a10, a20, a30);
         if constexpr (kTokens > 1) {
-          TokenStep<kRows>(xq[1] + xb, x_scale[1][b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a01,
+          TokenStep<kRows>(act[1].q + xb, act[1].scale[b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a01,
                            a11, a21, a31);
         }
         if constexpr (kTokens > 2) {
-          TokenStep<kRows>(xq[2] + xb, x_scale[2][b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a02,
+          TokenStep<kRows>(act[2].q + xb, act[2].scale[b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a02,
                            a12, a22, a32);
         }
         if constexpr (kTokens > 3) {
-          TokenStep<kRows>(xq[3] + xb, x_scale[3][b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a03,
+          TokenStep<kRows>(act[3].q + xb, act[3].scale[b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a03,
                            a13, a23, a33);
         }
       }
       if constexpr (kQ4) {
         for (size_t r = 0; r < kRows; ++r) {
           for (size_t t = 0; t < kTokens; ++t) {
-            offset[r][t] += sw[r] * (x_scale[t][b] * static_cast<float>(x_sum[t][b]));
+            offset[r][t] += sw[r] * (act[t].scale[b] * static_cast<float>(act[t].sum[b]));
           }
         }
       }
@@ -303,14 +299,10 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
   const size_t blocks = k / kQuantBlockElems;
   [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);  // vpmaddwd pair sums
   __m256 acc[kTokens];
-  const int8_t* xq[kTokens];
-  const float* x_scale[kTokens];
-  const int32_t* x_sum[kTokens];
+  Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
     acc[t] = _mm256_setzero_ps();
-    xq[t] = reinterpret_cast<const int8_t*>(x + t * x_row_bytes);
-    x_scale[t] = reinterpret_cast<const float*>(x + t * x_row_bytes + k);
-    x_sum[t] = reinterpret_cast<const int32_t*>(x_scale[t] + blocks);
+    act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
   }
   for (size_t b = 0; b < blocks; ++b) {
     const uint8_t* HWY_RESTRICT wb = w + b * kQuantGroupRows * kBlockBytes;
@@ -327,12 +319,12 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
     const __m128 s4 = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(ws + b * 4)));
     const __m256 w_scale = _mm256_set_m128(_mm_unpackhi_ps(s4, s4), _mm_unpacklo_ps(s4, s4));
     for (size_t t = 0; t < kTokens; ++t) {
-      const int8_t* xb = xq[t] + b * kQuantBlockElems;
+      const int8_t* xb = act[t].q + b * kQuantBlockElems;
 #if HWY_TARGET == HWY_AVX3_DL
       // vpdpbusd sums four u8 x s8 products into each int32 lane: one instruction per chunk,
       // in two independent chains. Q4 starts from -8 * sum(x) (half in each of a row's lanes).
       const __m256i start =
-          kQ4 ? _mm256_set1_epi32(ScaledBlockSum(x_sum[t][b], -4)) : _mm256_setzero_si256();
+          kQ4 ? _mm256_set1_epi32(ScaledBlockSum(act[t].sum[b], -4)) : _mm256_setzero_si256();
       const __m256i s0 =
           DotBytesAccumulate(DotBytesAccumulate(start, a0, SignedChunk<kQ4>(xb, c0)), a1,
                               SignedChunk<kQ4>(xb + 8, c1));
@@ -349,7 +341,8 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
             _mm256_add_epi16(ChunkProducts<true>(xb + 16, c2, a2),
                              ChunkProducts<true>(xb + 24, c3, a3)));
         // Quants are stored + 8: subtract 8 * sum(x) per row, half of it in each of its lanes.
-        sums = _mm256_sub_epi32(_mm256_madd_epi16(p, ones), _mm256_set1_epi32(ScaledBlockSum(x_sum[t][b], 4)));
+        sums = _mm256_sub_epi32(_mm256_madd_epi16(p, ones),
+                                _mm256_set1_epi32(ScaledBlockSum(act[t].sum[b], 4)));
       } else {
         // |pair sum| <= 2 * 128 * 127 < 2^15 even for a -128 quant; widen each before adding.
         sums = _mm256_add_epi32(
@@ -359,7 +352,7 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
                              _mm256_madd_epi16(ChunkProducts<false>(xb + 24, c3, a3), ones)));
       }
 #endif
-      const __m256 scale = _mm256_mul_ps(w_scale, _mm256_set1_ps(x_scale[t][b]));
+      const __m256 scale = _mm256_mul_ps(w_scale, _mm256_set1_ps(act[t].scale[b]));
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), scale, acc[t]);
     }
   }

@@ -41,14 +41,10 @@ HWY_NOINLINE void QuantGroupDecodeVnni(const uint8_t* HWY_RESTRICT w,
   constexpr __mmask16 kFirstLaneOfEachRow = 0x0055;  // lanes 0, 2, 4, 6
   const __m512i bytes_128 = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[kTokens];
-  const int8_t* xq[kTokens];
-  const float* x_scale[kTokens];
-  const int32_t* x_sum[kTokens];
+  Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
     acc[t] = _mm512_setzero_ps();
-    xq[t] = reinterpret_cast<const int8_t*>(x + t * x_row_bytes);
-    x_scale[t] = reinterpret_cast<const float*>(x + t * x_row_bytes + k);
-    x_sum[t] = reinterpret_cast<const int32_t*>(x_scale[t] + blocks);
+    act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
   }
   for (size_t b = 0; b < blocks; ++b) {
     const uint8_t* HWY_RESTRICT wb = w + b * kGroupBlockBytes;
@@ -72,12 +68,12 @@ HWY_NOINLINE void QuantGroupDecodeVnni(const uint8_t* HWY_RESTRICT w,
     const __m512 w_scale = _mm512_permutexvar_ps(scale_lanes, _mm512_castps128_ps512(s4));
     for (size_t t = 0; t < kTokens; ++t) {
       __m256i x32 =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[t] + b * kQuantBlockElems));
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[t].q + b * kQuantBlockElems));
       __m512i sums;
       if constexpr (kQ4) {
         const __m512i xv = _mm512_castsi256_si512(x32);
         const __m512i start =
-            _mm512_maskz_set1_epi32(kFirstLaneOfEachRow, ScaledBlockSum(x_sum[t][b], -8));
+            _mm512_maskz_set1_epi32(kFirstLaneOfEachRow, ScaledBlockSum(act[t].sum[b], -8));
         sums = DotBytes512(DotBytes512(start, w01, _mm512_permutexvar_epi64(chunks_01, xv)), w23,
                            _mm512_permutexvar_epi64(chunks_23, xv));
       } else {
@@ -87,7 +83,7 @@ HWY_NOINLINE void QuantGroupDecodeVnni(const uint8_t* HWY_RESTRICT w,
                            _mm512_permutexvar_epi64(chunks_23, xv), w23);
       }
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
-                               _mm512_mul_ps(w_scale, _mm512_set1_ps(x_scale[t][b])), acc[t]);
+                               _mm512_mul_ps(w_scale, _mm512_set1_ps(act[t].scale[b])), acc[t]);
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {

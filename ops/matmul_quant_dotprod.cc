@@ -27,15 +27,11 @@ void GroupTile(const uint8_t* w, const uint16_t* scales, const uint8_t* x, size_
   constexpr size_t kBlockBytes = kQ4 ? kQ4BlockBytes : kQ8BlockBytes;
   const size_t blocks = k / kQuantBlockElems;
   float32x4_t acc01[kTokens], acc23[kTokens];  // lanes [r0 r0 r1 r1] and [r2 r2 r3 r3]
-  const int8_t* xq[kTokens];
-  const float* x_scale[kTokens];
-  const int32_t* x_sum[kTokens];
+  Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
     acc01[t] = vdupq_n_f32(0.0f);
     acc23[t] = vdupq_n_f32(0.0f);
-    xq[t] = reinterpret_cast<const int8_t*>(x + t * x_row_bytes);
-    x_scale[t] = reinterpret_cast<const float*>(x + t * x_row_bytes + k);
-    x_sum[t] = reinterpret_cast<const int32_t*>(x_scale[t] + blocks);
+    act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
   }
   for (size_t b = 0; b < blocks; ++b) {
     const uint8_t* wb = w + b * kQuantGroupRows * kBlockBytes;
@@ -65,7 +61,7 @@ void GroupTile(const uint8_t* w, const uint16_t* scales, const uint8_t* x, size_
     const float32x4_t s = vcvt_f32_f16(halves);
     const float32x4_t s01 = vzip1q_f32(s, s), s23 = vzip2q_f32(s, s);
     for (size_t t = 0; t < kTokens; ++t) {
-      const int8_t* xb = xq[t] + b * kQuantBlockElems;
+      const int8_t* xb = act[t].q + b * kQuantBlockElems;
       int32x4_t d01 = vdupq_n_s32(0), d23 = vdupq_n_s32(0);
       for (size_t j = 0; j < 4; ++j) {
         int64_t chunk;
@@ -76,11 +72,11 @@ void GroupTile(const uint8_t* w, const uint16_t* scales, const uint8_t* x, size_
       }
       if constexpr (kQ4) {
         // Quants are stored + 8: subtract 8 * sum(x) per row, half of it in each of its lanes.
-        const int32x4_t offset = vdupq_n_s32(ScaledBlockSum(x_sum[t][b], 4));
+        const int32x4_t offset = vdupq_n_s32(ScaledBlockSum(act[t].sum[b], 4));
         d01 = vsubq_s32(d01, offset);
         d23 = vsubq_s32(d23, offset);
       }
-      const float sx = x_scale[t][b];
+      const float sx = act[t].scale[b];
       acc01[t] = vfmaq_f32(acc01[t], vcvtq_f32_s32(d01), vmulq_n_f32(s01, sx));
       acc23[t] = vfmaq_f32(acc23[t], vcvtq_f32_s32(d23), vmulq_n_f32(s23, sx));
     }

@@ -22,7 +22,21 @@ inline int32_t ScaledBlockSum(int32_t sum, int32_t factor) {
   return static_cast<int32_t>(static_cast<uint32_t>(sum) * static_cast<uint32_t>(factor));
 }
 
-inline constexpr size_t Q8ActRowBytes(size_t k) { return k + k / 32 * (sizeof(float) + sizeof(int32_t)); }
+inline constexpr size_t Q8ActRowBytes(size_t k) {
+  return k + k / 32 * (sizeof(float) + sizeof(int32_t));
+}
+
+// One token's Q8_ACT row of k elements, as the kernels read it.
+struct Q8ActRow {
+  const int8_t* q;     // [k]
+  const float* scale;  // [k / 32]
+  const int32_t* sum;  // [k / 32]
+};
+inline Q8ActRow Q8ActRowAt(const uint8_t* row, size_t k) {
+  const auto* scale = reinterpret_cast<const float*>(row + k);
+  return {reinterpret_cast<const int8_t*>(row), scale,
+          reinterpret_cast<const int32_t*>(scale + k / 32)};
+}
 
 // Tokens a quantized matmul takes at a time: as many Q8_ACT rows as fit in kL2ActivationBytes
 // (a multiple of 16, the widest token tile: AVX-512 VNNI's token panels, and at least 16).
