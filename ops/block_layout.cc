@@ -4,8 +4,8 @@ namespace kestrel::ops {
 namespace {
 
 // Where ggml keeps the bits of one quant inside its block: the low bits (a nibble, or Q2_K's and
-// Q3_K's two) at bit nib_shift of byte nib_byte, the high bits (if the type has them) at bit high_shift
-// of byte high_byte.
+// Q3_K's two) at bit nib_shift of byte nib_byte, the high bits (if the type has them) at bit
+// high_shift of byte high_byte.
 struct QuantBits {
   size_t nib_byte, nib_shift, high_byte, high_shift;
 };

@@ -19,8 +19,8 @@ inline constexpr size_t kGgmlSuperBlockElems = 256;  // the K-quants' block
 
 // Values per block (32, or 256 for K-quants) and bytes per block as GGUF stores them.
 constexpr size_t GgmlBlockElems(GgmlBlockType t) {
-  return t == GgmlBlockType::kQ2_K || t == GgmlBlockType::kQ3_K || t == GgmlBlockType::kQ4_K || t == GgmlBlockType::kQ5_K ||
-                 t == GgmlBlockType::kQ6_K
+  return t == GgmlBlockType::kQ2_K || t == GgmlBlockType::kQ3_K || t == GgmlBlockType::kQ4_K ||
+                 t == GgmlBlockType::kQ5_K || t == GgmlBlockType::kQ6_K
              ? kGgmlSuperBlockElems
              : kGgmlSubBlockElems;
 }
