@@ -88,7 +88,7 @@ HWY_INLINE void StoreRowSums4(DF df, V a0, V a1, V a2, V a3, float* HWY_RESTRICT
 }
 #endif
 
-// y[r] = sum of lanes of a_r for the first kRows rows (y[r] += with add: the k chunks after the
+// y[r] = sum of lanes of a_r for the first kRows rows (y[r] += with add: the k slices after the
 // first). y: one token's outputs, [kRows].
 template <size_t kRows, class DF, class V = hn::Vec<DF>>
 HWY_INLINE void StoreColumn(DF df, V a0, V a1, V a2, V a3, bool add, float* HWY_RESTRICT y) {

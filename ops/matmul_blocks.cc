@@ -388,49 +388,35 @@ inline constexpr size_t kSumRun = 8;
 // term kSumRun + i of its second).
 using SumTermRun = SumTerm[2 * kSumRun];
 
-// Q2_K's terms x_scale * sum(x) of each half of n sub-blocks from `sub` on: first halves in
-// out[0 .. n), second halves in out[kSumRun ..). A full run takes each sub-block's sums of 4
-// (vpdpbusd, or vpmaddubsw + vpmaddwd, against bytes of 1) and folds the 8 sub-blocks' lanes
-// with two levels of horizontal adds: ~4 instructions per sub-block and token, where vpsadbw
-// one sub-block at a time took ~12 (512 x 2048 -> 640 on one Zen 5 core: 11.8 -> 10.4 ms).
-HWY_INLINE void Q2KHalfTerms(const Q8ActRow& a, size_t sub, size_t n, SumTerm* HWY_RESTRICT out) {
+// Q2_K's terms x_scale * sum(x) of each half of the kSumRun sub-blocks from `sub` on: first
+// halves in out[0 .. kSumRun), second halves in out[kSumRun ..). A run is always whole: Q2_K's
+// rows are whole blocks of 256 = kSumRun * 32. Each sub-block's sums of 4 (vpdpbusd, or
+// vpmaddubsw + vpmaddwd, against bytes of 1) are folded with two levels of horizontal adds: ~4
+// instructions per sub-block and token, where vpsadbw one sub-block at a time took ~12 (512 x
+// 2048 -> 640 on one Zen 5 core: 11.8 -> 10.4 ms).
+HWY_INLINE void Q2KHalfTerms(const Q8ActRow& a, size_t sub, SumTerm* HWY_RESTRICT out) {
   const int8_t* HWY_RESTRICT q = a.q + sub * kGgmlSubBlockElems;
-  if (n == kSumRun) {
-    __m256i fours[kSumRun];  // lanes 0-3: sums of 4 in the first half, 4-7 the second
-    for (size_t i = 0; i < kSumRun; ++i) {
-      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * i));
+  __m256i fours[kSumRun];  // lanes 0-3: sums of 4 in the first half, 4-7 the second
+  for (size_t i = 0; i < kSumRun; ++i) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 32 * i));
 #if HWY_TARGET == HWY_AVX3_DL
-      fours[i] = DotBytesAccumulate(_mm256_setzero_si256(), _mm256_set1_epi8(1), x);
+    fours[i] = DotBytesAccumulate(_mm256_setzero_si256(), _mm256_set1_epi8(1), x);
 #else
-      fours[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), x),
-                                   _mm256_set1_epi16(1));
+    fours[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), x),
+                                 _mm256_set1_epi16(1));
 #endif
-    }
-    // [s0 s1 s2 s3 | s0' s1' s2' s3'] for sub-blocks 0-3 and 4-7 (s first halves, s' second).
-    const __m256i s03 = _mm256_hadd_epi32(_mm256_hadd_epi32(fours[0], fours[1]),
-                                          _mm256_hadd_epi32(fours[2], fours[3]));
-    const __m256i s47 = _mm256_hadd_epi32(_mm256_hadd_epi32(fours[4], fours[5]),
-                                          _mm256_hadd_epi32(fours[6], fours[7]));
-    const __m256 xs = _mm256_loadu_ps(a.scale + sub);
-    const __m256i first = _mm256_permute2x128_si256(s03, s47, 0x20);
-    const __m256i second = _mm256_permute2x128_si256(s03, s47, 0x31);
-    _mm256_store_ps(reinterpret_cast<float*>(out), _mm256_mul_ps(xs, _mm256_cvtepi32_ps(first)));
-    _mm256_store_ps(reinterpret_cast<float*>(out + kSumRun),
-                    _mm256_mul_ps(xs, _mm256_cvtepi32_ps(second)));
-    return;
   }
-  // The run's last few sub-blocks (reading 8 would pass the row's quants): one at a time, the
-  // first half by vpsadbw of the bytes made unsigned, the second as the block's sum minus it.
-  const __m128i sign = _mm_set1_epi8(static_cast<char>(0x80));
-  for (size_t i = 0; i < n; ++i) {
-    const __m128i sad = _mm_sad_epu8(
-        _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 32 * i)), sign),
-        _mm_setzero_si128());
-    const int32_t first = _mm_cvtsi128_si32(sad) + _mm_extract_epi16(sad, 4) - 16 * 128;
-    const float xs = a.scale[sub + i];
-    out[i].scaled = xs * static_cast<float>(first);
-    out[kSumRun + i].scaled = xs * static_cast<float>(a.sum[sub + i] - first);
-  }
+  // [s0 s1 s2 s3 | s0' s1' s2' s3'] for sub-blocks 0-3 and 4-7 (s first halves, s' second).
+  const __m256i s03 = _mm256_hadd_epi32(_mm256_hadd_epi32(fours[0], fours[1]),
+                                        _mm256_hadd_epi32(fours[2], fours[3]));
+  const __m256i s47 = _mm256_hadd_epi32(_mm256_hadd_epi32(fours[4], fours[5]),
+                                        _mm256_hadd_epi32(fours[6], fours[7]));
+  const __m256 xs = _mm256_loadu_ps(a.scale + sub);
+  const __m256i first = _mm256_permute2x128_si256(s03, s47, 0x20);
+  const __m256i second = _mm256_permute2x128_si256(s03, s47, 0x31);
+  _mm256_store_ps(reinterpret_cast<float*>(out), _mm256_mul_ps(xs, _mm256_cvtepi32_ps(first)));
+  _mm256_store_ps(reinterpret_cast<float*>(out + kSumRun),
+                  _mm256_mul_ps(xs, _mm256_cvtepi32_ps(second)));
 }
 
 template <GgmlBlockType T>
@@ -439,7 +425,8 @@ HWY_INLINE void SumTerms(const Q8ActRow* act, size_t tokens, size_t sub, size_t 
   if constexpr (FormatOf(T).centered()) return;  // Q6_K, Q3_K: signed quants, no such term
   const size_t n = HWY_MIN(kSumRun, subs - sub);
   if constexpr (T == GgmlBlockType::kQ2_K) {
-    for (size_t t = 0; t < tokens; ++t) Q2KHalfTerms(act[t], sub, n, out[t]);
+    static_assert(kGgmlSuperBlockElems == kSumRun * kGgmlSubBlockElems, "whole runs");
+    for (size_t t = 0; t < tokens; ++t) Q2KHalfTerms(act[t], sub, out[t]);
     return;
   }
   for (size_t t = 0; t < tokens; ++t) {
@@ -505,57 +492,41 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
       const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(quants, sub, act, k, sum_terms);
       __m256i c[4];
       LoadGroupSubBlock<T>(p, c);
-      // Signed quants (Q6_K, Q3_K) are multiplied as |w| (<= 32, unsigned) against x carrying
-      // w's sign (vpsignb).
-      [[maybe_unused]] __m256i magnitude[4];
-      if constexpr (F.centered()) {
-        for (int e = 0; e < 4; ++e) magnitude[e] = _mm256_sign_epi8(c[e], c[e]);
+      // Types with a scale per half: signed quants (Q6_K, Q3_K) are multiplied as |w| (<= 32,
+      // unsigned) against x carrying w's sign (vpsignb), Q2_K's unsigned ones as they are.
+      [[maybe_unused]] __m256i weight[4];
+      if constexpr (F.PerHalfScales()) {
+        for (int e = 0; e < 4; ++e) weight[e] = F.centered() ? _mm256_sign_epi8(c[e], c[e]) : c[e];
       }
       for (size_t t = 0; t < kTokens; ++t) {
         const int8_t* xb = act[t].q + sub * kGgmlSubBlockElems;
         const float xs = act[t].scale[sub];
-        if constexpr (F.centered()) {
+        if constexpr (F.PerHalfScales()) {
+          const auto x_chunk = [&](int e) {
+            const __m256i x = Broadcast8(xb + 8 * e);
+            return F.centered() ? _mm256_sign_epi8(x, c[e]) : x;
+          };
           // Without VNNI each half's two chunks of pair sums add up in int16: at most
           // 2 * 2 * 32 * 127 < 2^15.
           const auto half = [&](int e) {
 #if HWY_TARGET == HWY_AVX3_DL
-            const __m256i p0 = DotBytesAccumulate(_mm256_setzero_si256(), magnitude[e],
-                                                   _mm256_sign_epi8(Broadcast8(xb + 8 * e), c[e]));
-            return _mm256_cvtepi32_ps(DotBytesAccumulate(
-                p0, magnitude[e + 1], _mm256_sign_epi8(Broadcast8(xb + 8 * e + 8), c[e + 1])));
+            const __m256i p0 = DotBytesAccumulate(_mm256_setzero_si256(), weight[e], x_chunk(e));
+            return _mm256_cvtepi32_ps(DotBytesAccumulate(p0, weight[e + 1], x_chunk(e + 1)));
 #else
-            const __m256i p0 = _mm256_maddubs_epi16(magnitude[e],
-                                                    _mm256_sign_epi8(Broadcast8(xb + 8 * e), c[e]));
-            const __m256i p1 = _mm256_maddubs_epi16(
-                magnitude[e + 1], _mm256_sign_epi8(Broadcast8(xb + 8 * e + 8), c[e + 1]));
+            const __m256i p0 = _mm256_maddubs_epi16(weight[e], x_chunk(e));
+            const __m256i p1 = _mm256_maddubs_epi16(weight[e + 1], x_chunk(e + 1));
             return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones));
 #endif
           };
           const __m256 x_scale = _mm256_set1_ps(xs);
           acc[t] = _mm256_fmadd_ps(half(0), _mm256_mul_ps(scale[2 * s], x_scale), acc[t]);
           acc2[t] = _mm256_fmadd_ps(half(2), _mm256_mul_ps(scale[2 * s + 1], x_scale), acc2[t]);
-        } else if constexpr (F.PerHalfScales()) {
-          // Q2_K: unsigned 2-bit quants with a scale and a min per half. Without VNNI a half's
-          // two chunks of pair sums stay below 2 * 2 * 3 * 127 in int16.
-          const auto half = [&](int e) {
-#if HWY_TARGET == HWY_AVX3_DL
-            return _mm256_cvtepi32_ps(DotBytesAccumulate(
-                DotBytesAccumulate(_mm256_setzero_si256(), c[e], Broadcast8(xb + 8 * e)),
-                c[e + 1], Broadcast8(xb + 8 * e + 8)));
-#else
-            const __m256i p = _mm256_add_epi16(
-                _mm256_maddubs_epi16(c[e], Broadcast8(xb + 8 * e)),
-                _mm256_maddubs_epi16(c[e + 1], Broadcast8(xb + 8 * e + 8)));
-            return _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-#endif
-          };
-          const __m256 x_scale = _mm256_set1_ps(xs);
-          const SumTerm* terms = sum_terms[t] + sub % kSumRun;
-          acc[t] = _mm256_fmadd_ps(half(0), _mm256_mul_ps(scale[2 * s], x_scale), acc[t]);
-          acc2[t] = _mm256_fmadd_ps(half(2), _mm256_mul_ps(scale[2 * s + 1], x_scale), acc2[t]);
-          acc[t] = _mm256_fmadd_ps(min[2 * s], _mm256_set1_ps(terms[0].scaled), acc[t]);
-          acc2[t] = _mm256_fmadd_ps(min[2 * s + 1], _mm256_set1_ps(terms[kSumRun].scaled),
-                                    acc2[t]);
+          if constexpr (!F.centered()) {  // Q2_K: a min per half
+            const SumTerm* terms = sum_terms[t] + sub % kSumRun;
+            acc[t] = _mm256_fmadd_ps(min[2 * s], _mm256_set1_ps(terms[0].scaled), acc[t]);
+            acc2[t] = _mm256_fmadd_ps(min[2 * s + 1], _mm256_set1_ps(terms[kSumRun].scaled),
+                                      acc2[t]);
+          }
         } else {
           // Unsigned quants of at most 5 bits: without VNNI, four chunks of pair sums stay below
           // 4 * 2 * 31 * 127 < 2^15 in int16.

@@ -153,23 +153,23 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
             d23[half] = vdotq_s32(d23[half], c[e][1], xv);
           }
         }
-        if constexpr (F.centered()) {
-          for (size_t half = 0; half < 2; ++half) {
-            const size_t j = 2 * s + half;
-            acc01[t] = vfmaq_f32(acc01[t], vcvtq_f32_s32(d01[half]), vmulq_n_f32(sv.s01[j], xs));
-            acc23[t] = vfmaq_f32(acc23[t], vcvtq_f32_s32(d23[half]), vmulq_n_f32(sv.s23[j], xs));
+        if constexpr (F.PerHalfScales()) {
+          // Q6_K, Q3_K, Q2_K: a scale per half; Q2_K also a min, against the half's activation
+          // sum (the first half's from its quants).
+          [[maybe_unused]] float sums[2];
+          if constexpr (!F.centered()) {
+            const int32_t first = vaddlvq_s8(vld1q_s8(xb));
+            sums[0] = xs * static_cast<float>(first);
+            sums[1] = xs * static_cast<float>(act[t].sum[sub] - first);
           }
-        } else if constexpr (F.PerHalfScales()) {
-          // Q2_K: a scale and a min per half; the first half's activation sum from its quants.
-          const int32_t first = vaddlvq_s8(vld1q_s8(xb));
-          const float sums[2] = {xs * static_cast<float>(first),
-                                 xs * static_cast<float>(act[t].sum[sub] - first)};
           for (size_t half = 0; half < 2; ++half) {
             const size_t j = 2 * s + half;
             acc01[t] = vfmaq_f32(acc01[t], vcvtq_f32_s32(d01[half]), vmulq_n_f32(sv.s01[j], xs));
             acc23[t] = vfmaq_f32(acc23[t], vcvtq_f32_s32(d23[half]), vmulq_n_f32(sv.s23[j], xs));
-            acc01[t] = vfmaq_n_f32(acc01[t], sv.m01[j], sums[half]);
-            acc23[t] = vfmaq_n_f32(acc23[t], sv.m23[j], sums[half]);
+            if constexpr (!F.centered()) {
+              acc01[t] = vfmaq_n_f32(acc01[t], sv.m01[j], sums[half]);
+              acc23[t] = vfmaq_n_f32(acc23[t], sv.m23[j], sums[half]);
+            }
           }
         } else {
           const size_t j = F.SubBlocks() == 1 ? 0 : s;
