@@ -3,8 +3,8 @@
 //
 // ops/attention serves decoders: it walks a KV ring one query row at a time, and each q.k ends in
 // a reduction across lanes. Here every query of the sequence sees the same keys, so the kernel
-// transposes a block of keys once and reuses it for many queries: scores become broadcast-FMAs
-// over keys, with no horizontal reductions. As in ops/attention the score matrix is never
+// puts a chunk of queries in the lanes of a vector, transposed once: scores and outputs become
+// broadcast-FMAs, and the softmax needs no reduction across lanes. As in ops/attention the score matrix is never
 // materialized and all state lives in fixed-size stack arrays (no heap: it runs inside the
 // zero-allocation inference loop).
 #pragma once
