@@ -18,6 +18,7 @@
 #include "bench/machine_peak.h"
 #include "ops/block_layout.h"
 #include "ops/matmul.h"
+#include "ops/matmul_f32_panels.h"
 #include "ops/matmul_blocks.h"
 #include "ops/matmul_quant.h"
 #include "ops/quant_layout.h"
@@ -86,6 +87,25 @@ void BM_MatMul(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   ReportRates(state, 2.0 * n_tokens * k * n_out, static_cast<double>(n_out) * k * sizeof(T));
+}
+
+// f32 weights packed in panels of 16 rows (ops/matmul_f32_panels.h), as converted encoders store
+// them.
+void BM_MatMulF32Panels(benchmark::State& state) {
+  const size_t n_tokens = state.range(0), k = state.range(1), n_out = state.range(2);
+  auto rows = hwy::AllocateAligned<float>(n_out * k);
+  auto w = hwy::AllocateAligned<float>(F32PanelFloats(n_out, k));
+  auto x = hwy::AllocateAligned<float>(n_tokens * k);
+  auto y = hwy::AllocateAligned<float>(n_tokens * n_out);
+  for (size_t i = 0; i < n_out * k; ++i) rows[i] = 1.0f / 16;
+  PackF32Panels(rows.get(), n_out, k, w.get());
+  for (size_t i = 0; i < n_tokens * k; ++i) x[i] = 0.5f + static_cast<float>(i % 7) / 8;
+  for (auto _ : state) {
+    MatMulF32Panels(w.get(), x.get(), y.get(), n_tokens, k, n_out, 0, n_out);
+    benchmark::DoNotOptimize(y.get());
+    benchmark::ClobberMemory();
+  }
+  ReportRates(state, 2.0 * n_tokens * k * n_out, static_cast<double>(n_out) * k * sizeof(float));
 }
 
 // Q8_0 / Q4_0 weights: each call also quantizes the activations (QuantizeRowsQ8), as the plan
@@ -166,6 +186,8 @@ BENCHMARK_TEMPLATE(BM_MatMul, hwy::bfloat16_t)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_MatMul<q8>")->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, true)->Name("BM_MatMul<q4>")->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, float)->Name("BM_EncoderMatMul<f32>")->Apply(EncoderShapes);
+BENCHMARK(BM_MatMulF32Panels)->Name("BM_EncoderMatMul<f32_panels>")->Apply(EncoderShapes);
+BENCHMARK(BM_MatMulF32Panels)->Name("BM_MatMul<f32_panels>")->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_EncoderMatMul<q8>")->Apply(EncoderShapes);
 #define KESTREL_BENCH_BLOCKS(T)                                         \
   BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T)              \

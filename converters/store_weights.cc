@@ -5,6 +5,7 @@
 #include "converters/float_convert.h"
 #include "converters/quantize.h"
 #include "ops/block_layout.h"
+#include "ops/matmul_f32_panels.h"
 #include "runtime/format.h"
 
 namespace kestrel {
@@ -80,6 +81,15 @@ Status StoreWeights(const std::string& name, const std::vector<float>& values, f
       case fb::DType::F32:
         std::memcpy(bytes.data(), values.data(), bytes.size());
         break;
+      case fb::DType::F32_PANELS: {
+        KES_CHECK_OR_RETURN(shape.size() == 2, where + ": only matrices can be stored as " +
+                                                   DTypeName(dtype) + ", found shape " +
+                                                   ShapeString(shape));
+        bytes.resize(ops::F32PanelFloats(shape[0], shape[1]) * sizeof(float));
+        ops::PackF32Panels(values.data(), shape[0], shape[1],
+                           reinterpret_cast<float*>(bytes.data()));
+        break;
+      }
       case fb::DType::F16:
       case fb::DType::BF16: {
         uint16_t* out = reinterpret_cast<uint16_t*>(bytes.data());

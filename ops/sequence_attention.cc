@@ -7,8 +7,8 @@
 //   Q^T [head_dim][qc]  the chunk's queries times scale, packed once per chunk;
 //   S^T [keys][qc]      one block's scores, then its softmax weights.
 // Both products are one broadcast-FMA loop (BroadcastFma), keys and values read where they lie:
-//   scores   S^T[j] = sum_x K[j][x] Q^T[x]: a row of Q^T serves kMaxItems broadcast keys;
-//   outputs  O[i] = c_i O[i] + sum_j W^T[j][i] V[j]: a value row serves kMaxItems queries,
+//   scores   S^T[j] = sum_x K[j][x] Q^T[x]: a row of Q^T serves kBroadcastFmaMaxItems broadcast keys;
+//   outputs  O[i] = c_i O[i] + sum_j W^T[j][i] V[j]: a value row serves kBroadcastFmaMaxItems queries,
 // O being the chunk's rows of `out` until the end. The streaming softmax of ops/attention-inl.h
 // runs per lane, with no reduction across lanes:
 //   m' = max(m, max_j s_j);  c = exp(m - m');  w_j = exp(s_j - m') = 2^((s_j - m') log2 e)
@@ -33,6 +33,7 @@
 
 #include <hwy/highway.h>
 
+#include "ops/broadcast_fma-inl.h"
 #include "ops/exp2-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -40,141 +41,13 @@ namespace kestrel::ops {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Lanes of a vector, at most: SVE's may reach 64, and a chunk of 16 queries already leaves few
-// chunks per head at MiniLM's 128 tokens. The value rows' slices use the same vectors.
-inline constexpr size_t kMaxQueryLanes = 16;
-using QueryTag = hn::CappedTag<float, kMaxQueryLanes>;
+using QueryTag = BroadcastFmaTag;
 // Floats of Q^T (64 KiB): two query vectors up to head_dim 512, one at 1024.
 inline constexpr size_t kPackFloats = 16384;
-static_assert(kPackFloats >= kAttentionMaxHeadDim * kMaxQueryLanes);
+static_assert(kPackFloats >= kAttentionMaxHeadDim * kBroadcastFmaMaxLanes);
 // Keys per block: enough to amortize a block's correction of O, few enough that S^T (16 KiB)
 // and the block's keys and values stay in L1.
 inline constexpr size_t kBlockKeys = 128;
-// Broadcast items (keys, or queries) per pass of BroadcastFma: their items x vectors
-// accumulators stay in registers. 8 where the target has 32 vector registers; 5 where it has 16
-// (x86 before AVX-512, ARMv7), so that 10 accumulators and the loaded vectors fit.
-#if (HWY_ARCH_X86 && HWY_TARGET != HWY_AVX3 && HWY_TARGET != HWY_AVX3_DL && \
-     HWY_TARGET != HWY_SCALAR) ||                                          \
-    HWY_ARCH_ARM_V7
-inline constexpr size_t kMaxItems = 5;
-#else
-inline constexpr size_t kMaxItems = 8;
-#endif
-
-// One broadcast-FMA product over `items` rows of kVecs vectors each: for i < items, c < kVecs * NQ,
-//   rows[i * row_stride + c] = start_i + sum_{s < steps} scalars[s * step_stride + i * item_stride]
-//                                                      * vectors[s * vector_stride + c]
-// where start_i is 0, or the row's old value times item_factor[i] when item_factor is given.
-struct BroadcastFma {
-  const float* HWY_RESTRICT vectors;
-  size_t vector_stride;
-  size_t steps;
-  const float* HWY_RESTRICT scalars;
-  size_t step_stride;
-  size_t item_stride;
-  const float* HWY_RESTRICT item_factor;  // or nullptr
-  float* HWY_RESTRICT rows;
-  size_t row_stride;
-  size_t items;
-
-  // The same product from item i on.
-  BroadcastFma From(size_t i) const {
-    BroadcastFma p = *this;
-    p.scalars += i * item_stride;
-    if (item_factor != nullptr) p.item_factor += i;
-    p.rows += i * row_stride;
-    p.items -= i;
-    return p;
-  }
-};
-
-// a += s * x0 and, with two vectors per row, b += s * x1: one broadcast serves both.
-template <size_t kVecs, class D, class V>
-HWY_INLINE void FmaItem(D d, float s, V x0, V x1, V& a, V& b) {
-  const V sv = hn::Set(d, s);
-  a = hn::MulAdd(sv, x0, a);
-  if constexpr (kVecs > 1) b = hn::MulAdd(sv, x1, b);
-}
-
-// a, b = row i's start.
-template <size_t kVecs, class D, class V>
-HWY_INLINE void StartItem(D d, const BroadcastFma& p, size_t i, V& a, V& b) {
-  a = hn::Zero(d);
-  b = a;
-  if (p.item_factor == nullptr) return;
-  const float* HWY_RESTRICT row = p.rows + i * p.row_stride;
-  const V factor = hn::Set(d, p.item_factor[i]);
-  a = hn::Mul(hn::LoadU(d, row), factor);
-  if constexpr (kVecs > 1) b = hn::Mul(hn::LoadU(d, row + hn::Lanes(d)), factor);
-}
-
-template <size_t kVecs, class D, class V>
-HWY_INLINE void StoreItem(D d, V a, V b, const BroadcastFma& p, size_t i) {
-  float* HWY_RESTRICT row = p.rows + i * p.row_stride;
-  hn::StoreU(a, d, row);
-  if constexpr (kVecs > 1) hn::StoreU(b, d, row + hn::Lanes(d));
-}
-
-// BroadcastFma for its first kItems rows. Vectors are sizeless on SVE and cannot live in arrays,
-// so the accumulators are named (a_i for a row's first vector, b_i for its second); `if
-// constexpr` drops the unused ones.
-template <size_t kItems, size_t kVecs>
-HWY_INLINE void BroadcastFmaItems(const BroadcastFma& p) {
-  static_assert(kItems >= 1 && kItems <= 8 && kVecs >= 1 && kVecs <= 2);
-  const QueryTag d;
-  using V = hn::Vec<QueryTag>;
-  const size_t N = hn::Lanes(d), is = p.item_stride;
-  V a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7;
-  StartItem<kVecs>(d, p, 0, a0, b0);
-  if constexpr (kItems > 1) StartItem<kVecs>(d, p, 1, a1, b1);
-  if constexpr (kItems > 2) StartItem<kVecs>(d, p, 2, a2, b2);
-  if constexpr (kItems > 3) StartItem<kVecs>(d, p, 3, a3, b3);
-  if constexpr (kItems > 4) StartItem<kVecs>(d, p, 4, a4, b4);
-  if constexpr (kItems > 5) StartItem<kVecs>(d, p, 5, a5, b5);
-  if constexpr (kItems > 6) StartItem<kVecs>(d, p, 6, a6, b6);
-  if constexpr (kItems > 7) StartItem<kVecs>(d, p, 7, a7, b7);
-  const float* HWY_RESTRICT x = p.vectors;
-  const float* HWY_RESTRICT sc = p.scalars;
-  for (size_t s = 0; s < p.steps; ++s, x += p.vector_stride, sc += p.step_stride) {
-    const V x0 = hn::LoadU(d, x);
-    const V x1 = kVecs > 1 ? hn::LoadU(d, x + N) : x0;
-    FmaItem<kVecs>(d, sc[0], x0, x1, a0, b0);
-    if constexpr (kItems > 1) FmaItem<kVecs>(d, sc[is], x0, x1, a1, b1);
-    if constexpr (kItems > 2) FmaItem<kVecs>(d, sc[2 * is], x0, x1, a2, b2);
-    if constexpr (kItems > 3) FmaItem<kVecs>(d, sc[3 * is], x0, x1, a3, b3);
-    if constexpr (kItems > 4) FmaItem<kVecs>(d, sc[4 * is], x0, x1, a4, b4);
-    if constexpr (kItems > 5) FmaItem<kVecs>(d, sc[5 * is], x0, x1, a5, b5);
-    if constexpr (kItems > 6) FmaItem<kVecs>(d, sc[6 * is], x0, x1, a6, b6);
-    if constexpr (kItems > 7) FmaItem<kVecs>(d, sc[7 * is], x0, x1, a7, b7);
-  }
-  StoreItem<kVecs>(d, a0, b0, p, 0);
-  if constexpr (kItems > 1) StoreItem<kVecs>(d, a1, b1, p, 1);
-  if constexpr (kItems > 2) StoreItem<kVecs>(d, a2, b2, p, 2);
-  if constexpr (kItems > 3) StoreItem<kVecs>(d, a3, b3, p, 3);
-  if constexpr (kItems > 4) StoreItem<kVecs>(d, a4, b4, p, 4);
-  if constexpr (kItems > 5) StoreItem<kVecs>(d, a5, b5, p, 5);
-  if constexpr (kItems > 6) StoreItem<kVecs>(d, a6, b6, p, 6);
-  if constexpr (kItems > 7) StoreItem<kVecs>(d, a7, b7, p, 7);
-}
-
-// BroadcastFmaItems for the last p.items (<= kItems) rows, kItems named at compile time.
-template <size_t kItems, size_t kVecs>
-HWY_INLINE void BroadcastFmaRest(const BroadcastFma& p) {
-  if constexpr (kItems >= 1) {
-    if (p.items == kItems) return BroadcastFmaItems<kItems, kVecs>(p);
-    BroadcastFmaRest<kItems - 1, kVecs>(p);
-  }
-}
-
-// The whole product: passes of kMaxItems rows, then one of the rest.
-template <size_t kVecs>
-HWY_INLINE void BroadcastFmaAll(const BroadcastFma& p) {
-  size_t i = 0;
-  for (; i + kMaxItems <= p.items; i += kMaxItems) {
-    BroadcastFmaItems<kMaxItems, kVecs>(p.From(i));
-  }
-  if (i < p.items) BroadcastFmaRest<kMaxItems - 1, kVecs>(p.From(i));
-}
 
 // The softmax state of a chunk's queries, one value per lane: [qc] arrays.
 struct ChunkState {
@@ -234,13 +107,13 @@ HWY_NOINLINE void Chunk(const SequenceAttentionArgs& a, size_t head, size_t t0, 
   const size_t head_dim = a.head_dim;
   const size_t q_stride = a.n_heads * head_dim, kv_stride = a.n_kv_heads * head_dim;
   const size_t kv_offset = head / (a.n_heads / a.n_kv_heads) * head_dim;
-  const size_t qc = kQueryVecs * hn::Lanes(QueryTag());
+  const size_t NQ = hn::Lanes(QueryTag()), qc = kQueryVecs * NQ;
 
   alignas(HWY_MAX_BYTES) float qt[kPackFloats];
-  alignas(HWY_MAX_BYTES) float st[kBlockKeys * 2 * kMaxQueryLanes];
-  alignas(HWY_MAX_BYTES) float m[2 * kMaxQueryLanes];
-  alignas(HWY_MAX_BYTES) float l[2 * kMaxQueryLanes];
-  alignas(HWY_MAX_BYTES) float correction[2 * kMaxQueryLanes];
+  alignas(HWY_MAX_BYTES) float st[kBlockKeys * 2 * kBroadcastFmaMaxLanes];
+  alignas(HWY_MAX_BYTES) float m[2 * kBroadcastFmaMaxLanes];
+  alignas(HWY_MAX_BYTES) float l[2 * kBroadcastFmaMaxLanes];
+  alignas(HWY_MAX_BYTES) float correction[2 * kBroadcastFmaMaxLanes] = {};  // set per block
   const ChunkState s{m, l, correction};
   std::fill(m, m + qc, -std::numeric_limits<float>::infinity());
   std::fill(l, l + qc, 0.0f);
@@ -254,28 +127,31 @@ HWY_NOINLINE void Chunk(const SequenceAttentionArgs& a, size_t head, size_t t0, 
 
   // The chunk's output rows hold its running outputs O until they are divided by l at the end.
   float* HWY_RESTRICT o = a.out + t0 * q_stride + head * head_dim;
-  const size_t N = hn::Lanes(QueryTag());
+
   for (size_t key0 = 0; key0 < a.len; key0 += kBlockKeys) {
     const size_t n = std::min(kBlockKeys, a.len - key0);
     const float* HWY_RESTRICT k = a.k + key0 * kv_stride + kv_offset;
     const float* HWY_RESTRICT v = a.v + key0 * kv_stride + kv_offset;
     // S^T[j] = sum_x K[j][x] Q^T[x]: the items are the block's keys, the steps x.
-    BroadcastFmaAll<kQueryVecs>({qt, qc, head_dim, k, 1, kv_stride, nullptr, st, qc, n});
+    BroadcastFmaAll<kQueryVecs>(
+        {qt, qc, NQ, head_dim, k, 1, kv_stride, false, nullptr, st, qc, n});
     BlockSoftmax<kQueryVecs>(st, n, s);
     // O[i] = c_i O[i] + sum_j W^T[j][i] V[j]: the items are the chunk's queries, the steps the
     // block's keys, over slices of head_dim of two vectors, then one, then single elements.
-    const float* HWY_RESTRICT factor = key0 == 0 ? nullptr : correction;
+    const bool later = key0 > 0;
     size_t x = 0;
-    for (; x + 2 * N <= head_dim; x += 2 * N) {
-      BroadcastFmaAll<2>({v + x, kv_stride, n, st, qc, 1, factor, o + x, q_stride, queries});
+    for (; x + 2 * NQ <= head_dim; x += 2 * NQ) {
+      BroadcastFmaAll<2>(
+          {v + x, kv_stride, NQ, n, st, qc, 1, later, correction, o + x, q_stride, queries});
     }
-    if (x + N <= head_dim) {
-      BroadcastFmaAll<1>({v + x, kv_stride, n, st, qc, 1, factor, o + x, q_stride, queries});
-      x += N;
+    if (x + NQ <= head_dim) {
+      BroadcastFmaAll<1>(
+          {v + x, kv_stride, NQ, n, st, qc, 1, later, correction, o + x, q_stride, queries});
+      x += NQ;
     }
     for (; x < head_dim; ++x) {
       for (size_t i = 0; i < queries; ++i) {
-        float acc = factor ? o[i * q_stride + x] * factor[i] : 0.0f;
+        float acc = later ? o[i * q_stride + x] * correction[i] : 0.0f;
         for (size_t j = 0; j < n; ++j) acc += st[j * qc + i] * v[j * kv_stride + x];
         o[i * q_stride + x] = acc;
       }
@@ -287,7 +163,7 @@ HWY_NOINLINE void Chunk(const SequenceAttentionArgs& a, size_t head, size_t t0, 
     float* HWY_RESTRICT row = o + i * q_stride;
     const float inv_l = 1.0f / l[i];  // l >= 1: the maximal score contributes exp(0)
     size_t x = 0;
-    for (; x + N <= head_dim; x += N) {
+    for (; x + NQ <= head_dim; x += NQ) {
       hn::StoreU(hn::Mul(hn::LoadU(d, row + x), hn::Set(d, inv_l)), d, row + x);
     }
     for (; x < head_dim; ++x) row[x] *= inv_l;

@@ -58,6 +58,7 @@ inline size_t BlockElems(fb::DType dtype) {
 inline size_t DTypeSize(fb::DType dtype) {
   switch (dtype) {
     case fb::DType::F32: return 4;
+    case fb::DType::F32_PANELS: return 4;
     case fb::DType::F16: return 2;
     case fb::DType::BF16: return 2;
     case fb::DType::I32: return 4;
@@ -100,6 +101,7 @@ inline const char* DTypeName(fb::DType dtype) {
     case fb::DType::Q4_K: return "q4_k";
     case fb::DType::Q5_K: return "q5_k";
     case fb::DType::Q6_K: return "q6_k";
+    case fb::DType::F32_PANELS: return "f32-panels";
   }
   return "unknown";
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "ops/matmul_f32_panels.h"
 #include "runtime/format.h"
 #include "runtime/model_tokenizer.h"
 #include "runtime/plan_check.h"
@@ -18,15 +19,16 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
   KES_CHECK_OR_RETURN(t->name() != nullptr && t->name()->size() > 0, where + ": has no name");
   const fb::DType dtype = t->dtype();
   const bool quantized = IsBlockQuantized(dtype) && dtype != fb::DType::Q8_ACT;
+  const bool panels = dtype == fb::DType::F32_PANELS;
   KES_CHECK_OR_RETURN(dtype == fb::DType::F32 || dtype == fb::DType::F16 ||
-                          dtype == fb::DType::BF16 || quantized,
-                      where + ": expected dtype f32, f16, bf16, q8, q4, q4_1, q5_0, q5_1, "
-                              "q4_k, q5_k or q6_k, found code " +
+                          dtype == fb::DType::BF16 || quantized || panels,
+                      where + ": expected dtype f32, f32-panels, f16, bf16, q8, q4, q4_1, q5_0, "
+                              "q5_1, q2_k, q3_k, q4_k, q5_k or q6_k, found code " +
                           Num(static_cast<uint64_t>(dtype)));
   KES_CHECK_OR_RETURN(t->shape() != nullptr && t->shape()->size() >= 1 && t->shape()->size() <= 4,
                       where + ": expected 1 to 4 dimensions, found " +
                           Num(t->shape() ? t->shape()->size() : 0));
-  KES_CHECK_OR_RETURN(!quantized || t->shape()->size() == 2,
+  KES_CHECK_OR_RETURN(!(quantized || panels) || t->shape()->size() == 2,
                       where + ": expected a matrix for dtype " + DTypeName(dtype) + ", found " +
                           Num(t->shape()->size()) + " dimensions");
   // Bytes of one innermost row; every dimension is checked so the product cannot overflow.
@@ -40,7 +42,9 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
                                           DTypeName(dtype));
   uint64_t bytes = row_bytes;
   for (uint32_t i = 0; i + 1 < t->shape()->size(); ++i) {
-    const uint64_t dim = t->shape()->Get(i);
+    uint64_t dim = t->shape()->Get(i);
+    // Panels store whole panels of rows, the last one zero-padded.
+    if (panels && dim <= (uint64_t{1} << 40)) dim = AlignUp(dim, ops::kF32PanelRows);
     KES_CHECK_OR_RETURN(dim > 0 && bytes <= std::numeric_limits<uint64_t>::max() / dim,
                         where + ": dimension " + Num(dim) + " is zero or overflows");
     bytes *= dim;

@@ -613,7 +613,19 @@ const std::vector<Corruption>& Corruptions() {
        {"Embed", "rows, expected vocab_size"}},
       {"TensorDtypeI32", Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::I32; },
-       {"blk.0.attn_q.weight", "expected dtype f32, f16, bf16, q8, q4, q4_1", "found code 3"}},
+       {"blk.0.attn_q.weight", "expected dtype f32, f32-panels, f16, bf16, q8, q4, q4_1",
+        "found code 3"}},
+      // Panels hold whole panels of 16 rows: a size short of the last panel is refused.
+      {"TensorPanelsShort", Writer::kRaw,
+       [](fb::ModelT& m) {
+         auto& t = Tensor(m, "blk.0.attn_q.weight");
+         t.dtype = fb::DType::F32_PANELS;
+         t.size -= 4 * t.shape[1] * sizeof(float);
+       },
+       {"blk.0.attn_q.weight", "bytes for its shape and f32-panels", "found size"}},
+      {"TensorPanelsNotMatrix", Writer::kWriteKes,
+       [](fb::ModelT& m) { Tensor(m, "output_norm.weight").dtype = fb::DType::F32_PANELS; },
+       {"output_norm.weight", "expected a matrix for dtype f32-panels"}},
       // The f32 bytes relabelled q8: the size no longer fits the shape.
       {"TensorDtypeQ8SizeMismatch", Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::Q8_0; },

@@ -47,7 +47,7 @@ void PrintTensorsByDtype(const Model& model) {
     entry.elements += elements;
   }
   for (const auto& [name, entry] : by_dtype) {
-    std::printf("  %-5s %4llu tensors, %s, %.4g bits per weight\n", name.c_str(),
+    std::printf("  %-10s %4llu tensors, %s, %.4g bits per weight\n", name.c_str(),
                 static_cast<unsigned long long>(entry.tensors), FormatBytes(entry.bytes).c_str(),
                 8.0 * static_cast<double>(entry.bytes) / static_cast<double>(entry.elements));
   }

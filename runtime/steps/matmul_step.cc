@@ -3,6 +3,7 @@
 // are applied per block of output rows right after the kernel made them.
 #include "ops/elementwise.h"
 #include "ops/matmul.h"
+#include "ops/matmul_f32_panels.h"
 #include "ops/matmul_blocks.h"
 #include "ops/matmul_quant.h"
 #include "ops/quant_layout.h"
@@ -31,6 +32,7 @@ struct MatMulArgs {
   size_t k, n_out, x_row_bytes;
   size_t rows_per_token;  // rows of k (and of n_out) per token row
   size_t epilogue_tokens;  // EpilogueTokens
+  size_t row_group;        // ThreadRows' unit
   bool last_row_only;
 };
 
@@ -50,17 +52,18 @@ size_t EpilogueTokens(bool quantized, size_t x_row_bytes) {
 
 bool HasKernel(fb::DType dtype) {
   ops::GgmlBlockType kept;
-  return dtype == fb::DType::F32 || dtype == fb::DType::F16 || dtype == fb::DType::BF16 ||
+  return dtype == fb::DType::F32 || dtype == fb::DType::F32_PANELS || dtype == fb::DType::F16 ||
+         dtype == fb::DType::BF16 ||
          dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 || KeptBlockType(dtype, &kept);
 }
 
-// Output rows for this thread, in whole groups of kQuantGroupRows (the kernels' row tile and the
-// packing unit of quantized weights) so no thread gets a partial tile.
-void ThreadRows(size_t rows, size_t thread, size_t n_threads, size_t* begin, size_t* end) {
-  constexpr size_t kGroup = ops::kQuantGroupRows;
-  SplitRange((rows + kGroup - 1) / kGroup, thread, n_threads, begin, end);
-  *begin = *begin * kGroup < rows ? *begin * kGroup : rows;
-  *end = *end * kGroup < rows ? *end * kGroup : rows;
+// Output rows for this thread, in whole groups of `group` rows (the kernels' row tile and the
+// packing unit: kQuantGroupRows, or kF32PanelRows for panels) so no thread gets a partial tile.
+void ThreadRows(size_t rows, size_t group, size_t thread, size_t n_threads, size_t* begin,
+                size_t* end) {
+  SplitRange((rows + group - 1) / group, thread, n_threads, begin, end);
+  *begin = *begin * group < rows ? *begin * group : rows;
+  *end = *end * group < rows ? *end * group : rows;
 }
 
 // W: the weight element type; X: the input's (float, or uint8_t for Q8_ACT rows).
@@ -71,7 +74,7 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
   const auto kernel = reinterpret_cast<Kernel>(a.kernel);
   const auto* w = static_cast<const W*>(a.w);
   size_t b, e;
-  ThreadRows(a.n_out, thread, n_threads, &b, &e);
+  ThreadRows(a.n_out, a.row_group, thread, n_threads, &b, &e);
   if (b == e) return;
   const size_t n_rows = a.last_row_only ? 1 : n * a.rows_per_token;
   const uint8_t* x = a.x + (a.last_row_only ? (n - 1) * a.x_row_bytes : 0);
@@ -143,6 +146,10 @@ void Bind(const BindContext& b, Step* step) {
       a.kernel = erase(ops::ResolveMatMulF32());
       run = Run<float, float>;
       break;
+    case fb::DType::F32_PANELS:
+      a.kernel = erase(ops::ResolveMatMulF32Panels());
+      run = Run<float, float>;
+      break;
     default: {  // a kept GGUF type; Check allows nothing else
       ops::GgmlBlockType kept = ops::GgmlBlockType::kQ4_1;
       KeptBlockType(w.dtype(), &kept);
@@ -171,6 +178,8 @@ void Bind(const BindContext& b, Step* step) {
   a.k = w.shape()->Get(1);
   a.x_row_bytes = RowBytes(b.InBuffer(0).dtype(), a.k);
   a.epilogue_tokens = EpilogueTokens(IsBlockQuantized(w.dtype()), a.x_row_bytes);
+  a.row_group =
+      w.dtype() == fb::DType::F32_PANELS ? ops::kF32PanelRows : size_t{ops::kQuantGroupRows};
   a.last_row_only = b.op().params_as_MatMul()->last_row_only();
   a.rows_per_token = b.op().params_as_MatMul()->rows_per_token();
   step->Set(run, Parallelism::kAlways, a);
