@@ -45,9 +45,11 @@ std::string WeightFormat(const Model& model) {
   std::vector<std::pair<fb::DType, uint64_t>> bytes;
   uint64_t total = 0;
   for (const fb::Tensor* t : *model.meta().tensors()) {
+    // Panels are f32 weights in another order: the same format to whoever reads the figures.
+    const fb::DType dtype = t->dtype() == fb::DType::F32_PANELS ? fb::DType::F32 : t->dtype();
     auto it = std::find_if(bytes.begin(), bytes.end(),
-                           [&](const auto& e) { return e.first == t->dtype(); });
-    if (it == bytes.end()) it = bytes.insert(bytes.end(), {t->dtype(), 0});
+                           [&](const auto& e) { return e.first == dtype; });
+    if (it == bytes.end()) it = bytes.insert(bytes.end(), {dtype, 0});
     it->second += t->size();
     total += t->size();
   }
