@@ -68,8 +68,9 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT w, const float* HWY_RESTRICT x,
   const size_t width = kVecs * N;
   for (size_t t0 = 0; t0 < tokens; t0 += kBroadcastFmaMaxItems) {
     const size_t count = std::min(kBroadcastFmaMaxItems, tokens - t0);
-    for (size_t t = 0; t < count; ++t) {
-      if (c > 0) memcpy(rows + t * width + (lo - r), y + (t0 + t) * n_out + lo, (hi - lo) * 4);
+    const size_t bytes = (hi - lo) * sizeof(float);
+    for (size_t t = 0; t < count && c > 0; ++t) {
+      memcpy(rows + t * width + (lo - r), y + (t0 + t) * n_out + lo, bytes);
     }
     BroadcastFma part = p;
     part.scalars = x + t0 * k + c;
@@ -78,7 +79,7 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT w, const float* HWY_RESTRICT x,
     part.items = count;
     BroadcastFmaAll<kVecs>(part);
     for (size_t t = 0; t < count; ++t) {
-      memcpy(y + (t0 + t) * n_out + lo, rows + t * width + (lo - r), (hi - lo) * 4);
+      memcpy(y + (t0 + t) * n_out + lo, rows + t * width + (lo - r), bytes);
     }
   }
 }

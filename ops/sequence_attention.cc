@@ -6,9 +6,10 @@
 // so that a vector holds one value for each of its queries:
 //   Q^T [head_dim][qc]  the chunk's queries times scale, packed once per chunk;
 //   S^T [keys][qc]      one block's scores, then its softmax weights.
-// Both products are one broadcast-FMA loop (BroadcastFma), keys and values read where they lie:
-//   scores   S^T[j] = sum_x K[j][x] Q^T[x]: a row of Q^T serves kBroadcastFmaMaxItems broadcast keys;
-//   outputs  O[i] = c_i O[i] + sum_j W^T[j][i] V[j]: a value row serves kBroadcastFmaMaxItems queries,
+// Both products are one broadcast-FMA loop (ops/broadcast_fma-inl.h), keys and values read where
+// they lie, each loaded vector serving up to kBroadcastFmaMaxItems broadcasts:
+//   scores   S^T[j] = sum_x K[j][x] Q^T[x]: a row of Q^T serves that many keys;
+//   outputs  O[i] = c_i O[i] + sum_j W^T[j][i] V[j]: a value row serves that many queries,
 // O being the chunk's rows of `out` until the end. The streaming softmax of ops/attention-inl.h
 // runs per lane, with no reduction across lanes:
 //   m' = max(m, max_j s_j);  c = exp(m - m');  w_j = exp(s_j - m') = 2^((s_j - m') log2 e)
