@@ -12,7 +12,8 @@
 #            K-quant end-to-end runs and the tiny-model zero-allocation test (`kestrel cpu` must
 #            say the sdot kernels are not used there, and used on qemu's other CPUs);
 #   armv7 (NEON, chosen at compile time): the same suite, which includes the refusal to start
-#            on a CPU without NEON or VFPv4 (tests/armv7_without_neon_test.sh).
+#            on a CPU without NEON or VFPv4, the static board binaries also on an ARMv6 one
+#            (tests/armv7_without_neon_test.sh).
 # Then it builds the static board binaries the README describes (scripts/build-board.sh) and
 # runs them (`kestrel run` and `kestrel bench`) on the tiny model, with no ARM libraries on the
 # library path, and the armv7 ones on CPUs without NEON or VFPv4, which they must refuse.
@@ -95,8 +96,8 @@ for board in "aarch64 -mcpu=cortex-a76 qemu-aarch64" "armv7 -mtune=cortex-a7 qem
     --threads 2
   QEMU_LD_PREFIX=/nonexistent "$emu" "dist/$arch/kestrel" bench "$tiny" -p 32 -n 16 -t 1,2 -r 2
   if [ "$arch" = armv7 ]; then
-    QEMU_LD_PREFIX=/nonexistent bash tests/armv7_without_neon_test.sh "dist/$arch/kestrel" \
-      "dist/$arch/kestrel-convert" "$emu"
+    QEMU_LD_PREFIX=/nonexistent bash tests/armv7_without_neon_test.sh --static \
+      "dist/$arch/kestrel" "dist/$arch/kestrel-convert" "$emu"
   fi
   echo "== board binaries for $arch ($flags): built and ran in $(( $(date +%s) - start )) s"
 done

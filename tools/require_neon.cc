@@ -12,7 +12,8 @@
 // kernel's HWCAP bits and writes with write(2) only. Other architectures compile nothing here.
 // tests/armv7_without_neon_test.sh runs both programs under qemu-arm CPUs lacking each feature
 // (and says why an ARMv6 CPU such as the Raspberry Pi 1's never gets this far: Debian's armhf C
-// library and loader are Thumb-2 code, so such a CPU fails before any code of ours runs).
+// library and loader are Thumb-2 code, so such a CPU fails before any code of ours runs; the
+// static board binaries therefore make the same check earlier, in tools/armv7_entry.S).
 #if defined(__arm__) && !defined(__aarch64__)
 
 #include <asm/hwcap.h>  // HWCAP_NEON, HWCAP_VFPv4: glibc's <sys/auxv.h> names them HWCAP_ARM_*
