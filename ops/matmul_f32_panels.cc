@@ -66,9 +66,9 @@ HWY_INLINE void Tile(const float* HWY_RESTRICT w, const float* HWY_RESTRICT x,
   // tokens at a time, and only [lo, hi) stored back.
   HWY_ALIGN float rows[kBroadcastFmaMaxItems * 2 * kBroadcastFmaMaxLanes] = {};
   const size_t width = kVecs * N;
+  const size_t bytes = (hi - lo) * sizeof(float);
   for (size_t t0 = 0; t0 < tokens; t0 += kBroadcastFmaMaxItems) {
     const size_t count = std::min(kBroadcastFmaMaxItems, tokens - t0);
-    const size_t bytes = (hi - lo) * sizeof(float);
     for (size_t t = 0; t < count && c > 0; ++t) {
       memcpy(rows + t * width + (lo - r), y + (t0 + t) * n_out + lo, bytes);
     }
@@ -89,7 +89,7 @@ void MatMulF32PanelsPerTarget(const float* HWY_RESTRICT w, const float* HWY_REST
                               size_t row_begin, size_t row_end) {
   if (row_begin >= row_end) return;
   const size_t N = hn::Lanes(BroadcastFmaTag());
-  const size_t padded = (n_out + kF32PanelRows - 1) / kF32PanelRows * kF32PanelRows;
+  const size_t padded = hwy::RoundUpTo(n_out, kF32PanelRows);
   const size_t block = std::max(kBroadcastFmaMaxItems,
                                 kPanelL2ActivationBytes / (k * sizeof(float)) /
                                     kBroadcastFmaMaxItems * kBroadcastFmaMaxItems);
@@ -124,7 +124,7 @@ HWY_AFTER_NAMESPACE();
 namespace kestrel::ops {
 
 size_t F32PanelFloats(size_t n_out, size_t k) {
-  return (n_out + kF32PanelRows - 1) / kF32PanelRows * kF32PanelRows * k;
+  return hwy::RoundUpTo(n_out, kF32PanelRows) * k;
 }
 
 void PackF32Panels(const float* w, size_t n_out, size_t k, float* panels) {

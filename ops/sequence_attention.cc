@@ -75,14 +75,17 @@ HWY_INLINE void BlockSoftmax(float* HWY_RESTRICT scores, size_t n, const ChunkSt
     for (size_t j = 1; j < n; ++j) block_max = hn::Max(block_max, hn::Load(d, column + j * qc));
     const auto m = hn::Load(d, s.m + v * NQ);
     const auto new_max = hn::Max(m, block_max);
-    const auto correction = Exp2NonPositive(d, hn::Mul(hn::Sub(m, new_max), log2e));
+    // exp(x - m') of a vector of scores or of the old max.
+    const auto exp_below_max = [&](auto x) {
+      return Exp2NonPositive(d, hn::Mul(hn::Sub(x, new_max), log2e));
+    };
+    const auto correction = exp_below_max(m);
     auto sum0 = hn::Zero(d), sum1 = sum0;  // two chains: the adds' latency
     size_t j = 0;
     for (; j + 2 <= n; j += 2) {
       float* HWY_RESTRICT row = column + j * qc;
-      const auto w0 = Exp2NonPositive(d, hn::Mul(hn::Sub(hn::Load(d, row), new_max), log2e));
-      const auto w1 =
-          Exp2NonPositive(d, hn::Mul(hn::Sub(hn::Load(d, row + qc), new_max), log2e));
+      const auto w0 = exp_below_max(hn::Load(d, row));
+      const auto w1 = exp_below_max(hn::Load(d, row + qc));
       hn::Store(w0, d, row);
       hn::Store(w1, d, row + qc);
       sum0 = hn::Add(sum0, w0);
@@ -90,7 +93,7 @@ HWY_INLINE void BlockSoftmax(float* HWY_RESTRICT scores, size_t n, const ChunkSt
     }
     if (j < n) {
       float* HWY_RESTRICT row = column + j * qc;
-      const auto w = Exp2NonPositive(d, hn::Mul(hn::Sub(hn::Load(d, row), new_max), log2e));
+      const auto w = exp_below_max(hn::Load(d, row));
       hn::Store(w, d, row);
       sum0 = hn::Add(sum0, w);
     }

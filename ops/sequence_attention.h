@@ -4,9 +4,9 @@
 // ops/attention serves decoders: it walks a KV ring one query row at a time, and each q.k ends in
 // a reduction across lanes. Here every query of the sequence sees the same keys, so the kernel
 // puts a chunk of queries in the lanes of a vector, transposed once: scores and outputs become
-// broadcast-FMAs, and the softmax needs no reduction across lanes. As in ops/attention the score matrix is never
-// materialized and all state lives in fixed-size stack arrays (no heap: it runs inside the
-// zero-allocation inference loop).
+// broadcast-FMAs, and the softmax needs no reduction across lanes. As in ops/attention the score
+// matrix is never materialized and all state lives in fixed-size stack arrays (no heap: it runs
+// inside the zero-allocation inference loop).
 #pragma once
 
 #include <cstddef>

@@ -53,8 +53,8 @@ size_t EpilogueTokens(bool quantized, size_t x_row_bytes) {
 bool HasKernel(fb::DType dtype) {
   ops::GgmlBlockType kept;
   return dtype == fb::DType::F32 || dtype == fb::DType::F32_PANELS || dtype == fb::DType::F16 ||
-         dtype == fb::DType::BF16 ||
-         dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 || KeptBlockType(dtype, &kept);
+         dtype == fb::DType::BF16 || dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 ||
+         KeptBlockType(dtype, &kept);
 }
 
 // Output rows for this thread, in whole groups of `group` rows (the kernels' row tile and the
