@@ -180,6 +180,19 @@ void EncoderShapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 
+// Whisper-tiny (d_model 384, FFN 1536, vocab 51864): the encoder's matmuls over one 30-second
+// window (1500 positions), the second convolution (kernel 3 x 384 in), and the decoder's tied
+// output projection at one token.
+void WhisperShapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"n", "k", "n_out"});
+  b->Args({1500, 384, 384});    // Q, K, V or the attention output
+  b->Args({1500, 384, 1536});   // FFN up
+  b->Args({1500, 1536, 384});   // FFN down
+  b->Args({1500, 1152, 384});   // conv2
+  b->Args({1, 384, 51864});     // decode: output projection
+  b->Unit(benchmark::kMicrosecond);
+}
+
 BENCHMARK_TEMPLATE(BM_MatMul, float)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, hwy::float16_t)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, hwy::bfloat16_t)->Apply(ModelShapes);
@@ -189,6 +202,9 @@ BENCHMARK_TEMPLATE(BM_MatMul, float)->Name("BM_EncoderMatMul<f32>")->Apply(Encod
 BENCHMARK(BM_MatMulF32Panels)->Name("BM_EncoderMatMul<f32_panels>")->Apply(EncoderShapes);
 BENCHMARK(BM_MatMulF32Panels)->Name("BM_MatMul<f32_panels>")->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_EncoderMatMul<q8>")->Apply(EncoderShapes);
+BENCHMARK_TEMPLATE(BM_MatMul, float)->Name("BM_WhisperMatMul<f32>")->Apply(WhisperShapes);
+BENCHMARK(BM_MatMulF32Panels)->Name("BM_WhisperMatMul<f32_panels>")->Apply(WhisperShapes);
+BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_WhisperMatMul<q8>")->Apply(WhisperShapes);
 #define KESTREL_BENCH_BLOCKS(T)                                         \
   BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T)              \
       ->Name("BM_MatMul<" #T ">")                                       \

@@ -36,6 +36,12 @@ void EmbedQ4(const uint8_t* table, size_t vocab, size_t dim, const int32_t* toke
 KESTREL_BLOCK_TYPES(KESTREL_DECLARE_BLOCK_EMBED)
 #undef KESTREL_DECLARE_BLOCK_EMBED
 
+// table: f32 packed in panels of 16 rows (ops/matmul_f32_panels.h PackF32Panels), as a tied
+// embedding and output projection store it; out[t, :] = row tokens[t] * scale, the same values
+// as EmbedF32 on the unpacked table.
+void EmbedF32Panels(const float* table, size_t vocab, size_t dim, const int32_t* tokens,
+                    size_t n_tokens, float scale, float* out);
+
 // Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
 decltype(&EmbedF32) ResolveEmbedF32();
 decltype(&EmbedF16) ResolveEmbedF16();

@@ -1,5 +1,7 @@
-// EmbedF32/F16/BF16 against a scalar reference on every Highway target.
+// EmbedF32/F16/BF16 against a scalar reference on every Highway target; EmbedF32Panels against
+// the unpacked table.
 #include "ops/embed.h"
+#include "ops/matmul_f32_panels.h"
 
 #include <cstdint>
 #include <random>
@@ -64,6 +66,28 @@ void CheckEmbed() {
 TEST(OpsEmbed, F32MatchesReference) { CheckEmbed<float>(); }
 TEST(OpsEmbed, F16MatchesReference) { CheckEmbed<hwy::float16_t>(); }
 TEST(OpsEmbed, BF16MatchesReference) { CheckEmbed<hwy::bfloat16_t>(); }
+
+// A tied table in panels (Whisper's f32 token embedding and output projection) gives its rows
+// exactly: each value is the stored float times the scale, as EmbedF32 computes it. Vocabularies
+// within one panel, of whole panels and with a partial last panel; every row of each.
+TEST(OpsEmbed, F32PanelsGiveTheRowsOfTheUnpackedTable) {
+  std::mt19937 rng(7);
+  for (size_t vocab : {1, 15, 16, 17, 40}) {
+    for (size_t dim : test::AwkwardSizes()) {
+      const std::vector<float> table = test::RandomFloats(vocab * dim, -2.0f, 2.0f, rng);
+      std::vector<float> panels(F32PanelFloats(vocab, dim), kSentinel);
+      PackF32Panels(table.data(), vocab, dim, panels.data());
+      std::vector<int32_t> tokens(vocab);
+      for (size_t r = 0; r < vocab; ++r) tokens[r] = static_cast<int32_t>(vocab - 1 - r);
+      for (float scale : {1.0f, -0.5f}) {
+        std::vector<float> out(vocab * dim + 16, kSentinel), want(vocab * dim + 16, kSentinel);
+        EmbedF32Panels(panels.data(), vocab, dim, tokens.data(), vocab, scale, out.data());
+        EmbedF32(table.data(), dim, tokens.data(), vocab, scale, want.data());
+        ASSERT_EQ(out, want) << "vocab " << vocab << " dim " << dim << " scale " << scale;
+      }
+    }
+  }
+}
 
 // The tests' own f16/bf16 encoders decide what "decoded" means above; pin them to known bits.
 TEST(OpsEmbed, TestEncodersMatchKnownBits) {

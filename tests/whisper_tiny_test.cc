@@ -169,6 +169,27 @@ TEST(TinyWhisper, KeepsTheFolder16BitWeights) {
   EXPECT_EQ(f16, 2u + 2 * 6 + 1 + 2 * 10);
 }
 
+// --weights f32 stores every matrix in panels of 16 rows (converters/arch/whisper.h
+// WhisperMatrixDType): the same 35 as above, the tied token table included, whose lookup reads
+// its rows out of the panels. Vectors and the position tables stay plain f32.
+TEST(TinyWhisper, StoresF32MatricesInPanels) {
+  ASSERT_EQ(TinyKes("f32"), "");
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(FolderOf() + "-f32.kes", &model);
+  ASSERT_TRUE(s.ok()) << s.message();
+  size_t panels = 0;
+  for (const fb::Tensor* t : *model->meta().tensors()) {
+    const std::string name = t->name()->str();
+    if (t->dtype() == fb::DType::F32_PANELS) {
+      ++panels;
+    } else {
+      EXPECT_EQ(t->dtype(), fb::DType::F32) << name;
+      EXPECT_TRUE(t->shape()->size() == 1 || name.find("position") != std::string::npos) << name;
+    }
+  }
+  EXPECT_EQ(panels, 2u + 2 * 6 + 1 + 2 * 10);
+}
+
 TEST(TinyWhisper, TheWrongApiSaysWhichToUse) {
   ASSERT_EQ(TinyKes("f32", "--no-decoder"), "");
   std::unique_ptr<Model> model;

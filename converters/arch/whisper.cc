@@ -56,8 +56,12 @@ std::vector<float> ConvolutionAsMatrix(const std::vector<float>& weight, size_t 
 }
 
 fb::DType WhisperConvolutionDType(const ConvertOptions& options) {
-  return !options.keep_types && options.weight_dtype == fb::DType::F32 ? fb::DType::F32
+  return !options.keep_types && options.weight_dtype == fb::DType::F32 ? fb::DType::F32_PANELS
                                                                        : fb::DType::F16;
+}
+
+fb::DType WhisperMatrixDType(fb::DType dtype) {
+  return dtype == fb::DType::F32 ? fb::DType::F32_PANELS : dtype;
 }
 
 void BuildWhisperEncoder(const WhisperShape& s, const WhisperEncoderWeights& w, KesModel* out) {

@@ -36,7 +36,7 @@ Status ConvertWhisperCheckpoint(const HfCheckpoint& ckpt, const ConvertOptions& 
   const auto matrix = [&](const std::string& name, uint64_t rows, uint64_t cols, uint32_t* id) {
     fb::DType dtype;
     KES_RETURN_IF_ERROR(ckpt.WeightDType(prefix + name, options, &dtype));
-    return ckpt.Import(prefix + name, dtype, {rows, cols}, out, id);
+    return ckpt.Import(prefix + name, WhisperMatrixDType(dtype), {rows, cols}, out, id);
   };
   const auto vector = [&](const std::string& name, uint64_t n, uint32_t* id) {
     return ckpt.Import(prefix + name, fb::DType::F32, {n}, out, id);

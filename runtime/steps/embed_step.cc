@@ -11,7 +11,7 @@ namespace kestrel {
 namespace {
 
 // A lookup of ops/embed.h, resolved to this CPU's target at bind time where it has one, stored
-// type-erased and called through RunDense<T> or RunQuantized, which cast it back.
+// type-erased and called through RunDense<T> or RunPacked<T>, which cast it back.
 using ErasedLookup = void (*)();
 
 struct EmbedArgs {
@@ -25,8 +25,8 @@ struct EmbedArgs {
 
 bool HasLookup(fb::DType dtype) {
   ops::GgmlBlockType kept;
-  return dtype == fb::DType::F32 || dtype == fb::DType::F16 || dtype == fb::DType::BF16 ||
-         dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 || KeptBlockType(dtype, &kept);
+  return dtype == fb::DType::F32 || dtype == fb::DType::F32_PANELS || dtype == fb::DType::F16 ||
+         dtype == fb::DType::BF16 || dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 || KeptBlockType(dtype, &kept);
 }
 
 // The lookup of a kept GGUF type: plain code, nothing to dispatch.
@@ -51,13 +51,15 @@ void RunDense(const void* args, size_t n, int64_t, size_t thread, size_t n_threa
                                      a.scale, a.out + b * a.dim);
 }
 
-void RunQuantized(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
-  using Lookup = void (*)(const uint8_t*, size_t, size_t, const int32_t*, size_t, float, float*);
+// A table in a packed layout (quantized blocks, f32 panels), whose lookup takes the row count.
+template <typename T>
+void RunPacked(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
+  using Lookup = void (*)(const T*, size_t, size_t, const int32_t*, size_t, float, float*);
   const auto& a = *static_cast<const EmbedArgs*>(args);
   size_t b, e;
   SplitRange(n, thread, n_threads, &b, &e);
   if (b == e) return;
-  reinterpret_cast<Lookup>(a.lookup)(static_cast<const uint8_t*>(a.table), a.vocab, a.dim,
+  reinterpret_cast<Lookup>(a.lookup)(static_cast<const T*>(a.table), a.vocab, a.dim,
                                      a.tokens + b, e - b, a.scale, a.out + b * a.dim);
 }
 
@@ -102,7 +104,7 @@ Status Check(const OpCheck& c) {
 void Bind(const BindContext& b, Step* step) {
   const fb::Tensor& table = b.Weight(0);
   EmbedArgs a{};
-  StepFn run = RunQuantized;
+  StepFn run = RunPacked<uint8_t>;
   const auto erase = [](auto lookup) { return reinterpret_cast<ErasedLookup>(lookup); };
   switch (table.dtype()) {
     case fb::DType::F16:
@@ -122,6 +124,10 @@ void Bind(const BindContext& b, Step* step) {
     case fb::DType::F32:
       a.lookup = erase(ops::ResolveEmbedF32());
       run = RunDense<float>;
+      break;
+    case fb::DType::F32_PANELS:  // a tied output projection's panels: a strided copy
+      a.lookup = erase(&ops::EmbedF32Panels);
+      run = RunPacked<float>;
       break;
     default: {  // a kept GGUF type; Check allows nothing else
       ops::GgmlBlockType kept = ops::GgmlBlockType::kQ4_1;
