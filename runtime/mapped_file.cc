@@ -36,8 +36,8 @@ Status MappedFile::Open(const std::string& path, std::unique_ptr<MappedFile>* ou
   file->size_ = static_cast<size_t>(st.st_size);
   if (file->size_ > 0) {
     // MAP_POPULATE maps every page now (as llama.cpp's mmap does), so the first inference does
-    // not take a page fault per 4 KiB of weights it reads: 37,000 of them for Whisper-tiny in
-    // f32, a fifth of a short clip's transcription time.
+    // not take a page fault per 4 KiB of weights it reads (37,000 for Whisper-tiny in f32, all
+    // inside the first transcription's time).
     int flags = MAP_PRIVATE;
 #ifdef MAP_POPULATE
     flags |= MAP_POPULATE;

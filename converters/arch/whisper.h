@@ -59,10 +59,11 @@ std::vector<float> ConvolutionAsMatrix(const std::vector<float>& weight, size_t 
 fb::DType WhisperConvolutionDType(const ConvertOptions& options);
 
 // How a Whisper matrix of `dtype` is stored: f32 in panels of 16 rows (ops/matmul_f32_panels.h),
-// every other dtype as it is. The encoder's matmuls of 1,500 positions reach ~90% of the FMA
-// peak on panels against ~60% on rows, and the decoder's GEMVs (the tied 51,864-row output
-// projection above all) stream panels as one linear read, 1.6x the bandwidth of four row
-// streams; the tied table's token lookup reads its rows out of the panels (ops/embed.h).
+// every other dtype as it is. The decoder's GEMVs (the tied 51,864-row output projection above
+// all) then stream one linear read instead of four rows at a time: 20 against 12-13 GB/s on
+// Zen 4 (bench/matmul_bench BM_WhisperMatMul). The encoder's 1,500-position matmuls run
+// 1.2-1.7x faster on panels on an Intel Xeon with AVX-512 and the same within noise on Zen 4.
+// The tied table's token lookup reads its rows out of the panels (ops/embed.h).
 fb::DType WhisperMatrixDType(fb::DType dtype);
 
 // Sets the architecture, hyper-parameters and (empty) KV layout, and adds the "encode_audio"

@@ -26,7 +26,8 @@ struct EmbedArgs {
 bool HasLookup(fb::DType dtype) {
   ops::GgmlBlockType kept;
   return dtype == fb::DType::F32 || dtype == fb::DType::F32_PANELS || dtype == fb::DType::F16 ||
-         dtype == fb::DType::BF16 || dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 || KeptBlockType(dtype, &kept);
+         dtype == fb::DType::BF16 || dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 ||
+         KeptBlockType(dtype, &kept);
 }
 
 // The lookup of a kept GGUF type: plain code, nothing to dispatch.
