@@ -1,6 +1,8 @@
 """The espeak-ng speech clips the Whisper tests decode: several voices and speeds, 3 to 60
 seconds, two longer than one 30-second window, one in German. make_clips writes them as 16 kHz
-16-bit WAV files (espeak-ng speaks at 22.05 kHz; sox converts)."""
+16-bit WAV files (espeak-ng speaks at 22.05 kHz; sox converts, without dither: sox dithers with
+fresh random noise on every run by default, so the clips, and with them every transcript
+measured on them, differed from run to run)."""
 import subprocess
 from pathlib import Path
 
@@ -49,7 +51,7 @@ def make_clips(out, clips=CLIPS):
             raw, tmp = out / f"clip{i}-22k.wav", out / f"clip{i}.tmp.wav"
             subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "-w", str(raw), text],
                            check=True)
-            subprocess.run(["sox", str(raw), "-r", "16000", "-b", "16", str(tmp)], check=True)
+            subprocess.run(["sox", "-D", str(raw), "-r", "16000", "-b", "16", str(tmp)], check=True)
             raw.unlink()
             tmp.rename(wav)
         paths.append(wav)
