@@ -40,6 +40,7 @@ except ImportError:
     sys.exit("compare_faster_whisper.py: error: faster_whisper is missing; run it with "
              ".venv/bin/python after scripts/install-deps.sh")
 
+from faster_whisper_transcripts import transcribe  # noqa: E402
 from whisper_clips import make_clips  # noqa: E402
 
 # Kestrel format -> faster-whisper compute_type.
@@ -58,11 +59,9 @@ def kestrel_run(kestrel, kes, wav, threads):
 
 def faster_whisper_run(model, samples):
     start = time.perf_counter()
-    segments, _ = model.transcribe(samples, beam_size=1, temperature=0.0, without_timestamps=True,
-                                   condition_on_previous_text=False, vad_filter=False)
-    segments = list(segments)
+    segments = transcribe(model, samples, timestamps=False)
     seconds = time.perf_counter() - start
-    return seconds, [t for s in segments for t in s.tokens]
+    return seconds, [t for _, _, tokens in segments for t in tokens]
 
 
 def main():

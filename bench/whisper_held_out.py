@@ -24,6 +24,7 @@ sys.path.insert(0, str(REPO / "tests" / "py"))
 
 from faster_whisper import WhisperModel  # noqa: E402
 
+from faster_whisper_transcripts import transcribe  # noqa: E402
 from whisper_clips import make_clips  # noqa: E402
 
 HELD_OUT = [
@@ -55,10 +56,7 @@ HELD_OUT = [
 
 
 def faster_whisper_tokens(model, wav):
-    segments, _ = model.transcribe(str(wav), beam_size=1, temperature=0.0,
-                                   without_timestamps=True, condition_on_previous_text=False,
-                                   vad_filter=False)
-    return [t for s in segments for t in s.tokens]
+    return [t for _, _, tokens in transcribe(model, wav, timestamps=False) for t in tokens]
 
 
 def main():

@@ -12,9 +12,9 @@ void EmbedF32Panels(const float* panels, size_t vocab, size_t dim, const int32_t
   (void)vocab;  // the layout depends on the rows' panel, not on how many panels there are
   for (size_t t = 0; t < n_tokens; ++t) {
     const size_t row = static_cast<size_t>(tokens[t]);
-    const float* column0 = panels + row / kF32PanelRows * kF32PanelRows * dim + row % kF32PanelRows;
+    const float* values = panels + F32PanelRowOffset(dim, row);
     float* dst = out + t * dim;
-    for (size_t i = 0; i < dim; ++i) dst[i] = column0[i * kF32PanelRows] * scale;
+    for (size_t i = 0; i < dim; ++i) dst[i] = values[i * kF32PanelRows] * scale;
   }
 }
 

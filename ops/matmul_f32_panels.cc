@@ -36,7 +36,7 @@ inline constexpr size_t kPanelL2ActivationBytes = size_t{192} << 10;
 
 // Where row r's lanes lie in the panels: column 0 of its panel, plus its lane.
 HWY_INLINE const float* RowStart(const float* w, size_t k, size_t r) {
-  return w + r / kF32PanelRows * kF32PanelRows * k + r % kF32PanelRows;
+  return w + F32PanelRowOffset(k, r);
 }
 
 // One tile: output rows [r, r + vecs * N), of which [lo, hi) are stored, for `tokens` tokens

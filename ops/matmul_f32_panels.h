@@ -16,6 +16,12 @@ namespace kestrel::ops {
 
 inline constexpr size_t kF32PanelRows = 16;
 
+// Where row r's values start in the panels of a matrix of rows of k: column 0 of its panel plus
+// its lane; value i of the row lies i * kF32PanelRows floats further.
+inline size_t F32PanelRowOffset(size_t k, size_t r) {
+  return r / kF32PanelRows * kF32PanelRows * k + r % kF32PanelRows;
+}
+
 // Floats of the packed form of an [n_out, k] matrix: n_out rounded up to whole panels, times k.
 size_t F32PanelFloats(size_t n_out, size_t k);
 

@@ -56,8 +56,9 @@ std::vector<float> ConvolutionAsMatrix(const std::vector<float>& weight, size_t 
 }
 
 fb::DType WhisperConvolutionDType(const ConvertOptions& options) {
-  return !options.keep_types && options.weight_dtype == fb::DType::F32 ? fb::DType::F32_PANELS
-                                                                       : fb::DType::F16;
+  return WhisperMatrixDType(!options.keep_types && options.weight_dtype == fb::DType::F32
+                                ? fb::DType::F32
+                                : fb::DType::F16);
 }
 
 fb::DType WhisperMatrixDType(fb::DType dtype) {

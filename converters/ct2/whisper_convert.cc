@@ -42,8 +42,9 @@ class WhisperReader {
   // The dtype --weights asks for (keep: the file's own float type), stored as Whisper stores it.
   fb::DType MatrixDType(const Variable& v) const {
     if (!options_.keep_types) return WhisperMatrixDType(options_.weight_dtype);
-    return v.dtype == DType::F16 ? fb::DType::F16
-           : v.dtype == DType::BF16 ? fb::DType::BF16 : WhisperMatrixDType(fb::DType::F32);
+    return WhisperMatrixDType(v.dtype == DType::F16    ? fb::DType::F16
+                              : v.dtype == DType::BF16 ? fb::DType::BF16
+                                                       : fb::DType::F32);
   }
 
   Status Store(const std::string& name, const std::vector<float>& values, fb::DType dtype,

@@ -22,7 +22,9 @@ from whisper_clips import make_clips
 
 
 def transcribe(model, wav, timestamps, previous=False):
-    segments, _ = model.transcribe(str(wav), beam_size=1, temperature=0.0,
+    """wav: a WAV file's path, or its samples already decoded (16 kHz floats)."""
+    audio = str(wav) if isinstance(wav, (str, Path)) else wav
+    segments, _ = model.transcribe(audio, beam_size=1, temperature=0.0,
                                    without_timestamps=not timestamps,
                                    condition_on_previous_text=previous, vad_filter=False)
     return [[round(s.start, 2), round(s.end, 2), list(s.tokens)] for s in segments]
