@@ -28,22 +28,69 @@ struct CodePoint {
   bool letter = false, number = false, space = false;
 };
 
+constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+constexpr uint32_t kReplacement = 0xFFFD;
+
+// One code point at text[i] the way llama.cpp's unicode_cpt_from_utf8 reads it: the lead byte's
+// high bits give the length, the continuation bytes must be 10xxxxxx, nothing else is checked.
+// Returns the length, or 0 when no sequence starts at i.
+size_t ReadCodePoint(std::string_view text, size_t i, uint32_t* cp) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  const unsigned char lead = byte(0);
+  size_t len;
+  if (lead < 0x80) {
+    *cp = lead;
+    return 1;
+  } else if ((lead & 0xE0) == 0xC0) {
+    len = 2, *cp = lead & 0x1Fu;
+  } else if ((lead & 0xF0) == 0xE0) {
+    len = 3, *cp = lead & 0x0Fu;
+  } else if ((lead & 0xF8) == 0xF0) {
+    len = 4, *cp = lead & 0x07u;
+  } else {
+    return 0;  // a continuation byte, or F8..FF
+  }
+  if (text.size() - i < len) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((byte(k) & 0xC0) != 0x80) return 0;
+    *cp = (*cp << 6) | (byte(k) & 0x3Fu);
+  }
+  return len;
+}
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    *out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    *out += static_cast<char>(0xC0 | (cp >> 6));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    *out += static_cast<char>(0xE0 | (cp >> 12));
+    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    *out += static_cast<char>(0xF0 | (cp >> 18));
+    *out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    *out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
 std::vector<CodePoint> Decode(std::string_view text) {
   std::vector<CodePoint> cps;
   cps.reserve(text.size() + 1);
-  const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
   for (size_t i = 0; i < text.size();) {
     CodePoint c;
     c.offset = i;
-    utf8proc_int32_t cp = 0;
-    const utf8proc_ssize_t n = utf8proc_iterate(bytes + i, text.size() - i, &cp);
-    if (n <= 0) {
+    uint32_t cp = 0;
+    const size_t n = ReadCodePoint(text, i, &cp);
+    if (n == 0 || cp > kMaxCodePoint) {
       c.cp = kInvalidByte;
       i += 1;
     } else {
-      c.cp = cp;
-      i += static_cast<size_t>(n);
-      const utf8proc_category_t cat = utf8proc_category(cp);
+      c.cp = static_cast<int32_t>(cp);
+      i += n;
+      const utf8proc_category_t cat = utf8proc_category(c.cp);
       c.letter = cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO;
       c.number = cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO;
       // \s as in Unicode's White_Space: separators, and the C0/C1 controls tab..return and NEL.
@@ -170,6 +217,23 @@ void SplitLlama3(const std::vector<CodePoint>& c, size_t begin, size_t end, size
 }
 
 }  // namespace
+
+std::string SanitizeUtf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    uint32_t cp = 0;
+    const size_t n = ReadCodePoint(text, i, &cp);
+    if (n == 0) {
+      AppendUtf8(kReplacement, &out);
+      i += 1;
+      continue;
+    }
+    AppendUtf8(cp > kMaxCodePoint ? kReplacement : cp, &out);
+    i += n;
+  }
+  return out;
+}
 
 Status ParsePreTokenizer(std::string_view name, PreTokenizer* out) {
   for (const NamedPre& n : kNames) {

@@ -350,18 +350,24 @@ Status Tokenizer::AppendPieceOrFallback(std::string_view piece, std::vector<int3
     out->push_back(id);
     return OkStatus();
   }
-  // A character the vocabulary lacks: its bytes, or the unknown token.
-  bool have_bytes = true;
-  for (unsigned char c : piece) have_bytes = have_bytes && byte_to_id_[c] >= 0;
-  if (have_bytes) {
-    for (unsigned char c : piece) out->push_back(byte_to_id_[c]);
-    return OkStatus();
+  // A character the vocabulary lacks: per byte its <0xAB> token, else the piece that is the byte
+  // alone (llama.cpp's byte_to_token). Where a byte has neither, llama.cpp throws; the unknown
+  // token stands for the whole character then, as in SentencePiece without byte fallback.
+  const size_t first = out->size();
+  for (unsigned char c : piece) {
+    const int32_t id = byte_to_id_[c] >= 0 ? byte_to_id_[c]
+                                           : Find(std::string_view(reinterpret_cast<char*>(&c), 1));
+    if (id < 0) {
+      out->resize(first);
+      KES_CHECK_OR_RETURN(config_.unk_id >= 0,
+                          "tokenizer: " + Quoted(piece) +
+                              " is not in the vocabulary, which has neither its byte tokens nor "
+                              "an unknown token");
+      out->push_back(config_.unk_id);
+      return OkStatus();
+    }
+    out->push_back(id);
   }
-  KES_CHECK_OR_RETURN(config_.unk_id >= 0,
-                      "tokenizer: " + Quoted(piece) +
-                          " is not in the vocabulary, which has neither its byte tokens nor an "
-                          "unknown token");
-  out->push_back(config_.unk_id);
   return OkStatus();
 }
 

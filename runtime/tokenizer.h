@@ -17,8 +17,10 @@
 //     starts the text or follows a special token) gets ' ' replaced by U+2581 and is split into
 //     UTF-8 characters; the adjacent pair whose concatenation is a token with the highest score
 //     is merged (ties: leftmost) until no pair is a token. A final symbol that is a token becomes
-//     its id; any other (a character missing from the vocabulary) becomes one byte token per
-//     UTF-8 byte, or the unknown token when the vocabulary lacks one of those byte tokens.
+//     its id; any other (a character missing from the vocabulary, or bytes that are not
+//     UTF-8: SentencePiece reads raw bytes) becomes per byte its <0xAB> token, else the piece
+//     that is that byte alone (llama.cpp's byte_to_token); where a byte has neither, llama.cpp
+//     aborts and the character becomes the unknown token.
 //
 // Deliberate difference from llama.cpp, shared with SentencePiece: control, unknown and byte
 // tokens are never merge results, so plain text never turns into e.g. "<eos>" through merges
@@ -96,9 +98,11 @@ class Tokenizer {
               const std::function<std::string_view(size_t)>& merge = {});
 
   // On success *out is replaced by the ids; on error it is left alone. add_special: prepend BOS /
-  // append EOS per config. Fails only when a character needs byte fallback and the vocabulary
-  // has neither the byte tokens nor an unknown token. (Hugging Face always splits special tokens
-  // out of WordPiece text: pass parse_special = true for its ids.)
+  // append EOS per config. Fails only when a SentencePiece character needs byte fallback and
+  // the vocabulary has neither its byte tokens nor an unknown token. Byte-level BPE never uses
+  // the unknown token: a byte without a token is dropped (tokenizer_bpe.cc), as in llama.cpp.
+  // (Hugging Face always splits special tokens out of WordPiece text: pass parse_special = true
+  // for its ids.)
   Status Encode(std::string_view text, bool add_special, bool parse_special,
                 std::vector<int32_t>* out) const;
 

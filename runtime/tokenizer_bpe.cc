@@ -1,11 +1,16 @@
 // Byte-level BPE over one fragment of raw text, as llama.cpp runs tokenizer.ggml.model "gpt2":
-//  1. the pre-tokenizer (runtime/pretokenizer.h) cuts the fragment into words;
+//  1. the fragment is read as llama.cpp reads it (SanitizeUtf8: a byte that is not UTF-8 becomes
+//     U+FFFD) and the pre-tokenizer (runtime/pretokenizer.h) cuts it into words;
 //  2. each word's bytes become characters of GPT-2's byte alphabet (printable bytes stand for
 //     themselves, the others for U+0100 onwards: a space is "Ġ", a newline "Ċ");
 //  3. starting from one symbol per byte, the adjacent pair with the lowest merge rank is merged
 //     (ties: leftmost) until no adjacent pair has a merge; each symbol is then a token. With
 //     the Llama 3 pre-tokenizer a word that is a token as a whole is taken as it is (llama.cpp's
 //     ignore_merges).
+//  4. a final symbol that is no token (a byte whose character the vocabulary lacks) is looked
+//     up byte by byte of its UTF-8 in the alphabet, as llama.cpp does, and each byte that is no
+//     token is dropped: never the unknown token, which is a control token in GPT-2-style
+//     vocabularies (SmolLM2's id 0 is <|endoftext|>), so typed text never becomes one.
 // Decoding maps the alphabet back to bytes.
 #include <queue>
 
@@ -105,8 +110,9 @@ const Tokenizer::Merge* Tokenizer::FindMerge(int32_t left, int32_t right) const 
 }
 
 Status Tokenizer::EncodeBpe(std::string_view fragment, std::vector<int32_t>* out) const {
+  const std::string text = SanitizeUtf8(fragment);
   std::vector<std::string_view> words;
-  PreTokenize(config_.pre, fragment, &words);
+  PreTokenize(config_.pre, text, &words);
   for (std::string_view word : words) KES_RETURN_IF_ERROR(EncodeBpeWord(word, out));
   return OkStatus();
 }
@@ -180,9 +186,14 @@ Status Tokenizer::EncodeBpeWord(std::string_view word, std::vector<int32_t>* out
   for (int32_t i = 0; i != -1; i = symbols[i].next) {
     if (symbols[i].id >= 0) {
       out->push_back(symbols[i].id);
-    } else {
-      KES_RETURN_IF_ERROR(AppendPieceOrFallback(
-          std::string_view(text.data() + symbols[i].start, symbols[i].length), out));
+      continue;
+    }
+    // Only a single character of the alphabet is left without an id (merges make tokens), so
+    // its bytes alone are ASCII already tried or halves of a character, never tokens: this
+    // drops it, the way llama.cpp gets there.
+    for (uint32_t k = 0; k < symbols[i].length; ++k) {
+      const int32_t id = Find(std::string_view(text.data() + symbols[i].start + k, 1));
+      if (id >= 0) out->push_back(id);
     }
   }
   return OkStatus();

@@ -91,10 +91,61 @@ TEST(TokenizerBpe, SpecialTokensOnlyWhenParsed) {
 TEST(TokenizerBpe, DecodeGivesEveryByteBack) {
   TinyBpe t(PreTokenizer::kLlama3);
   std::string all;
-  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);  // invalid UTF-8 included
-  const std::vector<int32_t> ids = t.Encode(all);
-  EXPECT_EQ(t.tok.Decode(ids), all);
+  for (int b = 0; b < 128; ++b) all += static_cast<char>(b);  // NUL and controls included
+  EXPECT_EQ(t.tok.Decode(t.Encode(all)), all);
   EXPECT_EQ(t.tok.Decode(t.Encode("the café, 日本 😀\n\t x")), "the café, 日本 😀\n\t x");
+}
+
+// The issue-35 case: SmolLM2's vocabulary has no token for the byte 0x04 ("Ą" in the byte
+// alphabet) and its unknown id is <|endoftext|>. llama.cpp drops a symbol with no token (it
+// looks each of its bytes up alone, and none is a token); typed text must never become a
+// control token.
+TEST(TokenizerBpe, CharacterWithoutTokenIsDroppedNotUnknown) {
+  for (const PreTokenizer pre : {PreTokenizer::kSmolLm, PreTokenizer::kLlama3}) {
+    std::vector<std::string> pieces = {"<|endoftext|>"};
+    std::vector<int8_t> types = {3};
+    for (unsigned b = 0; b < 256; ++b) {
+      if (b == 0x04 || b == 0x00) continue;
+      pieces.push_back(ByteChar(b));
+      types.push_back(1);
+    }
+    std::vector<float> scores(pieces.size(), 0.0f);
+    TokenizerConfig config;
+    config.algorithm = TokenizerAlgorithm::kByteLevelBpe;
+    config.pre = pre;
+    config.unk_id = config.bos_id = config.eos_id = 0;
+    Tokenizer tok;
+    ASSERT_TRUE(tok.Init(pieces.size(), [&](size_t i) { return std::string_view(pieces[i]); },
+                         scores.data(), types.data(), config)
+                    .ok());
+    const int32_t a = tok.Find("a"), b = tok.Find("b");
+    for (const bool parse_special : {false, true}) {
+      std::vector<int32_t> ids;
+      ASSERT_TRUE(tok.Encode("a\x04" "b", false, parse_special, &ids).ok());
+      EXPECT_EQ(ids, (std::vector<int32_t>{a, b})) << "parse_special=" << parse_special;
+      ASSERT_TRUE(tok.Encode(std::string("\x04\x00\x04", 3), false, parse_special, &ids).ok());
+      EXPECT_EQ(ids, std::vector<int32_t>{}) << "parse_special=" << parse_special;
+    }
+  }
+}
+
+// As llama.cpp reads text before pre-tokenizing (unicode_cpts_from_utf8): a byte that starts no
+// UTF-8 sequence becomes U+FFFD, an overlong form its code point, a surrogate encoded in UTF-8
+// stays as it is.
+TEST(TokenizerBpe, InvalidUtf8ReadsAsLlamaCppReadsIt) {
+  TinyBpe t(PreTokenizer::kSmolLm);
+  const auto bytes = [&](std::string_view s) {
+    std::vector<int32_t> ids;
+    for (unsigned char c : s) ids.push_back(t.Id(ByteChar(c)));
+    return ids;
+  };
+  EXPECT_EQ(t.Encode("\xFF"), bytes("\xEF\xBF\xBD"));
+  EXPECT_EQ(t.Encode("\x80\x80"), bytes("\xEF\xBF\xBD\xEF\xBF\xBD"));
+  EXPECT_EQ(t.Encode("\xC3"), bytes("\xEF\xBF\xBD"));  // truncated at the end
+  EXPECT_EQ(t.Encode("\xC1\x81"), bytes("A"));            // overlong 'A'
+  EXPECT_EQ(t.Encode(std::string("\xC0\x80", 2)), bytes(std::string(1, '\0')));
+  EXPECT_EQ(t.Encode("\xED\xA0\x80"), bytes("\xED\xA0\x80"));  // lone surrogate U+D800
+  EXPECT_EQ(t.tok.Decode(t.Encode("x\xFEy")), "x\xEF\xBF\xBDy");
 }
 
 TEST(TokenizerBpe, InitRejectsBadMerges) {
@@ -137,6 +188,18 @@ TEST(PreTokenizer, Llama3AndQwen2) {
             (W{"I", "'M", " here", ":", " ", "123", "45", " (", "ok", ")\n\n", " ", " x"}));
   EXPECT_EQ(Words(PreTokenizer::kQwen2, "v12"), (W{"v", "1", "2"}));
   EXPECT_EQ(Words(PreTokenizer::kLlama3, "a \n b"), (W{"a", " \n", " b"}));
+}
+
+TEST(PreTokenizer, SanitizeUtf8ReadsBytesAsLlamaCppDoes) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(SanitizeUtf8("ok \xC3\xA9 \xF0\x9F\x98\x80"), "ok \xC3\xA9 \xF0\x9F\x98\x80");
+  EXPECT_EQ(SanitizeUtf8("\xF8\x88\x80\x80\x80"), fffd + fffd + fffd + fffd + fffd);
+  EXPECT_EQ(SanitizeUtf8("\xE3\x81" "a"), fffd + fffd + "a");  // truncated: each byte alone
+  EXPECT_EQ(SanitizeUtf8("\xE0\x80\xAF"), "/");                // overlong
+  EXPECT_EQ(SanitizeUtf8("\xED\xBF\xBF"), "\xED\xBF\xBF");     // lone low surrogate kept
+  // Above U+10FFFF llama.cpp throws; one U+FFFD for the whole sequence here.
+  EXPECT_EQ(SanitizeUtf8("a\xF4\x90\x80\x80" "b"), "a" + fffd + "b");
+  EXPECT_EQ(SanitizeUtf8(std::string("\0", 1)), std::string("\0", 1));
 }
 
 TEST(PreTokenizer, NamesAndErrors) {

@@ -204,6 +204,23 @@ TEST(TokenizerTiny, UnknownTokenWithoutByteTokens) {
   EXPECT_EQ(ids, Ids{42});  // left alone on error
 }
 
+// llama.cpp's byte_to_token: a byte without a <0xAB> token falls back to the piece that is that
+// byte alone; only where neither exists (llama.cpp aborts there) does the unknown token stand
+// for the character.
+TEST(TokenizerTiny, ByteFallbackToSingleBytePieces) {
+  TinyVocab v;
+  const int32_t x = v.Add("x"), a = v.Add("a");
+  const int32_t unk = v.Add("<unk>", 0.0f, kUnknown);
+  const int32_t ff = v.Add("<0xFF>", 0.0f, kByte), e9 = v.Add("<0xE9>", 0.0f, kByte);
+  TokenizerConfig config;
+  config.unk_id = unk;
+  Tokenizer tok;
+  ASSERT_TRUE(v.Init(&tok, config).ok());
+  // 0xFF starts a 4-byte symbol: "\xFFa\xE9" is one symbol of three bytes, not a token.
+  EXPECT_EQ(Encode(tok, "x\xFF" "a\xE9"), (Ids{x, ff, a, e9}));
+  EXPECT_EQ(Encode(tok, "\xC3\xA9"), (Ids{unk}));  // no <0xC3> and no "\xC3" piece
+}
+
 // --- special tokens ---------------------------------------------------------------------------
 
 TEST(TokenizerTiny, ControlTokensSplitOnlyWithParseSpecial) {

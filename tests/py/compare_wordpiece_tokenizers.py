@@ -7,7 +7,8 @@
 Kestrel's side is hf_wordpiece_ids: the converter's ReadHfTokenizer, packed into a FlatBuffer and
 loaded as a model loads it. Compared, each with and without [CLS]/[SEP]:
   1. the checkpoint's tokenizer.json on tokenizer_corpus.bert_cases() (mixed text, special
-     tokens typed in text, control characters, accents, CJK, long words ...);
+     tokens typed in text, control characters, accents, CJK, long words ...) and the cases of
+     tokenizer_hostile_corpus.py that are valid UTF-8 (Python strings cannot hold the others);
   2. the same checkpoint without tokenizer.json (vocab.txt, tokenizer_config.json,
      special_tokens_map.json), against tokenizers' BertWordPieceTokenizer built from vocab.txt;
   3. synthetic tokenizer.json files whose vocabulary is every code point alone and after "##",
@@ -31,6 +32,7 @@ from tokenizers.implementations import BertWordPieceTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tokenizer_corpus  # noqa: E402
+import tokenizer_hostile_corpus  # noqa: E402
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 SWEEP_RANGES = [(0, 0xD800), (0xE000, 0x32400), (0xE0000, 0xE01F0)]
@@ -106,6 +108,16 @@ def sweep_tokenizer_json(normalizer):
     }
 
 
+def hostile_texts():
+    out = []
+    for _, data, _ in tokenizer_hostile_corpus.cases():
+        try:
+            out.append(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            pass
+    return out
+
+
 def sweep_texts():
     words = [f"x{chr(cp)}y" for lo, hi in SWEEP_RANGES for cp in range(lo, hi)]
     return [" ".join(words[i:i + 256]) for i in range(0, len(words), 256)]
@@ -132,7 +144,7 @@ def main():
                  f"first (scripts/fetch-model.sh)")
     tmp = tempfile.mkdtemp(prefix="wordpiece-", dir=args.tmp)
     try:
-        texts = tokenizer_corpus.bert_cases()
+        texts = tokenizer_corpus.bert_cases() + hostile_texts()
         total = compare("all-MiniLM-L6-v2 tokenizer.json", args.tool, model,
                         load_hf(model / "tokenizer.json"), texts, tmp)
 
