@@ -14,6 +14,10 @@
 #include "converters/hf/hf_import.h"
 #include "converters/weight_recipe.h"
 #include "runtime/model.h"
+#include "runtime/mapped_file.h"
+#include "runtime/output_file.h"
+#include "tools/progress.h"
+#include "tools/version.h"
 
 namespace {
 
@@ -39,6 +43,7 @@ const char kUsage[] =
     "                           default) stores the checkpoint's own F32/F16/BF16\n"
     "  --prefill-tokens N       tokens per prefill step (default 512)\n"
     "  --score-tokens N         tokens per step of the all-logits 'score' plan (default 8)\n"
+    "  --version                print the version, commit, .kes format and SIMD targets\n"
     "encoders:\n"
     "  --max-seq-length N       longest text in tokens, longer ones are truncated (default:\n"
     "                           sentence_bert_config.json's, else max_position_embeddings)\n"
@@ -52,7 +57,11 @@ const char kUsage[] =
 
 const char kWeightChoices[] = "keep, f32, f16, bf16, q8, q4, q4_k_m, q4_k, q5_k or q6_k";
 
+// The "converting tensor N/M" line on a terminal, erased before anything else is printed.
+std::unique_ptr<kestrel::Progress> progress;
+
 int Fail(const std::string& message) {
+  progress.reset();
   std::fprintf(stderr, "kestrel-convert: error: %s\n", message.c_str());
   return 1;
 }
@@ -80,6 +89,8 @@ std::string CheckpointFolderHint(const std::string& input) {
 
 int main(int argc, char** argv) {
   using namespace kestrel;
+  // An input file truncated under us: a one-line error instead of a silent death by SIGBUS.
+  InstallMappedFileFaultHandler("kestrel-convert");
   std::string input, output;
   ConvertOptions options;
   bool weights_given = false;
@@ -92,6 +103,10 @@ int main(int argc, char** argv) {
     if (arg == "-h" || arg == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
+    } else if (arg == "--version") {
+      std::printf("%s\n", VersionText("kestrel-convert").c_str());
+      const Status closed = CloseStdout();
+      return closed.ok() ? 0 : Fail(closed.message());
     } else if (arg == "--weights") {
       if (!has_value) return Fail(std::string("--weights needs a value (") + kWeightChoices + ")");
       const std::string v = argv[++i];
@@ -139,9 +154,22 @@ int main(int argc, char** argv) {
     }
   }
   if (input.empty() || output.empty()) return Fail(std::string("need INPUT and OUTPUT\n") + kUsage);
+  // Before any work: an output that would replace the input, or that cannot be written, is
+  // refused now rather than after the conversion. The temporary exists from here on (removed on
+  // every failure and on SIGINT/SIGTERM) and becomes OUTPUT only once verified.
+  Status checked = CheckNotInput(output, input, "input");
+  if (!checked.ok()) return Fail(checked.message());
+  std::unique_ptr<AtomicOutput> out;
+  checked = AtomicOutput::Create(output, &out);
+  if (!checked.ok()) return Fail(checked.message());
 
   const auto start = std::chrono::steady_clock::now();
   KesModel model;
+  // Total unknown (0) until a GGUF file says how many tensors it has.
+  progress = std::make_unique<Progress>("converting tensor", 0);
+  model.on_tensor_added = [](size_t tensors) {
+    if (progress) progress->Update(tensors);
+  };
   std::string arch;
   Status s;
   if (IsDirectory(input)) {
@@ -168,6 +196,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<gguf::File> file;
     s = gguf::File::Open(input, &file);
     if (!s.ok()) return Fail(s.message() + CheckpointFolderHint(input));
+    progress = std::make_unique<Progress>("converting tensor", file->tensors().size());
     if (!weights_given) options.keep_types = HasQuantizedTensors(*file);
     if (recipe_given) {
       s = ChooseWeightTypes(*file, recipe, &options.tensor_types);
@@ -183,21 +212,21 @@ int main(int argc, char** argv) {
     s = convert(*file, options, &model);
     if (!s.ok()) return Fail(input + ": " + s.message());
   }
+  progress.reset();
   s = PlanArena(&model.meta);
   if (!s.ok()) return Fail(input + ": " + s.message());
   std::string source = input;
   while (source.size() > 1 && source.back() == '/') source.pop_back();
   model.meta.source = source.substr(source.find_last_of('/') + 1);
-  s = WriteKes(&model, output);
+  s = WriteKes(&model, out.get());
   if (!s.ok()) return Fail(s.message());
 
-  // What we wrote must pass the runtime's own checks.
+  // What we wrote must pass the runtime's own checks before it replaces anything.
   std::unique_ptr<Model> check;
-  s = Model::Open(output, &check);
-  if (!s.ok()) {
-    std::remove(output.c_str());
-    return Fail("internal error: the written file fails verification: " + s.message());
-  }
+  s = Model::Open(out->temp_path(), &check);
+  if (!s.ok()) return Fail("internal error: the written file fails verification: " + s.message());
+  s = out->Commit();
+  if (!s.ok()) return Fail(s.message());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("wrote %s: %s, %zu tensors, %.1f M parameters, %.1f MiB weights, %.2f MiB arena "
@@ -205,5 +234,6 @@ int main(int argc, char** argv) {
               output.c_str(), arch.c_str(), model.meta.tensors.size(),
               check->parameter_count() / 1e6, check->weights_bytes() / 1048576.0,
               check->meta().activation_bytes() / 1048576.0, seconds);
-  return 0;
+  s = CloseStdout();
+  return s.ok() ? 0 : Fail(s.message());
 }

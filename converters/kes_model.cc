@@ -13,6 +13,7 @@ uint32_t KesModel::AddTensor(const std::string& name, fb::DType dtype, std::vect
   t->size = bytes.size();
   meta.tensors.push_back(std::move(t));
   tensor_bytes.push_back(std::move(bytes));
+  if (on_tensor_added) on_tensor_added(meta.tensors.size());
   return static_cast<uint32_t>(meta.tensors.size() - 1);
 }
 

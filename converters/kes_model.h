@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,9 +15,13 @@
 
 namespace kestrel {
 
+class AtomicOutput;  // runtime/output_file.h
+
 struct KesModel {
   fb::ModelT meta;
   std::vector<std::vector<uint8_t>> tensor_bytes;  // parallel to meta.tensors
+  // Called by AddTensor with the number of tensors so far (kestrel-convert's progress line).
+  std::function<void(size_t tensors)> on_tensor_added;
 
   // Adds a tensor; shape is outermost first. Returns its id.
   uint32_t AddTensor(const std::string& name, fb::DType dtype, std::vector<uint64_t> shape,
@@ -129,8 +134,11 @@ class PlanBuilder {
 Status PlanArena(fb::ModelT* meta);
 
 // Assigns tensor offsets in the weight blob and writes the .kes file. The file appears only when
-// complete (written to a temporary name, then renamed).
+// complete (written to a unique temporary name, synced, then renamed: runtime/output_file.h).
 Status WriteKes(KesModel* model, const std::string& path);
+// The same into `out`, finished but not committed: the caller checks out->temp_path() (Model::Open)
+// before out->Commit() puts it in place, so a file that fails the check never replaces one.
+Status WriteKes(KesModel* model, AtomicOutput* out);
 // The same bytes WriteKes writes, in memory (tests and fuzzing; tensor offsets set likewise).
 Status KesBytes(KesModel* model, std::vector<uint8_t>* out);
 

@@ -1,32 +1,16 @@
-// WriteKes: lays out the weight blob and writes the .kes file atomically.
-#include <cerrno>
-#include <cstdio>
+// WriteKes: lays out the weight blob and writes the .kes file atomically (runtime/output_file.h).
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "converters/kes_model.h"
 #include "runtime/format.h"
+#include "runtime/weights_checksum.h"
+#include "runtime/output_file.h"
 
 namespace kestrel {
 namespace {
-
-class File {
- public:
-  explicit File(FILE* f) : f_(f) {}
-  ~File() {
-    if (f_) std::fclose(f_);
-  }
-  bool Write(const void* data, size_t n) { return n == 0 || std::fwrite(data, 1, n, f_) == n; }
-  bool Close() {
-    const bool ok = std::fflush(f_) == 0 && std::fclose(f_) == 0;
-    f_ = nullptr;
-    return ok;
-  }
-
- private:
-  FILE* f_;
-};
 
 // Lays out the weight blob (tensor offsets, weights_size, weights_offset), then hands the file's
 // bytes in order to `write`, which returns false on failure.
@@ -42,6 +26,17 @@ Status EmitKes(KesModel* model, const std::function<bool(const void*, size_t)>& 
   }
   meta.weights_size = blob;
   meta.format_version = kKesFormatVersion;
+  // The checksum is stored in the metadata written before the weights, so it is computed from
+  // the layout: exactly the blob's bytes, tensors and zero padding, in the order written below.
+  WeightsHasher hasher;
+  uint64_t hashed = 0;
+  for (size_t i = 0; i < meta.tensors.size(); ++i) {
+    hasher.UpdateZeros(meta.tensors[i]->offset - hashed);
+    hasher.Update(model->tensor_bytes[i].data(), model->tensor_bytes[i].size());
+    hashed = meta.tensors[i]->offset + model->tensor_bytes[i].size();
+  }
+  hasher.UpdateZeros(blob - hashed);
+  meta.weights_xxh3 = hasher.Digest();
 
   // weights_offset is stored inside the FlatBuffer it comes after, so pack until the two agree.
   // The size depends on the value only through its presence (0 is the default, which FlatBuffers
@@ -89,29 +84,23 @@ Status EmitKes(KesModel* model, const std::function<bool(const void*, size_t)>& 
 
 }  // namespace
 
-Status WriteKes(KesModel* model, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  FILE* raw = std::fopen(tmp.c_str(), "wb");
-  KES_CHECK_OR_RETURN(raw != nullptr,
-                      "cannot create '" + tmp + "': " + std::strerror(errno));
-  File out(raw);
-  bool write_failed = false;
-  Status s = EmitKes(model, [&](const void* data, size_t n) {
-    write_failed = !out.Write(data, n);
-    return !write_failed;
+Status WriteKes(KesModel* model, AtomicOutput* out) {
+  Status write_error;
+  const Status s = EmitKes(model, [&](const void* data, size_t n) {
+    write_error = out->Write(data, n);
+    return write_error.ok();
   });
-  // Errors other than a failed write (a bad model) are the caller's to report as they are.
-  if (!s.ok() && !write_failed) {
-    out.Close();
-    std::remove(tmp.c_str());
-    return s;
-  }
-  if (!s.ok() || !out.Close() || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return Status::Error("cannot write '" + path + "': " + reason);
-  }
-  return OkStatus();
+  // A failed write says why (a full disk); other errors (a bad model) are reported as they are.
+  KES_RETURN_IF_ERROR(write_error);
+  KES_RETURN_IF_ERROR(s);
+  return out->Finish();
+}
+
+Status WriteKes(KesModel* model, const std::string& path) {
+  std::unique_ptr<AtomicOutput> out;
+  KES_RETURN_IF_ERROR(AtomicOutput::Create(path, &out));
+  KES_RETURN_IF_ERROR(WriteKes(model, out.get()));
+  return out->Commit();
 }
 
 Status KesBytes(KesModel* model, std::vector<uint8_t>* out) {

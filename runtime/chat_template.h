@@ -1,6 +1,7 @@
-// Chat formats of the instruction-tuned families Kestrel runs, recognized from the model's own
-// Jinja template (GGUF tokenizer.chat_template) by the turn markers it uses. We do not run
-// Jinja: each format is a few fixed strings, written here once.
+// Built-in chat formats of the instruction-tuned families Kestrel runs: each a few fixed strings,
+// written here once. `kestrel chat` renders the model's own Jinja template (jinja_template.h);
+// these write the chat when the model has none (--template names one) or its template fails,
+// recognized then from the template's turn markers.
 #pragma once
 
 #include <string>

@@ -81,6 +81,7 @@ Status Encoder::Encode(const int32_t* const* ids, const size_t* lengths, size_t 
     }
     RunStep(ids, lengths, first, count, out);
     first += count;
+    if (progress_ != nullptr) progress_(progress_context_, first, n);
   }
   return OkStatus();
 }

@@ -57,6 +57,14 @@ class Encoder {
     plan_.SetObserver(observer, context);
   }
 
+  // Calls progress(context, done, n) after every step of a later Encode, done being the
+  // sequences embedded so far of its n (a counter on a terminal; null: none).
+  using ProgressFn = void (*)(void* context, size_t done, size_t n);
+  void SetProgress(ProgressFn progress, void* context) {
+    progress_ = progress;
+    progress_context_ = context;
+  }
+
   size_t embedding_dim() const { return embedding_dim_; }
   size_t max_sequence_tokens() const { return memory_.context_length; }
   size_t max_batch() const { return max_batch_; }             // sequences per step
@@ -84,6 +92,8 @@ class Encoder {
   const float* embeddings_ = nullptr;  // [max_batch, embedding_dim]
   size_t max_batch_ = 0;
   size_t embedding_dim_ = 0;
+  ProgressFn progress_ = nullptr;
+  void* progress_context_ = nullptr;
 };
 
 }  // namespace kestrel

@@ -1,5 +1,12 @@
 #include "runtime/model.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -7,6 +14,7 @@
 #include "runtime/format.h"
 #include "runtime/model_tokenizer.h"
 #include "runtime/plan_check.h"
+#include "runtime/weights_checksum.h"
 
 namespace kestrel {
 namespace {
@@ -61,9 +69,70 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
   return OkStatus();
 }
 
+// The preamble: "KESTREL\0", then a format version this runtime reads. `size` may be a prefix
+// of the file (CheckFileStart) or all of it (Verify).
+Status CheckPreamble(const uint8_t* data, size_t size, uint64_t file_size) {
+  KES_CHECK_OR_RETURN(size >= kKesPreambleBytes,
+                      "not a .kes file: expected at least " + Num(kKesPreambleBytes) +
+                          " bytes, found " + Num(file_size));
+  KES_CHECK_OR_RETURN(std::memcmp(data, kKesMagic, sizeof(kKesMagic)) == 0,
+                      "not a .kes file: wrong magic (expected \"KESTREL\")");
+  uint32_t version = 0;
+  std::memcpy(&version, data + 8, 4);
+  KES_CHECK_OR_RETURN(version >= kKesFormatVersion || version == 0,
+                      "this .kes file has format version " + Num(version) +
+                          ", from an older Kestrel; this runtime reads version " +
+                          Num(kKesFormatVersion) +
+                          ": convert the model again with this version's kestrel-convert");
+  KES_CHECK_OR_RETURN(version == kKesFormatVersion,
+                      "unsupported .kes format version: expected " + Num(kKesFormatVersion) +
+                          ", found " + Num(version) + " (a newer Kestrel wrote it)");
+  return OkStatus();
+}
+
+// Reads the first bytes before the file is mapped: mapping reads the whole file (MAP_POPULATE,
+// seconds for a large one), which a GGUF given by mistake should not cost. Errors opening or
+// reading are left to MappedFile::Open, whose messages say what the file is.
+Status CheckFileStart(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return OkStatus();
+  if (S_ISDIR(st.st_mode)) {
+    struct stat inner;
+    const bool checkpoint = ::stat((path + "/config.json").c_str(), &inner) == 0 ||
+                            ::stat((path + "/model.bin").c_str(), &inner) == 0;
+    KES_CHECK_OR_RETURN(!checkpoint, "'" + path + "' is a checkpoint folder, not a .kes file; "
+                                     "convert it first: kestrel-convert " + path + " OUT.kes");
+    return OkStatus();
+  }
+  if (!S_ISREG(st.st_mode)) return OkStatus();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return OkStatus();
+  uint8_t head[kKesPreambleBytes];
+  size_t n = 0;
+  while (n < sizeof(head)) {
+    const ssize_t k = ::read(fd, head + n, sizeof(head) - n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    n += static_cast<size_t>(k);
+  }
+  ::close(fd);
+  KES_CHECK_OR_RETURN(n < 4 || std::memcmp(head, "GGUF", 4) != 0,
+                      "'" + path + "' is a GGUF file, not a .kes file; convert it first: "
+                      "kestrel-convert " + path + " OUT.kes");
+  return CheckPreamble(head, n, static_cast<uint64_t>(st.st_size)).WithContext(path);
+}
+
+std::string Hex(uint64_t v) {
+  char text[19];
+  std::snprintf(text, sizeof(text), "0x%016llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
 }  // namespace
 
-Status Model::Open(const std::string& path, std::unique_ptr<Model>* out) {
+Status Model::Open(const std::string& path, const ModelOpenOptions& options,
+                   std::unique_ptr<Model>* out) {
+  KES_RETURN_IF_ERROR(CheckFileStart(path));
   std::unique_ptr<MappedFile> mapping;
   KES_RETURN_IF_ERROR(MappedFile::Open(path, &mapping));
   std::unique_ptr<Model> model(new Model());
@@ -71,7 +140,30 @@ Status Model::Open(const std::string& path, std::unique_ptr<Model>* out) {
   model->size_ = mapping->size();
   model->mapping_ = std::move(mapping);
   KES_RETURN_IF_ERROR(model->Verify().WithContext(path));
+  if (options.verify_weights) KES_RETURN_IF_ERROR(model->VerifyWeights().WithContext(path));
   *out = std::move(model);
+  return OkStatus();
+}
+
+Status Model::Open(const std::string& path, std::unique_ptr<Model>* out) {
+  ModelOpenOptions options;
+  const char* verify = std::getenv("KESTREL_VERIFY_WEIGHTS");
+  options.verify_weights = verify != nullptr && *verify != '\0' && std::strcmp(verify, "0") != 0;
+  return Open(path, options, out);
+}
+
+Status Model::VerifyWeights() const {
+  const uint64_t bytes = meta_->weights_size();
+  KES_CHECK_OR_RETURN(has_weights_checksum(),
+                      "the file has no weights checksum (it was converted before kestrel-convert "
+                      "recorded one), so its weights cannot be verified: convert the model again "
+                      "to add one");
+  const uint64_t recorded = *meta_->weights_xxh3();
+  const uint64_t found = WeightsChecksum(weights_, bytes);
+  KES_CHECK_OR_RETURN(found == recorded,
+                      "weights checksum mismatch: the file records XXH3 " + Hex(recorded) +
+                          " but its " + Num(bytes) + " bytes of weights hash to " + Hex(found) +
+                          ": the file is damaged; copy or convert the model again");
   return OkStatus();
 }
 
@@ -90,22 +182,9 @@ Status Model::FromMemory(const uint8_t* data, size_t size, std::unique_ptr<Model
 Model::~Model() = default;
 
 Status Model::Verify() {
-  KES_CHECK_OR_RETURN(size_ >= kKesPreambleBytes,
-                      "not a .kes file: expected at least " + Num(kKesPreambleBytes) +
-                          " bytes, found " + Num(size_));
-  KES_CHECK_OR_RETURN(std::memcmp(data_, kKesMagic, sizeof(kKesMagic)) == 0,
-                      "not a .kes file: wrong magic (expected \"KESTREL\")");
-  uint32_t version = 0, fb_size = 0;
-  std::memcpy(&version, data_ + 8, 4);
+  KES_RETURN_IF_ERROR(CheckPreamble(data_, size_, size_));
+  uint32_t fb_size = 0;
   std::memcpy(&fb_size, data_ + 12, 4);
-  KES_CHECK_OR_RETURN(version >= kKesFormatVersion || version == 0,
-                      "this .kes file has format version " + Num(version) +
-                          ", from an older Kestrel; this runtime reads version " +
-                          Num(kKesFormatVersion) +
-                          ": convert the model again with this version's kestrel-convert");
-  KES_CHECK_OR_RETURN(version == kKesFormatVersion,
-                      "unsupported .kes format version: expected " + Num(kKesFormatVersion) +
-                          ", found " + Num(version) + " (a newer Kestrel wrote it)");
   KES_CHECK_OR_RETURN(fb_size <= size_ - kKesPreambleBytes,
                       "truncated file: header says " + Num(fb_size) +
                           " bytes of metadata but only " + Num(size_ - kKesPreambleBytes) +

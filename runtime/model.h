@@ -27,8 +27,23 @@
 
 namespace kestrel {
 
+struct ModelOpenOptions {
+  // Reads every weight and checks the checksum kestrel-convert recorded (VerifyWeights): a
+  // damaged file then fails to open instead of giving wrong output. Costs one pass over the
+  // weights at memory speed. A file without a checksum (converted before they were recorded)
+  // fails too, since it cannot be verified.
+  bool verify_weights = false;
+};
+
 class Model {
  public:
+  // Before mapping the file (which reads all of it), its first bytes are checked: a file that is
+  // not a .kes (a GGUF above all) or is from another format version fails at once.
+  static Status Open(const std::string& path, const ModelOpenOptions& options,
+                     std::unique_ptr<Model>* out);
+  // Default options, except that verify_weights is on when the environment variable
+  // KESTREL_VERIFY_WEIGHTS is 1: how a user of the kestrel CLI (or of a program built on this
+  // library) asks every command to verify the model it opens.
   static Status Open(const std::string& path, std::unique_ptr<Model>* out);
   // `data` must be 64-byte aligned (so weights are aligned) and outlive the Model.
   static Status FromMemory(const uint8_t* data, size_t size, std::unique_ptr<Model>* out);
@@ -53,6 +68,12 @@ class Model {
   size_t max_step_tokens() const { return max_step_tokens_; }
 
   uint64_t weights_bytes() const { return meta_->weights_size(); }
+  // Whether the file records a checksum of its weights (files converted before they were
+  // recorded have none).
+  bool has_weights_checksum() const { return meta_->weights_xxh3().has_value(); }
+  // Hashes the weight blob and compares it with the recorded checksum: an error saying they
+  // differ (the file is damaged), or that there is no checksum to compare with.
+  Status VerifyWeights() const;
   uint64_t parameter_count() const;
   uint64_t file_bytes() const { return size_; }
 

@@ -18,6 +18,7 @@ debian_packages=(
   libhwy-dev libflatbuffers-dev flatbuffers-compiler
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libutf8proc-dev
   libkissfft-dev libsamplerate0-dev dpkg-dev
+  libxxhash-dev  # the weights checksum, header-only (runtime/weights_checksum.cc)
   espeak-ng sox  # test speech for the Whisper tests, made offline
 )
 cross=0
@@ -31,7 +32,7 @@ if [ $cross = 1 ]; then
   for arch in arm64 armhf; do
     debian_packages+=("libhwy-dev:$arch" "libgtest-dev:$arch" "libgmock-dev:$arch"
                       "libbenchmark-dev:$arch" "libflatbuffers-dev:$arch" "libutf8proc-dev:$arch"
-                      "libkissfft-dev:$arch" "libsamplerate0-dev:$arch")
+                      "libkissfft-dev:$arch" "libsamplerate0-dev:$arch" "libxxhash-dev:$arch")
   done
   # Never flatbuffers-compiler:<arch>: it would replace the host flatc the build runs.
   for arch in arm64 armhf; do

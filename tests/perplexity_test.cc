@@ -319,9 +319,16 @@ TEST_F(PerplexityTest, BadInputGivesOneErrorLine) {
                             "needs at least 64"}));
   std::remove(short_path.c_str());
 
-  // Larger than the model's context (256 tokens).
-  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--ctx", "512"}),
-                           {"--ctx 512", "model's context of 256"}));
+  // Larger than the model's context (256 tokens): lowered to it, with a warning (as run and chat).
+  {
+    const ProcessResult r = Cli({"perplexity", m, "-f", text_path_, "--ctx", "512"});
+    EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
+    EXPECT_NE(r.err.find("warning: --ctx 512 is more than the model's context of 256 tokens; "
+                         "using 256"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.out.find("chunks of 256"), std::string::npos) << r.out;
+  }
 
   EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--bogus"}),
                            {"unknown option '--bogus'", "perplexity"}));

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <vector>
 
+#include "runtime/cpu_count.h"
 #include "runtime/thread_pool.h"
 
 namespace kestrel {
@@ -33,6 +36,41 @@ TEST(ThreadPool, EveryThreadRunsOnceAndRangesCoverEverything) {
       for (auto& h : hits) ASSERT_EQ(h.load(), 1);
     }
   }
+}
+
+void Nothing(void*, size_t, size_t) {}
+
+// Seconds `pool` takes for `runs` tiny tasks (a decode step is hundreds of them).
+double SecondsForTinyRuns(ThreadPool& pool, int runs) {
+  pool.Run(Nothing, nullptr);  // the workers have started
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < runs; ++i) pool.Run(Nothing, nullptr);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// More threads than CPUs (--threads 8 on 2 cores): threads that spin while waiting starve the
+// ones they wait for, so each Run took up to a scheduler time slice (400x slower than one
+// thread per CPU). Waiting threads must give their CPU back.
+TEST(ThreadPool, MoreThreadsThanCpusStaysFast) {
+  const size_t cpus = AvailableCpus();
+  constexpr int kRuns = 2000;
+  ThreadPool fitting(cpus), oversubscribed(8 * cpus);
+  EXPECT_EQ(oversubscribed.size(), 8 * cpus);
+  // The best of three, so that another process taking the CPUs for a moment does not count.
+  double fit = 1e9, over = 1e9;
+  for (int round = 0; round < 3; ++round) {
+    fit = std::min(fit, SecondsForTinyRuns(fitting, kRuns));
+    over = std::min(over, SecondsForTinyRuns(oversubscribed, kRuns));
+  }
+  // Absolute floor: one CPU (fit near 0) would make any ratio meaningless.
+  EXPECT_LT(over, std::max(20 * fit, 0.05))
+      << cpus << " CPUs: " << kRuns << " runs took " << fit << " s with " << cpus
+      << " threads and " << over << " s with " << 8 * cpus;
+}
+
+TEST(CpuCount, PhysicalCoresAreAtMostTheCpusAvailable) {
+  EXPECT_GE(PhysicalCores(), 1u);
+  EXPECT_LE(PhysicalCores(), AvailableCpus());
 }
 
 TEST(SplitRange, PartsAreContiguousAndBalanced) {

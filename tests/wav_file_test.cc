@@ -163,9 +163,11 @@ TEST(WavFile, RejectsDamagedFiles) {
   PutChunk(&data_first, "data", d16);
   PutChunk(&data_first, "fmt ", Format(1, 1, 16000, 16));
   ExpectRejected(Riff(data_first), "data before the 'fmt ' chunk");
-  std::vector<uint8_t> truncated = Wav(Format(1, 1, 16000, 16), std::vector<uint8_t>(100, 0));
-  truncated.resize(truncated.size() - 10);
-  ExpectRejected(truncated, "100 bytes, the file has 90 left");
+  // A chunk before the data that runs past the end of the file.
+  std::vector<uint8_t> cut_list;
+  PutChunk(&cut_list, "LIST", std::vector<uint8_t>(100, 0));
+  cut_list.resize(cut_list.size() - 10);
+  ExpectRejected(Riff(cut_list), "chunk 'LIST' at byte 12: 100 bytes, the file has 90 left");
   ExpectRejected(Wav(Format(1, 1, 16000, 16), {0, 0, 0}), "not whole frames of 2");
   ExpectRejected(Wav(Format(1, 1, 16000, 12), d16), "integer PCM of 12 bits");
   ExpectRejected(Wav(Format(3, 1, 16000, 16), d16), "IEEE float samples of 16 bits");
@@ -183,24 +185,102 @@ TEST(WavFile, RejectsDamagedFiles) {
   PutChunk(&two_formats, "fmt ", Format(1, 1, 16000, 16));
   PutChunk(&two_formats, "fmt ", Format(1, 1, 16000, 16));
   ExpectRejected(Riff(two_formats), "a second 'fmt ' chunk");
-  std::vector<uint8_t> tail = Wav(Format(1, 1, 16000, 16), d16);
-  tail.insert(tail.end(), {'x', 'y', 'z'});
-  ExpectRejected(tail, "3 bytes at the end");
+  // Bytes that are no chunk header before the data are still an error.
+  std::vector<uint8_t> tail_before_data;
+  PutChunk(&tail_before_data, "fmt ", Format(1, 1, 16000, 16));
+  tail_before_data.insert(tail_before_data.end(), {'x', 'y', 'z'});
+  ExpectRejected(Riff(tail_before_data), "3 bytes at the end");
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<uint8_t> nan_data(4);
   std::memcpy(nan_data.data(), &nan, 4);
   ExpectRejected(Wav(Format(3, 1, 16000, 32), nan_data), "sample 0 of channel 0 is not a finite");
 }
 
-TEST(WavFile, EveryTruncationFailsCleanly) {
+// Cut inside the headers: an error. Cut inside the samples: the whole frames that are there, as
+// sox reads such a file (a download or recording cut short).
+TEST(WavFile, EveryTruncationFailsCleanlyOrReadsTheWholeFramesLeft) {
   std::vector<uint8_t> d16(8, 0x11);
   const std::vector<uint8_t> good = Wav(Format(1, 2, 16000, 16), d16);
+  const size_t data_start = good.size() - d16.size();
   for (size_t n = 0; n < good.size(); ++n) {
     SCOPED_TRACE("first " + std::to_string(n) + " bytes");
     WavInfo info;
     std::vector<float> samples;
-    EXPECT_FALSE(Decode(std::vector<uint8_t>(good.begin(), good.begin() + n), &info, &samples).ok());
+    const Status s = Decode(std::vector<uint8_t>(good.begin(), good.begin() + n), &info, &samples);
+    if (n < data_start) {
+      EXPECT_FALSE(s.ok());
+    } else {
+      ASSERT_TRUE(s.ok()) << s.message();
+      EXPECT_EQ(info.frames, (n - data_start) / 4);
+      EXPECT_EQ(samples.size(), info.frames);
+      EXPECT_EQ(info.missing_data_bytes, good.size() - n);
+    }
   }
+}
+
+// Issue 35: 1 to 7 bytes after the data chunk (too few for a chunk header), which sox and ffmpeg
+// ignore, made the file be refused; so did any chunk after the data that does not fit.
+TEST(WavFile, IgnoresWhatFollowsTheDataAsSoxDoes) {
+  std::vector<uint8_t> d16;
+  for (int16_t v : {8192, -8192}) PutU16(&d16, static_cast<uint16_t>(v));
+  for (size_t extra = 1; extra <= 7; ++extra) {
+    SCOPED_TRACE(std::to_string(extra) + " trailing bytes");
+    std::vector<uint8_t> file = Wav(Format(1, 1, 16000, 16), d16);
+    file.insert(file.end(), extra, 'x');
+    WavInfo info;
+    std::vector<float> s;
+    const Status status = Decode(file, &info, &s);
+    ASSERT_TRUE(status.ok()) << status.message();
+    EXPECT_EQ(s, (std::vector<float>{0.25f, -0.25f}));
+  }
+  // A LIST chunk after the data, cut short.
+  std::vector<uint8_t> file = Wav(Format(1, 1, 16000, 16), d16);
+  PutChunk(&file, "LIST", std::vector<uint8_t>(20, 'a'));
+  file.resize(file.size() - 5);
+  WavInfo info;
+  std::vector<float> s;
+  const Status status = Decode(file, &info, &s);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(info.frames, 2u);
+}
+
+// Issue 35: a data chunk that claims fewer bytes than it holds left samples to be read as a chunk
+// header, and the error quoted those raw bytes as the chunk's id, cut at the first NUL. A data
+// chunk claiming more than the file holds is read as far as it goes, as sox reads it.
+TEST(WavFile, DataChunkSizeThatLiesAndChunkIdsInMessages) {
+  std::vector<uint8_t> d16;
+  for (int16_t v : {8192, -8192, 0, 0, 0, 16384}) PutU16(&d16, static_cast<uint16_t>(v));
+  std::vector<uint8_t> file = Wav(Format(1, 1, 16000, 16), d16);
+  const size_t data_size_at = file.size() - d16.size() - 4;
+  // Claims 4 bytes: sox and ffmpeg read 2 samples and ignore the rest.
+  file[data_size_at] = 4;
+  WavInfo info;
+  std::vector<float> s;
+  Status status = Decode(file, &info, &s);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(s, (std::vector<float>{0.25f, -0.25f}));
+  // Claims 1001 bytes of 12: the 6 whole samples there, and how many bytes were missing.
+  file[data_size_at] = 0xE9;
+  file[data_size_at + 1] = 0x03;
+  status = Decode(file, &info, &s);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(info.frames, 6u);
+  EXPECT_EQ(info.missing_data_bytes, 1001u - 12u);
+  EXPECT_EQ(s[5], 0.5f);
+
+  // Before the data, an id of raw bytes (a LIST chunk that claims 2 bytes of its 4) is quoted
+  // escaped, never cut at its NUL.
+  std::vector<uint8_t> chunks;
+  PutChunk(&chunks, "LIST", {'a', 'b', 0, 0});
+  chunks[4] = 2;
+  PutChunk(&chunks, "fmt ", Format(1, 1, 16000, 16));
+  PutChunk(&chunks, "data", d16);
+  status = Decode(Riff(chunks), &info, &s);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message().find('\0'), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("chunk '\\x00\\x00fm' at byte 22"), std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("the file has"), std::string::npos) << status.message();
 }
 
 }  // namespace

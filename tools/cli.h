@@ -105,6 +105,38 @@ bool KvFlag(FlagReader& flags, const std::string& arg, KvOptions* kv, Status* st
 Status CreateSession(const Model& model, const SessionOptions& options,
                      std::unique_ptr<Session>* out);
 
+// -t/--threads, every command alike: one thread per physical core available by default (a
+// second thread on a core's SMT sibling mostly waits for the same SIMD units), and one warning
+// line when a count is more than the CPUs available (those threads could only take turns).
+#define KESTREL_THREADS_USAGE \
+  "  -t, --threads N     threads (default: one per physical core available)\n"
+size_t DefaultThreads();
+// Prints "kestrel: warning: --threads N is more than the M CPUs available; ..." when it is.
+void WarnAboutThreads(size_t n_threads);
+// True when `arg` is -t or --threads, with *status saying whether its value was valid.
+bool ThreadsFlag(FlagReader& flags, const std::string& arg, size_t* n_threads, Status* status);
+
+// The context a session gets for --ctx `asked` (`given`: on the command line; otherwise a
+// default): more than the model's context is clamped to it, with a warning when given (as
+// llama.cpp warns when n_ctx exceeds the training context); fewer tokens than `minimum`, or
+// than the default attention sinks and one more, is an error naming --ctx.
+Status ChooseContext(const Model& model, size_t asked, bool given, size_t minimum,
+                     size_t* context);
+
+// Reads all of `path`, or standard input for "-", for the flag `flag` (e.g. "-f").
+Status ReadInputText(const std::string& flag, const std::string& path, std::string* out);
+
+// What a model does, for the commands that need one kind: "MODEL is an encoder model (bert)...
+// use 'kestrel embed'" instead of a runtime error about plans.
+enum class ModelKind { kTextGenerator, kEncoder, kSpeech };
+Status ExpectModelKind(const Model& model, const std::string& path, ModelKind wanted);
+
+// Session::Prefill of all but the last of `n` tokens, chunk by chunk (the prefill plan's
+// chunks, so the results are the same as one call), with "prefill 1536/4096 tokens" on stderr
+// while it runs when stderr is a terminal; *done gets the tokens prefilled (the rest are the
+// caller's, for Generate). Nothing is prefilled for a prompt of one chunk or less.
+Status PrefillWithProgress(Session& session, const int32_t* tokens, size_t n, size_t* done);
+
 std::string FormatBytes(uint64_t bytes);
 // Matmul FLOPs per token (per encoder position for speech models): 2 per weight element of every
 // MatMul in the decode, encode or encode_audio plan, times its rows per token.

@@ -3,11 +3,17 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+
+#include <sys/stat.h>
 
 #include "tools/cli.h"
 
 #include "ops/targets.h"
+#include "runtime/cpu_count.h"
+#include "runtime/output_file.h"
+#include "tools/progress.h"
 
 namespace kestrel::cli {
 
@@ -91,8 +97,10 @@ std::string JsonEscape(const std::string& text) {
 }
 
 void StreamToken(void*, int32_t, std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  // A sink cannot stop Generate, and on a broken stdout (a full disk; a closed pipe where
+  // SIGPIPE is ignored) generation would run on for nothing: the first failed write ends the
+  // program with the error.
+  if (!WriteStdout(text.data(), text.size())) std::exit(Fail(CloseStdout().message()));
 }
 
 bool SamplerFlag(FlagReader& flags, const std::string& arg, SamplerOptions* options,
@@ -179,6 +187,112 @@ uint64_t MatMulFlopsPerToken(const Model& model) {
     flops += 2 * w->shape()->Get(0) * w->shape()->Get(1) * op->params_as_MatMul()->rows_per_token();
   }
   return flops;
+}
+
+size_t DefaultThreads() { return PhysicalCores(); }
+
+void WarnAboutThreads(size_t n_threads) {
+  const size_t cpus = AvailableCpus();
+  if (n_threads <= cpus) return;
+  std::fprintf(stderr,
+               "kestrel: warning: --threads %zu is more than the %zu CPUs available; the work "
+               "is split %zu ways but runs on %zu threads\n",
+               n_threads, cpus, n_threads, cpus);
+}
+
+bool ThreadsFlag(FlagReader& flags, const std::string& arg, size_t* n_threads, Status* status) {
+  if (arg != "-t" && arg != "--threads") return false;
+  *status = flags.Int(arg, 1, 256, n_threads);
+  if (status->ok()) WarnAboutThreads(*n_threads);
+  return true;
+}
+
+Status ChooseContext(const Model& model, size_t asked, bool given, size_t minimum,
+                     size_t* context) {
+  const size_t trained = model.hparams().context_length();
+  *context = std::min(asked, trained);
+  if (given && asked > trained) {
+    std::fprintf(stderr,
+                 "kestrel: warning: --ctx %zu is more than the model's context of %zu tokens; "
+                 "using %zu\n",
+                 asked, trained, trained);
+  }
+  // A context must hold the default attention sinks and a token more; past that, a --sinks
+  // that fills it is the flag to blame, and CreateSession says so.
+  const size_t sinks = KvOptions().sinks;
+  minimum = std::max(minimum, sinks + 1);
+  KES_CHECK_OR_RETURN(*context >= minimum,
+                      "--ctx: expected at least " + std::to_string(minimum) + " tokens (the " +
+                          std::to_string(sinks) + " attention sinks and more), found " +
+                          std::to_string(*context));
+  return OkStatus();
+}
+
+Status ReadInputText(const std::string& flag, const std::string& path, std::string* out) {
+  const bool from_stdin = path == "-";
+  const std::string name =
+      from_stdin ? "standard input (" + flag + " -)" : "text file '" + path + "' (" + flag + ")";
+  struct stat st;
+  if (!from_stdin && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return Status::Error(name + " is not a regular file but a folder");
+  }
+  std::FILE* file = from_stdin ? stdin : std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return Status::Error("cannot open " + name + ", so cannot read it: " + std::strerror(errno));
+  }
+  out->clear();
+  char buffer[1 << 16];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof(buffer), file)) > 0;) out->append(buffer, n);
+  const bool failed = std::ferror(file) != 0;
+  const int error = errno;
+  if (!from_stdin) std::fclose(file);
+  if (failed) return Status::Error("cannot read " + name + ": " + std::strerror(error));
+  return OkStatus();
+}
+
+namespace {
+
+ModelKind KindOf(const Model& model) {
+  if (model.has_audio_encoder()) return ModelKind::kSpeech;
+  if (model.is_encoder()) return ModelKind::kEncoder;
+  return ModelKind::kTextGenerator;
+}
+
+}  // namespace
+
+Status ExpectModelKind(const Model& model, const std::string& path, ModelKind wanted) {
+  const ModelKind kind = KindOf(model);
+  if (kind == wanted) return OkStatus();
+  const std::string arch = model.meta().architecture()->str();
+  switch (kind) {
+    case ModelKind::kEncoder:
+      return Status::Error(path + " is an encoder model (" + arch +
+                           "): it embeds texts and generates nothing; use 'kestrel embed'");
+    case ModelKind::kSpeech:
+      return Status::Error(path + " is a speech model (" + arch +
+                           "); use 'kestrel transcribe MODEL AUDIO.wav'");
+    case ModelKind::kTextGenerator:
+      break;
+  }
+  return Status::Error(path + " is a text generator (" + arch + ")" +
+                       (wanted == ModelKind::kEncoder ? ", not an embedding model" : "") +
+                       "; use 'kestrel run' or 'kestrel chat'");
+}
+
+Status PrefillWithProgress(Session& session, const int32_t* tokens, size_t n, size_t* done) {
+  *done = 0;
+  const fb::Plan* prefill = session.model().FindPlan("prefill");
+  const size_t chunk = prefill != nullptr ? prefill->max_tokens() : 0;
+  if (chunk == 0 || n <= chunk) return OkStatus();
+  Progress progress("prefill", n);
+  // Whole chunks only, so the last call (Generate's) starts where one call would cut a chunk.
+  const size_t ahead = (n - 1) / chunk * chunk;
+  while (*done < ahead) {
+    KES_RETURN_IF_ERROR(session.Prefill(tokens + *done, chunk));
+    *done += chunk;
+    progress.Update(*done);
+  }
+  return OkStatus();
 }
 
 }  // namespace kestrel::cli

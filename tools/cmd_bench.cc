@@ -33,7 +33,8 @@ const char kBenchUsage[] =
     "  -n, --n-gen N         tokens for the decode test; 0 skips it (default 128)\n"
     "  -d, --depth N[,N]     tokens already in the KV cache when each test starts, e.g. 0,4096\n"
     "                        (prefilled first, untimed; default 0)\n"
-    "  -t, --threads N[,N]   thread counts to run, e.g. 1,2,4 (default 1)\n"
+    "  -t, --threads N[,N]   thread counts to run, e.g. 1,2,4 (default: one per physical core\n"
+    "                        available)\n"
     "  -r, --repetitions N   timed repetitions after one warm-up (default 5)\n"
     "  --kv-type T           KV cache type: f32, f16 or int8 (default f32)\n"
     "  --sinks N             attention sinks kept once past the context (default 4)\n"
@@ -50,7 +51,7 @@ const char kBenchUsage[] =
 struct BenchOptions {
   std::string model_path;
   size_t n_prompt = 512, n_gen = 128, repetitions = 5;
-  std::vector<size_t> thread_counts = {1};
+  std::vector<size_t> thread_counts = {DefaultThreads()};
   std::vector<size_t> depths = {0};
   KvOptions kv;
   EncoderBenchOptions encoder;
@@ -124,6 +125,7 @@ Status ParseFlags(const std::vector<std::string>& args, BenchOptions* o, bool* h
     KES_RETURN_IF_ERROR(s);
   }
   KES_CHECK_OR_RETURN(!o->model_path.empty(), std::string("no model given\n") + kBenchUsage);
+  WarnAboutThreads(*std::max_element(o->thread_counts.begin(), o->thread_counts.end()));
   KES_CHECK_OR_RETURN(o->n_prompt > 0 || o->n_gen > 0, "nothing to run: -p and -n are both 0");
   return OkStatus();
 }

@@ -1,12 +1,20 @@
 // kestrel chat MODEL.kes: a multi-turn conversation on the terminal. Each line read is a user
 // turn; the reply streams as it is generated; the KV cache is kept across turns, so each turn
 // prefills only its own tokens. End of input (Ctrl-D) ends the chat.
+// The conversation is written out by the model's own Jinja chat template, as llama.cpp's --jinja
+// does (runtime/chat_conversation.h); a model without one, or whose template fails, gets the
+// built-in format its turn markers name (runtime/chat_template.h).
+// A turn longer than the whole context is reported and skipped, and the chat goes on (llama.cpp's
+// server refuses such a request and serves the next); the exit code is then 1, so that a script
+// feeding a conversation learns that a turn got no reply.
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "runtime/chat_conversation.h"
 #include "runtime/chat_template.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
@@ -20,33 +28,70 @@ const char kChatUsage[] =
     "usage: kestrel chat MODEL.kes [options]\n"
     "Reads one user turn per line from standard input; end of input (Ctrl-D) ends the chat.\n"
     "  --system TEXT       system prompt\n"
-    "  --template NAME     chat format: gemma, chatml or llama3 (default: recognized from the\n"
-    "                      model's chat template)\n"
+    "  --system-file FILE  read the system prompt from FILE\n"
+    "  --template NAME     write the chat in the built-in format gemma, chatml or llama3\n"
+    "                      instead of by the model's own Jinja chat template\n"
+    "  --verbose-prompt    print each turn's prompt, as the model gets it, to stderr\n"
     "  -n, --n-predict N   most tokens per reply (default 512)\n"
-    "  -t, --threads N     threads (default 1)\n"
-    "  -c, --ctx N         context length in tokens (default 4096); a longer chat goes on\n"
-    "                      with the attention sinks and the most recent tokens\n"
+    KESTREL_THREADS_USAGE
+    "  -c, --ctx N         context length in tokens (default 4096, at most the model's); a\n"
+    "                      longer chat goes on with the attention sinks and the most recent\n"
+    "                      tokens; a turn longer than the context is skipped with an error\n"
     KESTREL_SAMPLER_FLAGS_USAGE
     KESTREL_KV_FLAGS_USAGE;
 
-// The ids of one turn: markup with control tokens parsed, people's words as plain text.
-Status EncodeTurn(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments,
-                  std::vector<int32_t>* out) {
-  out->clear();
-  std::vector<int32_t> ids;
-  for (const ChatSegment& segment : segments) {
-    KES_RETURN_IF_ERROR(tokenizer.Encode(segment.text, /*add_special=*/false,
-                                         /*parse_special=*/segment.markup, &ids));
-    out->insert(out->end(), ids.begin(), ids.end());
+// How the conversation is written: by the model's Jinja template when it has one that renders,
+// else by the built-in format named, or recognized from the template's turn markers. A template
+// that fails costs one warning line, not the chat.
+Status MakeConversation(const Model& model, const std::string& template_name, std::string system,
+                        std::unique_ptr<ChatConversation>* out, std::string* description) {
+  const Tokenizer& tokenizer = model.tokenizer();
+  const auto* stored = model.meta().tokenizer()->chat_template();
+  const std::string source = stored ? stored->str() : std::string();
+  ChatFormat format = ChatFormat::kChatMl;
+  if (!template_name.empty()) {
+    KES_RETURN_IF_ERROR(ParseChatFormat(template_name, &format));
+  } else if (!source.empty()) {
+    std::unique_ptr<JinjaTemplate> jinja;
+    const auto piece = [&](int32_t id) { return std::string(tokenizer.Piece(id)); };
+    Status s = JinjaTemplate::Parse(source, piece(tokenizer.config().bos_id),
+                                    piece(tokenizer.config().eos_id), std::time(nullptr), &jinja);
+    // A trial turn: a template that refuses a system prompt (Gemma 2's) is found out here.
+    std::vector<ChatMessage> trial = {{"user", "Hello"}};
+    if (!system.empty()) trial.insert(trial.begin(), {"system", system});
+    std::string rendered;
+    if (s.ok()) s = jinja->Render(trial, true, &rendered);
+    if (s.ok()) {
+      *out = std::make_unique<ChatConversation>(tokenizer, std::move(jinja), format,
+                                                std::move(system));
+      *description = "the model's Jinja template";
+      return OkStatus();
+    }
+    const Status detected = DetectChatFormat(source, &format);
+    if (!detected.ok()) return Status::Error(s.message() + "; and " + detected.message());
+    std::fprintf(stderr, "kestrel: warning: %s; using the built-in %s format instead\n",
+                 s.message().c_str(), ChatFormatName(format));
+  } else {
+    KES_RETURN_IF_ERROR(DetectChatFormat(source, &format));
   }
+  *out = std::make_unique<ChatConversation>(tokenizer, nullptr, format, std::move(system));
+  *description = ChatFormatName(format);
   return OkStatus();
+}
+
+// Streams each reply token and keeps it for the conversation's record.
+void StreamAndKeep(void* reply, int32_t token, std::string_view text) {
+  static_cast<std::vector<int32_t>*>(reply)->push_back(token);
+  StreamToken(nullptr, token, text);
 }
 
 }  // namespace
 
 int ChatCommand(const std::vector<std::string>& args) {
-  std::string model_path, system, template_name;
+  std::string model_path, system, system_file, template_name;
+  bool ctx_given = false, verbose_prompt = false;
   SessionOptions session_options;
+  session_options.n_threads = DefaultThreads();
   GenerateOptions gen;
   gen.max_new_tokens = 512;
   gen.sampler.temperature = 0.8f;
@@ -59,14 +104,22 @@ int ChatCommand(const std::vector<std::string>& args) {
       return 0;
     } else if (arg == "--system") {
       s = flags.Value(arg, &system);
+    } else if (arg == "--system-file") {
+      s = flags.Value(arg, &system_file);
+      if (s.ok() && system_file == "-") {
+        s = Status::Error("--system-file: standard input holds the conversation; give a file");
+      }
     } else if (arg == "--template") {
       s = flags.Value(arg, &template_name);
+    } else if (arg == "--verbose-prompt") {
+      verbose_prompt = true;
     } else if (arg == "-n" || arg == "--n-predict") {
       s = flags.Int(arg, 1, 1 << 24, &gen.max_new_tokens);
-    } else if (arg == "-t" || arg == "--threads") {
-      s = flags.Int(arg, 1, 256, &session_options.n_threads);
+    } else if (ThreadsFlag(flags, arg, &session_options.n_threads, &s)) {
+      // taken, s says whether its value was valid
     } else if (arg == "-c" || arg == "--ctx") {
       s = flags.Int(arg, 1, 1 << 24, &session_options.context_length);
+      ctx_given = true;
     } else if (SamplerFlag(flags, arg, &gen.sampler, &s) ||
                KvFlag(flags, arg, &session_options.kv, &s)) {
       // taken, s says whether its value was valid
@@ -76,47 +129,74 @@ int ChatCommand(const std::vector<std::string>& args) {
     if (!s.ok()) return Fail(s.message());
   }
   if (model_path.empty()) return Fail(std::string("no model given\n") + kChatUsage);
+  if (!system.empty() && !system_file.empty()) {
+    return Fail(std::string("give the system prompt with one of --system and --system-file\n") +
+                kChatUsage);
+  }
 
   std::unique_ptr<Model> model;
   Status s = Model::Open(model_path, &model);
-  if (!s.ok()) return Fail(s.message());
-  ChatFormat format;
-  if (template_name.empty()) {
-    const auto* jinja = model->meta().tokenizer()->chat_template();
-    s = DetectChatFormat(jinja ? jinja->string_view() : std::string_view(), &format);
-  } else {
-    s = ParseChatFormat(template_name, &format);
+  if (s.ok()) s = ExpectModelKind(*model, model_path, ModelKind::kTextGenerator);
+  if (s.ok()) {
+    s = ChooseContext(*model, session_options.context_length, ctx_given, 1,
+                      &session_options.context_length);
   }
+  if (s.ok() && !system_file.empty()) s = ReadInputText("--system-file", system_file, &system);
+  if (!s.ok()) return Fail(s.message());
+  std::unique_ptr<ChatConversation> chat;
+  std::string chat_format;
+  s = MakeConversation(*model, template_name, system, &chat, &chat_format);
   if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Session> session;
   s = CreateSession(*model, session_options, &session);
   if (!s.ok()) return Fail(s.message());
   std::fprintf(stderr, "chat format %s, context %zu tokens, KV %s; end with Ctrl-D\n",
-               ChatFormatName(format), session->context_length(),
+               chat_format.c_str(), session->context_length(),
                ops::KvTypeName(session_options.kv.type));
 
-  const Tokenizer& tokenizer = model->tokenizer();
-  std::vector<int32_t> tokens;
-  std::string line;
-  bool first = true;
+  std::vector<int32_t> tokens, reply;
+  reply.reserve(gen.max_new_tokens);  // no allocation while tokens stream
+  std::string line, prompt, note;
+  bool skipped = false;
   while (true) {
     std::fputs("> ", stderr);
     if (!std::getline(std::cin, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF input
     if (line.empty()) continue;
-    s = EncodeTurn(tokenizer, ChatTurn(format, first, system, line), &tokens);
-    if (!s.ok()) return Fail(s.message());
-    if (first && tokenizer.config().add_bos && tokenizer.config().bos_id >= 0) {
-      tokens.insert(tokens.begin(), tokenizer.config().bos_id);
+    s = chat->BeginTurn(*session, line, &tokens, &prompt, &note);
+    if (!s.ok()) {
+      // The template refused this conversation (raise_exception); nothing of the turn ran.
+      std::fprintf(stderr, "kestrel: error: %s; the turn was skipped\n", s.message().c_str());
+      skipped = true;
+      continue;
     }
+    if (!note.empty()) std::fprintf(stderr, "kestrel: note: %s\n", note.c_str());
+    if (verbose_prompt) {
+      std::fprintf(stderr, "prompt (%zu tokens): %s\n", tokens.size(), prompt.c_str());
+    }
+    if (tokens.size() > session->context_length()) {
+      // Nothing of it ran: the session is as it was, ready for the next turn.
+      std::fprintf(stderr,
+                   "kestrel: error: this turn is %zu tokens, more than the context of %zu "
+                   "tokens (--ctx); the turn was skipped\n",
+                   tokens.size(), session->context_length());
+      skipped = true;
+      continue;
+    }
+    size_t ahead = 0;
+    s = PrefillWithProgress(*session, tokens.data(), tokens.size(), &ahead);
+    if (!s.ok()) return Fail(s.message());
     GenerateStats stats;
-    s = Generate(*session, tokens.data(), tokens.size(), gen, StreamToken, nullptr, &stats);
+    reply.clear();
+    s = Generate(*session, tokens.data() + ahead, tokens.size() - ahead, gen, StreamAndKeep, &reply,
+                 &stats);
     std::fputc('\n', stdout);
     std::fflush(stdout);
     if (!s.ok()) return Fail(s.message());
-    first = false;
+    chat->EndTurn(reply, stats.decode_steps);
   }
   std::fputc('\n', stderr);
-  return 0;
+  return skipped ? 1 : 0;
 }
 
 }  // namespace kestrel::cli

@@ -8,23 +8,12 @@
 #include "ops/matmul_quant_dotprod.h"
 #include "ops/targets.h"
 #include "tools/cli.h"
+#include "tools/version.h"
 
 namespace kestrel::cli {
 namespace {
 
 const char kUsage[] = "usage: kestrel cpu\n";
-
-const char* BuildArchitecture() {
-#if defined(__x86_64__)
-  return "x86_64";
-#elif defined(__aarch64__)
-  return "aarch64";
-#elif defined(__arm__)
-  return "arm (32-bit)";
-#else
-  return "other";
-#endif
-}
 
 // Whether the quantized matmuls (q8, q4 and the kept GGUF types) run the sdot tiles of
 // ops/matmul_quant_dotprod.cc and ops/matmul_blocks_dotprod.cc, which is decided apart from the

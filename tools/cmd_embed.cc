@@ -1,7 +1,6 @@
 // kestrel embed MODEL.kes (-p TEXT | -f FILE) [--json]: one embedding per text, with an encoder
 // model (BERT and friends).
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -10,6 +9,7 @@
 #include "runtime/encoder.h"
 #include "runtime/model.h"
 #include "tools/cli.h"
+#include "tools/progress.h"
 
 namespace kestrel::cli {
 namespace {
@@ -17,17 +17,19 @@ namespace {
 const char kEmbedUsage[] =
     "usage: kestrel embed MODEL.kes (-p TEXT | -f FILE | --ids FILE) [options]\n"
     "  -p, --prompt TEXT   a text to embed (may be given several times)\n"
-    "  -f, --file FILE     texts to embed, one per line\n"
+    "  -f, --file FILE     texts to embed, one per line; '-' reads standard input\n"
     "  --ids FILE          token ids to embed instead of texts: one sequence per line, ids\n"
-    "                      separated by spaces, special tokens included\n"
-    "  -t, --threads N     threads (default 1)\n"
+    "                      separated by spaces, special tokens included; '-': standard input\n"
+    KESTREL_THREADS_USAGE
     "  --json              print {\"embeddings\": [[...], ...], \"token_counts\": [...]}\n"
     "  --disable-targets T SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n"
     "Texts longer than the model's sequence limit are truncated, as sentence-transformers does.\n";
 
-Status ReadLines(const std::string& path, std::vector<std::string>* lines) {
-  std::ifstream in(path);
-  KES_CHECK_OR_RETURN(in.good(), "cannot open '" + path + "'");
+Status ReadLines(const std::string& flag, const std::string& path,
+                 std::vector<std::string>* lines) {
+  std::string text;
+  KES_RETURN_IF_ERROR(ReadInputText(flag, path, &text));
+  std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     lines->push_back(line);
@@ -65,6 +67,7 @@ int EmbedCommand(const std::vector<std::string>& args) {
   std::vector<std::string> texts;
   bool json = false;
   EncoderOptions options;
+  options.n_threads = DefaultThreads();
   FlagReader flags(args);
   while (!flags.Done()) {
     const std::string arg = flags.Next();
@@ -79,8 +82,8 @@ int EmbedCommand(const std::vector<std::string>& args) {
       s = flags.Value(arg, &file);
     } else if (arg == "--ids") {
       s = flags.Value(arg, &ids_file);
-    } else if (arg == "-t" || arg == "--threads") {
-      s = flags.Int(arg, 1, 256, &options.n_threads);
+    } else if (ThreadsFlag(flags, arg, &options.n_threads, &s)) {
+      // taken, s says whether its value was valid
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--disable-targets") {
@@ -97,6 +100,7 @@ int EmbedCommand(const std::vector<std::string>& args) {
   }
   std::unique_ptr<Model> model;
   Status s = Model::Open(model_path, &model);
+  if (s.ok()) s = ExpectModelKind(*model, model_path, ModelKind::kEncoder);
   if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Encoder> encoder;
   s = Encoder::Create(*model, options, &encoder);
@@ -105,13 +109,13 @@ int EmbedCommand(const std::vector<std::string>& args) {
   std::vector<std::vector<int32_t>> ids;
   if (!ids_file.empty()) {
     std::vector<std::string> lines;
-    s = ReadLines(ids_file, &lines);
+    s = ReadLines("--ids", ids_file, &lines);
     for (size_t i = 0; s.ok() && i < lines.size(); ++i) {
       ids.emplace_back();
       s = ParseIds(lines[i], i + 1, &ids.back());
     }
   } else {
-    if (!file.empty()) s = ReadLines(file, &texts);
+    if (!file.empty()) s = ReadLines("-f", file, &texts);
     for (size_t i = 0; s.ok() && i < texts.size(); ++i) {
       ids.emplace_back();
       s = encoder->Tokenize(texts[i], &ids.back());
@@ -125,7 +129,16 @@ int EmbedCommand(const std::vector<std::string>& args) {
   for (const auto& seq : ids) pointers.push_back(seq.data()), lengths.push_back(seq.size());
   const size_t dim = encoder->embedding_dim();
   std::vector<float> out(ids.size() * dim);
-  s = encoder->Encode(pointers.data(), lengths.data(), ids.size(), out.data());
+  {
+    // "embedding text 300/10000" on a terminal, after each step of the encoder.
+    Progress progress("embedding text", ids.size());
+    progress.Update(0);
+    encoder->SetProgress(
+        [](void* context, size_t done, size_t) { static_cast<Progress*>(context)->Update(done); },
+        &progress);
+    s = encoder->Encode(pointers.data(), lengths.data(), ids.size(), out.data());
+    encoder->SetProgress(nullptr, nullptr);
+  }
   if (!s.ok()) return Fail(s.message());
   if (json) {
     PrintJson(out, dim, ids);

@@ -15,9 +15,24 @@ namespace kestrel::cli {
 namespace {
 
 const char kInspectUsage[] =
-    "usage: kestrel inspect MODEL.kes [--ctx N] [--kv-type T]\n"
+    "usage: kestrel inspect MODEL.kes [--ctx N] [--kv-type T] [--verify]\n"
     "  -c, --ctx N     context length for the KV-cache and attention figures (default 4096)\n"
-    "  --kv-type T     KV cache type for the memory figures: f32, f16 or int8 (default f32)\n";
+    "  --kv-type T     KV cache type for the memory figures: f32, f16 or int8 (default f32)\n"
+    "  --verify        only check the weights: read them all and compare their checksum with\n"
+    "                  the one kestrel-convert recorded; prints OK, or an error and exits 1\n";
+
+// --verify: the weights against the recorded checksum (a flipped byte loads and runs, wrongly).
+int VerifyCommand(const std::string& model_path) {
+  std::unique_ptr<Model> model;
+  ModelOpenOptions options;  // not from the environment: the check below says more
+  Status s = Model::Open(model_path, options, &model);
+  if (s.ok()) s = model->VerifyWeights().WithContext(model_path);
+  if (!s.ok()) return Fail(s.message());
+  std::printf("%s: weights checksum OK (XXH3 0x%016llx over %llu bytes)\n", model_path.c_str(),
+              static_cast<unsigned long long>(*model->meta().weights_xxh3()),
+              static_cast<unsigned long long>(model->weights_bytes()));
+  return 0;
+}
 
 // Attention FLOPs for one token at position n: 4 * keys seen * (n_heads * head_dim) per layer
 // (q.k and the weighted sum of v); sliding-window layers see at most the window.
@@ -181,6 +196,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   std::string model_path;
   size_t ctx = 4096;
   KvOptions kv;
+  bool verify = false;
   FlagReader flags(args);
   while (!flags.Done()) {
     const std::string arg = flags.Next();
@@ -192,12 +208,15 @@ int InspectCommand(const std::vector<std::string>& args) {
       s = flags.Int(arg, 1, 1 << 24, &ctx);
     } else if (arg == "--kv-type") {
       s = flags.KvType(arg, &kv.type);
+    } else if (arg == "--verify") {
+      verify = true;
     } else {
       s = flags.Positional(arg, "inspect", kInspectUsage, &model_path);
     }
     if (!s.ok()) return Fail(s.message());
   }
   if (model_path.empty()) return Fail(std::string("no model given\n") + kInspectUsage);
+  if (verify) return VerifyCommand(model_path);
   std::unique_ptr<Model> model;
   Status s = Model::Open(model_path, &model);
   if (!s.ok()) return Fail(s.message());

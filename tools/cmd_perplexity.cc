@@ -39,14 +39,15 @@ namespace {
 
 const char kPerplexityUsage[] =
     "usage: kestrel perplexity MODEL.kes -f TEXT_FILE [options]\n"
-    "  -f, --file PATH     the text to score (UTF-8)\n"
-    "  -c, --ctx N         tokens per chunk; the second half of each is scored (default 512)\n"
+    "  -f, --file PATH     the text to score (UTF-8); '-' reads standard input\n"
+    "  -c, --ctx N         tokens per chunk; the second half of each is scored (default 512;\n"
+    "                      more than the model's context is lowered to it, with a warning)\n"
     "  --chunks N          score only the first N chunks (default: all)\n"
     "  --stream            score the chunks as one sequence running past the context (sinks plus\n"
     "                      the most recent tokens) instead of each from position 0: the same\n"
     "                      tokens are scored (second half of every chunk, at least ctx/2 tokens\n"
     "                      of context each), with all the context the session keeps\n"
-    "  -t, --threads N     threads (default 1)\n"
+    KESTREL_THREADS_USAGE
     KESTREL_KV_FLAGS_USAGE
     "  --json              print one JSON object instead of the summary line\n"
     "  --kl-divergence-base PATH\n"
@@ -67,23 +68,6 @@ struct NllSums {
     return Perplexity() * std::sqrt(variance / (count - 1));
   }
 };
-
-Status ReadTextFile(const std::string& path, std::string* out) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return Status::Error("cannot open text file '" + path + "': " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) return Status::Error("text file '" + path + "' is not a regular file");
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       std::fclose);
-  if (!file) return Status::Error("cannot open text file '" + path + "': " + std::strerror(errno));
-  out->resize(static_cast<size_t>(st.st_size));
-  if (std::fread(out->data(), 1, out->size(), file.get()) != out->size()) {
-    return Status::Error("cannot read text file '" + path + "': expected " +
-                         std::to_string(out->size()) + " bytes");
-  }
-  return OkStatus();
-}
 
 // Scores one chunk from the session's position (0, or where the previous chunk ended when
 // streaming) and adds the NLL of its second half to *sums, and each of those positions to *kld
@@ -114,7 +98,10 @@ struct PerplexityOptions {
   size_t ctx = 512, max_chunks = 0;  // max_chunks 0: all
   bool json = false, kl_divergence = false, stream = false;
   SessionOptions session;
+  PerplexityOptions() { session.n_threads = DefaultThreads(); }
 };
+
+constexpr size_t kMinChunk = 4;
 
 // Parses the flags into *o; *help when -h asked for the usage.
 Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bool* help) {
@@ -129,13 +116,13 @@ Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bo
       s = flags.Value(arg, &o->text_path);
     } else if (arg == "-c" || arg == "--ctx") {
       // Below 4 tokens a chunk scores fewer than 2 tokens: no mean worth the name.
-      s = flags.Int(arg, 4, 1 << 24, &o->ctx);
+      s = flags.Int(arg, kMinChunk, 1 << 24, &o->ctx);
     } else if (arg == "--chunks") {
       s = flags.Int(arg, 1, 1 << 30, &o->max_chunks);
     } else if (arg == "--stream") {
       o->stream = true;
-    } else if (arg == "-t" || arg == "--threads") {
-      s = flags.Int(arg, 1, 256, &o->session.n_threads);
+    } else if (ThreadsFlag(flags, arg, &o->session.n_threads, &s)) {
+      // taken, s says whether its value was valid
     } else if (KvFlag(flags, arg, &o->session.kv, &s)) {
       // taken, s says whether its value was valid
     } else if (arg == "--json") {
@@ -160,6 +147,11 @@ Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bo
   KES_CHECK_OR_RETURN(!o->stream || o->kld_base_path.empty(),
                       "--stream: expected no --kl-divergence-base (the base file holds "
                       "llama.cpp's chunked scores), found '" + o->kld_base_path + "'");
+  // A base run writes PATH: checked before any work, so a forgotten --kl-divergence never
+  // costs the text, the model or some other file.
+  if (!o->kld_base_path.empty() && !o->kl_divergence) {
+    KES_RETURN_IF_ERROR(CheckBaseFileTarget(o->kld_base_path, o->text_path, o->model_path));
+  }
   return OkStatus();
 }
 
@@ -176,19 +168,17 @@ struct PerplexityRun {
 Status OpenModel(const PerplexityOptions& o, PerplexityRun* run) {
   KES_RETURN_IF_ERROR(Model::Open(o.model_path, &run->model));
   const Model& model = *run->model;
+  KES_RETURN_IF_ERROR(ExpectModelKind(model, o.model_path, ModelKind::kTextGenerator));
   const fb::Plan* score_plan = model.FindPlan("score");
   KES_CHECK_OR_RETURN(score_plan != nullptr && score_plan->max_tokens() > 0,
                       "the model has no 'score' plan, which perplexity needs (convert it again)");
   run->step = score_plan->max_tokens();
-  KES_CHECK_OR_RETURN(o.ctx <= model.hparams().context_length(),
-                      "--ctx " + std::to_string(o.ctx) + " exceeds the model's context of " +
-                          std::to_string(model.hparams().context_length()) + " tokens");
   return OkStatus();
 }
 
 Status TokenizeText(const PerplexityOptions& o, PerplexityRun* run) {
   std::string text;
-  KES_RETURN_IF_ERROR(ReadTextFile(o.text_path, &text));
+  KES_RETURN_IF_ERROR(ReadInputText("-f", o.text_path, &text));
   const Status s = run->model->tokenizer().Encode(text, /*add_special=*/true,
                                                   /*parse_special=*/false, &run->tokens);
   KES_RETURN_IF_ERROR(s.WithContext("text file '" + o.text_path + "'"));
@@ -219,8 +209,14 @@ Status OpenBaseFile(const PerplexityOptions& o, PerplexityRun* run) {
   if (o.kld_base_path.empty()) return OkStatus();
   const size_t vocab = run->model->vocab_size();
   if (!o.kl_divergence) {
-    return KlDivergenceFile::Create(o.kld_base_path, o.ctx, vocab, run->tokens, run->n_chunks,
-                                    &run->kld);
+    KES_RETURN_IF_ERROR(KlDivergenceFile::Create(o.kld_base_path, o.ctx, vocab, run->tokens,
+                                                 run->n_chunks, &run->kld));
+    // Said every time: a comparing run that forgot --kl-divergence would replace the base.
+    std::fprintf(stderr,
+                 "kestrel: writing the KL-divergence base to '%s' (use --kl-divergence to "
+                 "compare against it)\n",
+                 o.kld_base_path.c_str());
+    return OkStatus();
   }
   run->n_chunks = o.max_chunks;
   return KlDivergenceFile::Open(o.kld_base_path, o.ctx, vocab, run->tokens, &run->n_chunks,
@@ -293,6 +289,11 @@ int PerplexityCommand(const std::vector<std::string>& args) {
   }
   PerplexityRun run;
   if (s.ok()) s = OpenModel(options, &run);
+  // The chunk size is the measurement: lowered to the model's context, it is always said, even
+  // from the default.
+  if (s.ok()) {
+    s = ChooseContext(*run.model, options.ctx, /*given=*/true, kMinChunk, &options.ctx);
+  }
   if (s.ok()) s = TokenizeText(options, &run);
   if (s.ok()) s = OpenSession(options, &run);
   if (s.ok()) s = OpenBaseFile(options, &run);

@@ -1,4 +1,4 @@
-// kestrel run MODEL.kes -p PROMPT -n N: generate text, streaming tokens as they come.
+// kestrel run MODEL.kes (-p PROMPT | -f FILE) -n N: generate text, streaming tokens as they come.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -8,6 +8,7 @@
 
 #include "runtime/generate.h"
 #include "runtime/model.h"
+#include "runtime/output_file.h"
 #include "runtime/session.h"
 #include "tools/cli.h"
 
@@ -15,11 +16,13 @@ namespace kestrel::cli {
 namespace {
 
 const char kRunUsage[] =
-    "usage: kestrel run MODEL.kes -p PROMPT [options]\n"
+    "usage: kestrel run MODEL.kes (-p PROMPT | -f FILE) [options]\n"
     "  -p, --prompt TEXT   the prompt (control tokens like <start_of_turn> are recognized)\n"
+    "  -f, --file FILE     read the prompt from FILE, all of it; '-' reads standard input\n"
     "  -n, --n-predict N   tokens to generate (default 128)\n"
-    "  -t, --threads N     threads (default 1)\n"
-    "  -c, --ctx N         context length in tokens (default 4096, at most the model's)\n"
+    KESTREL_THREADS_USAGE
+    "  -c, --ctx N         context length in tokens (default 4096; more than the model's is\n"
+    "                      lowered to it, with a warning)\n"
     KESTREL_SAMPLER_FLAGS_USAGE
     KESTREL_KV_FLAGS_USAGE
     "  --no-bos            do not add BOS before the prompt (added when the model asks for it)\n"
@@ -64,28 +67,32 @@ struct TokenTimings {
     }
   }
 
-  Status Write(const std::string& path) const {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (f == nullptr) return Status::Error("cannot write timings to '" + path + "'");
-    std::fprintf(f, "# token latency_ms (token 0 comes from the prefill)\n");
+  // Writes the file's lines to `out` and puts it in place.
+  Status Write(AtomicOutput* out) const {
+    std::string text = "# token latency_ms (token 0 comes from the prefill)\n";
+    char line[128];
     for (size_t i = 1; i < seconds.size(); ++i) {
-      std::fprintf(f, "%zu %.4f\n", i, 1e3 * (seconds[i] - seconds[i - 1]));
+      std::snprintf(line, sizeof(line), "%zu %.4f\n", i, 1e3 * (seconds[i] - seconds[i - 1]));
+      text += line;
     }
     for (const Resident& r : resident) {
-      std::fprintf(f, "# resident after %zu tokens: peak %ld KiB, current %ld KiB\n", r.tokens,
-                   r.peak_kib, r.current_kib);
+      std::snprintf(line, sizeof(line),
+                    "# resident after %zu tokens: peak %ld KiB, current %ld KiB\n", r.tokens,
+                    r.peak_kib, r.current_kib);
+      text += line;
     }
-    return std::fclose(f) == 0 ? OkStatus()
-                               : Status::Error("cannot write timings to '" + path + "'");
+    KES_RETURN_IF_ERROR(out->Write(text.data(), text.size()));
+    return out->Commit();
   }
 };
 
 }  // namespace
 
 int RunCommand(const std::vector<std::string>& args) {
-  std::string model_path, prompt, timings_path;
-  bool have_prompt = false, add_bos = true;
+  std::string model_path, prompt, prompt_file, timings_path;
+  bool have_prompt = false, add_bos = true, ctx_given = false;
   SessionOptions session_options;
+  session_options.n_threads = DefaultThreads();
   GenerateOptions gen;
   gen.sampler.temperature = 0.8f;
   FlagReader flags(args);
@@ -98,12 +105,15 @@ int RunCommand(const std::vector<std::string>& args) {
     } else if (arg == "-p" || arg == "--prompt") {
       s = flags.Value(arg, &prompt);
       have_prompt = true;
+    } else if (arg == "-f" || arg == "--file") {
+      s = flags.Value(arg, &prompt_file);
     } else if (arg == "-n" || arg == "--n-predict") {
       s = flags.Int(arg, 0, 1 << 24, &gen.max_new_tokens);
-    } else if (arg == "-t" || arg == "--threads") {
-      s = flags.Int(arg, 1, 256, &session_options.n_threads);
+    } else if (ThreadsFlag(flags, arg, &session_options.n_threads, &s)) {
+      // taken, s says whether its value was valid
     } else if (arg == "-c" || arg == "--ctx") {
       s = flags.Int(arg, 1, 1 << 24, &session_options.context_length);
+      ctx_given = true;
     } else if (SamplerFlag(flags, arg, &gen.sampler, &s) ||
                KvFlag(flags, arg, &session_options.kv, &s)) {
       // taken, s says whether its value was valid
@@ -119,10 +129,21 @@ int RunCommand(const std::vector<std::string>& args) {
     if (!s.ok()) return Fail(s.message());
   }
   if (model_path.empty()) return Fail(std::string("no model given\n") + kRunUsage);
-  if (!have_prompt) return Fail(std::string("no prompt given (-p)\n") + kRunUsage);
+  if (!have_prompt && prompt_file.empty()) {
+    return Fail(std::string("no prompt given (-p or -f)\n") + kRunUsage);
+  }
+  if (have_prompt && !prompt_file.empty()) {
+    return Fail(std::string("give the prompt with one of -p and -f, not both\n") + kRunUsage);
+  }
 
   std::unique_ptr<Model> model;
   Status s = Model::Open(model_path, &model);
+  if (s.ok()) s = ExpectModelKind(*model, model_path, ModelKind::kTextGenerator);
+  if (s.ok()) {
+    s = ChooseContext(*model, session_options.context_length, ctx_given, 1,
+                      &session_options.context_length);
+  }
+  if (s.ok() && !prompt_file.empty()) s = ReadInputText("-f", prompt_file, &prompt);
   if (!s.ok()) return Fail(s.message());
   std::vector<int32_t> tokens;
   const Tokenizer& tokenizer = model->tokenizer();
@@ -136,24 +157,47 @@ int RunCommand(const std::vector<std::string>& args) {
   std::unique_ptr<Session> session;
   s = CreateSession(*model, session_options, &session);
   if (!s.ok()) return Fail(s.message());
+  // Checked here as well as in Generate, so that a prompt that cannot run is not echoed first.
+  if (tokens.size() > session->context_length()) {
+    return Fail("the prompt is " + std::to_string(tokens.size()) +
+                " tokens, more than the context of " +
+                std::to_string(session->context_length()) + " tokens (--ctx; the model's is " +
+                std::to_string(model->hparams().context_length()) + ")");
+  }
 
+  // The timings file is created now, so a path that cannot be written fails before generating.
+  std::unique_ptr<AtomicOutput> timings_file;
+  if (!timings_path.empty()) {
+    s = AtomicOutput::Create(timings_path, &timings_file);
+    if (!s.ok()) return Fail("--timings: " + s.message());
+  }
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::fflush(stdout);
+  // A long prompt shows its progress on a terminal; Generate prefills the rest.
+  const auto prefill_start = std::chrono::steady_clock::now();
+  size_t ahead = 0;
+  s = PrefillWithProgress(*session, tokens.data(), tokens.size(), &ahead);
+  if (!s.ok()) return Fail(s.message());
+  const double ahead_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - prefill_start).count();
   GenerateStats stats;
   TokenTimings timings;
   if (!timings_path.empty()) {
     timings.seconds.reserve(gen.max_new_tokens);
     timings.resident.reserve(gen.max_new_tokens / 1000 + 1);
-    s = Generate(*session, tokens.data(), tokens.size(), gen, TokenTimings::Sink, &timings,
-                 &stats);
+    s = Generate(*session, tokens.data() + ahead, tokens.size() - ahead, gen, TokenTimings::Sink,
+                 &timings, &stats);
   } else {
-    s = Generate(*session, tokens.data(), tokens.size(), gen, StreamToken, nullptr, &stats);
+    s = Generate(*session, tokens.data() + ahead, tokens.size() - ahead, gen, StreamToken, nullptr,
+                 &stats);
   }
+  stats.prompt_tokens += ahead;
+  stats.prefill_seconds += ahead_seconds;
   std::fputc('\n', stdout);
   if (!s.ok()) return Fail(s.message());
   if (!timings_path.empty()) {
-    s = timings.Write(timings_path);
-    if (!s.ok()) return Fail(s.message());
+    s = timings.Write(timings_file.get());
+    if (!s.ok()) return Fail("--timings: " + s.message());
   }
   std::fprintf(stderr,
                "\nprefill: %zu tokens in %.3f s (%.2f tokens/s)\n"

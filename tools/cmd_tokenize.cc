@@ -1,7 +1,5 @@
 // kestrel tokenize MODEL.kes (-p TEXT | -f FILE): the token ids of a text, like llama-tokenize.
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,7 +13,8 @@ namespace {
 const char kTokenizeUsage[] =
     "usage: kestrel tokenize MODEL.kes (-p TEXT | -f FILE) [options]\n"
     "  -p, --prompt TEXT   the text\n"
-    "  -f, --file FILE     read the text from FILE (all of it, newlines included)\n"
+    "  -f, --file FILE     read the text from FILE (all of it, newlines included); '-' reads\n"
+    "                      standard input\n"
     "  --ids               print only the ids, as [1, 2, 3]\n"
     "  --no-bos            do not add BOS (EOS) even when the model adds them\n"
     "  --no-parse-special  treat control-token strings (<|im_start|>, ...) as plain text\n"
@@ -72,13 +71,9 @@ int TokenizeCommand(const std::vector<std::string>& args) {
   if (have_text == !file.empty()) {
     return Fail(std::string("give the text with exactly one of -p and -f\n") + kTokenizeUsage);
   }
-  if (!file.empty()) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return Fail("cannot read '" + file + "'");
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
   std::unique_ptr<Model> model;
   Status s = Model::Open(model_path, &model);
+  if (s.ok() && !file.empty()) s = ReadInputText("-f", file, &text);
   if (!s.ok()) return Fail(s.message());
   std::vector<int32_t> ids;
   const Tokenizer& tokenizer = model->tokenizer();

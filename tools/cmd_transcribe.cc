@@ -26,7 +26,7 @@ const char kTranscribeUsage[] =
     "  --timestamps        segment timestamps\n"
     "  --previous-text     the text so far as the prompt of each next 30-second window\n"
     "                      (faster-whisper's condition_on_previous_text; default off)\n"
-    "  -t, --threads N     threads (default 1)\n"
+    KESTREL_THREADS_USAGE
     "  --json              print {\"language\", \"text\", \"segments\": [{\"start\", \"end\",\n"
     "                      \"text\", \"tokens\"}], and the timings}\n"
     "Greedy decoding as faster-whisper's beam_size 1, temperature 0.\n";
@@ -78,6 +78,7 @@ int TranscribeCommand(const std::vector<std::string>& args) {
   std::string model_path, audio_path, task = "transcribe";
   bool json = false;
   TranscriberOptions options;
+  options.n_threads = DefaultThreads();
   FlagReader flags(args);
   while (!flags.Done()) {
     const std::string arg = flags.Next();
@@ -96,8 +97,8 @@ int TranscribeCommand(const std::vector<std::string>& args) {
       options.timestamps = true;
     } else if (arg == "--previous-text") {
       options.condition_on_previous_text = true;
-    } else if (arg == "-t" || arg == "--threads") {
-      s = flags.Int(arg, 1, 256, &options.n_threads);
+    } else if (ThreadsFlag(flags, arg, &options.n_threads, &s)) {
+      // taken, s says whether its value was valid
     } else if (arg == "--json") {
       json = true;
     } else if (!model_path.empty() && audio_path.empty() && !arg.empty() && arg[0] != '-') {
@@ -114,6 +115,7 @@ int TranscribeCommand(const std::vector<std::string>& args) {
 
   std::unique_ptr<Model> model;
   Status s = Model::Open(model_path, &model);
+  if (s.ok()) s = ExpectModelKind(*model, model_path, ModelKind::kSpeech);
   if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Transcriber> transcriber;
   s = Transcriber::Create(*model, options, &transcriber);

@@ -137,31 +137,54 @@ double LogSumExp(const float* logits, size_t vocab) {
   return max + std::log(sum);
 }
 
-KlDivergenceFile::KlDivergenceFile(const std::string& path, std::FILE* file, size_t vocab,
-                                   bool writing)
-    : path_(path), file_(file), vocab_(vocab), writing_(writing), row_(RowSlots(vocab)) {}
+KlDivergenceFile::KlDivergenceFile(const std::string& path, std::FILE* file,
+                                   std::unique_ptr<AtomicOutput> out, size_t vocab)
+    : path_(path),
+      file_(file),
+      out_(std::move(out)),
+      vocab_(vocab),
+      writing_(out_ != nullptr),
+      row_(RowSlots(vocab)) {}
 
+// An unfinished base file's temporary goes with out_; the file at path_ is never touched.
 KlDivergenceFile::~KlDivergenceFile() {
-  if (file_ == nullptr) return;
-  std::fclose(file_);
-  if (writing_) std::remove(path_.c_str());  // never finished: not a valid base file
+  if (file_ != nullptr) std::fclose(file_);
 }
 
 Status KlDivergenceFile::Create(const std::string& path, size_t ctx, size_t vocab,
                                 const std::vector<int32_t>& tokens, size_t n_chunks,
                                 std::unique_ptr<KlDivergenceFile>* out) {
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  KES_CHECK_OR_RETURN(file != nullptr,
-                      "cannot create " + Quoted(path) + ": " + std::strerror(errno));
-  out->reset(new KlDivergenceFile(path, file, vocab, /*writing=*/true));
+  std::unique_ptr<AtomicOutput> file;
+  KES_RETURN_IF_ERROR(AtomicOutput::Create(path, &file, Quoted(path)));
+  out->reset(new KlDivergenceFile(path, nullptr, std::move(file), vocab));
+  AtomicOutput& o = *(*out)->out_;
   const uint32_t header_ctx = static_cast<uint32_t>(ctx);
   const int32_t header[2] = {static_cast<int32_t>(vocab), static_cast<int32_t>(n_chunks)};
-  const size_t n_tokens = n_chunks * ctx;
-  const bool ok = std::fwrite(kMagic, sizeof(kMagic), 1, file) == 1 &&
-                  std::fwrite(&header_ctx, sizeof(header_ctx), 1, file) == 1 &&
-                  std::fwrite(header, sizeof(header), 1, file) == 1 &&
-                  std::fwrite(tokens.data(), sizeof(int32_t), n_tokens, file) == n_tokens;
-  KES_CHECK_OR_RETURN(ok, "cannot write " + Quoted(path) + ": " + std::strerror(errno));
+  KES_RETURN_IF_ERROR(o.Write(kMagic, sizeof(kMagic)));
+  KES_RETURN_IF_ERROR(o.Write(&header_ctx, sizeof(header_ctx)));
+  KES_RETURN_IF_ERROR(o.Write(header, sizeof(header)));
+  return o.Write(tokens.data(), n_chunks * ctx * sizeof(int32_t));
+}
+
+Status CheckBaseFileTarget(const std::string& path, const std::string& text_path,
+                           const std::string& model_path) {
+  const std::string flag = "--kl-divergence-base";
+  KES_RETURN_IF_ERROR(CheckNotInput(path, text_path, "text file (-f)").WithContext(flag));
+  KES_RETURN_IF_ERROR(CheckNotInput(path, model_path, "model").WithContext(flag));
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || (S_ISREG(st.st_mode) && st.st_size == 0)) {
+    return OkStatus();
+  }
+  char magic[sizeof(kMagic)] = {};
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                       std::fclose);
+  const bool is_base = S_ISREG(st.st_mode) && file != nullptr &&
+                       std::fread(magic, sizeof(magic), 1, file.get()) == 1 &&
+                       std::memcmp(magic, kMagic, sizeof(kMagic)) == 0;
+  KES_CHECK_OR_RETURN(is_base, flag + ": '" + path +
+                                   "' exists and is not a base file (no '_logits_' magic): not "
+                                   "writing a base over it. To compare against a base file, add "
+                                   "--kl-divergence; to write one, give a new path");
   return OkStatus();
 }
 
@@ -171,7 +194,7 @@ Status KlDivergenceFile::Open(const std::string& path, size_t ctx, size_t vocab,
   std::FILE* file = std::fopen(path.c_str(), "rb");
   KES_CHECK_OR_RETURN(file != nullptr,
                       "cannot open " + Quoted(path) + ": " + std::strerror(errno));
-  out->reset(new KlDivergenceFile(path, file, vocab, /*writing=*/false));
+  out->reset(new KlDivergenceFile(path, file, nullptr, vocab));
   char magic[sizeof(kMagic)] = {};
   uint32_t file_ctx = 0;
   int32_t counts[2] = {};  // n_vocab, n_chunk
@@ -207,9 +230,7 @@ Status KlDivergenceFile::WriteRow(const float* logits) {
                       "position " + std::to_string(rows_done_) +
                           " has logits that are not finite; cannot write " + Quoted(path_));
   EncodeRow(logits, vocab_, row_.data());
-  KES_CHECK_OR_RETURN(std::fwrite(row_.data(), sizeof(uint16_t), row_.size(), file_) == row_.size(),
-                      "cannot write " + Quoted(path_) + ": " + std::strerror(errno));
-  return OkStatus();
+  return out_->Write(row_.data(), row_.size() * sizeof(uint16_t));
 }
 
 // One position of llama.cpp's --kl-divergence: KL(base || this model) over the base's kept
@@ -250,16 +271,7 @@ Status KlDivergenceFile::CompareRow(const float* logits, int32_t next_token) {
 }
 
 Status KlDivergenceFile::Finish() {
-  if (!writing_ || file_ == nullptr) return OkStatus();
-  const bool ok = std::fflush(file_) == 0 && !std::ferror(file_);
-  const int error = errno;
-  if (std::fclose(file_) != 0 || !ok) {
-    file_ = nullptr;
-    std::remove(path_.c_str());
-    return Status::Error("cannot write " + Quoted(path_) + ": " + std::strerror(error));
-  }
-  file_ = nullptr;
-  return OkStatus();
+  return writing_ ? out_->Commit() : OkStatus();
 }
 
 KlDivergenceSummary KlDivergenceSums::Summarize() const {

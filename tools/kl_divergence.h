@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/output_file.h"
 #include "runtime/status.h"
 
 namespace kestrel::cli {
@@ -61,9 +62,10 @@ struct KlDivergenceSums {
 // A --kl-divergence-base file being written (base run) or read and compared (--kl-divergence).
 class KlDivergenceFile {
  public:
-  // Base run: writes the header and the first n_chunks * ctx of `tokens` now; AddPosition then
-  // appends one row per scored position, in scoring order. Finish must be called: a file left
-  // unfinished (an error while scoring) is removed, so no half-written base file remains.
+  // Base run: writes the header and the first n_chunks * ctx of `tokens` now, into a temporary
+  // beside `path`; AddPosition then appends one row per scored position, in scoring order.
+  // Finish puts the file in place: a file left unfinished (an error while scoring, SIGINT) is
+  // removed, and whatever `path` held before stays as it was.
   static Status Create(const std::string& path, size_t ctx, size_t vocab,
                        const std::vector<int32_t>& tokens, size_t n_chunks,
                        std::unique_ptr<KlDivergenceFile>* out);
@@ -79,23 +81,32 @@ class KlDivergenceFile {
   // One scored position: its `vocab` logits and the token that follows it. Writes the row, or
   // reads the base's row and adds the comparison to sums().
   Status AddPosition(const float* logits, int32_t next_token);
-  // Flushes and closes a written file, reporting a failed write (a full disk).
+  // Flushes, closes and renames a written file into place, reporting a failed write (a full
+  // disk).
   Status Finish();
   const KlDivergenceSums& sums() const { return sums_; }
 
  private:
-  KlDivergenceFile(const std::string& path, std::FILE* file, size_t vocab, bool writing);
+  KlDivergenceFile(const std::string& path, std::FILE* file, std::unique_ptr<AtomicOutput> out,
+                   size_t vocab);
   Status WriteRow(const float* logits);
   Status CompareRow(const float* logits, int32_t next_token);
 
   std::string path_;
-  std::FILE* file_;
+  std::FILE* file_;                   // the base being read (--kl-divergence)
+  std::unique_ptr<AtomicOutput> out_;  // the base being written
   size_t vocab_;
   bool writing_;
   size_t rows_done_ = 0;
   std::vector<uint16_t> row_;  // one file row: scale and min_log_prob, then the quantized values
   KlDivergenceSums sums_;
 };
+
+// Refuses a --kl-divergence-base PATH that a base run must not write: the text file or the
+// model (the same file), or an existing file that is not a base file (no '_logits_' magic; an
+// empty file may be written). An existing base file is replaced, as llama.cpp does.
+Status CheckBaseFileTarget(const std::string& path, const std::string& text_path,
+                           const std::string& model_path);
 
 // llama.cpp's "====== ... statistics ======" blocks, under its names for each figure.
 void PrintKlDivergence(const KlDivergenceSummary& s, std::FILE* out);

@@ -23,6 +23,23 @@ uint32_t U32(const uint8_t* p) {
   return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
 }
 
+// A chunk id as it can be printed: the four bytes of a damaged file may be anything, NUL
+// included, which would cut a C-string message short; those come out as \xNN.
+std::string ChunkId(const uint8_t* p) {
+  std::string id;
+  for (int i = 0; i < 4; ++i) {
+    if (p[i] >= 0x20 && p[i] < 0x7F && p[i] != '\\' && p[i] != '\'') {
+      id += static_cast<char>(p[i]);
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      id += "\\x";
+      id += kHex[p[i] >> 4];
+      id += kHex[p[i] & 15];
+    }
+  }
+  return id;
+}
+
 // A streaming writer's placeholder for "the rest of the file".
 bool IsStreamingSize(uint32_t size) { return size == 0 || size == 0x7FFFFFFF || size == 0xFFFFFFFF; }
 
@@ -111,20 +128,29 @@ Status Decode(const uint8_t* data, size_t size, WavInfo* info, std::vector<float
   size_t sample_bytes = 0;
   size_t offset = 12;
   while (offset < size) {
+    // After the data, what does not parse as a chunk is ignored, as sox and ffmpeg ignore it
+    // (they stop reading at the data's end): a few stray bytes, a trailing chunk cut short.
     if (size - offset < 8) {
+      if (samples_at != nullptr) break;
       return Status::Error(Num(size - offset) + " bytes at the end (byte " + Num(offset) +
                            ") where a chunk header of 8 was expected");
     }
     const uint8_t* header = data + offset;
-    const std::string id(reinterpret_cast<const char*>(header), 4);
+    const std::string id = ChunkId(header);
     uint32_t chunk = U32(header + 4);
     offset += 8;
     const size_t left = size - offset;
     const std::string where = "chunk '" + id + "' at byte " + Num(offset - 8);
     if (id == "data" && IsStreamingSize(chunk) && (chunk > left || (chunk == 0 && left > 0))) {
       chunk = static_cast<uint32_t>(std::min<size_t>(left, 0xFFFFFFFFu));
+    } else if (id == "data" && chunk > left) {
+      // A file cut short: the frames that are there, as sox reads it (with a warning of its
+      // own); the caller learns how much is missing.
+      info->missing_data_bytes = chunk - left;
+      chunk = static_cast<uint32_t>(left);
     }
     if (chunk > left) {
+      if (samples_at != nullptr) break;
       return Status::Error(where + ": " + Num(chunk) + " bytes, the file has " + Num(left) +
                            " left (truncated file?)");
     }
@@ -145,6 +171,8 @@ Status Decode(const uint8_t* data, size_t size, WavInfo* info, std::vector<float
   if (!have_format) return Status::Error("no 'fmt ' chunk");
   if (samples_at == nullptr) return Status::Error("no 'data' chunk");
   const size_t frame_bytes = size_t{info->channels} * (info->bits_per_sample / 8u);
+  // A cut file ends where it ends, inside a frame too.
+  if (info->missing_data_bytes > 0) sample_bytes -= sample_bytes % frame_bytes;
   if (sample_bytes % frame_bytes != 0) {
     return Status::Error("'data' chunk of " + Num(sample_bytes) + " bytes, not whole frames of " +
                          Num(frame_bytes));

@@ -1,0 +1,59 @@
+#include "tools/progress.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace kestrel {
+namespace {
+
+constexpr std::chrono::milliseconds kRedrawInterval(100);
+
+// write(2) straight to the terminal: stderr's stdio buffer may hold a caller's partial line.
+void WriteStderr(const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t k = write(STDERR_FILENO, data, n);
+    if (k <= 0) return;  // a progress line is not worth an error
+    data += k;
+    n -= static_cast<size_t>(k);
+  }
+}
+
+}  // namespace
+
+Progress::Progress(const char* what, size_t total)
+    : what_(what),
+      total_(total),
+      enabled_(isatty(STDERR_FILENO) == 1),
+      last_draw_(std::chrono::steady_clock::now()) {}
+
+void Progress::Update(size_t done) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  // The first update draws at once (a line that says the work started), later ones at most
+  // every kRedrawInterval.
+  if (shown_ && now - last_draw_ < kRedrawInterval) return;
+  last_draw_ = now;
+  if (total_ > 0 && done > total_) done = total_;
+  char line[256];
+  int n = 0;
+  if (total_ > 0) {
+    n = std::snprintf(line, sizeof(line), "\r%s %zu/%zu (%zu%%)\033[K", what_.c_str(), done,
+                      total_, done * 100 / total_);
+  } else {
+    n = std::snprintf(line, sizeof(line), "\r%s %zu\033[K", what_.c_str(), done);
+  }
+  if (n <= 0) return;
+  WriteStderr(line, static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n)
+                                                          : sizeof(line) - 1);
+  shown_ = true;
+}
+
+void Progress::Clear() {
+  if (!shown_) return;
+  static const char kErase[] = "\r\033[K";
+  WriteStderr(kErase, sizeof(kErase) - 1);
+  shown_ = false;
+}
+
+}  // namespace kestrel

@@ -1,0 +1,35 @@
+// A one-line progress counter on stderr for long work ("converting tensor 123/272"), redrawn in
+// place with '\r' and erased when done. It writes only when stderr is a terminal: redirected
+// output and logs stay free of carriage returns. Not thread-safe: one thread updates it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace kestrel {
+
+class Progress {
+ public:
+  // what: the words before the count ("converting tensor"); total: the count when done, or 0
+  // when unknown (the line then shows the count alone).
+  Progress(const char* what, size_t total);
+  ~Progress() { Clear(); }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  // `done` items of `total` finished. The first call draws the line; later ones redraw it at
+  // most every 100 ms, so calling it per item is cheap.
+  void Update(size_t done);
+  // Erases the line, e.g. before printing a message; a later Update draws it again.
+  void Clear();
+
+ private:
+  std::string what_;
+  size_t total_;
+  bool enabled_;  // stderr is a terminal
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_draw_;
+};
+
+}  // namespace kestrel
