@@ -175,7 +175,8 @@ int ChatCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "prompt (%zu tokens): %s\n", tokens.size(), prompt.c_str());
     }
     if (tokens.size() > session->context_length()) {
-      // Nothing of it ran: the session is as it was, ready for the next turn.
+      // Nothing of it was prefilled and the conversation does not hold it (BeginTurn may have
+      // taken the session back to where the renderings part, which the next turn redoes).
       std::fprintf(stderr,
                    "kestrel: error: this turn is %zu tokens, more than the context of %zu "
                    "tokens (--ctx); the turn was skipped\n",
