@@ -306,11 +306,19 @@ TEST_F(KesFileTest, MissingFileDirectoryAndEmptyFile) {
 }
 
 // A file of 3 GiB (sparse: it takes no disk) is more than a 32-bit board can map: a clear error
-// there, not a failed stat or a wrapped size. A 64-bit build maps it and finds no .kes magic.
+// there, not a failed stat or a wrapped size. There it starts as a .kes file does (the magic is
+// read before mapping); a 64-bit build maps it and finds no .kes magic.
 TEST_F(KesFileTest, LargerThanTheAddressSpace) {
   const std::string path = ScratchPath("huge.kes");
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(fd, 0) << path;
+  if (sizeof(size_t) == 4) {
+    uint8_t preamble[kKesPreambleBytes] = {};
+    std::memcpy(preamble, kKesMagic, sizeof(kKesMagic));
+    const uint32_t version = kKesFormatVersion;
+    std::memcpy(preamble + 8, &version, 4);
+    ASSERT_EQ(::write(fd, preamble, sizeof(preamble)), static_cast<ssize_t>(sizeof(preamble)));
+  }
   const off_t size = off_t{3} << 30;
   static_assert(sizeof(off_t) == 8, "build with _FILE_OFFSET_BITS=64");
   const bool sized = ::ftruncate(fd, size) == 0;

@@ -73,7 +73,7 @@ TEST(CliTokenize, IdsPiecesAndErrors) {
       << Describe(both);
   const ProcessResult missing = Cli({"tokenize", tiny.kes, "-f", path + ".missing"});
   EXPECT_TRUE(missing.exited && missing.exit_code == 1 &&
-              missing.err.find("cannot read") != std::string::npos)
+              missing.err.find("cannot open text file") != std::string::npos)
       << Describe(missing);
 }
 

@@ -209,7 +209,8 @@ TEST_F(PerplexityTest, MatchesLlamaCppProtocolRecomputedFromScoreLogits) {
   EXPECT_TRUE(std::isfinite(e.ppl));
   EXPECT_GT(e.ppl, 1.0);
 
-  const ProcessResult r = Cli({"perplexity", kes(), "-f", text_path_, "--ctx", "64", "--json"});
+  const ProcessResult r = Cli({"perplexity", "-t", "1", kes(), "-f", text_path_,
+                               "--ctx", "64", "--json"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   EXPECT_EQ(JsonNumber(r.out, "ctx"), 64.0) << r.out;
   EXPECT_EQ(JsonNumber(r.out, "chunks"), static_cast<double>(e.chunks)) << r.out;
@@ -264,8 +265,9 @@ TEST_F(PerplexityTest, StreamScoresTheChunksAsOneSequence) {
     ASSERT_GE(e.chunks, 5u) << "the sample text should run well past the context";
     ASSERT_EQ(e.scored, chunked.scored);
 
-    const ProcessResult r = Cli({"perplexity", kes(), "-f", text_path_, "--ctx", "32", "--stream",
-                                 "--sinks", sinks, "--json"});
+    const ProcessResult r =
+        Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "32",
+             "--stream", "--sinks", sinks, "--json"});
     ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
     EXPECT_NE(r.out.find("\"stream\": true"), std::string::npos) << r.out;
     EXPECT_EQ(JsonNumber(r.out, "sinks"), std::atof(sinks)) << r.out;
@@ -277,7 +279,8 @@ TEST_F(PerplexityTest, StreamScoresTheChunksAsOneSequence) {
     EXPECT_NE(r.err.find("[" + std::to_string(e.chunks) + "]"), std::string::npos) << r.err;
   }
   const ProcessResult line =
-      Cli({"perplexity", kes(), "-f", text_path_, "--ctx", "32", "--stream", "--kv-type", "f16"});
+      Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "32",
+           "--stream", "--kv-type", "f16"});
   ASSERT_TRUE(line.exited && line.exit_code == 0) << Describe(line);
   EXPECT_NE(line.out.find("chunks of 32, streamed with 4 sinks), KV f16"), std::string::npos)
       << line.out;
@@ -286,9 +289,11 @@ TEST_F(PerplexityTest, StreamScoresTheChunksAsOneSequence) {
 // One chunk streamed is the chunk scored from position 0: the same tokens, the same numbers.
 TEST_F(PerplexityTest, StreamOfOneChunkIsTheChunk) {
   const ProcessResult chunked =
-      Cli({"perplexity", kes(), "-f", text_path_, "--ctx", "64", "--chunks", "1", "--json"});
-  const ProcessResult streamed = Cli({"perplexity", kes(), "-f", text_path_, "--ctx", "64",
-                                      "--chunks", "1", "--stream", "--json"});
+      Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "64",
+           "--chunks", "1", "--json"});
+  const ProcessResult streamed =
+      Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "64",
+           "--chunks", "1", "--stream", "--json"});
   ASSERT_TRUE(chunked.exited && chunked.exit_code == 0) << Describe(chunked);
   ASSERT_TRUE(streamed.exited && streamed.exit_code == 0) << Describe(streamed);
   EXPECT_EQ(JsonNumber(streamed.out, "ppl"), JsonNumber(chunked.out, "ppl")) << streamed.out;
@@ -321,7 +326,8 @@ TEST_F(PerplexityTest, BadInputGivesOneErrorLine) {
 
   // Larger than the model's context (256 tokens): lowered to it, with a warning (as run and chat).
   {
-    const ProcessResult r = Cli({"perplexity", m, "-f", text_path_, "--ctx", "512"});
+    const ProcessResult r =
+        Cli({"perplexity", "-t", "1", m, "-f", text_path_, "--ctx", "512"});
     EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
     EXPECT_NE(r.err.find("warning: --ctx 512 is more than the model's context of 256 tokens; "
                          "using 256"),
@@ -439,8 +445,8 @@ std::string ConvertTiny(const std::string& gguf, const std::string& weights) {
 std::string WriteBase(const std::string& kes, const std::string& text_path,
                       const std::string& name) {
   const std::string path = ScratchPath(name);
-  const ProcessResult r = Cli({"perplexity", kes, "-f", text_path, "--ctx", "64",
-                               "--kl-divergence-base", path});
+  const ProcessResult r = Cli({"perplexity", "-t", "1", kes, "-f", text_path,
+                               "--ctx", "64", "--kl-divergence-base", path});
   EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   EXPECT_NE(r.err.find("saved to '" + path + "'"), std::string::npos) << r.err;
   return path;
@@ -498,8 +504,9 @@ TEST_F(PerplexityTest, KlDivergenceOfAModelAgainstItselfIsZero) {
   const ExpectedKld e = RecomputeKld(*model, *model, SampleText(), 64, SIZE_MAX);
   ASSERT_EQ(e.kld_mean, 0.0);
   const std::string base = WriteBase(kes(), text_path_, "kld-self.bin");
-  const ProcessResult r = Cli({"perplexity", kes(), "-f", text_path_, "--ctx", "64", "--json",
-                               "--kl-divergence-base", base, "--kl-divergence"});
+  const ProcessResult r =
+      Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "64",
+           "--json", "--kl-divergence-base", base, "--kl-divergence"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   EXPECT_EQ(JsonNumber(r.out, "kld_positions"), static_cast<double>(e.count)) << r.out;
   EXPECT_LE(std::fabs(JsonNumber(r.out, "kld_mean")), e.kld_mean_bound) << r.out;
@@ -524,8 +531,9 @@ TEST_F(PerplexityTest, KlDivergenceOfQuantizedModelsMatchesRecomputedFromScoreLo
     ASSERT_TRUE(Model::Open(quantized, &model).ok());
     const ExpectedKld e = RecomputeKld(*base, *model, SampleText(), 64, SIZE_MAX);
     EXPECT_GT(e.kld_mean, 4 * e.kld_mean_bound) << "the test should see a real divergence";
-    const ProcessResult r = Cli({"perplexity", quantized, "-f", text_path_, "--ctx", "64",
-                                 "--json", "--kl-divergence-base", base_file, "--kl-divergence"});
+    const ProcessResult r = Cli(
+        {"perplexity", "-t", "1", quantized, "-f", text_path_, "--ctx", "64",
+         "--json", "--kl-divergence-base", base_file, "--kl-divergence"});
     ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
     EXPECT_EQ(JsonNumber(r.out, "kld_positions"), static_cast<double>(e.count)) << r.out;
     EXPECT_NEAR(JsonNumber(r.out, "kld_mean"), e.kld_mean, e.kld_mean_bound) << r.out;
@@ -537,9 +545,10 @@ TEST_F(PerplexityTest, KlDivergenceOfQuantizedModelsMatchesRecomputedFromScoreLo
     EXPECT_NEAR(JsonNumber(r.out, "ppl"), Recompute(*model, SampleText(), 64, SIZE_MAX).ppl,
                 1e-9 * JsonNumber(r.out, "ppl")) << r.out;
     // --chunks scores the first chunks of a longer base file.
-    const ProcessResult two = Cli({"perplexity", quantized, "-f", text_path_, "--ctx", "64",
-                                   "--chunks", "2", "--json", "--kl-divergence-base", base_file,
-                                   "--kl-divergence"});
+    const ProcessResult two =
+        Cli({"perplexity", "-t", "1", quantized, "-f", text_path_, "--ctx",
+             "64", "--chunks", "2", "--json", "--kl-divergence-base", base_file,
+             "--kl-divergence"});
     ASSERT_TRUE(two.exited && two.exit_code == 0) << Describe(two);
     EXPECT_EQ(JsonNumber(two.out, "kld_positions"), 2.0 * (64 - 1 - 32)) << two.out;
     EXPECT_NEAR(JsonNumber(two.out, "kld_mean"),
@@ -547,9 +556,10 @@ TEST_F(PerplexityTest, KlDivergenceOfQuantizedModelsMatchesRecomputedFromScoreLo
         << two.out;
   }
   // The summary names each figure as llama-perplexity does.
-  const ProcessResult r = Cli({"perplexity", ConvertTiny(tiny_->gguf, "q4"), "-f", text_path_,
-                               "--ctx", "64", "--kl-divergence-base", base_file,
-                               "--kl-divergence"});
+  const ProcessResult r =
+      Cli({"perplexity", "-t", "1", ConvertTiny(tiny_->gguf, "q4"), "-f",
+           text_path_, "--ctx", "64", "--kl-divergence-base", base_file,
+           "--kl-divergence"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   for (const char* name : {"Mean PPL(base)", "Mean ln(PPL(Q)/PPL(base))", "Mean    KLD:",
                            "Median  KLD:", "99.0%   KLD:", "Maximum KLD:", "RMS Δp    :",
@@ -566,8 +576,8 @@ TEST_F(PerplexityTest, KlDivergenceBaseFileMismatchGivesOneErrorLine) {
   ASSERT_GT(bytes.size(), 1000u);
   const auto compare = [&](const std::string& file, const std::string& ctx,
                            const std::string& text) {
-    return Cli({"perplexity", m, "-f", text, "--ctx", ctx, "--kl-divergence-base", file,
-                "--kl-divergence"});
+    return Cli({"perplexity", "-t", "1", m, "-f", text, "--ctx", ctx,
+                "--kl-divergence-base", file, "--kl-divergence"});
   };
   EXPECT_TRUE(IsCleanError(compare(base, "32", text_path_),
                            {"was made with --ctx 64", "this run uses --ctx 32"}));

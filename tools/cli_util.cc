@@ -238,7 +238,7 @@ Status ReadInputText(const std::string& flag, const std::string& path, std::stri
   }
   std::FILE* file = from_stdin ? stdin : std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
-    return Status::Error("cannot open " + name + ", so cannot read it: " + std::strerror(errno));
+    return Status::Error("cannot open " + name + ": " + std::strerror(errno));
   }
   out->clear();
   char buffer[1 << 16];

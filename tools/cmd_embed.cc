@@ -98,8 +98,13 @@ int EmbedCommand(const std::vector<std::string>& args) {
     return Fail(std::string("give texts with -p, or one of -f FILE and --ids FILE\n") +
                 kEmbedUsage);
   }
+  // The input files first: a missing one is found before the model is mapped.
+  std::vector<std::string> id_lines;
+  Status s = ids_file.empty() ? OkStatus() : ReadLines("--ids", ids_file, &id_lines);
+  if (s.ok() && !file.empty()) s = ReadLines("-f", file, &texts);
+  if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Model> model;
-  Status s = Model::Open(model_path, &model);
+  s = Model::Open(model_path, &model);
   if (s.ok()) s = ExpectModelKind(*model, model_path, ModelKind::kEncoder);
   if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Encoder> encoder;
@@ -108,14 +113,11 @@ int EmbedCommand(const std::vector<std::string>& args) {
 
   std::vector<std::vector<int32_t>> ids;
   if (!ids_file.empty()) {
-    std::vector<std::string> lines;
-    s = ReadLines("--ids", ids_file, &lines);
-    for (size_t i = 0; s.ok() && i < lines.size(); ++i) {
+    for (size_t i = 0; s.ok() && i < id_lines.size(); ++i) {
       ids.emplace_back();
-      s = ParseIds(lines[i], i + 1, &ids.back());
+      s = ParseIds(id_lines[i], i + 1, &ids.back());
     }
   } else {
-    if (!file.empty()) s = ReadLines("-f", file, &texts);
     for (size_t i = 0; s.ok() && i < texts.size(); ++i) {
       ids.emplace_back();
       s = encoder->Tokenize(texts[i], &ids.back());
