@@ -307,12 +307,89 @@ HWY_INLINE void Q2KScaleRow(const uint8_t* HWY_RESTRICT rec, float min_factor, _
   *min_hi = _mm256_mul_ps(widen(_mm_srli_si128(m, 8)), dmin);
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+// Q4_K / Q5_K: the four records of a full group's block (16 bytes each: d, dmin, then the 12
+// bytes of 6-bit scales and mins that ScaleMinK4 unpacks) decoded together with byte permutes,
+// where unpacking them one row at a time with scalar code took ~40% of a one-token Q4_K matmul.
+// scale01 = [d0 * sc0[0..7] | d1 * sc1[0..7]], scale23 the same for rows 2-3; min01, min23:
+// -min_factor * dmin * m likewise. The same f32 values as DecodeScales (d * sc is exact).
+struct K4GroupScales {
+  __m512 scale01, scale23, min01, min23;
+};
+
+// Byte p of the unpacked vector: scale (p < 32) or min (p >= 32) j = p % 8 of row (p % 32) / 8.
+struct K4UnpackTables {
+  alignas(64) uint8_t low_source[64];   // the byte holding the low bits
+  alignas(64) uint8_t low_mask[64];     // 6 bits for j < 4, 4 for j >= 4
+  alignas(64) uint8_t high_source[64];  // j >= 4: the byte whose top 2 bits are bits 4-5
+  alignas(64) uint8_t high_mask[64];
+  constexpr K4UnpackTables() : low_source(), low_mask(), high_source(), high_mask() {
+    for (int p = 0; p < 64; ++p) {
+      const int row = p % 32 / 8, j = p % 8, scales = 16 * row + 4;
+      const bool is_min = p >= 32;
+      low_source[p] = static_cast<uint8_t>(scales + (j < 4 && !is_min ? j : j + 4));
+      low_mask[p] = j < 4 ? 0x3F : 0x0F;
+      high_source[p] = static_cast<uint8_t>(j < 4 ? 0 : scales + (is_min ? j : j - 4));
+      high_mask[p] = j < 4 ? 0 : 0x30;
+    }
+  }
+};
+inline constexpr K4UnpackTables kK4Unpack;
+
+// Bytes 16q .. 16q + 15 (two rows' 8 values) in f32 times their rows' factors, lanes 2q, 2q + 1
+// of d.
+template <int kQuarter>
+HWY_INLINE __m512 K4Quarter(__m512i bytes, __m512 d) {
+  const __m512i rows = _mm512_inserti64x4(_mm512_set1_epi32(2 * kQuarter),
+                                          _mm256_set1_epi32(2 * kQuarter + 1), 1);
+  return _mm512_mul_ps(
+      _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(bytes, kQuarter))),
+      _mm512_permutexvar_ps(rows, d));
+}
+
+HWY_INLINE K4GroupScales DecodeK4GroupScales(const uint8_t* HWY_RESTRICT rec, float min_factor) {
+  const auto table = [](const uint8_t* bytes) { return _mm512_load_si512(bytes); };
+  const __m512i records = _mm512_loadu_si512(rec);
+  const __m512i low = _mm512_permutexvar_epi8(table(kK4Unpack.low_source), records);
+  const __m512i high = _mm512_permutexvar_epi8(table(kK4Unpack.high_source), records);
+  // Mins j >= 4 take their low bits from the high nibble.
+  constexpr __mmask64 kMinHighNibble = 0xF0F0F0F000000000ull;
+  const __m512i low_bits = _mm512_mask_blend_epi8(
+      kMinHighNibble, _mm512_and_si512(low, table(kK4Unpack.low_mask)),
+      _mm512_and_si512(_mm512_srli_epi16(low, 4), _mm512_set1_epi8(0x0F)));
+  const __m512i bytes = _mm512_or_si512(
+      low_bits, _mm512_and_si512(_mm512_srli_epi16(high, 2), table(kK4Unpack.high_mask)));
+  // d of the four rows, then dmin (words 8r and 8r + 1), dmin times -min_factor.
+  const __m512i dwords = _mm512_permutexvar_epi16(
+      _mm512_setr_epi32(8 << 16, 24 << 16 | 16, 9 << 16 | 1, 25 << 16 | 17, 0, 0, 0, 0, 0, 0,
+                        0, 0, 0, 0, 0, 0),
+      records);
+  const __m512 d = _mm512_castps256_ps512(_mm256_mul_ps(
+      _mm256_cvtph_ps(_mm512_castsi512_si128(dwords)),
+      _mm256_setr_ps(1, 1, 1, 1, -min_factor, -min_factor, -min_factor, -min_factor)));
+  return {K4Quarter<0>(bytes, d), K4Quarter<1>(bytes, d), K4Quarter<2>(bytes, d),
+          K4Quarter<3>(bytes, d)};
+}
+#endif
+
 // The K-quants' scales of one block for the four rows of a full group, one vector per row:
 // scales 0-7 in lo[r]; scales 8-15 (Q6_K, Q3_K) or the 8 mins, halved (Q4_K, Q5_K), in hi[r].
 // rec: the group's four scale records, one after another.
 template <GgmlBlockType T>
 HWY_INLINE void GroupScaleRows(const uint8_t* HWY_RESTRICT rec, __m256 lo[4], __m256 hi[4]) {
   if constexpr (T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K) {
+#if HWY_TARGET == HWY_AVX3_DL
+    const K4GroupScales g = DecodeK4GroupScales(rec, 0.5f);
+    lo[0] = _mm512_castps512_ps256(g.scale01);
+    lo[1] = _mm512_extractf32x8_ps(g.scale01, 1);
+    lo[2] = _mm512_castps512_ps256(g.scale23);
+    lo[3] = _mm512_extractf32x8_ps(g.scale23, 1);
+    hi[0] = _mm512_castps512_ps256(g.min01);
+    hi[1] = _mm512_extractf32x8_ps(g.min01, 1);
+    hi[2] = _mm512_castps512_ps256(g.min23);
+    hi[3] = _mm512_extractf32x8_ps(g.min23, 1);
+    return;
+#endif
     for (int r = 0; r < 4; ++r) {
       const uint8_t* p = rec + 16 * r;
       // The 12 bytes of 6-bit scales and mins (ops/ggml_blocks.h ScaleMinK4) unpacked four at
@@ -636,9 +713,8 @@ struct BlockPanelSource {
   const BlockLayout* layout;
   size_t r0;  // the tile's first row, the first of a full group
 
-  static_assert(T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K &&
-                    T != GgmlBlockType::kQ2_K,
-                "K-quants with mins stay on the tiles (MatMulBlocksTokens)");
+  static_assert(T != GgmlBlockType::kQ2_K, "Q2_K stays on the tiles (MatMulBlocksTokens)");
+  static constexpr bool kK4 = T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K;
   // DecodeScales (ops/block_layout.h) with F16C and vector instructions: the same values.
   static HWY_INLINE void RowScales(const uint8_t* HWY_RESTRICT rec, float* HWY_RESTRICT scale,
                                    float* HWY_RESTRICT min) {
@@ -675,6 +751,29 @@ struct BlockPanelSource {
         }
         run->quants[i][g] = reinterpret_cast<const uint8_t*>(run->decoded[i][g]);
       }
+    }
+    if constexpr (kK4) {
+      // Four rows' scales and mins at a time (DecodeK4GroupScales), [row][sub-block].
+      HWY_ALIGN float scale[kQuantGroupRows][8], min[kQuantGroupRows][8];
+      for (size_t g = 0; g < kGroups; ++g) {
+        const size_t first = r0 + kQuantGroupRows * g;
+        for (size_t i = 0; i < n; ++i) {
+          const size_t block = (sub + i) / F.SubBlocks(), s = (sub + i) % F.SubBlocks();
+          if (i == 0 || s == 0) {
+            const K4GroupScales k4 =
+                DecodeK4GroupScales(w + layout->RecordOffset(first, block), 1.0f);
+            _mm512_store_ps(scale[0], k4.scale01);
+            _mm512_store_ps(scale[2], k4.scale23);
+            _mm512_store_ps(min[0], k4.min01);
+            _mm512_store_ps(min[2], k4.min23);
+          }
+          for (size_t r = 0; r < kQuantGroupRows; ++r) {
+            run->scale[i][0][kQuantGroupRows * g + r] = scale[r][s];
+            run->min[i][kQuantGroupRows * g + r] = min[r][s];
+          }
+        }
+      }
+      return;
     }
     for (size_t r = 0; r < kQuantGroupRows * kGroups; ++r) {
       HWY_ALIGN float scale[kMaxScales], min[kMaxScales];
@@ -739,12 +838,11 @@ void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRI
                         float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                         size_t row_begin, size_t row_end) {
 #if HWY_TARGET == HWY_AVX3_DL
-  // Not Q4_K / Q5_K: decoding their 6-bit scales and mins once per 16 tokens costs what the
-  // panels save (bench/matmul_bench against the tiles, one Zen 4 core, 512 x 2048 -> 640: Q4_K
-  // 0.93-1.04x, against Q5_0 1.14-1.37x, Q6_K 1.15x, Q4_1 1.1-1.4x, Q8_0 1.5-1.6x).
-  // Not Q2_K either: its mins per 16 need sums of half sub-blocks, which the panels lack.
-  if constexpr (T != GgmlBlockType::kQ4_K && T != GgmlBlockType::kQ5_K &&
-                T != GgmlBlockType::kQ2_K) {
+  // Q4_K / Q5_K too since their scales and mins are decoded four rows at a time
+  // (DecodeK4GroupScales): bench/matmul_bench BM_LargeMatMul, 512 x 2048 -> 8192, one Zen 5
+  // core: Q4_K 74.7 -> 35.9 ms against the tiles (Q8_0 27.7).
+  // Not Q2_K: its mins per 16 need sums of half sub-blocks, which the panels lack.
+  if constexpr (T != GgmlBlockType::kQ2_K) {
     const BlockLayout layout(T, n_out, k);
     const auto source_at = [&](size_t r) { return BlockPanelSource<T>{w, &layout, r}; };
     const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {

@@ -94,6 +94,7 @@ struct RowPairs {
   explicit RowPairs(const __m256 rows[4])
       : rows01(_mm512_insertf32x8(_mm512_castps256_ps512(rows[0]), rows[1], 1)),
         rows23(_mm512_insertf32x8(_mm512_castps256_ps512(rows[2]), rows[3], 1)) {}
+  RowPairs(__m512 r01, __m512 r23) : rows01(r01), rows23(r23) {}
   // Value j of each row in the lanes [r0 r0 r1 r1 r2 r2 r3 r3] twice.
   __m512 Lanes(size_t j) const {
     const __m512i first =
@@ -132,12 +133,18 @@ HWY_NOINLINE void GroupDecodeVnni(const uint8_t* HWY_RESTRICT w, const BlockLayo
     // Scales (and the halved mins) of the block: the one-scale types' lane vectors, or the
     // K-quants' per-row vectors. Scale index j of the block's sub-block s in [c0 | c1] lanes.
     __m256 scale[kMaxScales], min[kMaxScales], lo[4] = {}, hi[4] = {};
-    if constexpr (kRowScales) {
+    constexpr bool kK4 = T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K;
+    K4GroupScales k4 = {};
+    if constexpr (kK4) {
+      k4 = DecodeK4GroupScales(w + layout.RecordOffset(r0, blk), 0.5f);
+    } else if constexpr (kRowScales) {
       GroupScaleRows<T>(w + layout.RecordOffset(r0, blk), lo, hi);
     } else {
       GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
     }
-    const RowPairs lo_rows(lo), hi_rows(hi);  // unused (dead code) for the one-scale types
+    // Unused (dead code) for the one-scale types.
+    const RowPairs lo_rows = kK4 ? RowPairs(k4.scale01, k4.scale23) : RowPairs(lo);
+    const RowPairs hi_rows = kK4 ? RowPairs(k4.min01, k4.min23) : RowPairs(hi);
     const auto scale_at = [&](size_t j) {
       if constexpr (!kRowScales) return BothHalves(scale[j]);
       return j < 8 ? lo_rows.Lanes(j) : hi_rows.Lanes(j - 8);

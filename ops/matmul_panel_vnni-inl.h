@@ -20,8 +20,8 @@
 //   Q8_0 in place; Q4_0 and a kept type's sub-block decoded into that layout first (ops/
 //   matmul_blocks.cc LoadGroupSubBlock), once per 16 tokens: Q4_0, Q5_0, Q6_K and Q3_K as the
 //   signed q - 8, q - 16, q - 32 and q - 4, Q4_1 and Q5_1 unsigned with their min term added as
-//   min * x_scale * sum(x_q) per sub-block. Q4_K and Q5_K stay on the tiles (decoding their
-//   scales once per 16 tokens costs what the panels save).
+//   min * x_scale * sum(x_q) per sub-block, Q4_K and Q5_K likewise with their
+//   sub-blocks' scales and mins. Q2_K stays on the tiles.
 // - A tile is up to 4 packed groups (16 rows) x 16 tokens: 16 f32 accumulators, a sub-block's
 //   8 panel vectors and its scales in registers (32 on AVX-512), then a 16 x 16 transpose turns
 //   per-row token vectors into per-token rows of y. Per run of 8 sub-blocks the weight side
