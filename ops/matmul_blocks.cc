@@ -860,10 +860,18 @@ template <GgmlBlockType T>
 void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                   float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                   size_t row_begin, size_t row_end) {
-  ForEachTokenBlock(n_tokens, k, [&](size_t first, size_t count) {
-    MatMulBlocksTokens<T>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k, n_out,
-                          row_begin, row_end);
-  });
+#if HWY_TARGET == HWY_AVX3_DL
+  constexpr size_t kMinTokenBlock = T == GgmlBlockType::kQ2_K ? 0 : kPanelTokenBlock;
+#else
+  constexpr size_t kMinTokenBlock = 0;
+#endif
+  ForEachTokenBlock(
+      n_tokens, k,
+      [&](size_t first, size_t count) {
+        MatMulBlocksTokens<T>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k,
+                              n_out, row_begin, row_end);
+      },
+      kMinTokenBlock);
 }
 
 }  // namespace blocks

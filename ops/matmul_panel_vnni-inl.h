@@ -42,6 +42,13 @@ inline constexpr size_t kPanelGroupBlockBytes = kQuantGroupRows * kQ8BlockBytes;
 // Fewer tokens than this take the tiles: a padded panel lane costs as much as a used one.
 inline constexpr size_t kPanelMinTokens = 8;
 
+// The token block (ForEachTokenBlock) of a matmul whose many-token work goes to the panels: they
+// keep their activations in L2 themselves (slices of kPanelMaxK), so a block need not shrink
+// with k below one pass of kPanelGroupMax panels. At k = 8192 the L2 budget gives 16 tokens, one
+// panel a pass: 512 x 8192 -> 2048 took Q6_K 69 -> 43 ms, Q4_K 51 -> 35, Q8_0 34 -> 30 (one Zen 5
+// core, bench/matmul_bench BM_LargeMatMul).
+inline constexpr size_t kPanelTokenBlock = kPanelGroupMax * kPanelTokens;
+
 struct Q8ActPanel {
   alignas(64) uint32_t words[kPanelMaxK / 4 * kPanelTokens];              // [k/4][token]
   alignas(64) float scale[kPanelMaxK / kQuantBlockElems * kPanelTokens];   // [k/32][token]

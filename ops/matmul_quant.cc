@@ -543,10 +543,18 @@ template <bool kQ4>
 void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                  size_t row_begin, size_t row_end) {
-  ForEachTokenBlock(n_tokens, k, [&](size_t first, size_t count) {
-    MatMulQuantTokens<kQ4>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k, n_out,
-                           row_begin, row_end);
-  });
+#if HWY_TARGET == HWY_AVX3_DL
+  constexpr size_t kMinTokenBlock = kPanelTokenBlock;
+#else
+  constexpr size_t kMinTokenBlock = 0;
+#endif
+  ForEachTokenBlock(
+      n_tokens, k,
+      [&](size_t first, size_t count) {
+        MatMulQuantTokens<kQ4>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k,
+                               n_out, row_begin, row_end);
+      },
+      kMinTokenBlock);
 }
 
 void MatMulQ8PerTarget(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,

@@ -49,10 +49,11 @@ inline constexpr size_t QuantMatMulTokenBlock(size_t k) {
   return rows < 16 ? 16 : rows;
 }
 
-// Calls run(first, count) for consecutive blocks of QuantMatMulTokenBlock(k) of n_tokens tokens.
+// Calls run(first, count) for consecutive blocks of QuantMatMulTokenBlock(k) of n_tokens tokens,
+// or of min_block where that is more (a kernel that keeps its activations in L2 itself).
 template <typename Run>
-inline void ForEachTokenBlock(size_t n_tokens, size_t k, const Run& run) {
-  const size_t block = QuantMatMulTokenBlock(k);
+inline void ForEachTokenBlock(size_t n_tokens, size_t k, const Run& run, size_t min_block = 0) {
+  const size_t block = QuantMatMulTokenBlock(k) < min_block ? min_block : QuantMatMulTokenBlock(k);
   for (size_t first = 0; first < n_tokens; first += block) {
     run(first, n_tokens - first < block ? n_tokens - first : block);
   }

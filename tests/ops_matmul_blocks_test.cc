@@ -146,6 +146,8 @@ std::vector<test::QuantMatMulCase> Cases(GgmlBlockType t) {
       cases.push_back({n_tokens, 2 * e, n_out, 3, n_out - 1});
     }
   }
+  // k so long that the L2 token block is 16 while the panels take blocks of 64 (kPanelTokenBlock).
+  cases.push_back({72, 8192, 8, 0, 8});
 #endif
   return cases;
 }
