@@ -31,7 +31,9 @@
 #include "ops/block_layout.h"
 #include "ops/dispatch.h"
 #include "ops/matmul_blocks_dotprod.h"
+#include "ops/matmul_blocks_i8mm.h"
 #include "ops/matmul_quant_dotprod.h"
+#include "ops/matmul_quant_i8mm.h"
 #include "ops/quantize_rows.h"
 #include "ops/weight_prefetch.h"
 
@@ -307,6 +309,30 @@ HWY_INLINE void Q2KScaleRow(const uint8_t* HWY_RESTRICT rec, float min_factor, _
   *min_hi = _mm256_mul_ps(widen(_mm_srli_si128(m, 8)), dmin);
 }
 
+// Q4_K / Q5_K on AVX2 and AVX3: one row's record per 128-bit lane, unpacked with in-lane byte
+// shuffles into its 8 scales (bytes 0-7) and 8 mins (8-15), the plan of DecodeK4GroupScales
+// below, where scalar unpacking took ~40% of a one-token Q4_K matmul.
+struct K4LaneTables {
+  alignas(32) uint8_t low_source[32];
+  alignas(32) uint8_t low_mask[32];     // the low 6 or 4 bits where the low byte holds them
+  alignas(32) uint8_t nibble_mask[32];  // mins j >= 4: the low byte's high nibble
+  alignas(32) uint8_t high_source[32];  // 0x80: none (vpshufb writes 0)
+  alignas(32) uint8_t high_mask[32];
+  constexpr K4LaneTables()
+      : low_source(), low_mask(), nibble_mask(), high_source(), high_mask() {
+    for (int p = 0; p < 32; ++p) {
+      const int j = p % 8;
+      const bool is_min = p % 16 >= 8;
+      low_source[p] = static_cast<uint8_t>(4 + (j < 4 && !is_min ? j : j + 4));
+      low_mask[p] = j < 4 ? 0x3F : (is_min ? 0 : 0x0F);
+      nibble_mask[p] = j >= 4 && is_min ? 0x0F : 0;
+      high_source[p] = j < 4 ? 0x80 : static_cast<uint8_t>(4 + (is_min ? j : j - 4));
+      high_mask[p] = j < 4 ? 0 : 0x30;
+    }
+  }
+};
+inline constexpr K4LaneTables kK4Lanes;
+
 #if HWY_TARGET == HWY_AVX3_DL
 // Q4_K / Q5_K: the four records of a full group's block (16 bytes each: d, dmin, then the 12
 // bytes of 6-bit scales and mins that ScaleMinK4 unpacks) decoded together with byte permutes,
@@ -388,23 +414,33 @@ HWY_INLINE void GroupScaleRows(const uint8_t* HWY_RESTRICT rec, __m256 lo[4], __
     hi[1] = _mm512_extractf32x8_ps(g.min01, 1);
     hi[2] = _mm512_castps512_ps256(g.min23);
     hi[3] = _mm512_extractf32x8_ps(g.min23, 1);
-    return;
-#endif
-    for (int r = 0; r < 4; ++r) {
-      const uint8_t* p = rec + 16 * r;
-      // The 12 bytes of 6-bit scales and mins (ops/ggml_blocks.h ScaleMinK4) unpacked four at
-      // a time: u[0..1] become the 8 scales, u[2..3] the 8 mins.
-      uint32_t u[4];
-      memcpy(u, p + 4, 12);
-      constexpr uint32_t kLow6 = 0x3F3F3F3F, kLow4 = 0x0F0F0F0F, kLow2 = 0x03030303;
-      u[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
-      const uint32_t mins_low = u[1] & kLow6;
-      u[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
-      u[2] = mins_low;
-      u[0] &= kLow6;
-      lo[r] = BytesTimes<false>(u, HalfAt(p));
-      hi[r] = BytesTimes<false>(u + 2, -0.5f * HalfAt(p + 2));
+#else
+    const auto table = [](const uint8_t* bytes) {
+      return _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes));
+    };
+    const auto widen = [](__m128i bytes, float factor) {
+      return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)),
+                           _mm256_set1_ps(factor));
+    };
+    for (int pair = 0; pair < 2; ++pair) {
+      const __m256i records =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32 * pair));
+      const __m256i low = _mm256_shuffle_epi8(records, table(kK4Lanes.low_source));
+      const __m256i high = _mm256_shuffle_epi8(records, table(kK4Lanes.high_source));
+      const __m256i bytes = _mm256_or_si256(
+          _mm256_or_si256(
+              _mm256_and_si256(low, table(kK4Lanes.low_mask)),
+              _mm256_and_si256(_mm256_srli_epi16(low, 4), table(kK4Lanes.nibble_mask))),
+          _mm256_and_si256(_mm256_srli_epi16(high, 2), table(kK4Lanes.high_mask)));
+      for (int half = 0; half < 2; ++half) {
+        const int r = 2 * pair + half;
+        const __m128i row =
+            half == 0 ? _mm256_castsi256_si128(bytes) : _mm256_extracti128_si256(bytes, 1);
+        lo[r] = widen(row, HalfAt(rec + 16 * r));
+        hi[r] = widen(_mm_srli_si128(row, 8), -0.5f * HalfAt(rec + 16 * r + 2));
+      }
     }
+#endif
   } else if constexpr (T == GgmlBlockType::kQ3_K) {
     constexpr size_t kRecord = FormatOf(T).record_bytes;
     for (int r = 0; r < 4; ++r) Q3KScales(rec + kRecord * r, &lo[r], &hi[r]);
@@ -813,6 +849,16 @@ void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
     }
 #endif
 #if HWY_ARCH_ARM_A64
+    // Two tokens or more: smmla's 2x2 tiles (2x sdot's multiply-adds); a decode step: sdot.
+    if (r % kQuantGroupRows == 0 && layout.GroupRows(r) == kQuantGroupRows &&
+        r + kQuantGroupRows <= row_end && n_tokens >= 2 && CpuHasI8mm()) {
+      for (size_t t = 0; t < n_tokens; t += kI8mmTokenTile) {
+        BlockGroupTileI8mm(T, HWY_MIN(kI8mmTokenTile, n_tokens - t), w, layout, r,
+                           x + t * x_row_bytes, x_row_bytes, k, y + t * n_out + r, n_out);
+      }
+      r += kQuantGroupRows;
+      continue;
+    }
     if (r % kQuantGroupRows == 0 && layout.GroupRows(r) == kQuantGroupRows &&
         r + kQuantGroupRows <= row_end && CpuHasDotProd()) {
       for (size_t t = 0; t < n_tokens; t += kTokenTile) {
