@@ -28,6 +28,7 @@
 
 #include "ops/dispatch.h"
 #include "ops/matmul_quant_dotprod.h"
+#include "ops/matmul_quant_i8mm.h"
 #include "ops/quant_layout.h"
 #include "ops/quantize_rows.h"
 #include "ops/weight_prefetch.h"
@@ -437,6 +438,16 @@ void MatMulQuantTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT
     }
 #endif
 #if HWY_ARCH_ARM_A64
+    // Two tokens or more: smmla's 2x2 tiles (2x sdot's multiply-adds); a decode step: sdot.
+    if (rows == kQuantGroupRows && n_tokens >= 2 && CpuHasI8mm()) {
+      for (size_t t = 0; t < n_tokens; t += kI8mmTokenTile) {
+        QuantGroupTileI8mm(kQ4, HWY_MIN(kI8mmTokenTile, n_tokens - t), wt,
+                           reinterpret_cast<const uint16_t*>(ws), x + t * x_row_bytes,
+                           x_row_bytes, k, y + t * n_out + r, n_out);
+      }
+      r += rows;
+      continue;
+    }
     if (rows == kQuantGroupRows && CpuHasDotProd()) {
       for (size_t t = 0; t < n_tokens; t += 4) {
         QuantGroupTileDotProd(kQ4, HWY_MIN(4, n_tokens - t), wt,

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "ops/matmul_group_neon.h"
 #include "ops/quant_layout.h"
 #include "ops/quantize_rows.h"
 
@@ -36,30 +37,10 @@ void GroupTile(const uint8_t* w, const uint16_t* scales, const uint8_t* x, size_
   for (size_t b = 0; b < blocks; ++b) {
     const uint8_t* wb = w + b * kQuantGroupRows * kBlockBytes;
     __builtin_prefetch(wb + 1024);
-    // c[j][h]: chunk j (elements 8j..8j+7) of rows 2h and 2h + 1.
-    int8x16_t c[4][2];
-    if constexpr (kQ4) {
-      // Bytes 0-7 hold elements 0-7 (low nibbles) and 16-23 (high); bytes 8-15: 8-15, 24-31.
-      const uint8x16_t low = vdupq_n_u8(0x0F);
-      for (size_t m = 0; m < 2; ++m) {
-        for (size_t h = 0; h < 2; ++h) {
-          const uint8x16_t bytes = vld1q_u8(wb + (m * 2 + h) * 16);
-          c[m][h] = vreinterpretq_s8_u8(vandq_u8(bytes, low));
-          c[m + 2][h] = vreinterpretq_s8_u8(vshrq_n_u8(bytes, 4));
-        }
-      }
-    } else {
-      const int8_t* q = reinterpret_cast<const int8_t*>(wb);
-      for (size_t j = 0; j < 4; ++j) {
-        for (size_t h = 0; h < 2; ++h) c[j][h] = vld1q_s8(q + (j * 2 + h) * 16);
-      }
-    }
-    uint16_t bits[4];
-    std::memcpy(bits, scales + b * 4, sizeof(bits));
-    float16x4_t halves;
-    std::memcpy(&halves, bits, sizeof(bits));
-    const float32x4_t s = vcvt_f32_f16(halves);
-    const float32x4_t s01 = vzip1q_f32(s, s), s23 = vzip2q_f32(s, s);
+    int8x16_t c[4][2];  // chunk j (elements 8j..8j+7) of rows 2h and 2h + 1
+    LoadQuantGroupBlock<kQ4>(wb, c);
+    float32x4_t s01, s23;
+    QuantGroupScales(scales + b * 4, &s01, &s23);
     for (size_t t = 0; t < kTokens; ++t) {
       const int8_t* xb = act[t].q + b * kQuantBlockElems;
       int32x4_t d01 = vdupq_n_s32(0), d23 = vdupq_n_s32(0);

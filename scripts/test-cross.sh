@@ -11,6 +11,10 @@
 #            the portable Highway kernels instead of the sdot tiles, so that CPU also runs the
 #            K-quant end-to-end runs and the tiny-model zero-allocation test (`kestrel cpu` must
 #            say the sdot kernels are not used there, and used on qemu's other CPUs);
+#   aarch64, cortex-a76 has dotprod but no i8mm (Raspberry Pi 5 class): the quantized matmul
+#            tests on the sdot tiles for every token count, which the other CPUs (i8mm: qemu's
+#            default and max) run only for one token, their prompts taking the smmla tiles
+#            (`kestrel cpu` must say i8mm: no there and on cortex-a72, yes on the others);
 #   armv7 (NEON, chosen at compile time): the same suite, which includes the refusal to start
 #            on a CPU without NEON or VFPv4, the static board binaries also on an ARMv6 one
 #            (tests/armv7_without_neon_test.sh).
@@ -30,6 +34,8 @@ subset='^(Ops|Attention|ThreadPool|TinyModel|WeightDtypes/TinyRunTest|TinyBert|C
 # On the CPU without dotprod also: the K-quants end to end (q4_k_m has Q4_K, Q6_K and the Q5_0
 # and Q8_0 fallbacks, q5_k Q5_K and Q5_1; the other recipes add no type; kept Q3_K and Q2_K) and the
 # tiny-model zero-allocation test (every weight type, every KV type).
+# On the CPU with dotprod but no i8mm: the quantized matmul kernels' tests (the sdot prompt tiles).
+sdot_subset='^(OpsMatMulBlocks|MatMulQ)'
 no_dotprod_subset="$subset|^(Recipes/ConvertKquant\.TypesValuesAndLogits/llama_q(4_k_m|5_k)|Types/ConvertKeepLowBit|TinyZeroAlloc)"
 # The real GGUF's every tensor against gguf-py: the dequantizers are portable scalar code whose
 # every type RandomBlocksTest checks bit for bit against gguf-py on every target; the real file
@@ -37,12 +43,14 @@ no_dotprod_subset="$subset|^(Recipes/ConvertKquant\.TypesValuesAndLogits/llama_q
 host_only='^RealModel\.EveryTensorMatchesGgufPy$'
 
 # Checks one line of `kestrel cpu` on the emulated CPU: check_cpu BUILD_DIR WHAT EXPECTED, WHAT
-# "target" (the Highway target chosen) or "dotprod" (yes or no: the sdot kernels used).
+# "target" (the Highway target chosen), "dotprod" or "i8mm" (yes or no: the sdot or smmla
+# kernels used).
 check_cpu() {
   local found pattern
   case "$2" in
     target) pattern='s/^target chosen: *//p' ;;
     dotprod) pattern='s/^dotprod: *\([a-z]*\).*/\1/p' ;;
+    i8mm) pattern='s/^i8mm: *\([a-z]*\).*/\1/p' ;;
   esac
   found=$("${emulator[@]}" "$1/kestrel" cpu | sed -n "$pattern")
   echo "== $1, QEMU_CPU=${QEMU_CPU:-default}: $2: $found"
@@ -62,15 +70,22 @@ for arch in aarch64 armv7; do
     unset QEMU_CPU
     check_cpu build/aarch64 target SVE2
     check_cpu build/aarch64 dotprod yes
+    check_cpu build/aarch64 i8mm yes
     (cd build/aarch64 && ctest --output-on-failure --timeout 900 -j "$(nproc)" -E "$host_only")
-    for config in "max,sve-default-vector-length=32 SVE_256 yes" \
-                  "max,sve-default-vector-length=16 SVE2_128 yes" "cortex-a72 NEON no"; do
-      read -r QEMU_CPU KESTREL_TEST_TARGETS dotprod <<< "$config"
+    for config in "max,sve-default-vector-length=32 SVE_256 yes yes" \
+                  "max,sve-default-vector-length=16 SVE2_128 yes yes" "cortex-a72 NEON no no" \
+                  "cortex-a76 NEON yes no"; do
+      read -r QEMU_CPU KESTREL_TEST_TARGETS dotprod i8mm <<< "$config"
       export QEMU_CPU KESTREL_TEST_TARGETS
       check_cpu build/aarch64 target "$KESTREL_TEST_TARGETS"
       check_cpu build/aarch64 dotprod "$dotprod"
+      check_cpu build/aarch64 i8mm "$i8mm"
       pattern=$subset
-      if [ "$dotprod" = no ]; then pattern=$no_dotprod_subset; fi
+      if [ "$dotprod" = no ]; then
+        pattern=$no_dotprod_subset
+      elif [ "$i8mm" = no ]; then
+        pattern=$sdot_subset
+      fi
       (cd build/aarch64 && ctest --output-on-failure --timeout 900 -j "$(nproc)" -R "$pattern")
     done
     unset QEMU_CPU KESTREL_TEST_TARGETS

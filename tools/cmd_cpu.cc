@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "ops/matmul_quant_dotprod.h"
+#include "ops/matmul_quant_i8mm.h"
 #include "ops/targets.h"
 #include "tools/cli.h"
 #include "tools/version.h"
@@ -28,6 +29,17 @@ const char* DotProdUse() {
 #endif
 }
 
+// Whether prompts (two tokens or more) run the smmla tiles of ops/matmul_quant_i8mm.cc and
+// ops/matmul_blocks_i8mm.cc, decided by the CPU's i8mm feature (HWCAP2_I8MM), on aarch64 only.
+const char* I8mmUse() {
+#if defined(__aarch64__)
+  return ops::CpuHasI8mm() ? "yes (the quantized matmuls use smmla for two tokens or more)"
+                           : "no (this CPU has none: prompts use the same kernels as decode)";
+#else
+  return "no (an aarch64 feature)";
+#endif
+}
+
 }  // namespace
 
 int CpuCommand(const std::vector<std::string>& args) {
@@ -45,6 +57,7 @@ int CpuCommand(const std::vector<std::string>& args) {
   std::printf("targets supported: %s\n", ops::SupportedTargetNames().c_str());
   std::printf("target chosen:     %s\n", ops::ChosenTargetName().c_str());
   std::printf("dotprod:           %s\n", DotProdUse());
+  std::printf("i8mm:              %s\n", I8mmUse());
   return 0;
 }
 

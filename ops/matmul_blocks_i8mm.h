@@ -1,0 +1,21 @@
+// The kept-type matmul's prefill tile (ops/matmul_blocks.h) for 64-bit ARM cores with i8mm:
+// smmla's 2x2 tile of two rows by two tokens, twice sdot's multiply-adds per instruction, for
+// the reason and on the cores ops/matmul_quant_i8mm.h gives; called only where CpuHasI8mm()
+// holds.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ops/block_layout.h"
+
+namespace kestrel::ops {
+
+// Q4_1 ... Q6_K 4x8 i8mm: one full group of 4 rows starting at row r0 x `tokens`
+// (1..kI8mmTokenTile of ops/matmul_quant_i8mm.h) tokens, with the arguments of
+// BlockGroupTileDotProd. An odd last token is paired with itself and written once.
+void BlockGroupTileI8mm(GgmlBlockType type, size_t tokens, const uint8_t* w,
+                        const BlockLayout& layout, size_t r0, const uint8_t* x,
+                        size_t x_row_bytes, size_t k, float* y, size_t n_out);
+
+}  // namespace kestrel::ops
