@@ -237,6 +237,7 @@ TEST(ChatCommand, TwoTurnsThenEndOfInput) {
                               "hello there\n\nthe cat sat\n");
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   EXPECT_NE(r.err.find("chat format the model's Jinja template"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tokens, KV f16;"), std::string::npos) << "the default\n" << r.err;
   // One line of reply per non-empty turn.
   size_t lines = 0;
   for (char c : r.out) lines += c == '\n';
@@ -244,10 +245,10 @@ TEST(ChatCommand, TwoTurnsThenEndOfInput) {
 
   const std::string turn = "the cat sat on the mat with the dog\n";
   const ProcessResult past = Cli({"chat", tiny.kes, "--temp", "0", "-n", "5", "--ctx", "40",
-                                  "--kv-type", "f16", "--sinks", "2"},
+                                  "--kv-type", "f32", "--sinks", "2"},
                                  turn + turn + turn + turn);
   ASSERT_TRUE(past.exited && past.exit_code == 0) << Describe(past);
-  EXPECT_NE(past.err.find("context 40 tokens, KV f16"), std::string::npos) << past.err;
+  EXPECT_NE(past.err.find("context 40 tokens, KV f32"), std::string::npos) << past.err;
   // A "> " prompt before each of the four turns and at the end of input: every turn was taken
   // (the replies' text may hold newlines of its own).
   size_t prompts = 0;

@@ -1,9 +1,9 @@
 // The command-line side of long generations on the tiny random-weight models (tests/support):
 // `kestrel run --ignore-eos` keeps generating past end-of-generation tokens and past the context,
 // `--kv-type`/`--sinks` reach the session (run, chat, bench), `kestrel bench --depth` measures at
-// a depth with rows and JSON that say so, and `kestrel inspect --kv-type` reports the cache's
-// bytes for that type. Bad values of these flags are in bad_input_test's table; perplexity
-// --stream is in perplexity_test.
+// a depth with rows and JSON that say so, `kestrel inspect --kv-type` reports the cache's bytes
+// for that type, and every command's cache is f16 unless --kv-type says otherwise. Bad values
+// of these flags are in bad_input_test's table; perplexity --stream is in perplexity_test.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -135,15 +135,15 @@ TEST_P(LongGenerationCliTest, TimingsFileHasEveryTokenAndTheResidentMemory) {
 }
 
 // Rows at each depth, labelled as llama-bench labels them; JSON gives the depth of every result
-// and the KV type.
+// and the KV type (the default f16 unless --kv-type says otherwise).
 TEST_P(LongGenerationCliTest, BenchAtDepths) {
   const ProcessResult table = Cli({"bench", tiny_.kes, "-p", "16", "-n", "8", "-d", "0,40",
-                                   "-r", "1", "--kv-type", "f16"});
+                                   "-r", "1", "--kv-type", "f32"});
   ASSERT_TRUE(Succeeded(table));
   for (const char* row : {"| pp16  ", "| tg8   ", "| pp16 @ d40 |", "| tg8 @ d40  |"}) {
     EXPECT_EQ(Count(table.out, row), 1u) << row << " missing:\n" << table.out;
   }
-  EXPECT_NE(table.out.find(" (f16) at context 56"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(" (f32) at context 56"), std::string::npos) << table.out;
 
   const ProcessResult json = Cli({"bench", tiny_.kes, "-p", "16", "-n", "8", "--depth", "40,8",
                                   "-t", "1,2", "-r", "1", "--json"});
@@ -152,7 +152,7 @@ TEST_P(LongGenerationCliTest, BenchAtDepths) {
   EXPECT_EQ(Count(json.out, "\"depth\": 40, "), 4u) << json.out;
   EXPECT_EQ(Count(json.out, "\"depth\": 8, "), 4u) << json.out;
   EXPECT_EQ(Count(json.out, "\"test\": \"pp16\", \"depth\": 40"), 2u) << json.out;
-  EXPECT_NE(json.out.find("\"kv_type\": \"f32\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"kv_type\": \"f16\""), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"context\": 56"), std::string::npos) << json.out;
 }
 
@@ -177,9 +177,10 @@ long long KvBytes(const std::string& inspect, const std::string& type) {
   return std::strtoll(inspect.c_str() + at + 9, nullptr, 10);
 }
 
+// Without --kv-type the figures are the default f16 cache's, beside f32's bytes.
 TEST_P(LongGenerationCliTest, InspectReportsTheKvTypesBytes) {
-  const ProcessResult f32 = Cli({"inspect", tiny_.kes, "--ctx", "128"});
-  const ProcessResult f16 = Cli({"inspect", tiny_.kes, "--ctx", "128", "--kv-type", "f16"});
+  const ProcessResult f32 = Cli({"inspect", tiny_.kes, "--ctx", "128", "--kv-type", "f32"});
+  const ProcessResult f16 = Cli({"inspect", tiny_.kes, "--ctx", "128"});
   ASSERT_TRUE(Succeeded(f32));
   ASSERT_TRUE(Succeeded(f16));
   const long long f32_bytes = KvBytes(f32.out, "f32"), f16_bytes = KvBytes(f16.out, "f16");
@@ -189,6 +190,22 @@ TEST_P(LongGenerationCliTest, InspectReportsTheKvTypesBytes) {
   EXPECT_NE(f16.out.find("% of f32's " + std::to_string(f32_bytes) + " B"), std::string::npos)
       << f16.out;
   EXPECT_EQ(f32.out.find("% of f32's"), std::string::npos) << f32.out;
+}
+
+// Without --kv-type the cache is f16 (llama.cpp's default: half of f32's memory), and every
+// command's help says so.
+TEST_P(LongGenerationCliTest, KvCacheDefaultsToF16) {
+  const ProcessResult run =
+      Cli({"run", tiny_.kes, "-p", "the cat", "-n", "4", "--ctx", "48", "--temp", "0"});
+  ASSERT_TRUE(Succeeded(run));
+  EXPECT_NE(run.err.find("context: 48, KV f16"), std::string::npos) << run.err;
+  for (const char* command : {"run", "chat", "bench", "perplexity", "inspect"}) {
+    const ProcessResult help = Cli({command, "--help"});
+    ASSERT_TRUE(Succeeded(help)) << command;
+    EXPECT_NE(help.out.find("f32, f16 or int8 (default f16)"), std::string::npos)
+        << command << ":\n" << help.out;
+    EXPECT_EQ(help.out.find("default f32"), std::string::npos) << command << ":\n" << help.out;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, LongGenerationCliTest,

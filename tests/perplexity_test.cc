@@ -271,6 +271,7 @@ TEST_F(PerplexityTest, StreamScoresTheChunksAsOneSequence) {
     ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
     EXPECT_NE(r.out.find("\"stream\": true"), std::string::npos) << r.out;
     EXPECT_EQ(JsonNumber(r.out, "sinks"), std::atof(sinks)) << r.out;
+    EXPECT_NE(r.out.find("\"kv_type\": \"f16\""), std::string::npos) << "the default\n" << r.out;
     EXPECT_EQ(JsonNumber(r.out, "chunks"), static_cast<double>(e.chunks)) << r.out;
     EXPECT_EQ(JsonNumber(r.out, "tokens_scored"), static_cast<double>(e.scored)) << r.out;
     EXPECT_NEAR(JsonNumber(r.out, "ppl"), e.ppl, 1e-9 * e.ppl) << r.out;
@@ -280,9 +281,9 @@ TEST_F(PerplexityTest, StreamScoresTheChunksAsOneSequence) {
   }
   const ProcessResult line =
       Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "32",
-           "--stream", "--kv-type", "f16"});
+           "--stream", "--kv-type", "f32"});
   ASSERT_TRUE(line.exited && line.exit_code == 0) << Describe(line);
-  EXPECT_NE(line.out.find("chunks of 32, streamed with 4 sinks), KV f16"), std::string::npos)
+  EXPECT_NE(line.out.find("chunks of 32, streamed with 4 sinks), KV f32"), std::string::npos)
       << line.out;
 }
 

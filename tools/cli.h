@@ -92,7 +92,7 @@ bool SamplerFlag(FlagReader& flags, const std::string& arg, SamplerOptions* opti
 
 // Usage lines of the KV-cache flags run, chat, bench and perplexity share.
 #define KESTREL_KV_FLAGS_USAGE                                                              \
-  "  --kv-type T         KV cache type: f32, f16 or int8 (default f32)\n"                  \
+  "  --kv-type T         KV cache type: f32, f16 or int8 (default f16)\n"                  \
   "  --sinks N           first tokens kept for good once past the context (attention sinks;\n" \
   "                      default 4)\n"
 

@@ -36,7 +36,7 @@ const char kBenchUsage[] =
     "  -t, --threads N[,N]   thread counts to run, e.g. 1,2,4 (default: one per physical core\n"
     "                        available)\n"
     "  -r, --repetitions N   timed repetitions after one warm-up (default 5)\n"
-    "  --kv-type T           KV cache type: f32, f16 or int8 (default f32)\n"
+    "  --kv-type T           KV cache type: f32, f16 or int8 (default f16)\n"
     "  --sinks N             attention sinks kept once past the context (default 4)\n"
     "  --json                print one JSON document instead of the table\n"
     "  --disable-targets T   SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n"
@@ -247,7 +247,7 @@ Status RunBenchmarks(const Model& model, const BenchOptions& o, std::vector<Resu
 struct RunInfo {
   std::string architecture, weights, cpu, target;
   uint64_t weight_bytes = 0, peak_rss = 0;
-  const char* kv_type = "f32";
+  const char* kv_type = ops::KvTypeName(KvOptions().type);
 };
 
 RunInfo DescribeRun(const Model& model, const MemoryPlan& memory) {

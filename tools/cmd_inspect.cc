@@ -17,7 +17,7 @@ namespace {
 const char kInspectUsage[] =
     "usage: kestrel inspect MODEL.kes [--ctx N] [--kv-type T] [--verify]\n"
     "  -c, --ctx N     context length for the KV-cache and attention figures (default 4096)\n"
-    "  --kv-type T     KV cache type for the memory figures: f32, f16 or int8 (default f32)\n"
+    "  --kv-type T     KV cache type for the memory figures: f32, f16 or int8 (default f16)\n"
     "  --verify        only check the weights: read them all and compare their checksum with\n"
     "                  the one kestrel-convert recorded; prints OK, or an error and exits 1\n";
 
@@ -178,7 +178,8 @@ int InspectAudioEncoder(const std::string& model_path, const Model& model) {
   return 0;
 }
 
-// The KV-cache line: its bytes and type; for the smaller types, a line comparing them to f32's.
+// The KV-cache line: its bytes and type; for the smaller types (the default f16 among them), a
+// line comparing them to f32's, the size a user of an older Kestrel or of --kv-type f32 knows.
 void PrintKvCache(const MemoryPlan& memory, const MemoryPlan& memory_f32) {
   const ops::KvType type = memory.kv_options.type;
   std::printf("  KV cache:     %s (%s)\n", FormatBytes(memory.kv_bytes).c_str(),
@@ -227,7 +228,9 @@ int InspectCommand(const std::vector<std::string>& args) {
   ctx = std::min<size_t>(ctx, hp.context_length());
   MemoryPlan memory, memory_f32;
   s = PlanMemory(*model, ctx, &memory, kv);
-  if (s.ok()) s = PlanMemory(*model, ctx, &memory_f32);
+  KvOptions kv_f32 = kv;
+  kv_f32.type = ops::KvType::kF32;
+  if (s.ok()) s = PlanMemory(*model, ctx, &memory_f32, kv_f32);
   if (!s.ok()) return Fail(s.message());
 
   size_t sliding = 0;

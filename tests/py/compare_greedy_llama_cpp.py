@@ -5,8 +5,9 @@ acceptance check; llama-cpp-python is too slow to build for CI, so this runs by 
 
 For each prompt both runtimes generate -n tokens greedily, past EOS:
   llama.cpp:  Llama(F32 GGUF, f32 KV cache), eval + argmax, detokenized;
-  Kestrel:    kestrel run KES -p PROMPT -n N --temp 0 --ignore-eos (the .kes converted from
-              the same F32 GGUF with --weights f32).
+  Kestrel:    kestrel run KES -p PROMPT -n N --temp 0 --ignore-eos --kv-type f32 (the .kes
+              converted from the same F32 GGUF with --weights f32; an f32 cache as llama.cpp's
+              here, not the default f16).
 The texts must be identical.
 
   .venv-bench/bin/python tests/py/compare_greedy_llama_cpp.py --gguf F32.gguf --kes F32.kes
@@ -52,7 +53,7 @@ def main():
             llm.eval([out[-1]])
         want = llm.detokenize(out, special=False).decode(errors="replace")
         r = subprocess.run([str(args.kestrel), "run", str(args.kes), "-p", prompt, "-n",
-                            str(args.n), "--temp", "0", "--ignore-eos"],
+                            str(args.n), "--temp", "0", "--ignore-eos", "--kv-type", "f32"],
                            capture_output=True, check=True)
         got = r.stdout.decode(errors="replace")[len(prompt):]
         got = got[:-1] if got.endswith("\n") else got  # the newline `kestrel run` ends with

@@ -239,6 +239,7 @@ std::string ScoreAll(const Model& model, const std::vector<int32_t>& tokens, siz
   SessionOptions options;
   options.context_length = context;
   options.n_threads = threads;
+  options.kv.type = ops::KvType::kF32;  // the oracles' precision, not the default f16
   std::unique_ptr<Session> session;
   Status s = Session::Create(model, options, &session);
   if (!s.ok()) return s.message();

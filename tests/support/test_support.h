@@ -26,7 +26,7 @@ using LookupFn = void (*)(const uint8_t* table, size_t vocab, size_t dim, const 
 LookupFn QuantizedLookup(fb::DType dtype);
 
 // The logits of every position of `tokens` (the model's score plan), with a session of
-// `context` positions and `threads` threads; "" or what failed.
+// `context` positions, `threads` threads and an f32 KV cache; "" or what failed.
 std::string ScoreAll(const Model& model, const std::vector<int32_t>& tokens, size_t threads,
                      size_t context, std::vector<float>* logits);
 
