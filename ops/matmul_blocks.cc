@@ -705,6 +705,8 @@ HWY_INLINE void GroupSmallTileX86(const uint8_t* w, const BlockLayout& layout, s
 #if HWY_TARGET == HWY_AVX3_DL
   if constexpr (T == GgmlBlockType::kQ2_K) {  // its mins per 16: the 256-bit tile
     GroupTileX86<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  } else if constexpr (T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K) {
+    GroupDecodeK4Vnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   } else {
     GroupDecodeVnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   }
