@@ -27,12 +27,39 @@ llama.cpp runs in one of two ways:
     three tools from the same llama.cpp source llama-cpp-python 0.3.36 carries.
   - without it: through llama-cpp-python (its quantizer, a Python loop for speed and one for
     perplexity); --llama-bench PATH then takes the speed from a C++ llama-bench instead.
-Perplexity uses an f32 KV cache on the llama.cpp side by default, like Kestrel's
-(--llama-kv f16 selects llama.cpp's default f16); speed runs with llama.cpp's default KV cache.
+Perplexity uses an f16 KV cache in both runtimes by default, the default of both (--llama-kv f32
+selects f32 in both); speed runs with each one's default KV cache (f16).
 --kv-type f32|f16|int8 and --depth N (speed only; they need llama-bench) run both at that KV type
 and depth: `kestrel bench --kv-type T -d N`, and llama-bench -ctk/-ctv T (q8_0 for int8: ggml's
 blocks of 32 with one scale, as Kestrel's int8) -d N with flash attention on (-fa 1), which
 llama.cpp needs for a quantized V cache and which its fast path at depth is.
+
+Pre-made GGUFs (--gguf PATH[,PATH...]): each file runs as it is, next to the --formats rows (only
+them when --formats is not given): llama.cpp runs the file, Kestrel its conversion with
+--weights keep; the row's format is the file's own type (general.file_type, e.g. Q4_K_M) and its
+model the file's name. Meant for bench/real_shape_gguf.py's files: random weights at the shapes of
+SmolLM2-1.7B, Llama 3.2 1B/3B, Llama 3.1 8B, quantized by llama-quantize. Speed depends on shapes,
+not values, so their speed is the real one; their perplexity means nothing, so these files get
+speed only.
+
+ik_llama.cpp (--ik-llama-cpp-bin DIR, from scripts/build-ik-llama-cpp.sh SOURCE) adds a third
+runtime: its llama-bench on the same GGUF with -rtr 1 -rcache 1 (run-time repacking of the
+weights into its interleaved-row layouts, and the RoPE cache: its fastest CPU settings), with the
+same -p/-n/-r/-t and KV flags, and Kestrel / ik ratios. Its llama-bench has no -d (depth) and no
+f32 KV cache: with --depth or --kv-type f32 its column is empty. For each row, Kestrel, llama.cpp
+and ik_llama.cpp run one after another at one thread count, then the next row: same run,
+interleaved.
+
+Fractions of the machine: the Kestrel build's bench/matmul_bench (--matmul-bench; built with
+-DKESTREL_BUILD_BENCH=ON) measures this machine's read bandwidth and int8 multiply-add peak at
+each thread count (BM_MachinePeak: read_B/s, int8_OP/s, and _Tt for T threads), once before the
+speed runs and once after (the higher of the two counts). A second table gives, per runtime and
+row, decode's share of the bandwidth (tg tokens/s x the bytes of weights a token reads: every
+tensor of the GGUF except the token embedding, of which a token reads one row, unless it is the
+tied output head) and prefill's share of the int8 peak (pp tokens/s x 2 x the parameters of the
+layers' matmuls, plus the output head once per prompt: only the last token's logits are computed;
+attention's own products are not counted). Both are taken from the GGUF, the same for every
+runtime: how far each is from the limit of the format, not of its own layout.
 
 Setup: build Kestrel (scripts/build.sh gives build/release); then either
     bash scripts/build-llama-cpp.sh        # prints the folder holding the tools on its last line
@@ -41,6 +68,12 @@ Setup: build Kestrel (scripts/build.sh gives build/release); then either
 or (llama-cpp-python, built by pip: 20-40 minutes on a small machine)
     bash scripts/setup-bench.sh
     .venv-bench/bin/python bench/compare_llama_cpp.py --threads 1,2 --formats f32,f16,q8,q4
+At real shapes, with ik_llama.cpp (docs/real-shapes.md):
+    .venv/bin/python bench/real_shape_gguf.py --shapes smollm2-1.7b --types q4_k_m
+    bash scripts/build-ik-llama-cpp.sh ~/src/ik_llama.cpp
+    .venv/bin/python bench/compare_llama_cpp.py --llama-cpp-bin build/llama.cpp/build/bin \
+        --ik-llama-cpp-bin build/ik_llama.cpp/build/bin \
+        --gguf models/real-shapes/smollm2-1.7b.Q4_K_M.gguf
 """
 import argparse
 import ctypes
@@ -81,6 +114,10 @@ LLAMA_TOOLS = ("llama-bench", "llama-perplexity", "llama-quantize")
 LLAMA_KV_TYPES = {"f32": "GGML_TYPE_F32", "f16": "GGML_TYPE_F16"}
 # Kestrel's KV types (--kv-type) and the llama-bench -ctk/-ctv type closest to each.
 KV_TYPES_FOR_LLAMA_BENCH = {"f32": "f32", "f16": "f16", "int8": "q8_0"}
+# ik_llama.cpp's llama-bench: its fastest CPU settings (run-time repacking, RoPE cache), and the
+# -ctk/-ctv types it accepts of those above (its parser has no f32).
+IK_LLAMA_BENCH_FLAGS = ["-rtr", "1", "-rcache", "1"]
+IK_KV_TYPES = ("f16", "q8_0")
 
 
 def die(message):
@@ -139,6 +176,26 @@ def check_llama_tools(tools_dir):
             f"{', '.join(LLAMA_TOOLS)}): build them with scripts/build-llama-cpp.sh and pass the "
             f"folder it prints")
     return tools
+
+
+def check_ik_bench(ik_dir):
+    """ik_llama.cpp's llama-bench in --ik-llama-cpp-bin."""
+    path = ik_dir / "llama-bench"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        die(f"--ik-llama-cpp-bin {ik_dir}: no executable llama-bench there: build it with "
+            f"scripts/build-ik-llama-cpp.sh SOURCE (an ik_llama.cpp checkout) and pass the folder "
+            f"it prints")
+    return path
+
+
+def check_matmul_bench(path):
+    """bench/matmul_bench of the Kestrel build, or None (with a warning: no fraction table)."""
+    if path.is_file() and os.access(path, os.X_OK):
+        return path
+    log(f"warning: no {path}: the table of fractions of the machine's bandwidth and int8 peak "
+        f"needs Kestrel's bench/matmul_bench (configure with -DKESTREL_BUILD_BENCH=ON, ninja "
+        f"matmul_bench) or --matmul-bench PATH")
+    return None
 
 
 def source_gguf(model):
@@ -279,6 +336,66 @@ def prepare_models(model, formats, out_dir, convert_bin, np, gguf, quantize):
 
 
 # --------------------------------------------------------------------------------------------
+# Pre-made GGUFs (--gguf), and what one token reads and computes in a GGUF
+
+
+def gguf_labels(path, gguf):
+    """(model, format) of a pre-made GGUF: its file name less the type, and the type from
+    general.file_type (Q4_K_M, Q8_0, F16, ...)."""
+    field = gguf.GGUFReader(path).fields.get("general.file_type")
+    fmt = "keep"
+    if field is not None:
+        try:
+            fmt = gguf.LlamaFileType(int(field.contents())).name
+            fmt = fmt.removeprefix("MOSTLY_").removeprefix("ALL_")
+        except ValueError:
+            fmt = f"file_type {int(field.contents())}"
+    name = path.name.removesuffix(".gguf")
+    for sep in (".", "-"):
+        if name.upper().endswith(sep + fmt.upper()):
+            name = name[:-len(fmt) - 1]
+    return name or path.stem, fmt
+
+
+def prepare_gguf_files(paths, out_dir, convert_bin, gguf):
+    """[{"model", "format", "gguf", "kes"}] for --gguf: each file as it is for llama.cpp, and its
+    `kestrel-convert --weights keep` (remade when older than the file or the converter)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for path in paths:
+        model, fmt = gguf_labels(path, gguf)
+        kes_path = out_dir / f"{path.name.removesuffix('.gguf')}-keep.kes"
+        newest_input = max(path.stat().st_mtime, convert_bin.stat().st_mtime)
+        if not kes_path.exists() or kes_path.stat().st_mtime < newest_input:
+            log(f"writing {kes_path} (kestrel-convert {path.name} --weights keep)")
+            kestrel_convert(convert_bin, path, kes_path, "keep")
+        rows.append({"model": model, "format": fmt, "gguf": path, "kes": kes_path})
+    return rows
+
+
+def weight_figures(path, gguf):
+    """What a token costs in the GGUF's weights: decode_bytes, read by one decode step (every
+    tensor but the token embedding, of which a token reads one row, unless with no output.weight
+    it is the head too); layer_params, the layers' matrices; head_params, the output head's."""
+    tensors = gguf.GGUFReader(path).tensors
+    tied = not any(t.name == "output.weight" for t in tensors)
+    decode_bytes = layer_params = head_params = 0
+    for t in tensors:
+        embedding = t.name == "token_embd.weight"
+        if embedding and not tied:
+            continue
+        decode_bytes += int(t.n_bytes)
+        if sum(1 for d in t.shape if d > 1) < 2:
+            continue  # norms, biases, rope_freqs
+        if embedding or t.name == "output.weight":
+            head_params += int(t.n_elements)
+        elif t.name.startswith("blk."):
+            layer_params += int(t.n_elements)
+    return {"decode_bytes": decode_bytes, "layer_params": layer_params,
+            "head_params": head_params}
+
+
+# --------------------------------------------------------------------------------------------
 # Speed
 
 
@@ -319,17 +436,21 @@ def kestrel_speed(kestrel_bin, kes, threads, p, n, reps, depth=0, kv_type=None):
     return speeds
 
 
-def llama_bench_speed(llama_bench, gguf_path, threads, p, n, reps, depth=0, kv_type=None):
+def llama_bench_speed(llama_bench, gguf_path, threads, p, n, reps, depth=0, kv_type=None,
+                      extra_flags=(), build=None):
     """{threads: {"pp": tok/s, "tg": tok/s}} from llama.cpp's C++ llama-bench (medians of its
-    samples; it warms up once itself)."""
+    samples; it warms up once itself), or ik_llama.cpp's with its own extra_flags, whose JSON has
+    the same fields. build, a dict, receives the build_commit it reports."""
     cmd = [str(llama_bench), "-m", str(gguf_path), "-p", str(p), "-n", str(n),
            "-t", ",".join(map(str, threads)), "-r", str(reps), "-o", "json"]
-    cmd += llama_bench_cache_flags(depth, kv_type)
+    cmd += llama_bench_cache_flags(depth, kv_type) + list(extra_flags)
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         die(f"{' '.join(cmd)} failed:\n{r.stderr.strip()}")
     speeds = {t: {} for t in threads}
     for result in json.loads(r.stdout):
+        if build is not None and result.get("build_commit"):
+            build["commit"] = result["build_commit"]
         kind = "pp" if result["n_prompt"] > 0 else "tg"
         samples = result.get("samples_ts") or [result["avg_ts"]]
         speeds[result["n_threads"]][kind] = statistics.median(samples)
@@ -381,9 +502,9 @@ def llama_speed(gguf_path, threads, p, n, reps, np, llama_cpp):
 # Perplexity
 
 
-def kestrel_perplexity(kestrel_bin, kes, text_path, chunks, threads):
+def kestrel_perplexity(kestrel_bin, kes, text_path, chunks, threads, kv_type):
     cmd = [str(kestrel_bin), "perplexity", str(kes), "-f", str(text_path), "--ctx", str(PPL_CTX),
-           "--chunks", str(chunks), "-t", str(threads), "--json"]
+           "--chunks", str(chunks), "-t", str(threads), "--kv-type", kv_type, "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         die(f"{' '.join(cmd)} failed:\n{r.stderr.strip()}")
@@ -510,17 +631,109 @@ def fmt_speed(v):
     return f"{v:.2f}" if v else "n/a"
 
 
-def speed_table(speed, p, n, depth=0):
+def speed_table(speed, p, n, depth=0, with_ik=False):
+    """Kestrel, llama.cpp (and ik_llama.cpp when with_ik) per row, with Kestrel / peer ratios; a
+    model column when --gguf files made rows of more than one model."""
     at = f" @ d{depth}" if depth else ""  # llama-bench's label for a test at a depth
-    lines = [f"| format | threads | Kestrel pp{p}{at} tok/s | llama.cpp pp{p}{at} tok/s | ratio | "
-             f"Kestrel tg{n}{at} tok/s | llama.cpp tg{n}{at} tok/s | ratio |",
-             "|:--|--:|--:|--:|--:|--:|--:|--:|"]
+    with_model = len({row.get("model") for row in speed}) > 1
+    head, align = ["format", "threads"], [":--", "--:"]
+    if with_model:
+        head, align = ["model"] + head, [":--"] + align
+    for kind, count in (("pp", p), ("tg", n)):
+        head += [f"Kestrel {kind}{count}{at} tok/s", f"llama.cpp {kind}{count}{at} tok/s", "ratio"]
+        if with_ik:
+            head += [f"ik_llama.cpp {kind}{count}{at} tok/s", "ratio ik"]
+    align += ["--:"] * (len(head) - len(align))
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"]
     for row in speed:
-        k, l = row["kestrel"], row["llama_cpp"]
-        lines.append(f"| {row['format']} | {row['threads']} | {fmt_speed(k.get('pp'))} | "
-                     f"{fmt_speed(l.get('pp'))} | {ratio(k.get('pp'), l.get('pp'))} | "
-                     f"{fmt_speed(k.get('tg'))} | {fmt_speed(l.get('tg'))} | "
-                     f"{ratio(k.get('tg'), l.get('tg'))} |")
+        k, l, ik = row["kestrel"], row["llama_cpp"], row.get("ik_llama_cpp") or {}
+        cells = ([row.get("model", "")] if with_model else []) + [row["format"],
+                                                                  str(row["threads"])]
+        for kind in ("pp", "tg"):
+            cells += [fmt_speed(k.get(kind)), fmt_speed(l.get(kind)),
+                      ratio(k.get(kind), l.get(kind))]
+            if with_ik:
+                cells += [fmt_speed(ik.get(kind)), ratio(k.get(kind), ik.get(kind))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+RUNTIMES = (("Kestrel", "kestrel"), ("llama.cpp", "llama_cpp"), ("ik_llama.cpp", "ik_llama_cpp"))
+
+
+def machine_limits(matmul_bench):
+    """This machine's read bandwidth (B/s) and int8 peak (OP/s) per thread count, from Kestrel's
+    bench/matmul_bench BM_MachinePeak: {"read": {threads: B/s}, "int8": {threads: OP/s},
+    "target": the Highway target it ran}."""
+    cmd = [str(matmul_bench), "--benchmark_filter=^BM_MachinePeak", "--benchmark_format=json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"{' '.join(cmd)} failed:\n{r.stderr.strip()}")
+    found = json.loads(r.stdout)["benchmarks"]
+    if not found:
+        die(f"{' '.join(cmd)} ran no BM_MachinePeak: is {matmul_bench} Kestrel's matmul_bench?")
+    limits = {"read": {}, "int8": {}, "target": found[0].get("label")}
+    for key, value in found[0].items():
+        m = re.fullmatch(r"(read_B/s|int8_OP/s)(?:_(\d+)t)?", key)
+        if m:
+            limits["read" if m.group(1) == "read_B/s" else "int8"][int(m.group(2) or 1)] = value
+    if not limits["int8"]:
+        log(f"warning: {matmul_bench} reports no int8_OP/s (it predates Int8PeakOps; rebuild it: "
+            f"ninja matmul_bench): no prefill fractions")
+    return limits
+
+
+def best_limits(a, b):
+    """The higher figure of two measurements of machine_limits (the machine is shared: the lower
+    one met more competition)."""
+    return {"target": a["target"],
+            **{key: {t: max(a[key].get(t, 0), b[key].get(t, 0))
+                     for t in set(a[key]) | set(b[key])} for key in ("read", "int8")}}
+
+
+def fractions(row, figures, limits, p):
+    """{runtime: {"tg": share of read bandwidth, "pp": share of int8 peak}} for one speed row."""
+    t = row["threads"]
+    read, int8 = limits["read"].get(t), limits["int8"].get(t)
+    ops_per_token = 2 * figures["layer_params"] + 2 * figures["head_params"] / max(p, 1)
+    out = {}
+    for _, key in RUNTIMES:
+        speed = row.get(key) or {}
+        out[key] = {
+            "tg": (speed["tg"] * figures["decode_bytes"] / read
+                   if speed.get("tg") and read else None),
+            "pp": speed["pp"] * ops_per_token / int8 if speed.get("pp") and int8 else None}
+    return out
+
+
+def percent(x):
+    return f"{100 * x:.0f}%" if x is not None else "n/a"
+
+
+def fraction_table(speed, p, n, with_ik=False):
+    """Per row: decode's share of the read bandwidth and prefill's of the int8 peak, each
+    runtime's, with the machine figures they divide by."""
+    with_model = len({row.get("model") for row in speed}) > 1
+    names = [(name, key) for name, key in RUNTIMES if with_ik or key != "ik_llama_cpp"]
+    head = (["model"] if with_model else []) + ["format", "threads", "weights MB/token",
+                                                "read GB/s"]
+    head += [f"{name} tg{n} of BW" for name, _ in names] + ["int8 GOP/s"]
+    head += [f"{name} pp{p} of int8" for name, _ in names]
+    lines = ["| " + " | ".join(head) + " |",
+             "|:--" * (2 if with_model else 1) + "|--:" * (len(head) - (2 if with_model else 1))
+             + "|"]
+    for row in speed:
+        f, m = row.get("fractions"), row.get("machine")
+        if not f:
+            continue
+        cells = ([row.get("model", "")] if with_model else []) + [row["format"],
+                                                                  str(row["threads"])]
+        cells.append(f"{row['weights']['decode_bytes'] / 1e6:.0f}")
+        cells.append(f"{m['read'] / 1e9:.1f}" if m["read"] else "n/a")
+        cells += [percent(f[key]["tg"]) for _, key in names]
+        cells.append(f"{m['int8'] / 1e9:.0f}" if m["int8"] else "n/a")
+        cells += [percent(f[key]["pp"]) for _, key in names]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -529,7 +742,7 @@ def speed_cache_description(depth, kv_type):
     if not depth and not kv_type:
         return "its default (f16) KV cache"
     cache = (f"a {KV_TYPES_FOR_LLAMA_BENCH[kv_type]} KV cache (Kestrel's: {kv_type})" if kv_type
-             else "its default (f16) KV cache (Kestrel's: f32)")
+             else "its default (f16) KV cache, as Kestrel's")
     at = f", {depth} tokens deep" if depth else ""
     return f"flash attention and {cache}{at}"
 
@@ -567,13 +780,24 @@ def parse_args():
     llama.add_argument("--llama-bench", type=Path, default=None,
                        help="with llama-cpp-python: llama.cpp's llama-bench binary, to take "
                             "llama.cpp's speed from it")
-    ap.add_argument("--llama-kv", default="f32", choices=sorted(LLAMA_KV_TYPES),
-                    help="llama.cpp's KV cache type for perplexity: f32 as Kestrel's (default), "
-                         "or f16, llama.cpp's default")
+    ap.add_argument("--llama-kv", default="f16", choices=sorted(LLAMA_KV_TYPES),
+                    help="the KV cache type of both runtimes' perplexity runs: f16, the default "
+                         "of both (default), or f32")
     ap.add_argument("--threads", default="1,2", type=lambda s: parse_list(s, cast=int),
                     help="thread counts, e.g. 1,2 (default 1,2)")
-    ap.add_argument("--formats", default=",".join(FORMATS),
-                    type=lambda s: parse_list(s, FORMATS), help="weight formats (default all)")
+    ap.add_argument("--formats", default=None,
+                    type=lambda s: parse_list(s, FORMATS),
+                    help="weight formats of --model (default all; none when --gguf is given)")
+    ap.add_argument("--gguf", action="append", default=[], metavar="PATH[,PATH...]",
+                    type=lambda s: parse_list(s, cast=Path),
+                    help="pre-made GGUFs (e.g. bench/real_shape_gguf.py's) to run as they are, "
+                         "speed only; may be repeated")
+    ap.add_argument("--ik-llama-cpp-bin", type=Path, default=None, metavar="DIR",
+                    help="folder holding ik_llama.cpp's llama-bench (scripts/build-ik-llama-cpp.sh "
+                         "prints it): a third column, run with " + " ".join(IK_LLAMA_BENCH_FLAGS))
+    ap.add_argument("--matmul-bench", type=Path, default=None, metavar="PATH",
+                    help="Kestrel's bench/matmul_bench, for the machine's read bandwidth and int8 "
+                         "peak (default KESTREL_BIN/bench/matmul_bench)")
     ap.add_argument("-p", type=int, default=512, help="prompt tokens for pp (default 512)")
     ap.add_argument("-n", type=int, default=128, help="generated tokens for tg (default 128)")
     ap.add_argument("-r", type=int, default=3, help="repetitions after one warm-up (default 3)")
@@ -588,7 +812,7 @@ def parse_args():
                     help=f"chunks of {PPL_CTX} tokens for perplexity; 0 skips it (default 8)")
     ap.add_argument("--out-dir", type=Path, default=None,
                     help="cache for the GGUF and .kes files, and results.json "
-                         "(default models/compare/MODEL)")
+                         "(default models/compare/MODEL; models/compare/gguf with --gguf only)")
     ap.add_argument("--kestrel-bin", type=Path, default=REPO / "build" / "release",
                     help="folder holding kestrel and kestrel-convert (default build/release)")
     args = ap.parse_args()
@@ -604,8 +828,20 @@ def parse_args():
         ap.error(f"--llama-bench {args.llama_bench}: not an executable")
     if args.llama_cpp_bin and not args.llama_cpp_bin.is_dir():
         ap.error(f"--llama-cpp-bin {args.llama_cpp_bin}: not a folder")
+    if args.ik_llama_cpp_bin and not args.ik_llama_cpp_bin.is_dir():
+        ap.error(f"--ik-llama-cpp-bin {args.ik_llama_cpp_bin}: not a folder")
+    args.gguf = [path for paths in args.gguf for path in paths]
+    for path in args.gguf:
+        if not path.is_file():
+            ap.error(f"--gguf {path}: no such file (bench/real_shape_gguf.py makes them)")
+    if args.formats is None:
+        args.formats = [] if args.gguf else list(FORMATS)
+    if args.gguf and not args.formats and args.p == 0 and args.n == 0:
+        ap.error("nothing to do: --gguf files are measured for speed only, and -p and -n are 0")
+    if args.matmul_bench is None:
+        args.matmul_bench = args.kestrel_bin / "bench" / "matmul_bench"
     if args.out_dir is None:
-        args.out_dir = REPO / "models" / "compare" / args.model
+        args.out_dir = REPO / "models" / "compare" / (args.model if args.formats else "gguf")
     return args
 
 
@@ -614,9 +850,17 @@ def main():
     tools = check_llama_tools(args.llama_cpp_bin.resolve()) if args.llama_cpp_bin else None
     np, gguf, llama_cpp = import_bench_modules(need_llama_cpp=tools is None)
     kestrel_bin, convert_bin = check_binaries(args.kestrel_bin.resolve())
-    if args.ppl_chunks and not PPL_TEXT.is_file():
+    if args.ppl_chunks and args.formats and not PPL_TEXT.is_file():
         die(f"{PPL_TEXT} is missing (Debian's base-files has it); use --ppl-chunks 0 to skip")
     llama_bench = tools["llama-bench"] if tools else args.llama_bench
+    ik_bench = check_ik_bench(args.ik_llama_cpp_bin.resolve()) if args.ik_llama_cpp_bin else None
+    # ik_llama.cpp's llama-bench has no -d and no f32 KV cache.
+    ik_skip = ("its llama-bench has no -d (depth)" if args.depth else
+               "its llama-bench has no f32 KV cache" if args.kv_type and
+               KV_TYPES_FOR_LLAMA_BENCH[args.kv_type] not in IK_KV_TYPES else None)
+    if ik_bench and ik_skip:
+        log(f"warning: no ik_llama.cpp column: {ik_skip}")
+    matmul_bench = check_matmul_bench(args.matmul_bench.resolve()) if args.p or args.n else None
 
     if tools:
         def quantize(src, dst, fmt):
@@ -624,29 +868,59 @@ def main():
     else:
         def quantize(src, dst, fmt):
             llama_quantize(src, dst, fmt, llama_cpp)
-    models = prepare_models(args.model, args.formats, args.out_dir, convert_bin, np, gguf,
-                            quantize)
+    models = {}
+    if args.formats:
+        models = prepare_models(args.model, args.formats, args.out_dir, convert_bin, np, gguf,
+                                quantize)
+    rows = [{"model": args.model, "format": fmt, "gguf": g, "kes": k}
+            for fmt, (g, k) in models.items()]
+    rows += prepare_gguf_files(args.gguf, args.out_dir, convert_bin, gguf)
     info = machine_info(kestrel_bin, llama_cpp, tools)
+    limits = None
+    if matmul_bench:
+        log("machine limits: matmul_bench BM_MachinePeak, before the speed runs")
+        limits = machine_limits(matmul_bench)
 
     speed = []
+    builds = {"llama_cpp": {}, "ik_llama_cpp": {}}
     if args.p or args.n:
-        for fmt in args.formats:
-            gguf_path, kes_path = models[fmt]
-            log(f"speed {fmt}: kestrel bench, threads {args.threads}")
-            kestrel = kestrel_speed(kestrel_bin, kes_path, args.threads, args.p, args.n, args.r,
-                                    args.depth, args.kv_type)
-            if llama_bench:
-                log(f"speed {fmt}: llama-bench, threads {args.threads}")
-                bench = llama_bench_speed(llama_bench, gguf_path, args.threads, args.p,
-                                          args.n, args.r, args.depth, args.kv_type)
+        # One row and thread count at a time, the runtimes one after another: same run,
+        # interleaved, so a change in the machine's load meets all of them.
+        for row in rows:
+            label = f"{row['model']} {row['format']}" if args.gguf else row["format"]
+            figures = weight_figures(row["gguf"], gguf)
             for t in args.threads:
+                log(f"speed {label}, {t} threads: kestrel bench")
+                kestrel = kestrel_speed(kestrel_bin, row["kes"], [t], args.p, args.n, args.r,
+                                        args.depth, args.kv_type)[t]
                 if llama_bench:
-                    llama = bench[t]
+                    log(f"speed {label}, {t} threads: llama-bench")
+                    llama = llama_bench_speed(llama_bench, row["gguf"], [t], args.p, args.n,
+                                              args.r, args.depth, args.kv_type,
+                                              build=builds["llama_cpp"])[t]
                 else:
-                    log(f"speed {fmt}: llama.cpp, {t} threads")
-                    llama = llama_speed(gguf_path, t, args.p, args.n, args.r, np, llama_cpp)
-                speed.append({"format": fmt, "threads": t, "kestrel": kestrel[t],
-                              "llama_cpp": llama})
+                    log(f"speed {label}, {t} threads: llama.cpp")
+                    llama = llama_speed(row["gguf"], t, args.p, args.n, args.r, np, llama_cpp)
+                entry = {"model": row["model"], "format": row["format"], "threads": t,
+                         "kestrel": kestrel, "llama_cpp": llama, "weights": figures}
+                if ik_bench:
+                    entry["ik_llama_cpp"] = {}
+                    if not ik_skip:
+                        log(f"speed {label}, {t} threads: ik_llama.cpp llama-bench")
+                        entry["ik_llama_cpp"] = llama_bench_speed(
+                            ik_bench, row["gguf"], [t], args.p, args.n, args.r, args.depth,
+                            args.kv_type, IK_LLAMA_BENCH_FLAGS, builds["ik_llama_cpp"])[t]
+                speed.append(entry)
+        if limits:
+            log("machine limits: matmul_bench BM_MachinePeak, after the speed runs")
+            limits = best_limits(limits, machine_limits(matmul_bench))
+            for entry in speed:
+                t = entry["threads"]
+                entry["machine"] = {"read": limits["read"].get(t), "int8": limits["int8"].get(t)}
+                entry["fractions"] = fractions(entry, entry["weights"], limits, args.p)
+    if args.gguf and args.ppl_chunks:
+        log("perplexity: not measured for --gguf files (bench/real_shape_gguf.py's weights are "
+            "random, which makes it meaningless)")
 
     ppl = {}
     if args.ppl_chunks:
@@ -654,7 +928,8 @@ def main():
         for fmt in args.formats:
             gguf_path, kes_path = models[fmt]
             log(f"perplexity {fmt}: Kestrel, {args.ppl_chunks} chunks of {PPL_CTX}")
-            k = kestrel_perplexity(kestrel_bin, kes_path, PPL_TEXT, args.ppl_chunks, threads)
+            k = kestrel_perplexity(kestrel_bin, kes_path, PPL_TEXT, args.ppl_chunks, threads,
+                                   args.llama_kv)
             if tools:
                 log(f"perplexity {fmt}: llama-perplexity, {args.llama_kv} KV cache")
                 l = llama_perplexity_tool(tools["llama-perplexity"], gguf_path, PPL_TEXT,
@@ -674,13 +949,15 @@ def main():
             ppl[fmt] = {"kestrel": k, "llama_cpp": l}
 
     print(f"CPU: {info['cpu']} ({info['cores']} cores)")
+    models_label = ", ".join(([args.model] if args.formats else [])
+                             + [str(path) for path in args.gguf])
     if tools:
-        print(f"model: {args.model}; llama.cpp: C++ tools in {info['llama_cpp_tools']} "
+        print(f"model: {models_label}; llama.cpp: C++ tools in {info['llama_cpp_tools']} "
               f"({info['llama_cpp_version'] or 'version unknown'})")
         if info["llama_cpp_system_info"]:
             print(f"llama.cpp system_info: {info['llama_cpp_system_info']}")
     else:
-        print(f"model: {args.model}; llama.cpp speed from "
+        print(f"model: {models_label}; llama.cpp speed from "
               f"{args.llama_bench or 'llama-cpp-python'}")
         print(f"llama-cpp-python {info['llama_cpp_python']}: {info['llama_cpp_system_info']}")
     print("kestrel cpu:\n" + info["kestrel_cpu"] + "\n")
@@ -688,12 +965,31 @@ def main():
         print(f"Speed: median tokens/s of {args.r} runs after a warm-up; llama.cpp from "
               f"{'llama-bench' if llama_bench else 'llama-cpp-python'} with "
               f"{speed_cache_description(args.depth, args.kv_type)}; ratio = Kestrel / llama.cpp\n")
-        print(speed_table(speed, args.p, args.n, args.depth) + "\n")
+        if ik_bench:
+            # A source folder that is no git checkout of its own makes llama-bench report the
+            # commit of whatever repository holds it: the build script's stamp says more.
+            stamp = ik_bench.parent.parent.parent / "built-from"
+            source = (f"source {stamp.read_text().strip()} ({stamp})" if stamp.is_file() else
+                      f"build {builds['ik_llama_cpp'].get('commit', 'unknown')}")
+            builds["ik_llama_cpp"]["source"] = source
+            print(f"ik_llama.cpp: {ik_bench} {' '.join(IK_LLAMA_BENCH_FLAGS)}, {source}; "
+                  f"ratio ik = Kestrel / "
+                  f"ik_llama.cpp" + (f"; no column: {ik_skip}" if ik_skip else "") + "\n")
+        print(speed_table(speed, args.p, args.n, args.depth, with_ik=bool(ik_bench)) + "\n")
+        if limits:
+            threads_missing = sorted(t for t in args.threads if t not in limits["read"])
+            print(f"Fractions of this machine's limits, measured by {matmul_bench.name} "
+                  f"BM_MachinePeak ({limits['target']}) before and after the speed runs, the "
+                  f"higher figure: tg = tokens/s x weight bytes a token reads / read bandwidth; "
+                  f"pp = tokens/s x 2 x matmul parameters / int8 multiply-add peak (2 OP each)"
+                  + (f"; not measured at {threads_missing} threads" if threads_missing else "")
+                  + "\n")
+            print(fraction_table(speed, args.p, args.n, with_ik=bool(ik_bench)) + "\n")
     if ppl:
         kv_used = ", ".join(sorted({r["llama_cpp"]["kv_cache"] for r in ppl.values()}))
         print(f"Perplexity: {PPL_TEXT}, {args.ppl_chunks} chunks of {PPL_CTX} tokens; llama.cpp "
               f"from {'llama-perplexity' if tools else 'llama-cpp-python'}, KV cache {kv_used} "
-              f"(Kestrel's: f32); ± is the standard error; "
+              f"(Kestrel's the same); ± is the standard error; "
               f"difference = (Kestrel - llama.cpp) / llama.cpp\n")
         print(ppl_table(ppl))
 
@@ -706,8 +1002,14 @@ def main():
                                          "ppl_chunks": args.ppl_chunks, "ppl_ctx": PPL_CTX,
                                          "depth": args.depth, "kv_type": args.kv_type,
                                          "llama_bench_cache_flags":
-                                             llama_bench_cache_flags(args.depth, args.kv_type)},
-               "models": {f: {"gguf": str(g), "kes": str(k)} for f, (g, k) in models.items()},
+                                             llama_bench_cache_flags(args.depth, args.kv_type),
+                                         "gguf": [str(g) for g in args.gguf],
+                                         "ik_llama_cpp_bin": str(args.ik_llama_cpp_bin or ""),
+                                         "ik_llama_bench_flags":
+                                             IK_LLAMA_BENCH_FLAGS if ik_bench else []},
+               "models": {f"{r['model']} {r['format']}" if args.gguf else r["format"]:
+                          {"gguf": str(r["gguf"]), "kes": str(r["kes"])} for r in rows},
+               "machine_limits": limits, "builds": builds,
                "speed": speed, "perplexity": ppl}
     out = args.out_dir / "results.json"
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -170,6 +170,19 @@ void ModelShapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMicrosecond);
 }
 
+// SmolLM2-1.7B / Llama-3.2-1B: d_model 2048, FFN 8192. One matrix of the real model fits this
+// machine's L3; a decode step streams 1 GB of them from DRAM, so the decode rows that stand for
+// it are made taller than the real matrices (n_out 65536 / 16384: 75 MB in Q4_K).
+void LargeModelShapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"n", "k", "n_out"});
+  b->Args({1, 2048, 8192});    // decode: FFN gate or up, in cache
+  b->Args({1, 2048, 65536});   // decode from DRAM, k = d_model
+  b->Args({1, 8192, 16384});   // decode from DRAM, k = FFN (down)
+  b->Args({512, 2048, 8192});  // prefill: FFN gate or up
+  b->Args({512, 8192, 2048});  // prefill: FFN down
+  b->Unit(benchmark::kMicrosecond);
+}
+
 // all-MiniLM-L6-v2 (d_model 384, FFN 1536) on a 128-token text: the encoder's four matmuls.
 void EncoderShapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "k", "n_out"});
@@ -198,6 +211,8 @@ BENCHMARK_TEMPLATE(BM_MatMul, hwy::float16_t)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, hwy::bfloat16_t)->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_MatMul<q8>")->Apply(ModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, true)->Name("BM_MatMul<q4>")->Apply(ModelShapes);
+BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_LargeMatMul<q8>")->Apply(LargeModelShapes);
+BENCHMARK_TEMPLATE(BM_MatMulQuant, true)->Name("BM_LargeMatMul<q4>")->Apply(LargeModelShapes);
 BENCHMARK_TEMPLATE(BM_MatMul, float)->Name("BM_EncoderMatMul<f32>")->Apply(EncoderShapes);
 BENCHMARK(BM_MatMulF32Panels)->Name("BM_EncoderMatMul<f32_panels>")->Apply(EncoderShapes);
 BENCHMARK(BM_MatMulF32Panels)->Name("BM_MatMul<f32_panels>")->Apply(ModelShapes);
@@ -208,7 +223,10 @@ BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_WhisperMatMul<q8>")->Apply(W
 #define KESTREL_BENCH_BLOCKS(T)                                         \
   BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T)              \
       ->Name("BM_MatMul<" #T ">")                                       \
-      ->Apply(ModelShapes);
+      ->Apply(ModelShapes);                                             \
+  BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T)              \
+      ->Name("BM_LargeMatMul<" #T ">")                                  \
+      ->Apply(LargeModelShapes);
 KESTREL_BLOCK_TYPES(KESTREL_BENCH_BLOCKS)
 #undef KESTREL_BENCH_BLOCKS
 
@@ -242,12 +260,21 @@ void EncoderRows(benchmark::internal::Benchmark* b) {
 BENCHMARK_TEMPLATE(BM_QuantizeRows, false)->Name("BM_QuantizeRows<plain>")->Apply(EncoderRows);
 BENCHMARK_TEMPLATE(BM_QuantizeRows, true)->Name("BM_QuantizeRows<scaled>")->Apply(EncoderRows);
 
-// The limits the fractions above divide by, printed once per run.
+// The limits the fractions above divide by, printed once per run: one thread's, and the read
+// bandwidth and int8 peak of T threads together (counters suffixed _Tt; T in PeakThreadCounts)
+// for bench/compare_llama_cpp.py's fractions at each thread count.
 void BM_MachinePeak(benchmark::State& state) {
   const double fma_peak = bench::FmaPeakFlops(), read_bandwidth = bench::ReadBandwidth();
-  for (auto _ : state) benchmark::DoNotOptimize(fma_peak + read_bandwidth);
+  const double int8_peak = bench::Int8PeakOps();
+  for (auto _ : state) benchmark::DoNotOptimize(fma_peak + read_bandwidth + int8_peak);
   state.counters["FMA_FLOP/s"] = fma_peak;
   state.counters["read_B/s"] = read_bandwidth;
+  state.counters["int8_OP/s"] = int8_peak;
+  for (const int threads : bench::PeakThreadCounts()) {
+    const std::string suffix = "_" + std::to_string(threads) + "t";
+    state.counters["read_B/s" + suffix] = bench::ReadBandwidth(threads);
+    state.counters["int8_OP/s" + suffix] = bench::Int8PeakOps(threads);
+  }
   state.SetLabel(ChosenTargetName());
 }
 BENCHMARK(BM_MachinePeak)->Iterations(1);

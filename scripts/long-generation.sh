@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A long generation past the context, checking that it runs in constant memory at a steady speed
 # (issue 11's acceptance run; minutes, not a ctest test):
-#   scripts/long-generation.sh MODEL.kes [-n 100000] [--ctx 4096] [-t 1] [--kv-type f32]
+#   scripts/long-generation.sh MODEL.kes [-n 100000] [--ctx 4096] [-t 1] [--kv-type f16]
 #       [--window 1000] [--early 4000] [--kestrel build/release/kestrel] [--timings FILE]
 # Generates n tokens with --ignore-eos, then compares the process's peak resident memory after
 # early + window tokens with that at the end (equal within 1 MiB) and the p99 decode latency of
@@ -10,7 +10,7 @@
 # file (`kestrel run --timings`); otherwise it is deleted.
 set -euo pipefail
 
-model="" n=100000 ctx=4096 threads=1 kv=f32 window=1000 early=4000
+model="" n=100000 ctx=4096 threads=1 kv=f16 window=1000 early=4000
 kestrel=build/release/kestrel keep_timings=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
