@@ -507,7 +507,8 @@ using SumTermRun = SumTerm[2 * kSumRun];
 // vpmaddubsw + vpmaddwd, against bytes of 1) are folded with two levels of horizontal adds: ~4
 // instructions per sub-block and token, where vpsadbw one sub-block at a time took ~12 (512 x
 // 2048 -> 640 on one Zen 5 core: 11.8 -> 10.4 ms).
-HWY_INLINE void Q2KHalfTerms(const Q8ActRow& a, size_t sub, SumTerm* HWY_RESTRICT out) {
+HWY_INLINE void Q2KHalfTerms(const Q8ActRow& a, size_t sub, __m256* first_terms,
+                             __m256* second_terms) {
   const int8_t* HWY_RESTRICT q = a.q + sub * kGgmlSubBlockElems;
   __m256i fours[kSumRun];  // lanes 0-3: sums of 4 in the first half, 4-7 the second
   for (size_t i = 0; i < kSumRun; ++i) {
@@ -527,9 +528,14 @@ HWY_INLINE void Q2KHalfTerms(const Q8ActRow& a, size_t sub, SumTerm* HWY_RESTRIC
   const __m256 xs = _mm256_loadu_ps(a.scale + sub);
   const __m256i first = _mm256_permute2x128_si256(s03, s47, 0x20);
   const __m256i second = _mm256_permute2x128_si256(s03, s47, 0x31);
-  _mm256_store_ps(reinterpret_cast<float*>(out), _mm256_mul_ps(xs, _mm256_cvtepi32_ps(first)));
-  _mm256_store_ps(reinterpret_cast<float*>(out + kSumRun),
-                  _mm256_mul_ps(xs, _mm256_cvtepi32_ps(second)));
+  *first_terms = _mm256_mul_ps(xs, _mm256_cvtepi32_ps(first));
+  *second_terms = _mm256_mul_ps(xs, _mm256_cvtepi32_ps(second));
+}
+HWY_INLINE void Q2KHalfTerms(const Q8ActRow& a, size_t sub, SumTerm* HWY_RESTRICT out) {
+  __m256 first, second;
+  Q2KHalfTerms(a, sub, &first, &second);
+  _mm256_store_ps(reinterpret_cast<float*>(out), first);
+  _mm256_store_ps(reinterpret_cast<float*>(out + kSumRun), second);
 }
 
 template <GgmlBlockType T>
@@ -707,6 +713,8 @@ HWY_INLINE void GroupSmallTileX86(const uint8_t* w, const BlockLayout& layout, s
     GroupTileX86<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   } else if constexpr (T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K) {
     GroupDecodeK4Vnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  } else if constexpr (T == GgmlBlockType::kQ6_K) {
+    GroupDecodeQ6KVnni<kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   } else {
     GroupDecodeVnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   }
