@@ -19,6 +19,7 @@ debian_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libutf8proc-dev
   libkissfft-dev libsamplerate0-dev dpkg-dev
   libxxhash-dev  # the weights checksum, header-only (runtime/weights_checksum.cc)
+  libxsimd-dev   # bench/xsimd_bench only (docs/simd-layer.md), header-only; skipped if absent
   espeak-ng sox  # test speech for the Whisper tests, made offline
 )
 cross=0
