@@ -55,6 +55,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from compare_llama_cpp import copy_field  # bench/: one metadata copier for both scripts
+
 REPO = Path(__file__).resolve().parent.parent
 
 # Llama 3's RoPE frequency scaling ("rope_scaling": {"rope_type": "llama3", ...} in config.json).
@@ -185,22 +187,6 @@ def add_tokenizer(writer, reader, vocab, gguf):
             writer.add_key_value(name, scores, array, sub_type=gguf.GGUFValueType.FLOAT32)
         else:
             copy_field(writer, field, gguf)
-
-
-def copy_field(writer, field, gguf):
-    """One metadata field as stored, strings as raw bytes (no decode/encode round trip)."""
-    vtype = field.types[0]
-    if vtype == gguf.GGUFValueType.ARRAY:
-        sub_type = field.types[-1]
-        if sub_type == gguf.GGUFValueType.STRING:
-            value = [bytes(field.parts[i]) for i in field.data]
-        else:
-            value = field.contents()
-        writer.add_key_value(field.name, value, vtype, sub_type=sub_type)
-    elif vtype == gguf.GGUFValueType.STRING:
-        writer.add_key_value(field.name, bytes(field.parts[-1]), vtype)
-    else:
-        writer.add_key_value(field.name, field.contents(), vtype)
 
 
 def write_f16_gguf(name, shape, path, tokenizer_from, seed, std, np, gguf):

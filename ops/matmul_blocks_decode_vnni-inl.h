@@ -215,6 +215,21 @@ HWY_NOINLINE void GroupDecodeVnni(const uint8_t* HWY_RESTRICT w, const BlockLayo
   }
 }
 
+// A token's four outputs y[0..3]: the rows' sums in acc's [r0 r0 r1 r1 r2 r2 r3 r3] lanes of both
+// halves, plus per-block terms on [row][8 lanes] vectors (rows 0-1 in terms01, 2-3 in terms23).
+HWY_INLINE void StoreGroupRows(__m512 acc, __m512 terms01, __m512 terms23, float* y) {
+  const __m256 sum = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1));
+  const __m128 rows = _mm_hadd_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+  // Each row's 8 lanes: [r0 r0 r1 r1 | r0 r0 r1 r1] pair sums, then rows 0-3.
+  const __m256 t01 =
+      _mm256_hadd_ps(_mm512_castps512_ps256(terms01), _mm512_extractf32x8_ps(terms01, 1));
+  const __m256 t23 =
+      _mm256_hadd_ps(_mm512_castps512_ps256(terms23), _mm512_extractf32x8_ps(terms23, 1));
+  const __m256 t = _mm256_hadd_ps(t01, t23);
+  const __m128 terms = _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+  _mm_storeu_ps(y, _mm_add_ps(rows, terms));
+}
+
 // Q4_K / Q5_K against 1 to 4 tokens: GroupDecodeVnni's plan with each block's work taken out of
 // its sub-block loop. Per block and token, the token's 8 activation scales are multiplied into
 // the four rows' 8 scales, and the min terms (min * x_scale * sum(x)) of all 8 sub-blocks are
@@ -278,17 +293,7 @@ HWY_NOINLINE void GroupDecodeK4Vnni(const uint8_t* HWY_RESTRICT w, const BlockLa
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {
-    const __m512 both = _mm512_add_ps(acc[t], acc2[t]);
-    const __m256 sum = _mm256_add_ps(_mm512_castps512_ps256(both), _mm512_extractf32x8_ps(both, 1));
-    const __m128 rows = _mm_hadd_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
-    // Each row's 8 min lanes: [r0 r0 r1 r1 | r0 r0 r1 r1] pair sums, then rows 0-3.
-    const __m256 m01 = _mm256_hadd_ps(_mm512_castps512_ps256(min01[t]),
-                                      _mm512_extractf32x8_ps(min01[t], 1));
-    const __m256 m23 = _mm256_hadd_ps(_mm512_castps512_ps256(min23[t]),
-                                      _mm512_extractf32x8_ps(min23[t], 1));
-    const __m256 m = _mm256_hadd_ps(m01, m23);
-    const __m128 mins = _mm_add_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    _mm_storeu_ps(y + t * n_out, _mm_add_ps(rows, mins));
+    StoreGroupRows(_mm512_add_ps(acc[t], acc2[t]), min01[t], min23[t], y + t * n_out);
   }
 }
 
@@ -383,15 +388,6 @@ HWY_NOINLINE void GroupDecodeQ6KVnni(const uint8_t* HWY_RESTRICT w, const BlockL
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {
-    const __m512 both = _mm512_add_ps(acc[t], acc2[t]);
-    const __m256 sum = _mm256_add_ps(_mm512_castps512_ps256(both), _mm512_extractf32x8_ps(both, 1));
-    const __m128 rows = _mm_hadd_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
-    const __m256 c01 = _mm256_hadd_ps(_mm512_castps512_ps256(center01[t]),
-                                      _mm512_extractf32x8_ps(center01[t], 1));
-    const __m256 c23 = _mm256_hadd_ps(_mm512_castps512_ps256(center23[t]),
-                                      _mm512_extractf32x8_ps(center23[t], 1));
-    const __m256 c = _mm256_hadd_ps(c01, c23);
-    const __m128 centers = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
-    _mm_storeu_ps(y + t * n_out, _mm_add_ps(rows, centers));
+    StoreGroupRows(_mm512_add_ps(acc[t], acc2[t]), center01[t], center23[t], y + t * n_out);
   }
 }
