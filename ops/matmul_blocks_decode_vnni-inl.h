@@ -15,7 +15,8 @@
 // - Centered quants (Q6_K, Q3_K: q - 32, q - 4) are signed: they multiply x + 128 and each lane
 //   starts at -128 * sum(w), as Q8_0 does; [c0 | c1] and [c2 | c3] are the sub-block's two
 //   halves of 16 with their own scales.
-// Integer sums as the 256-bit tile's; the f32 sums run in another order.
+// Integer sums as the 256-bit tile's; the f32 sums run in another order. Q4_K, Q5_K and Q6_K
+// take kernels of their own below (GroupDecodeK4Vnni, GroupDecodeQ6KVnni), this one the others.
 // bench/matmul_bench, n:1, k 640, one Zen 5 core, against the 256-bit tile: with the weights in
 // cache (n_out 2048) Q4_1 45 -> 52 GB/s, Q5_0 39 -> 46, Q4_K 25 -> 32, Q5_K 28 -> 35, Q6_K 37 ->
 // 44, Q3_K 15 -> 19; from DRAM (n_out 262144) 5-25% faster, Q4_K 23-25 -> 28-29 GB/s.
@@ -135,18 +136,12 @@ HWY_NOINLINE void GroupDecodeVnni(const uint8_t* HWY_RESTRICT w, const BlockLayo
     // Scales (and the halved mins) of the block: the one-scale types' lane vectors, or the
     // K-quants' per-row vectors. Scale index j of the block's sub-block s in [c0 | c1] lanes.
     __m256 scale[kMaxScales], min[kMaxScales], lo[4] = {}, hi[4] = {};
-    constexpr bool kK4 = T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K;
-    K4GroupScales k4 = {};
-    if constexpr (kK4) {
-      k4 = DecodeK4GroupScales(w + layout.RecordOffset(r0, blk), 0.5f);
-    } else if constexpr (kRowScales) {
+    if constexpr (kRowScales) {
       GroupScaleRows<T>(w + layout.RecordOffset(r0, blk), lo, hi);
     } else {
       GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
     }
-    // Unused (dead code) for the one-scale types.
-    const RowPairs lo_rows = kK4 ? RowPairs(k4.scale01, k4.scale23) : RowPairs(lo);
-    const RowPairs hi_rows = kK4 ? RowPairs(k4.min01, k4.min23) : RowPairs(hi);
+    const RowPairs lo_rows(lo), hi_rows(hi);  // unused (dead code) for the one-scale types
     const auto scale_at = [&](size_t j) {
       if constexpr (!kRowScales) return BothHalves(scale[j]);
       return j < 8 ? lo_rows.Lanes(j) : hi_rows.Lanes(j - 8);
