@@ -63,6 +63,13 @@ class Session {
   const Model& model() const { return model_; }
   // Scratch for the sampler: memory().sampler_bytes bytes inside the arena.
   void* sampler_scratch() const { return arena_.data() + memory_.sampler_offset; }
+  // Calls observer before every op of every later Prefill, Decode and Score (kestrel bench
+  // --profile times the steps with it); nullptr: none.
+  void SetStepObserver(StepObserver observer, void* context) {
+    for (BoundPlan* plan : {&prefill_, &decode_, &score_, &cross_}) {
+      plan->SetObserver(observer, context);
+    }
+  }
   // Forgets the sequence: the next token goes to position 0.
   void Reset() { position_ = 0; }
   // Goes back to `position` (at most position()), keeping the keys and values of the positions

@@ -156,6 +156,48 @@ TEST_P(LongGenerationCliTest, BenchAtDepths) {
   EXPECT_NE(json.out.find("\"context\": 56"), std::string::npos) << json.out;
 }
 
+// --profile adds, per test, a table of the step's time by op: every op of the decode plan has a
+// row (the matmuls with their weight type, shape and bytes per second) and the shares add up to
+// the whole; it refuses --json, whose document has no place for it.
+TEST_P(LongGenerationCliTest, BenchProfileSplitsEachTestByOp) {
+  const ProcessResult r = Cli({"bench", tiny_.kes, "-p", "16", "-n", "8", "-r", "2", "-t", "1",
+                               "--profile", "--kv-type", "f32"});
+  ASSERT_TRUE(Succeeded(r));
+  const size_t pp = r.out.find("pp16, 1 thread: time per prompt by op");
+  const size_t tg = r.out.find("tg8, 1 thread: time per token by op");
+  ASSERT_NE(pp, std::string::npos) << r.out;
+  ASSERT_NE(tg, std::string::npos) << r.out;
+  const std::string decode = r.out.substr(tg);
+  for (const char* op : {"| MatMul ", "| Attention ", "| RmsNorm ", "| Embed ", "| total "}) {
+    EXPECT_NE(decode.find(op), std::string::npos) << op << " missing:\n" << decode;
+  }
+  double share = 0;
+  size_t matmul_rates = 0;
+  for (size_t at = decode.find("\n| "); at != std::string::npos;
+       at = decode.find("\n| ", at + 1)) {
+    const std::string row = decode.substr(at + 1, decode.find('\n', at + 1) - at - 1);
+    std::vector<std::string> cells;
+    for (size_t c = 0, bar; (bar = row.find('|', c)) != std::string::npos; c = bar + 1) {
+      if (bar > c) cells.push_back(row.substr(c, bar - c));
+    }
+    if (cells.size() != 5 || cells[0].find("total") != std::string::npos) continue;
+    if (cells[0].find("op") != std::string::npos && cells[3].find("share") != std::string::npos) {
+      continue;  // the header
+    }
+    share += std::strtod(cells[3].c_str(), nullptr);
+    if (cells[0].find("MatMul") != std::string::npos) {
+      EXPECT_GT(std::strtod(cells[4].c_str(), nullptr), 0.0) << row;
+      ++matmul_rates;
+    }
+  }
+  EXPECT_GT(matmul_rates, 0u) << decode;
+  EXPECT_NEAR(share, 100.0, 1.0) << decode;
+
+  const ProcessResult json = Cli({"bench", tiny_.kes, "-n", "4", "--profile", "--json"});
+  EXPECT_TRUE(json.exited && json.exit_code == 1) << Describe(json);
+  EXPECT_NE(json.err.find("--profile"), std::string::npos) << json.err;
+}
+
 // A prompt longer than a sliding-window ring's spare slots: going back to the depth after each
 // repetition needs the filler prefilled again (Session::Rewind refuses), and the bench still runs.
 TEST_P(LongGenerationCliTest, BenchAtDepthWithSmallPrefillSteps) {

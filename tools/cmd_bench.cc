@@ -21,6 +21,7 @@
 #include "runtime/format.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
+#include "tools/bench_profile.h"
 #include "tools/bench_stats.h"
 #include "tools/cli.h"
 
@@ -39,6 +40,8 @@ const char kBenchUsage[] =
     "  --kv-type T           KV cache type: f32, f16 or int8 (default f16)\n"
     "  --sinks N             attention sinks kept once past the context (default 4)\n"
     "  --json                print one JSON document instead of the table\n"
+    "  --profile             after the table, each test's time per op kind and weight type\n"
+    "                        and the weight bytes per second of each matmul type\n"
     "  --disable-targets T   SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n"
     "encoder models (texts/s and latency per batch instead of prefill and decode):\n"
     "  --seq-len N[,N]       tokens per text (default 16,128)\n"
@@ -56,6 +59,7 @@ struct BenchOptions {
   KvOptions kv;
   EncoderBenchOptions encoder;
   bool json = false;
+  bool profile = false;
   bool n_gen_set = false;  // -n given (speech models default to 100 tokens per window)
 };
 
@@ -67,11 +71,17 @@ struct Result {
   Summary tokens_per_second;
   Summary ttft_ms;       // prefill only
   double p50_ms = 0, p90_ms = 0, p99_ms = 0;  // decode only, over every timed token
+  std::string profile;  // --profile's table
 };
 
 // The row's name in the table: "pp512", or "pp512 @ d4096" at a depth, as llama-bench labels it.
 std::string Label(const Result& r) {
   return r.depth == 0 ? r.test : r.test + " @ d" + std::to_string(r.depth);
+}
+
+// --profile's table title: "tg128, 1 thread".
+std::string ProfileTitle(const Result& r) {
+  return Label(r) + ", " + std::to_string(r.threads) + (r.threads == 1 ? " thread" : " threads");
 }
 
 // The decode loop's next token, as greedy sampling takes it (llama-bench's tg samples nothing;
@@ -117,6 +127,8 @@ Status ParseFlags(const std::vector<std::string>& args, BenchOptions* o, bool* h
       }
     } else if (arg == "--json") {
       o->json = true;
+    } else if (arg == "--profile") {
+      o->profile = true;
     } else if (arg == "--disable-targets") {
       s = flags.DisableTargets(arg);
     } else {
@@ -127,6 +139,8 @@ Status ParseFlags(const std::vector<std::string>& args, BenchOptions* o, bool* h
   KES_CHECK_OR_RETURN(!o->model_path.empty(), std::string("no model given\n") + kBenchUsage);
   WarnAboutThreads(*std::max_element(o->thread_counts.begin(), o->thread_counts.end()));
   KES_CHECK_OR_RETURN(o->n_prompt > 0 || o->n_gen > 0, "nothing to run: -p and -n are both 0");
+  KES_CHECK_OR_RETURN(!(o->profile && o->json),
+                      "--profile prints tables after the speed table; it does not go with --json");
   return OkStatus();
 }
 
@@ -163,13 +177,16 @@ Status ToDepth(Session& session, const std::vector<int32_t>& filler, size_t dept
 
 // The prefill test: -p tokens from position `depth`, time to first token included.
 Status BenchPrefill(Session& session, const BenchOptions& o, const std::vector<int32_t>& prompt,
-                    const std::vector<int32_t>& filler, size_t depth, Result* r) {
+                    const std::vector<int32_t>& filler, size_t depth, StepProfile* profile,
+                    Result* r) {
   r->test = "pp" + std::to_string(o.n_prompt), r->tokens = o.n_prompt;
   std::vector<double> speed, ttft;
   for (size_t rep = 0; rep <= o.repetitions; ++rep) {
     KES_RETURN_IF_ERROR(ToDepth(session, filler, depth, rep > 0));
+    if (profile != nullptr && rep > 0) profile->Attach(session);
     const Clock::time_point start = Clock::now();
     KES_RETURN_IF_ERROR(session.Prefill(prompt.data(), o.n_prompt));
+    if (profile != nullptr) profile->EndCall(), StepProfile::Detach(session);
     volatile int32_t first = Argmax(session.logits(), session.vocab_size());
     (void)first;
     const double seconds = Seconds(start, Clock::now());
@@ -179,6 +196,7 @@ Status BenchPrefill(Session& session, const BenchOptions& o, const std::vector<i
   }
   r->tokens_per_second = Summarize(speed);
   r->ttft_ms = Summarize(ttft);
+  if (profile != nullptr) r->profile = profile->Table(ProfileTitle(*r), o.repetitions);
   return OkStatus();
 }
 
@@ -186,21 +204,24 @@ Status BenchPrefill(Session& session, const BenchOptions& o, const std::vector<i
 // `latencies` is the caller's, reserved, so the timed loop allocates nothing.
 Status BenchDecode(Session& session, const BenchOptions& o, const std::vector<int32_t>& prompt,
                    const std::vector<int32_t>& filler, size_t depth,
-                   std::vector<double>* latencies, Result* r) {
+                   std::vector<double>* latencies, StepProfile* profile, Result* r) {
   r->test = "tg" + std::to_string(o.n_gen), r->tokens = o.n_gen;
   std::vector<double> speed;
   latencies->clear();
   for (size_t rep = 0; rep <= o.repetitions; ++rep) {
     KES_RETURN_IF_ERROR(ToDepth(session, filler, depth, rep > 0));
     int32_t token = prompt[0];
+    if (profile != nullptr && rep > 0) profile->Attach(session);
     const Clock::time_point start = Clock::now();
     for (size_t i = 0; i < o.n_gen; ++i) {
       const Clock::time_point t0 = Clock::now();
       KES_RETURN_IF_ERROR(session.Decode(token));
+      if (profile != nullptr) profile->EndCall();
       token = Argmax(session.logits(), session.vocab_size());
       if (rep > 0) latencies->push_back(Seconds(t0, Clock::now()) * 1e3);
     }
     const double seconds = Seconds(start, Clock::now());
+    if (profile != nullptr) StepProfile::Detach(session);
     if (rep > 0) speed.push_back(o.n_gen / seconds);
   }
   r->tokens_per_second = Summarize(speed);
@@ -208,6 +229,7 @@ Status BenchDecode(Session& session, const BenchOptions& o, const std::vector<in
   r->p50_ms = Percentile(*latencies, 0.50);
   r->p90_ms = Percentile(*latencies, 0.90);
   r->p99_ms = Percentile(*latencies, 0.99);
+  if (profile != nullptr) r->profile = profile->Table(ProfileTitle(*r), o.n_gen * o.repetitions);
   return OkStatus();
 }
 
@@ -231,11 +253,16 @@ Status RunBenchmarks(const Model& model, const BenchOptions& o, std::vector<Resu
       Result r;
       r.threads = threads, r.depth = depth;
       if (o.n_prompt > 0) {
-        KES_RETURN_IF_ERROR(BenchPrefill(*session, o, prompt, filler, depth, &r));
+        std::unique_ptr<StepProfile> profile;
+        if (o.profile) profile = std::make_unique<StepProfile>(model);
+        KES_RETURN_IF_ERROR(BenchPrefill(*session, o, prompt, filler, depth, profile.get(), &r));
         results->push_back(r);
       }
       if (o.n_gen > 0) {
-        KES_RETURN_IF_ERROR(BenchDecode(*session, o, prompt, filler, depth, &latencies, &r));
+        std::unique_ptr<StepProfile> profile;
+        if (o.profile) profile = std::make_unique<StepProfile>(model);
+        KES_RETURN_IF_ERROR(
+            BenchDecode(*session, o, prompt, filler, depth, &latencies, profile.get(), &r));
         results->push_back(r);
       }
     }
@@ -321,6 +348,7 @@ void PrintTable(const RunInfo& info, const MemoryPlan& memory, size_t repetition
                   width, Label(r).c_str(), speed, r.p50_ms, r.p90_ms, r.p99_ms);
     }
   }
+  for (const Result& r : results) std::fputs(r.profile.c_str(), stdout);
 }
 
 }  // namespace
