@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "converters/arch/arch.h"
@@ -21,24 +22,32 @@
 
 namespace {
 
-const char kUsage[] =
+// The help text's option descriptions start at this column and end by kHelpWidth.
+constexpr size_t kHelpIndent = 27;
+constexpr size_t kHelpWidth = 91;
+
+// `text` broken at spaces into lines indented to kHelpIndent.
+std::string HelpLines(const std::string& text) {
+  std::istringstream words(text);
+  std::string lines, line, word;
+  while (words >> word) {
+    if (!line.empty() && kHelpIndent + line.size() + 1 + word.size() > kHelpWidth) {
+      lines += std::string(kHelpIndent, ' ') + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return line.empty() ? lines : lines + std::string(kHelpIndent, ' ') + line + "\n";
+}
+
+const char kUsageHead[] =
     "usage: kestrel-convert INPUT OUTPUT.kes [options]\n"
     "INPUT is a GGUF file (decoders: Gemma 3, Llama, Qwen2) or a Hugging Face checkpoint folder\n"
     "(config.json, model.safetensors, tokenizer files; encoders: BERT, with the\n"
     "sentence-transformers pooling and normalization when the folder has them).\n"
-    "  --weights keep|f32|f16|bf16|q8|q4|q4_k_m|q4_k|q5_k|q6_k\n"
-    "                           dtype of matmul and embedding weights. keep (the default for a\n"
-    "                           quantized file; f32 otherwise): each tensor keeps its GGUF type\n"
-    "                           (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K,\n"
-    "                           Q5_K, Q6_K), values unchanged. q8 and q4 are ggml's Q8_0 and\n"
-    "                           Q4_0 (8.5 and 4.5 bits per weight). q4_k_m: llama.cpp's\n"
-    "                           Q4_K_M mix, each tensor in the type llama-quantize gives it\n"
-    "                           (Q4_K, Q6_K, and Q5_0/Q8_0 for rows not a multiple of 256).\n"
-    "                           q4_k, q5_k, q6_k: every weight in that K-quant (4.5, 5.5, 6.56\n"
-    "                           bits per weight), or, for rows not a multiple of 256, in\n"
-    "                           llama.cpp's fallback Q5_0, Q5_1 or Q8_0.\n"
-    "                           Quantized with ggml's reference quantizers, bit for bit; a\n"
-    "                           tensor already of the chosen type is moved losslessly\n"
+    "  --weights keep|f32|f16|bf16|q8|q4|q4_k_m|q4_k|q5_k|q6_k\n";
+
+const char kUsageTail[] =
     "                           Hugging Face checkpoints: f32, f16, bf16, q8 or q4; keep (the\n"
     "                           default) stores the checkpoint's own F32/F16/BF16\n"
     "  --prefill-tokens N       tokens per prefill step (default 512)\n"
@@ -54,6 +63,22 @@ const char kUsage[] =
     "                           matmul inputs are measured to smooth their outlier channels\n"
     "                           (SmoothQuant; default: the converter's own 58 texts); none: no\n"
     "                           smoothing\n";
+
+// The GGUF types --weights keep keeps are the dtype table's (runtime/dtype_table.h).
+std::string Usage() {
+  return kUsageHead +
+         HelpLines("dtype of matmul and embedding weights. keep (the default for a quantized "
+                   "file; f32 otherwise): each tensor keeps its GGUF type (" +
+                   kestrel::gguf::GgmlTypeList(false) +
+                   "), values unchanged. q8 and q4 are ggml's Q8_0 and Q4_0 (8.5 and 4.5 bits "
+                   "per weight). q4_k_m: llama.cpp's Q4_K_M mix, each tensor in the type "
+                   "llama-quantize gives it (Q4_K, Q6_K, and Q5_0/Q8_0 for rows not a multiple "
+                   "of 256). q4_k, q5_k, q6_k: every weight in that K-quant (4.5, 5.5, 6.56 bits "
+                   "per weight), or, for rows not a multiple of 256, in llama.cpp's fallback "
+                   "Q5_0, Q5_1 or Q8_0. Quantized with ggml's reference quantizers, bit for bit; "
+                   "a tensor already of the chosen type is moved losslessly.") +
+         kUsageTail;
+}
 
 const char kWeightChoices[] = "keep, f32, f16, bf16, q8, q4, q4_k_m, q4_k, q5_k or q6_k";
 
@@ -101,7 +126,7 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
     if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
+      std::fputs(Usage().c_str(), stdout);
       return 0;
     } else if (arg == "--version") {
       std::printf("%s\n", VersionText("kestrel-convert").c_str());
@@ -144,16 +169,16 @@ int main(int argc, char** argv) {
         return Fail("--calibration: expected a file of texts or none, found ''");
       }
     } else if (!arg.empty() && arg[0] == '-') {
-      return Fail("unknown option '" + arg + "'\n" + kUsage);
+      return Fail("unknown option '" + arg + "'\n" + Usage());
     } else if (input.empty()) {
       input = arg;
     } else if (output.empty()) {
       output = arg;
     } else {
-      return Fail("unexpected argument '" + arg + "'\n" + kUsage);
+      return Fail("unexpected argument '" + arg + "'\n" + Usage());
     }
   }
-  if (input.empty() || output.empty()) return Fail(std::string("need INPUT and OUTPUT\n") + kUsage);
+  if (input.empty() || output.empty()) return Fail("need INPUT and OUTPUT\n" + Usage());
   // Before any work: an output that would replace the input, or that cannot be written, is
   // refused now rather than after the conversion. The temporary exists from here on (removed on
   // every failure and on SIGINT/SIGTERM) and becomes OUTPUT only once verified.

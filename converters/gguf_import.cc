@@ -9,30 +9,15 @@
 namespace kestrel {
 
 bool DTypeOfGgmlType(gguf::GgmlType type, fb::DType* dtype) {
-  switch (type) {
-    case gguf::GgmlType::F32: *dtype = fb::DType::F32; return true;
-    case gguf::GgmlType::F16: *dtype = fb::DType::F16; return true;
-    case gguf::GgmlType::BF16: *dtype = fb::DType::BF16; return true;
-    case gguf::GgmlType::Q8_0: *dtype = fb::DType::Q8_0; return true;
-    case gguf::GgmlType::Q4_0: *dtype = fb::DType::Q4_0; return true;
-    case gguf::GgmlType::Q4_1: *dtype = fb::DType::Q4_1; return true;
-    case gguf::GgmlType::Q5_0: *dtype = fb::DType::Q5_0; return true;
-    case gguf::GgmlType::Q5_1: *dtype = fb::DType::Q5_1; return true;
-    case gguf::GgmlType::Q2_K: *dtype = fb::DType::Q2_K; return true;
-    case gguf::GgmlType::Q3_K: *dtype = fb::DType::Q3_K; return true;
-    case gguf::GgmlType::Q4_K: *dtype = fb::DType::Q4_K; return true;
-    case gguf::GgmlType::Q5_K: *dtype = fb::DType::Q5_K; return true;
-    case gguf::GgmlType::Q6_K: *dtype = fb::DType::Q6_K; return true;
-    default: return false;
-  }
+  const DTypeRow* row = FindGgmlType(type);
+  if (row == nullptr) return false;
+  *dtype = row->dtype;
+  return true;
 }
 
 bool HasQuantizedTensors(const gguf::File& file) {
   for (const gguf::TensorInfo& t : file.tensors()) {
-    if (t.type != gguf::GgmlType::F32 && t.type != gguf::GgmlType::F16 &&
-        t.type != gguf::GgmlType::BF16) {
-      return true;
-    }
+    if (gguf::BlockElements(t.type) > 1) return true;
   }
   return false;
 }
@@ -55,8 +40,7 @@ Status WeightDType(const gguf::File& file, const std::string& name, const Conver
   if (DTypeOfGgmlType(info->type, dtype)) return OkStatus();
   return Status::Error(
       "tensor '" + name + "' is " + gguf::GgmlTypeName(info->type) +
-      ", which --weights keep cannot keep (kept: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
-      "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)" +
+      ", which --weights keep cannot keep (kept: " + gguf::GgmlTypeList(false) + ")" +
       (gguf::CanDequantize(info->type)
            ? "; convert with --weights q4_k_m, q4_k, q5_k, q6_k, q8, q4, f16, bf16 or f32 "
              "(the tensor is dequantized, then stored in that type)"

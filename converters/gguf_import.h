@@ -26,8 +26,8 @@ struct ConvertOptions {
 
 // Stores GGUF tensor `name` as `dtype` with the .kes shape (outermost first, i.e. GGUF's ne
 // reversed); expected_shape (outermost first) must match. Returns the tensor id. A tensor already
-// of the quantized dtype asked for (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)
-// is repacked losslessly; anything else is dequantized exactly as ggml does, then converted
+// of the quantized dtype asked for (a row of runtime/dtype_table.h with a ggml block) is
+// repacked losslessly; anything else is dequantized exactly as ggml does, then converted
 // (rounded to nearest, or quantized with ggml's reference quantizer, converters/quantize.h).
 Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType dtype,
                     const std::vector<uint64_t>& expected_shape, KesModel* model, uint32_t* id);

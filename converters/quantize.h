@@ -17,8 +17,8 @@
 namespace kestrel {
 
 // ggml block sizes: an f16 scale followed by the quants.
-inline constexpr size_t kGgmlQ8BlockBytes = 34;
-inline constexpr size_t kGgmlQ4BlockBytes = 18;
+inline constexpr size_t kGgmlQ8BlockBytes = ops::GgmlBlockBytes(ops::GgmlBlockType::kQ8_0);
+inline constexpr size_t kGgmlQ4BlockBytes = ops::GgmlBlockBytes(ops::GgmlBlockType::kQ4_0);
 
 // One block of type t (ops::GgmlBlockBytes(t) bytes) from its ops::GgmlBlockElems(t) values.
 // 32-value types, with scale d (and min m for the _1 types) stored as f16:

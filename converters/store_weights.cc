@@ -17,13 +17,9 @@ std::string ShapeString(const std::vector<uint64_t>& shape) {
 }
 
 bool BlockTypeOf(fb::DType dtype, ops::GgmlBlockType* type) {
-  if (dtype == fb::DType::Q8_0) {
-    *type = ops::GgmlBlockType::kQ8_0;
-  } else if (dtype == fb::DType::Q4_0) {
-    *type = ops::GgmlBlockType::kQ4_0;
-  } else {
-    return KeptBlockType(dtype, type);
-  }
+  const DTypeRow* row = FindDType(dtype);
+  if (row == nullptr || !row->block) return false;
+  *type = *row->block;
   return true;
 }
 

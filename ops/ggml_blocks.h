@@ -10,6 +10,25 @@
 
 namespace kestrel::ops {
 
+// ggml's type ids (ggml.h's enum ggml_type) as GGUF files store them, for the types Kestrel
+// keeps; runtime/dtype_table.h says which .kes dtype holds each.
+enum class GgmlType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  BF16 = 30,
+};
+
+// The block formats, for kernels templated on them.
 enum class GgmlBlockType : uint8_t {
   kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K
 };

@@ -26,13 +26,12 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
       "tensor " + Num(id) + (t->name() ? " '" + t->name()->str() + "'" : std::string());
   KES_CHECK_OR_RETURN(t->name() != nullptr && t->name()->size() > 0, where + ": has no name");
   const fb::DType dtype = t->dtype();
-  const bool quantized = IsBlockQuantized(dtype) && dtype != fb::DType::Q8_ACT;
+  KES_CHECK_OR_RETURN(IsWeightDType(dtype), where + ": expected dtype " +
+                                                DTypeNames(IsWeightDType, " or ") +
+                                                ", found code " +
+                                                Num(static_cast<uint64_t>(dtype)));
+  const bool quantized = IsBlockQuantized(dtype);
   const bool panels = dtype == fb::DType::F32_PANELS;
-  KES_CHECK_OR_RETURN(dtype == fb::DType::F32 || dtype == fb::DType::F16 ||
-                          dtype == fb::DType::BF16 || quantized || panels,
-                      where + ": expected dtype f32, f32-panels, f16, bf16, q8, q4, q4_1, q5_0, "
-                              "q5_1, q2_k, q3_k, q4_k, q5_k or q6_k, found code " +
-                          Num(static_cast<uint64_t>(dtype)));
   KES_CHECK_OR_RETURN(t->shape() != nullptr && t->shape()->size() >= 1 && t->shape()->size() <= 4,
                       where + ": expected 1 to 4 dimensions, found " +
                           Num(t->shape() ? t->shape()->size() : 0));

@@ -21,10 +21,13 @@
 
 #include "converters/gguf/gguf_file.h"
 
-namespace kestrel::gguf {
+// Names the type in parameterized test output instead of printing its bytes (found by argument-
+// dependent lookup: gguf::GgmlType is ops::GgmlType).
+namespace kestrel::ops {
+void PrintTo(GgmlType t, std::ostream* os) { *os << gguf::GgmlTypeName(t); }
+}  // namespace kestrel::ops
 
-// Names the type in parameterized test output instead of printing its bytes.
-void PrintTo(GgmlType t, std::ostream* os) { *os << GgmlTypeName(t); }
+namespace kestrel::gguf {
 
 namespace {
 

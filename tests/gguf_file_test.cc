@@ -528,7 +528,9 @@ TEST(GgufMalformed, TensorProblems) {
   ExpectRejected(OneTensor({64}, q8, 4, 72), {"offset", "32-byte alignment", "found 4"});
   ExpectRejected(OneTensor({1, 1, 1, 1, 1}, f32, 0, 4), {"1 to 4 dimensions", "n_dims 5"});
   ExpectRejected(OneTensor({}, f32, 0, 4), {"1 to 4 dimensions", "n_dims 0"});
-  ExpectRejected(OneTensor({64}, 20, 0, 68), {"unknown ggml type 20"});
+  // The types it knows, each with its id (the list comes from runtime/dtype_table.h).
+  ExpectRejected(OneTensor({64}, 20, 0, 68),
+                 {"unknown ggml type 20", "expected one of F32 0, F16 1,", "Q4_K 12", "BF16 30"});
   ExpectRejected(OneTensor({64}, 0xFFFFFFFF, 0, 68), {"unknown ggml type 4294967295"});
   ExpectRejected(OneTensor({33}, q8, 0, 68),
                  {"ne[0] = 33", "not a multiple of the Q8_0 block size 32"});

@@ -5,15 +5,13 @@
 #include <string>
 
 #include "ops/ggml_blocks.h"
+#include "runtime/dtype_table.h"
 
 // Last: every product and sum rounded to f32 on its own, as ggml and gguf-py do.
 #include "ops/fp_contract_off.h"
 
 namespace kestrel::gguf {
 namespace {
-
-constexpr size_t kQK = 32;     // values per block of the Q4_0..Q8_0 family
-constexpr size_t kQK_K = 256;  // values per K-quant super-block
 
 uint16_t LoadU16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 uint32_t LoadU32(const uint8_t* p) {
@@ -27,43 +25,28 @@ float FromBits(uint32_t bits) {
   return f;
 }
 
-void BlockF32(const uint8_t* b, float* y) { *y = FromBits(LoadU32(b)); }
-void BlockF16(const uint8_t* b, float* y) { *y = LoadHalf(b); }
-void BlockBF16(const uint8_t* b, float* y) {
+void ValueF32(const uint8_t* b, float* y) { *y = FromBits(LoadU32(b)); }
+void ValueF16(const uint8_t* b, float* y) { *y = LoadHalf(b); }
+void ValueBF16(const uint8_t* b, float* y) {
   *y = FromBits(static_cast<uint32_t>(LoadU16(b)) << 16);
 }
 
-// The quantized types' blocks: ops/ggml_blocks.h, shared with the runtime's embedding lookup.
-template <ops::GgmlBlockType kType>
-void BlockQuantized(const uint8_t* b, float* y) {
-  ops::DequantizeGgmlBlock(kType, b, y);
+// The dequantizer of one value of a plain type; nullptr for the others.
+using ValueFn = void (*)(const uint8_t* bytes, float* value);
+ValueFn PlainValue(fb::DType dtype) {
+  switch (dtype) {
+    case fb::DType::F32: return ValueF32;
+    case fb::DType::F16: return ValueF16;
+    case fb::DType::BF16: return ValueBF16;
+    default: return nullptr;
+  }
 }
 
-using BlockFn = void (*)(const uint8_t* block, float* values);
-
-struct TypeTraits {
-  size_t block_elements;
-  size_t block_bytes;
-  BlockFn dequantize;  // nullptr: sizes known, dequantization not supported
-};
-
-TypeTraits Traits(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return {1, 4, BlockF32};
-    case GgmlType::F16: return {1, 2, BlockF16};
-    case GgmlType::BF16: return {1, 2, BlockBF16};
-    case GgmlType::Q4_0: return {kQK, 18, BlockQuantized<ops::GgmlBlockType::kQ4_0>};
-    case GgmlType::Q4_1: return {kQK, 20, BlockQuantized<ops::GgmlBlockType::kQ4_1>};
-    case GgmlType::Q5_0: return {kQK, 22, BlockQuantized<ops::GgmlBlockType::kQ5_0>};
-    case GgmlType::Q5_1: return {kQK, 24, BlockQuantized<ops::GgmlBlockType::kQ5_1>};
-    case GgmlType::Q8_0: return {kQK, 34, BlockQuantized<ops::GgmlBlockType::kQ8_0>};
-    case GgmlType::Q2_K: return {kQK_K, 84, BlockQuantized<ops::GgmlBlockType::kQ2_K>};
-    case GgmlType::Q3_K: return {kQK_K, 110, BlockQuantized<ops::GgmlBlockType::kQ3_K>};
-    case GgmlType::Q4_K: return {kQK_K, 144, BlockQuantized<ops::GgmlBlockType::kQ4_K>};
-    case GgmlType::Q5_K: return {kQK_K, 176, BlockQuantized<ops::GgmlBlockType::kQ5_K>};
-    case GgmlType::Q6_K: return {kQK_K, 210, BlockQuantized<ops::GgmlBlockType::kQ6_K>};
-  }
-  return {0, 0, nullptr};
+// The row of a type this file dequantizes: a plain one, or ggml blocks, which ops/ggml_blocks.h
+// dequantizes for the runtime's embedding lookup too. nullptr for the others.
+const DTypeRow* DequantizableRow(GgmlType t) {
+  const DTypeRow* row = FindGgmlType(t);
+  return row != nullptr && (row->block || PlainValue(row->dtype) != nullptr) ? row : nullptr;
 }
 
 std::string TypeLabel(GgmlType t) {
@@ -88,33 +71,45 @@ float Fp16ToFp32(uint16_t h) {
   return FromBits(sign | (float_exponent << 23) | ((mantissa & 0x03FF) << 13));
 }
 
-size_t BlockElements(GgmlType t) { return Traits(t).block_elements; }
-size_t BlockBytes(GgmlType t) { return Traits(t).block_bytes; }
-bool CanDequantize(GgmlType t) { return Traits(t).dequantize != nullptr; }
+size_t BlockElements(GgmlType t) {
+  const DTypeRow* row = FindGgmlType(t);
+  return row == nullptr ? 0 : row->block_elems;
+}
+size_t BlockBytes(GgmlType t) {
+  const DTypeRow* row = FindGgmlType(t);
+  return row == nullptr ? 0 : row->block_bytes;
+}
+bool CanDequantize(GgmlType t) { return DequantizableRow(t) != nullptr; }
 
 Status DequantizeRow(GgmlType t, const uint8_t* src, size_t n, float* dst) {
-  const TypeTraits traits = Traits(t);
-  if (traits.dequantize == nullptr) {
-    return Status::Error("cannot dequantize ggml type " + TypeLabel(t) +
-                         ": expected one of F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
-                         "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K");
+  const DTypeRow* row = DequantizableRow(t);
+  if (row == nullptr) {
+    return Status::Error("cannot dequantize ggml type " + TypeLabel(t) + ": expected one of " +
+                         GgmlTypeList(false));
   }
-  if (n % traits.block_elements != 0) {
+  if (n % row->block_elems != 0) {
     return Status::Error("dequantize " + TypeLabel(t) + ": expected a multiple of " +
-                         std::to_string(traits.block_elements) + " values, found " +
+                         std::to_string(row->block_elems) + " values, found " +
                          std::to_string(n));
   }
-  const size_t blocks = n / traits.block_elements;
+  const size_t blocks = n / row->block_elems;
+  const ValueFn value = PlainValue(row->dtype);
   for (size_t i = 0; i < blocks; ++i) {
-    traits.dequantize(src + i * traits.block_bytes, dst + i * traits.block_elements);
+    const uint8_t* block = src + i * row->block_bytes;
+    float* values = dst + i * row->block_elems;
+    if (row->block) {
+      ops::DequantizeGgmlBlock(*row->block, block, values);
+    } else {
+      value(block, values);
+    }
   }
   return OkStatus();
 }
 
 Status DequantizeRows(const TensorInfo& t, uint64_t first_row, uint64_t n_rows, float* dst) {
   const std::string where = "tensor '" + t.name + "'";
-  const TypeTraits traits = Traits(t.type);
-  if (t.ne.empty() || traits.block_elements == 0 || t.data == nullptr) {
+  const DTypeRow* row = FindGgmlType(t.type);
+  if (t.ne.empty() || row == nullptr || t.data == nullptr) {
     return Status::Error(where + ": expected a shape, a known type and mapped data");
   }
   uint64_t shape_elements = 1;
@@ -133,14 +128,14 @@ Status DequantizeRows(const TensorInfo& t, uint64_t first_row, uint64_t n_rows, 
                          "), asked for rows [" + std::to_string(first_row) + ", " +
                          std::to_string(first_row) + " + " + std::to_string(n_rows) + ")");
   }
-  if (row_length % traits.block_elements != 0 ||
-      t.n_bytes != t.n_elements / traits.block_elements * traits.block_bytes) {
+  if (row_length % row->block_elems != 0 ||
+      t.n_bytes != t.n_elements / row->block_elems * row->block_bytes) {
     return Status::Error(
         where + ": expected " + std::to_string(t.n_elements) + " " + GgmlTypeName(t.type) +
-        " values in whole blocks of " + std::to_string(traits.block_bytes) + " bytes, found " +
+        " values in whole blocks of " + std::to_string(row->block_bytes) + " bytes, found " +
         std::to_string(t.n_bytes) + " bytes and row length " + std::to_string(row_length));
   }
-  const uint64_t row_bytes = row_length / traits.block_elements * traits.block_bytes;
+  const uint64_t row_bytes = row_length / row->block_elems * row->block_bytes;
   if (n_rows * row_length > std::numeric_limits<size_t>::max()) {
     return Status::Error(where + ": " + std::to_string(n_rows * row_length) +
                          " values do not fit in memory");

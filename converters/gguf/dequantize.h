@@ -12,12 +12,12 @@
 
 namespace kestrel::gguf {
 
-// Values per block: 1 for F32/F16/BF16, 32 for Q4_0..Q8_0, 256 for K-quants; 0 if unknown.
+// Values per block: 1 for F32/F16/BF16, 32 for Q4_0..Q8_0, 256 for K-quants; 0 for a type
+// runtime/dtype_table.h has no row for.
 size_t BlockElements(GgmlType t);
-// Bytes per block (e.g. 18 for Q4_0, 144 for Q4_K); 0 if unknown.
+// Bytes per block (e.g. 18 for Q4_0, 144 for Q4_K); 0 for a type the table has no row for.
 size_t BlockBytes(GgmlType t);
-// F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K. (Other types,
-// e.g. the IQ ones, cannot be dequantized.)
+// The types of the table's rows (GgmlTypeList); others, e.g. the IQ ones, cannot be dequantized.
 bool CanDequantize(GgmlType t);
 
 // IEEE half to float, exact for every input: subnormals are kept (never flushed), infinities

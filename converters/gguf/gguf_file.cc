@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "converters/gguf/dequantize.h"
+#include "runtime/dtype_table.h"
 
 namespace kestrel::gguf {
 namespace {
@@ -299,22 +300,18 @@ void FormatValue(Cursor* c, ValueType type, size_t max_items, std::string* out) 
 }  // namespace
 
 const char* GgmlTypeName(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32: return "F32";
-    case GgmlType::F16: return "F16";
-    case GgmlType::Q4_0: return "Q4_0";
-    case GgmlType::Q4_1: return "Q4_1";
-    case GgmlType::Q5_0: return "Q5_0";
-    case GgmlType::Q5_1: return "Q5_1";
-    case GgmlType::Q8_0: return "Q8_0";
-    case GgmlType::Q2_K: return "Q2_K";
-    case GgmlType::Q3_K: return "Q3_K";
-    case GgmlType::Q4_K: return "Q4_K";
-    case GgmlType::Q5_K: return "Q5_K";
-    case GgmlType::Q6_K: return "Q6_K";
-    case GgmlType::BF16: return "BF16";
+  const DTypeRow* row = FindGgmlType(t);
+  return row == nullptr ? "unknown" : fb::EnumNameDType(row->dtype);
+}
+
+std::string GgmlTypeList(bool with_ids) {
+  std::string list;
+  for (const DTypeRow& row : kDTypeTable) {
+    if (!row.gguf) continue;
+    list += (list.empty() ? "" : ", ") + std::string(GgmlTypeName(*row.gguf));
+    if (with_ids) list += " " + std::to_string(static_cast<uint32_t>(*row.gguf));
   }
-  return "unknown";
+  return list;
 }
 
 const char* ValueTypeName(ValueType t) {
@@ -548,8 +545,7 @@ Status File::ParseTensorInfos(size_t* pos, uint64_t tensor_count) {
     const size_t block_elements = BlockElements(t.type);
     if (block_elements == 0) {
       return Status::Error(where + ": unknown ggml type " + Num(raw_type) +
-                           " (expected one of F32 0, F16 1, Q4_0 2, Q4_1 3, Q5_0 6, Q5_1 7, "
-                           "Q8_0 8, Q2_K 10, Q3_K 11, Q4_K 12, Q5_K 13, Q6_K 14, BF16 30)");
+                           " (expected one of " + GgmlTypeList(true) + ")");
     }
     if (t.ne[0] % block_elements != 0) {
       return Status::Error(where + ": row length ne[0] = " + Num(t.ne[0]) +

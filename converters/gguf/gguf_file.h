@@ -16,27 +16,16 @@
 #include <string_view>
 #include <vector>
 
+#include "ops/ggml_blocks.h"
 #include "runtime/status.h"
 
 namespace kestrel::gguf {
 
-// ggml tensor types this reader knows the block layout of (ids as in ggml.h).
-enum class GgmlType : uint32_t {
-  F32 = 0,
-  F16 = 1,
-  Q4_0 = 2,
-  Q4_1 = 3,
-  Q5_0 = 6,
-  Q5_1 = 7,
-  Q8_0 = 8,
-  Q2_K = 10,
-  Q3_K = 11,
-  Q4_K = 12,
-  Q5_K = 13,
-  Q6_K = 14,
-  BF16 = 30,
-};
+// ggml's type ids; the reader knows the blocks of those runtime/dtype_table.h has a row for.
+using GgmlType = ops::GgmlType;
 const char* GgmlTypeName(GgmlType t);  // "Q4_K" etc, "unknown" otherwise
+// The types the reader knows, for messages: "F32, F16, ..." or, with ids, "F32 0, F16 1, ...".
+std::string GgmlTypeList(bool with_ids);
 
 enum class ValueType : uint32_t {
   U8 = 0,

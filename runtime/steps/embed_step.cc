@@ -23,13 +23,6 @@ struct EmbedArgs {
   float scale;
 };
 
-bool HasLookup(fb::DType dtype) {
-  ops::GgmlBlockType kept;
-  return dtype == fb::DType::F32 || dtype == fb::DType::F32_PANELS || dtype == fb::DType::F16 ||
-         dtype == fb::DType::BF16 || dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 ||
-         KeptBlockType(dtype, &kept);
-}
-
 // The lookup of a kept GGUF type: plain code, nothing to dispatch.
 ErasedLookup BlockLookup(ops::GgmlBlockType type) {
   switch (type) {
@@ -71,7 +64,7 @@ Status Check(const OpCheck& c) {
                                "input must be i32 ids, one per row"));
   const fb::Tensor& table = c.Weight(0);
   KES_RETURN_IF_ERROR(c.Matrix(table, "embedding table"));
-  KES_RETURN_IF_ERROR(c.Expect(HasLookup(table.dtype()),
+  KES_RETURN_IF_ERROR(c.Expect(IsWeightDType(table.dtype()),
                                std::string("embedding table: no lookup for dtype ") +
                                    DTypeName(table.dtype())));
   // The ids index the table unchecked at run time: each input role bounds them differently.
@@ -107,34 +100,34 @@ void Bind(const BindContext& b, Step* step) {
   EmbedArgs a{};
   StepFn run = RunPacked<uint8_t>;
   const auto erase = [](auto lookup) { return reinterpret_cast<ErasedLookup>(lookup); };
-  switch (table.dtype()) {
-    case fb::DType::F16:
+  const DTypeRow& row = *FindDType(table.dtype());  // Check allows weight dtypes only
+  switch (row.kernels) {
+    case KernelFamily::kF16:
       a.lookup = erase(ops::ResolveEmbedF16());
       run = RunDense<hwy::float16_t>;
       break;
-    case fb::DType::BF16:
+    case KernelFamily::kBF16:
       a.lookup = erase(ops::ResolveEmbedBF16());
       run = RunDense<hwy::bfloat16_t>;
       break;
-    case fb::DType::Q8_0:  // one row dequantized per token: plain code, nothing to dispatch
+    case KernelFamily::kQ8_0:  // one row dequantized per token: plain code, nothing to dispatch
       a.lookup = erase(&ops::EmbedQ8);
       break;
-    case fb::DType::Q4_0:
+    case KernelFamily::kQ4_0:
       a.lookup = erase(&ops::EmbedQ4);
       break;
-    case fb::DType::F32:
+    case KernelFamily::kF32:
       a.lookup = erase(ops::ResolveEmbedF32());
       run = RunDense<float>;
       break;
-    case fb::DType::F32_PANELS:  // a tied output projection's panels: a strided copy
+    case KernelFamily::kF32Panels:  // a tied output projection's panels: a strided copy
       a.lookup = erase(&ops::EmbedF32Panels);
       run = RunPacked<float>;
       break;
-    default: {  // a kept GGUF type; Check allows nothing else
-      ops::GgmlBlockType kept = ops::GgmlBlockType::kQ4_1;
-      KeptBlockType(table.dtype(), &kept);
-      a.lookup = BlockLookup(kept);
-    }
+    case KernelFamily::kKeptBlocks:
+      a.lookup = BlockLookup(*row.block);
+      break;
+    case KernelFamily::kNone: break;
   }
   a.table = b.WeightData(0);
   a.vocab = table.shape()->Get(0);

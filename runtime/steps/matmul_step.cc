@@ -50,13 +50,6 @@ size_t EpilogueTokens(bool quantized, size_t x_row_bytes) {
   return std::max<size_t>(kQuantizedEpilogueTokens, kFloatEpilogueBytes / x_row_bytes / 16 * 16);
 }
 
-bool HasKernel(fb::DType dtype) {
-  ops::GgmlBlockType kept;
-  return dtype == fb::DType::F32 || dtype == fb::DType::F32_PANELS || dtype == fb::DType::F16 ||
-         dtype == fb::DType::BF16 || dtype == fb::DType::Q8_0 || dtype == fb::DType::Q4_0 ||
-         KeptBlockType(dtype, &kept);
-}
-
 // Output rows for this thread, in whole groups of `group` rows (the kernels' row tile and the
 // packing unit: kQuantGroupRows, or kF32PanelRows for panels) so no thread gets a partial tile.
 void ThreadRows(size_t rows, size_t group, size_t thread, size_t n_threads, size_t* begin,
@@ -95,7 +88,7 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
 Status Check(const OpCheck& c) {
   const fb::Tensor& w = c.Weight(0);
   KES_RETURN_IF_ERROR(c.Matrix(w, "weight"));
-  KES_RETURN_IF_ERROR(c.Expect(HasKernel(w.dtype()),
+  KES_RETURN_IF_ERROR(c.Expect(IsWeightDType(w.dtype()),
                                std::string("weight: no matmul kernel for dtype ") +
                                    DTypeName(w.dtype())));
   const uint64_t n_out = w.shape()->Get(0), k = w.shape()->Get(1);
@@ -125,37 +118,37 @@ void Bind(const BindContext& b, Step* step) {
   MatMulArgs a{};
   StepFn run = nullptr;
   const auto erase = [](auto kernel) { return reinterpret_cast<ErasedKernel>(kernel); };
-  switch (w.dtype()) {
-    case fb::DType::F16:
+  const DTypeRow& row = *FindDType(w.dtype());  // Check allows weight dtypes only
+  switch (row.kernels) {
+    case KernelFamily::kF16:
       a.kernel = erase(ops::ResolveMatMulF16());
       run = Run<hwy::float16_t, float>;
       break;
-    case fb::DType::BF16:
+    case KernelFamily::kBF16:
       a.kernel = erase(ops::ResolveMatMulBF16());
       run = Run<hwy::bfloat16_t, float>;
       break;
-    case fb::DType::Q8_0:
+    case KernelFamily::kQ8_0:
       a.kernel = erase(ops::ResolveMatMulQ8());
       run = Run<uint8_t, uint8_t>;
       break;
-    case fb::DType::Q4_0:
+    case KernelFamily::kQ4_0:
       a.kernel = erase(ops::ResolveMatMulQ4());
       run = Run<uint8_t, uint8_t>;
       break;
-    case fb::DType::F32:
+    case KernelFamily::kF32:
       a.kernel = erase(ops::ResolveMatMulF32());
       run = Run<float, float>;
       break;
-    case fb::DType::F32_PANELS:
+    case KernelFamily::kF32Panels:
       a.kernel = erase(ops::ResolveMatMulF32Panels());
       run = Run<float, float>;
       break;
-    default: {  // a kept GGUF type; Check allows nothing else
-      ops::GgmlBlockType kept = ops::GgmlBlockType::kQ4_1;
-      KeptBlockType(w.dtype(), &kept);
-      a.kernel = erase(ops::ResolveBlockMatMul(kept));
+    case KernelFamily::kKeptBlocks:
+      a.kernel = erase(ops::ResolveBlockMatMul(*row.block));
       run = Run<uint8_t, uint8_t>;
-    }
+      break;
+    case KernelFamily::kNone: break;
   }
   a.w = b.WeightData(0);
   a.bias = b.n_weights() == 2 ? reinterpret_cast<const float*>(b.WeightData(1)) : nullptr;
