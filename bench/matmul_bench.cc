@@ -177,6 +177,7 @@ void LargeModelShapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "k", "n_out"});
   b->Args({1, 2048, 8192});    // decode: FFN gate or up, in cache
   b->Args({1, 2048, 65536});   // decode from DRAM, k = d_model
+  b->Args({1, 8192, 2048});    // decode: FFN down, in cache
   b->Args({1, 8192, 16384});   // decode from DRAM, k = FFN (down)
   b->Args({512, 2048, 8192});  // prefill: FFN gate or up
   b->Args({512, 8192, 2048});  // prefill: FFN down

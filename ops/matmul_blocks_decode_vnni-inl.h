@@ -136,6 +136,7 @@ HWY_NOINLINE void GroupDecodeVnni(const uint8_t* HWY_RESTRICT w, const BlockLayo
     // Scales (and the halved mins) of the block: the one-scale types' lane vectors, or the
     // K-quants' per-row vectors. Scale index j of the block's sub-block s in [c0 | c1] lanes.
     __m256 scale[kMaxScales], min[kMaxScales], lo[4] = {}, hi[4] = {};
+    PrefetchRecords<T>(w, layout, r0, blk);
     if constexpr (kRowScales) {
       GroupScaleRows<T>(w + layout.RecordOffset(r0, blk), lo, hi);
     } else {
@@ -256,6 +257,7 @@ HWY_NOINLINE void GroupDecodeK4Vnni(const uint8_t* HWY_RESTRICT w, const BlockLa
   HWY_ALIGN SumTermRun sum_terms[kTokens];
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     const size_t first_sub = blk * 8;
+    PrefetchRecords<T>(w, layout, r0, blk);
     const K4GroupScales g = DecodeK4GroupScales(w + layout.RecordOffset(r0, blk), 1.0f);
     RowPairs scaled[kTokens];
 #pragma GCC unroll 8
@@ -332,6 +334,7 @@ HWY_NOINLINE void GroupDecodeQ6KVnni(const uint8_t* HWY_RESTRICT w, const BlockL
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     const size_t first_sub = blk * F.SubBlocks();
     __m256 lo[4], hi[4];
+    PrefetchRecords<T>(w, layout, r0, blk);
     GroupScaleRows<T>(w + layout.RecordOffset(r0, blk), lo, hi);
     const RowPairs lo_rows(lo), hi_rows(hi);
     RowPairs scaled_lo[kTokens], scaled_hi[kTokens];
