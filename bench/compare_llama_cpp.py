@@ -806,8 +806,8 @@ def parse_args():
                          "llama-bench -d N -fa 1; default 0)")
     ap.add_argument("--kv-type", default=None, choices=sorted(KV_TYPES_FOR_LLAMA_BENCH),
                     help="KV cache type for speed: Kestrel's, and llama-bench -ctk/-ctv the same "
-                         "(q8_0 for int8) with -fa 1 (default: each runtime's default, f32 for "
-                         "Kestrel, f16 for llama.cpp)")
+                         "(q8_0 for int8) with -fa 1 (default: each runtime's default, f16 for "
+                         "both)")
     ap.add_argument("--ppl-chunks", type=int, default=8,
                     help=f"chunks of {PPL_CTX} tokens for perplexity; 0 skips it (default 8)")
     ap.add_argument("--out-dir", type=Path, default=None,
