@@ -584,10 +584,17 @@ HWY_INLINE void PrefetchRecords(const uint8_t* w, const BlockLayout& layout, siz
   constexpr size_t kGroupRecordBytes = kQuantGroupRows * F.record_bytes;  // per block
   constexpr size_t kAhead = kWeightPrefetchBytes * F.record_bytes /
                             (F.SubBlocks() * F.SubBlockRowBytes()) / 64 * 64;
+  static_assert(kGroupRecordBytes <= 128, "the prefetches below cover 128 bytes a block");
   if constexpr (kGroupRecordBytes < 64) {
     if (blk % (64 / kGroupRecordBytes) != 0) return;
   }
-  hwy::Prefetch(w + layout.RecordOffset(r0, blk) + kAhead);
+  const uint8_t* ahead = w + layout.RecordOffset(r0, blk) + kAhead;
+  hwy::Prefetch(ahead);
+  // Q6_K's 72 and Q2_K's 80 bytes a block span two or three lines.
+  if constexpr (kGroupRecordBytes > 64) {
+    hwy::Prefetch(ahead + 64);
+    hwy::Prefetch(ahead + kGroupRecordBytes - 1);
+  }
 }
 
 // The start of sub-block `sub` in a group tile: the tokens' sum terms for the next kSumRun
@@ -720,6 +727,7 @@ inline constexpr size_t kX86TokenTile = kTokenTile;
 
 #if HWY_TARGET == HWY_AVX3_DL
 #include "ops/matmul_blocks_decode_vnni-inl.h"
+#include "ops/matmul_blocks_decode_lowbit_vnni-inl.h"
 #endif
 
 // One full group against 1 .. 4 tokens: on AVX-512 VNNI the 512-bit decode kernel.
@@ -728,8 +736,10 @@ HWY_INLINE void GroupSmallTileX86(const uint8_t* w, const BlockLayout& layout, s
                                   const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
                                   size_t n_out) {
 #if HWY_TARGET == HWY_AVX3_DL
-  if constexpr (T == GgmlBlockType::kQ2_K) {  // its mins per 16: the 256-bit tile
-    GroupTileX86<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  if constexpr (T == GgmlBlockType::kQ2_K) {
+    GroupDecodeQ2KVnni<kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  } else if constexpr (T == GgmlBlockType::kQ3_K) {
+    GroupDecodeQ3KVnni<kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   } else if constexpr (T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K) {
     GroupDecodeK4Vnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   } else if constexpr (T == GgmlBlockType::kQ6_K) {

@@ -7,43 +7,32 @@
 // permuted to match, so decoding a sub-block's quants and multiplying them take half the
 // instructions of the 256-bit tile's four chunk vectors.
 // - Quants are decoded as LoadGroupSubBlock does, on both chunks of a vector at once: the high
-//   bits of the 5-bit types and Q3_K are shifted per 32-bit lane with a rotate (vprolvd; the
-//   bits it wraps around land above the ones the mask keeps), Q6_K's and Q3_K's per 16-bit lane.
-// - Unsigned quants (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K) multiply the signed activations; Q5_0's
-//   -16 * sum(x) starts the int32 sum (in row r's lanes 2r and 2r + 1), the others' min term is
-//   added in the 256-bit lanes GroupScales makes, as in the 256-bit tile.
-// - Centered quants (Q6_K, Q3_K: q - 32, q - 4) are signed: they multiply x + 128 and each lane
-//   starts at -128 * sum(w), as Q8_0 does; [c0 | c1] and [c2 | c3] are the sub-block's two
-//   halves of 16 with their own scales.
-// Integer sums as the 256-bit tile's; the f32 sums run in another order. Q4_K, Q5_K and Q6_K
-// take kernels of their own below (GroupDecodeK4Vnni, GroupDecodeQ6KVnni), this one the others.
+//   bits of the 5-bit types are shifted per 32-bit lane with a rotate (vprolvd; the bits it
+//   wraps around land above the ones the mask keeps), Q6_K's per 16-bit lane.
+// - Quants stay unsigned (0 .. 63) and multiply the signed activations; Q5_0's -16 * sum(x)
+//   starts the int32 sum (in row r's lanes 2r and 2r + 1), the other types' min (or Q6_K's
+//   -32 * sum(x)) term is added from the activations' sums.
+// Integer sums as the 256-bit tile's; the f32 sums run in another order. GroupDecodeVnni takes
+// Q4_1, Q5_0 and Q5_1; Q4_K / Q5_K and Q6_K have kernels of their own below, Q2_K and Q3_K in
+// ops/matmul_blocks_decode_lowbit_vnni-inl.h.
 // bench/matmul_bench, n:1, k 640, one Zen 5 core, against the 256-bit tile: with the weights in
-// cache (n_out 2048) Q4_1 45 -> 52 GB/s, Q5_0 39 -> 46, Q4_K 25 -> 32, Q5_K 28 -> 35, Q6_K 37 ->
-// 44, Q3_K 15 -> 19; from DRAM (n_out 262144) 5-25% faster, Q4_K 23-25 -> 28-29 GB/s.
+// cache (n_out 2048) Q4_1 45 -> 52 GB/s, Q5_0 39 -> 46; from DRAM (n_out 262144) 5-25% faster.
 
 // Shift counts for 16-bit lanes: low in the low half (chunk [c0] or [c2]), high in the other.
 HWY_INLINE __m512i HalfCounts16(int16_t low, int16_t high) {
   return _mm512_inserti64x4(_mm512_set1_epi16(low), _mm256_set1_epi16(high), 1);
 }
 
-// Sub-block p of a full group as [c0 | c1] and [c2 | c3] (LoadGroupSubBlock's chunks); Q6_K's
-// and Q3_K's quants as q - center, or unsigned where kCentered is false.
-template <GgmlBlockType T, bool kCentered = FormatOf(T).centered()>
+// Sub-block p of a full group as [c0 | c1] and [c2 | c3] (LoadGroupSubBlock's chunks), unsigned
+// quants: the 4-bit types with their high bits (none, 1 or Q6_K's 2).
+template <GgmlBlockType T>
 HWY_INLINE void LoadGroupSubBlock512(const uint8_t* HWY_RESTRICT p, __m512i& w01, __m512i& w23) {
   constexpr BlockFormat F = FormatOf(T);
-  if constexpr (F.low_bits == 2) {
-    // Q3_K: each row's 8 bytes lane-aligned with the chunks, chunk e's bits at 2e..2e+1.
-    const __m512i b =
-        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    const __m512i two = _mm512_set1_epi8(0x03);
-    w01 = _mm512_and_si512(_mm512_srlv_epi16(b, HalfCounts16(0, 2)), two);
-    w23 = _mm512_and_si512(_mm512_srlv_epi16(b, HalfCounts16(4, 6)), two);
-  } else {
-    const __m512i low = _mm512_set1_epi8(0x0F);
-    const __m512i b = _mm512_loadu_si512(p);  // LoadGroupSubBlock's b0 and b1
-    w01 = _mm512_and_si512(b, low);
-    w23 = _mm512_and_si512(_mm512_srli_epi16(b, 4), low);
-  }
+  static_assert(F.low_bits == 4, "nibbles; Q2_K and Q3_K decode in their own kernels");
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const __m512i b = _mm512_loadu_si512(p);  // LoadGroupSubBlock's b0 and b1
+  w01 = _mm512_and_si512(b, low);
+  w23 = _mm512_and_si512(_mm512_srli_epi16(b, 4), low);
   const uint8_t* high = p + kQuantGroupRows * F.LowBytes();
   if constexpr (F.high_bits == 1) {
     // Row r's 4 bytes in its lanes 2r and 2r + 1 of both halves; chunk c's bits sit at 2c
@@ -76,11 +65,6 @@ HWY_INLINE void LoadGroupSubBlock512(const uint8_t* HWY_RESTRICT p, __m512i& w01
     w01 = _mm512_or_si512(w01, _mm512_and_si512(_mm512_sllv_epi16(h, HalfCounts16(4, 2)), mask));
     w23 = _mm512_or_si512(w23, _mm512_and_si512(_mm512_srlv_epi16(h, HalfCounts16(0, 2)), mask));
   }
-  if constexpr (kCentered) {
-    const __m512i bias = _mm512_set1_epi8(static_cast<char>(F.center));
-    w01 = _mm512_sub_epi8(w01, bias);
-    w23 = _mm512_sub_epi8(w23, bias);
-  }
 }
 
 // v in both halves: a 256-bit lane vector [r0 r0 r1 r1 | r2 r2 r3 r3] for [c0 | c1].
@@ -107,104 +91,62 @@ struct RowPairs {
   }
 };
 
-// One full group (4 rows) x kTokens (1..4) tokens. Arguments as for GroupTileX86.
+// One full group (4 rows) of Q4_1, Q5_0 or Q5_1 x kTokens (1..4) tokens. Arguments as for
+// GroupTileX86.
 template <GgmlBlockType T, size_t kTokens>
 HWY_NOINLINE void GroupDecodeVnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
                                   size_t r0, const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
                                   size_t k, float* HWY_RESTRICT y, size_t n_out) {
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr BlockFormat F = FormatOf(T);
+  static_assert(F.block_elems == kGgmlSubBlockElems && !F.centered(), "one scale per 32");
   const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
   const __m512i chunks_01 = _mm512_setr_epi64(0, 0, 0, 0, 1, 1, 1, 1);
   const __m512i chunks_23 = _mm512_setr_epi64(2, 2, 2, 2, 3, 3, 3, 3);
-  const __m512i bytes_128 = _mm512_set1_epi8(static_cast<char>(0x80));
   constexpr __mmask16 kLowHalf = 0x00FF;  // every row's lanes 2r, 2r + 1 of [c0]
-  // acc: [c0 | c1] (centered: the first half's); acc2: centered types' second half; acc_min:
-  // the min terms in GroupScales' 256-bit lanes.
-  __m512 acc[kTokens], acc2[kTokens];
+  // acc: [c0 | c1]'s sums; acc_min: the min terms in GroupScales' 256-bit lanes.
+  __m512 acc[kTokens];
   __m256 acc_min[kTokens];
   Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
     acc[t] = _mm512_setzero_ps();
-    acc2[t] = _mm512_setzero_ps();
     acc_min[t] = _mm256_setzero_ps();
     act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
   }
   HWY_ALIGN SumTermRun sum_terms[kTokens];
-  constexpr bool kRowScales = F.block_elems == kGgmlSuperBlockElems;  // the K-quants
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
-    // Scales (and the halved mins) of the block: the one-scale types' lane vectors, or the
-    // K-quants' per-row vectors. Scale index j of the block's sub-block s in [c0 | c1] lanes.
-    __m256 scale[kMaxScales], min[kMaxScales], lo[4] = {}, hi[4] = {};
+    // The block's scale and halved min in the [r0 r0 r1 r1 r2 r2 r3 r3] lanes.
+    __m256 scale[kMaxScales], min[kMaxScales];
     PrefetchRecords<T>(w, layout, r0, blk);
-    if constexpr (kRowScales) {
-      GroupScaleRows<T>(w + layout.RecordOffset(r0, blk), lo, hi);
-    } else {
-      GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
-    }
-    const RowPairs lo_rows(lo), hi_rows(hi);  // unused (dead code) for the one-scale types
-    const auto scale_at = [&](size_t j) {
-      if constexpr (!kRowScales) return BothHalves(scale[j]);
-      return j < 8 ? lo_rows.Lanes(j) : hi_rows.Lanes(j - 8);
-    };
-    const auto min_at = [&](size_t j) {
-      if constexpr (!kRowScales) return min[j];
-      return _mm512_castps512_ps256(hi_rows.Lanes(j));
-    };
-    for (size_t s = 0; s < F.SubBlocks(); ++s) {
-      const size_t sub = blk * F.SubBlocks() + s;
-      const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(quants, sub, act, k, sum_terms);
-      __m512i w01, w23;
-      LoadGroupSubBlock512<T>(p, w01, w23);
-      if constexpr (F.centered()) {
-        const __m512i start01 = _mm512_sub_epi32(
-            _mm512_setzero_si512(), DotBytes512(_mm512_setzero_si512(), bytes_128, w01));
-        const __m512i start23 = _mm512_sub_epi32(
-            _mm512_setzero_si512(), DotBytes512(_mm512_setzero_si512(), bytes_128, w23));
-        const __m512 scale01 = scale_at(2 * s), scale23 = scale_at(2 * s + 1);
-        for (size_t t = 0; t < kTokens; ++t) {
-          const __m512i xv = _mm512_castsi256_si512(_mm256_xor_si256(
-              _mm256_loadu_si256(
-                  reinterpret_cast<const __m256i*>(act[t].q + sub * kGgmlSubBlockElems)),
-              _mm512_castsi512_si256(bytes_128)));
-          const __m512 xs = _mm512_set1_ps(act[t].scale[sub]);
-          const __m512i half01 =
-              DotBytes512(start01, _mm512_permutexvar_epi64(chunks_01, xv), w01);
-          const __m512i half23 =
-              DotBytes512(start23, _mm512_permutexvar_epi64(chunks_23, xv), w23);
-          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(half01), _mm512_mul_ps(scale01, xs), acc[t]);
-          acc2[t] =
-              _mm512_fmadd_ps(_mm512_cvtepi32_ps(half23), _mm512_mul_ps(scale23, xs), acc2[t]);
-        }
-      } else {
-        const size_t j = F.SubBlocks() == 1 ? 0 : s;
-        const __m512 scale_j = scale_at(j);
-        [[maybe_unused]] const __m256 min_j = min_at(j);
-        for (size_t t = 0; t < kTokens; ++t) {
-          const __m512i xv = _mm512_castsi256_si512(_mm256_loadu_si256(
-              reinterpret_cast<const __m256i*>(act[t].q + sub * kGgmlSubBlockElems)));
-          const __m512i start =
-              T == GgmlBlockType::kQ5_0
-                  ? _mm512_maskz_set1_epi32(kLowHalf, sum_terms[t][sub % kSumRun].offset)
-                  : _mm512_setzero_si512();
-          const __m512i sums = DotBytes512(
-              DotBytes512(start, w01, _mm512_permutexvar_epi64(chunks_01, xv)), w23,
-              _mm512_permutexvar_epi64(chunks_23, xv));
-          acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
-                                   _mm512_mul_ps(scale_j, _mm512_set1_ps(act[t].scale[sub])),
-                                   acc[t]);
-          if constexpr (T != GgmlBlockType::kQ5_0) {
-            acc_min[t] = _mm256_fmadd_ps(
-                min_j, _mm256_set1_ps(sum_terms[t][sub % kSumRun].scaled), acc_min[t]);
-          }
-        }
+    GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
+    const __m512 scale_both = BothHalves(scale[0]);
+    const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(quants, blk, act, k, sum_terms);
+    __m512i w01, w23;
+    LoadGroupSubBlock512<T>(p, w01, w23);
+    for (size_t t = 0; t < kTokens; ++t) {
+      const __m512i xv = _mm512_castsi256_si512(_mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(act[t].q + blk * kGgmlSubBlockElems)));
+      const __m512i start =
+          T == GgmlBlockType::kQ5_0
+              ? _mm512_maskz_set1_epi32(kLowHalf, sum_terms[t][blk % kSumRun].offset)
+              : _mm512_setzero_si512();
+      const __m512i sums = DotBytes512(
+          DotBytes512(start, w01, _mm512_permutexvar_epi64(chunks_01, xv)), w23,
+          _mm512_permutexvar_epi64(chunks_23, xv));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
+                               _mm512_mul_ps(scale_both, _mm512_set1_ps(act[t].scale[blk])),
+                               acc[t]);
+      if constexpr (T != GgmlBlockType::kQ5_0) {
+        acc_min[t] = _mm256_fmadd_ps(
+            min[0], _mm256_set1_ps(sum_terms[t][blk % kSumRun].scaled), acc_min[t]);
       }
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {
-    const __m512 both = _mm512_add_ps(acc[t], acc2[t]);
-    const __m256 sum = _mm256_add_ps(
-        _mm256_add_ps(_mm512_castps512_ps256(both), _mm512_extractf32x8_ps(both, 1)), acc_min[t]);
+    const __m256 sum =
+        _mm256_add_ps(_mm256_add_ps(_mm512_castps512_ps256(acc[t]),
+                                    _mm512_extractf32x8_ps(acc[t], 1)),
+                      acc_min[t]);
     const __m128 rows =
         _mm_hadd_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
     _mm_storeu_ps(y + t * n_out, rows);
@@ -370,7 +312,7 @@ HWY_NOINLINE void GroupDecodeQ6KVnni(const uint8_t* HWY_RESTRICT w, const BlockL
         hwy::Prefetch(p + kWeightPrefetchBytes);
         hwy::Prefetch(p + kWeightPrefetchBytes + 64);
         __m512i w01, w23;
-        LoadGroupSubBlock512<T, false>(p, w01, w23);
+        LoadGroupSubBlock512<T>(p, w01, w23);
         for (size_t t = 0; t < kTokens; ++t) {
           const __m512i xv = _mm512_castsi256_si512(_mm256_loadu_si256(
               reinterpret_cast<const __m256i*>(act[t].q + sub * kGgmlSubBlockElems)));
