@@ -46,6 +46,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 inline constexpr size_t kMaxScales = 16;  // per block: Q6_K has one per 16 of 256 values
 inline constexpr size_t kTokenTile = 4;
 
+#include "ops/matmul_group_driver-inl.h"
+
 using D16 = hn::CappedTag<int16_t, 16>;
 using D32 = hn::Repartition<int32_t, D16>;
 using DF = hn::Rebind<float, D32>;
@@ -717,14 +719,6 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
   }
 }
 
-// Tokens per tile: AVX-512's 32 vector registers hold the accumulators of 8 tokens, which
-// halves the weight decoding per token against AVX2's 4.
-#if HWY_TARGET <= HWY_AVX3
-inline constexpr size_t kX86TokenTile = 8;
-#else
-inline constexpr size_t kX86TokenTile = kTokenTile;
-#endif
-
 #if HWY_TARGET == HWY_AVX3_DL
 #include "ops/matmul_blocks_decode_vnni-inl.h"
 #include "ops/matmul_blocks_decode_lowbit_vnni-inl.h"
@@ -750,25 +744,6 @@ HWY_INLINE void GroupSmallTileX86(const uint8_t* w, const BlockLayout& layout, s
 #else
   GroupTileX86<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
 #endif
-}
-
-// One full group against tokens (1 .. kX86TokenTile) tokens: a full tile, or tiles of 4 and a
-// last one of 1 .. 3.
-template <GgmlBlockType T>
-void GroupX86(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t r0,
-              const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
-  if (tokens == kX86TokenTile) {
-    return GroupTileX86<T, kX86TokenTile>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-  }
-  for (; tokens >= 4; tokens -= 4, x += 4 * x_row_bytes, y += 4 * n_out) {
-    GroupSmallTileX86<T, 4>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-  }
-  switch (tokens) {
-    case 1: return GroupSmallTileX86<T, 1>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    case 2: return GroupSmallTileX86<T, 2>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    case 3: return GroupSmallTileX86<T, 3>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    default: return;
-  }
 }
 
 #endif  // x86 with AVX2
@@ -868,52 +843,48 @@ struct BlockPanelSource {
 };
 #endif
 
+// The kept types as a MatMulGroupTiles family: the tiles above.
+template <GgmlBlockType T>
+struct BlockGroups {
+  const uint8_t* w;
+  BlockLayout layout;
+  size_t k, x_row_bytes, n_out;
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  template <size_t kTokens>
+  void TileX86(size_t r, const uint8_t* x, float* y) const {
+    if constexpr (kTokens == kX86TokenTile) {
+      GroupTileX86<T, kTokens>(w, layout, r, x, x_row_bytes, k, y + r, n_out);
+    } else {
+      GroupSmallTileX86<T, kTokens>(w, layout, r, x, x_row_bytes, k, y + r, n_out);
+    }
+  }
+#endif
+#if HWY_ARCH_ARM_A64
+  void TileI8mm(size_t tokens, size_t r, const uint8_t* x, float* y) const {
+    BlockGroupTileI8mm(T, tokens, w, layout, r, x, x_row_bytes, k, y + r, n_out);
+  }
+  void TileDotProd(size_t tokens, size_t r, const uint8_t* x, float* y) const {
+    BlockGroupTileDotProd(T, tokens, w, layout, r, x, x_row_bytes, k, y + r, n_out);
+  }
+#endif
+  // Row r alone, with the portable tiles.
+  size_t Rest(size_t n_tokens, size_t r, size_t, const uint8_t* x, float* y) const {
+    for (size_t t = 0; t < n_tokens; t += kTokenTile) {
+      RowPortable<T>(HWY_MIN(kTokenTile, n_tokens - t), w, layout, r, x + t * x_row_bytes,
+                     x_row_bytes, k, y + t * n_out + r, n_out);
+    }
+    return 1;
+  }
+};
+
 // Rows [row_begin, row_end) for n_tokens tokens with the tiles above.
 template <GgmlBlockType T>
 void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                        size_t row_begin, size_t row_end) {
-  const BlockLayout layout(T, n_out, k);
-  const size_t x_row_bytes = Q8ActRowBytes(k);
-  for (size_t r = row_begin; r < row_end;) {
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-    if (r % kQuantGroupRows == 0 && layout.GroupRows(r) == kQuantGroupRows &&
-        r + kQuantGroupRows <= row_end) {
-      for (size_t t = 0; t < n_tokens; t += kX86TokenTile) {
-        GroupX86<T>(HWY_MIN(kX86TokenTile, n_tokens - t), w, layout, r, x + t * x_row_bytes,
-                    x_row_bytes, k, y + t * n_out + r, n_out);
-      }
-      r += kQuantGroupRows;
-      continue;
-    }
-#endif
-#if HWY_ARCH_ARM_A64
-    // Two tokens or more: smmla's 2x2 tiles (2x sdot's multiply-adds); a decode step: sdot.
-    if (r % kQuantGroupRows == 0 && layout.GroupRows(r) == kQuantGroupRows &&
-        r + kQuantGroupRows <= row_end && n_tokens >= 2 && CpuHasI8mm()) {
-      for (size_t t = 0; t < n_tokens; t += kI8mmTokenTile) {
-        BlockGroupTileI8mm(T, HWY_MIN(kI8mmTokenTile, n_tokens - t), w, layout, r,
-                           x + t * x_row_bytes, x_row_bytes, k, y + t * n_out + r, n_out);
-      }
-      r += kQuantGroupRows;
-      continue;
-    }
-    if (r % kQuantGroupRows == 0 && layout.GroupRows(r) == kQuantGroupRows &&
-        r + kQuantGroupRows <= row_end && CpuHasDotProd()) {
-      for (size_t t = 0; t < n_tokens; t += kTokenTile) {
-        BlockGroupTileDotProd(T, HWY_MIN(kTokenTile, n_tokens - t), w, layout, r,
-                              x + t * x_row_bytes, x_row_bytes, k, y + t * n_out + r, n_out);
-      }
-      r += kQuantGroupRows;
-      continue;
-    }
-#endif
-    for (size_t t = 0; t < n_tokens; t += kTokenTile) {
-      RowPortable<T>(HWY_MIN(kTokenTile, n_tokens - t), w, layout, r, x + t * x_row_bytes,
-                     x_row_bytes, k, y + t * n_out + r, n_out);
-    }
-    ++r;
-  }
+  const BlockGroups<T> groups{w, BlockLayout(T, n_out, k), k, Q8ActRowBytes(k), n_out};
+  MatMulGroupTiles(groups, x, Q8ActRowBytes(k), y, n_out, n_tokens, n_out, row_begin, row_end);
 }
 
 // Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock). On

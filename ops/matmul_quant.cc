@@ -21,6 +21,7 @@
 
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
+#include <type_traits>
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #include <immintrin.h>
@@ -46,6 +47,8 @@ inline constexpr size_t kQuantTokenTile = 4;
 #endif
 // Weight scales are widened to f32 for this many blocks at a time (a stack buffer).
 inline constexpr size_t kScaleChunkBlocks = 64;
+
+#include "ops/matmul_group_driver-inl.h"
 
 using D16 = hn::CappedTag<int16_t, 16>;
 using D32 = hn::Repartition<int32_t, D16>;
@@ -365,14 +368,6 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
   }
 }
 
-// Tokens per tile: AVX-512's 32 vector registers hold the accumulators of 8 tokens, which
-// halves the weight loads and unpacking per token against AVX2's 4.
-#if HWY_TARGET <= HWY_AVX3
-inline constexpr size_t kX86TokenTile = 8;
-#else
-inline constexpr size_t kX86TokenTile = 4;
-#endif
-
 #if HWY_TARGET == HWY_AVX3_DL
 #include "ops/matmul_quant_decode_vnni-inl.h"
 #endif
@@ -389,99 +384,76 @@ HWY_INLINE void QuantGroupSmallTileX86(const uint8_t* w, const hwy::float16_t* w
 #endif
 }
 
-// One full group against tokens (1 .. kX86TokenTile) tokens: a full tile, or tiles of 4 and a
-// last one of 1 .. 3.
-template <bool kQ4>
-void QuantGroupX86(size_t tokens, const uint8_t* w, const hwy::float16_t* ws, const uint8_t* x,
-                   size_t x_row_bytes, size_t k, float* y, size_t n_out) {
-  if (tokens == kX86TokenTile) {
-    return QuantGroupTileX86<kX86TokenTile, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-  }
-  for (; tokens >= 4; tokens -= 4, x += 4 * x_row_bytes, y += 4 * n_out) {
-    QuantGroupSmallTileX86<4, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-  }
-  switch (tokens) {
-    case 1: return QuantGroupSmallTileX86<1, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-    case 2: return QuantGroupSmallTileX86<2, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-    case 3: return QuantGroupSmallTileX86<3, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
-    default: return;
-  }
-}
 #endif  // x86 with AVX2
 
 #if HWY_TARGET == HWY_AVX3_DL
 #include "ops/matmul_panel_vnni-inl.h"
 #endif
 
-// Rows [row_begin, row_end) for n_tokens tokens with the tiles above.
+// Q8_0 / Q4_0 as a MatMulGroupTiles family: the tiles above.
 template <bool kQ4>
-void MatMulQuantTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
-                       float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
-                       size_t row_begin, size_t row_end) {
-  const QuantLayout layout(n_out, k, kQ4 ? kQ4BlockBytes : kQ8BlockBytes);
-  const size_t x_row_bytes = Q8ActRowBytes(k);
-  // Rows outer, tokens inner: the tile's weights stay in L1 while every token passes over them.
-  for (size_t r = row_begin; r < row_end;) {
-    const size_t group_rows = layout.GroupRows(r);
-    const size_t rows = HWY_MIN(group_rows - r % kQuantGroupRows, row_end - r);
-    const uint8_t* wt = w + layout.GroupBlockOffset(r, 0);
-    const size_t first = r % kQuantGroupRows;
-    const auto* ws = reinterpret_cast<const hwy::float16_t*>(w + layout.ScaleOffset(r, 0));
+struct QuantGroups {
+  const uint8_t* w;
+  QuantLayout layout;
+  size_t k, x_row_bytes, n_out;
+
+  const uint8_t* Quants(size_t r) const { return w + layout.GroupBlockOffset(r, 0); }
+  const hwy::float16_t* Scales(size_t r) const {
+    return reinterpret_cast<const hwy::float16_t*>(w + layout.ScaleOffset(r, 0));
+  }
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-    if (rows == kQuantGroupRows) {
-      for (size_t t = 0; t < n_tokens; t += kX86TokenTile) {
-        QuantGroupX86<kQ4>(HWY_MIN(kX86TokenTile, n_tokens - t), wt, ws, x + t * x_row_bytes,
-                           x_row_bytes, k, y + t * n_out + r, n_out);
-      }
-      r += rows;
-      continue;
+  template <size_t kTokens>
+  void TileX86(size_t r, const uint8_t* x, float* y) const {
+    if constexpr (kTokens == kX86TokenTile) {
+      QuantGroupTileX86<kTokens, kQ4>(Quants(r), Scales(r), x, x_row_bytes, k, y + r, n_out);
+    } else {
+      QuantGroupSmallTileX86<kTokens, kQ4>(Quants(r), Scales(r), x, x_row_bytes, k, y + r,
+                                           n_out);
     }
+  }
 #endif
 #if HWY_ARCH_ARM_A64
-    // Two tokens or more: smmla's 2x2 tiles (2x sdot's multiply-adds); a decode step: sdot.
-    if (rows == kQuantGroupRows && n_tokens >= 2 && CpuHasI8mm()) {
-      for (size_t t = 0; t < n_tokens; t += kI8mmTokenTile) {
-        QuantGroupTileI8mm(kQ4, HWY_MIN(kI8mmTokenTile, n_tokens - t), wt,
-                           reinterpret_cast<const uint16_t*>(ws), x + t * x_row_bytes,
-                           x_row_bytes, k, y + t * n_out + r, n_out);
-      }
-      r += rows;
-      continue;
-    }
-    if (rows == kQuantGroupRows && CpuHasDotProd()) {
-      for (size_t t = 0; t < n_tokens; t += 4) {
-        QuantGroupTileDotProd(kQ4, HWY_MIN(4, n_tokens - t), wt,
-                              reinterpret_cast<const uint16_t*>(ws), x + t * x_row_bytes,
-                              x_row_bytes, k, y + t * n_out + r, n_out);
-      }
-      r += rows;
-      continue;
-    }
+  void TileI8mm(size_t tokens, size_t r, const uint8_t* x, float* y) const {
+    QuantGroupTileI8mm(kQ4, tokens, Quants(r), reinterpret_cast<const uint16_t*>(Scales(r)), x,
+                       x_row_bytes, k, y + r, n_out);
+  }
+  void TileDotProd(size_t tokens, size_t r, const uint8_t* x, float* y) const {
+    QuantGroupTileDotProd(kQ4, tokens, Quants(r), reinterpret_cast<const uint16_t*>(Scales(r)),
+                          x, x_row_bytes, k, y + r, n_out);
+  }
 #endif
+  // The rows of r's group from r on (up to row_end), with the portable tiles.
+  size_t Rest(size_t n_tokens, size_t r, size_t row_end, const uint8_t* x, float* y) const {
+    const size_t group_rows = layout.GroupRows(r), first = r % kQuantGroupRows;
+    const size_t rows = HWY_MIN(group_rows - first, row_end - r);
     for (size_t t = 0; t < n_tokens; t += kQuantTokenTile) {
       const size_t tokens = HWY_MIN(kQuantTokenTile, n_tokens - t);
       const uint8_t* xt = x + t * x_row_bytes;
       float* yt = y + t * n_out + r;
+      const auto tile = [&](auto kRows) {
+        QuantTileForTokens<decltype(kRows)::value, kQ4>(tokens, Quants(r), Scales(r),
+                                                       group_rows, first, xt, x_row_bytes, k,
+                                                       yt, n_out);
+      };
       switch (rows) {
-        case 1:
-          QuantTileForTokens<1, kQ4>(tokens, wt, ws, group_rows, first, xt, x_row_bytes, k, yt,
-                                    n_out);
-          break;
-        case 2:
-          QuantTileForTokens<2, kQ4>(tokens, wt, ws, group_rows, first, xt, x_row_bytes, k, yt,
-                                    n_out);
-          break;
-        case 3:
-          QuantTileForTokens<3, kQ4>(tokens, wt, ws, group_rows, first, xt, x_row_bytes, k, yt,
-                                    n_out);
-          break;
-        default:
-          QuantTileForTokens<4, kQ4>(tokens, wt, ws, group_rows, first, xt, x_row_bytes, k, yt,
-                                    n_out);
+        case 1: tile(std::integral_constant<size_t, 1>()); break;
+        case 2: tile(std::integral_constant<size_t, 2>()); break;
+        case 3: tile(std::integral_constant<size_t, 3>()); break;
+        default: tile(std::integral_constant<size_t, 4>());
       }
     }
-    r += rows;
+    return rows;
   }
+};
+
+// Rows [row_begin, row_end) for n_tokens tokens with the tiles above.
+template <bool kQ4>
+void MatMulQuantTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                      float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
+                      size_t row_begin, size_t row_end) {
+  const QuantGroups<kQ4> groups{w, QuantLayout(n_out, k, kQ4 ? kQ4BlockBytes : kQ8BlockBytes),
+                                k, Q8ActRowBytes(k), n_out};
+  MatMulGroupTiles(groups, x, Q8ActRowBytes(k), y, n_out, n_tokens, n_out, row_begin, row_end);
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
