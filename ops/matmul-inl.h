@@ -148,9 +148,9 @@ HWY_INLINE void TileStep(DF df, const WT* HWY_RESTRICT w, size_t w_stride,
 // w: first row of the tile at the slice, kRows rows of ks.stride. x: first token, likewise.
 // y: y[t0, r0] of the full output, row stride n_out.
 template <size_t kRows, size_t kTokens, class DF, typename WT>
-HWY_NOINLINE void MatMulTile(DF df, const WT* HWY_RESTRICT w, const float* HWY_RESTRICT x,
-                             const KSlice& ks, float* HWY_RESTRICT y, size_t n_out,
-                             const WT* HWY_RESTRICT prefetch) {
+HWY_NOINLINE void FloatTileMxN_Hwy(DF df, const WT* HWY_RESTRICT w, const float* HWY_RESTRICT x,
+                                   const KSlice& ks, float* HWY_RESTRICT y, size_t n_out,
+                                   const WT* HWY_RESTRICT prefetch) {
   static_assert(kRows >= 1 && kRows <= 4 && kTokens >= 1 && kTokens <= 4, "tile is at most 4x4");
   using V = hn::Vec<DF>;
   const size_t N = hn::Lanes(df);
@@ -192,28 +192,28 @@ HWY_NOINLINE void MatMulTile(DF df, const WT* HWY_RESTRICT w, const float* HWY_R
 
 // Picks the tile instantiation for a partial tile at the right or bottom edge.
 template <size_t kRows, class DF, typename WT>
-HWY_INLINE void MatMulTileForTokens(DF df, size_t tokens, const WT* HWY_RESTRICT w,
-                                    const float* HWY_RESTRICT x, const KSlice& k,
-                                    float* HWY_RESTRICT y,
-                                    size_t n_out, const WT* HWY_RESTRICT prefetch) {
+HWY_INLINE void FloatTileMxTokens_Hwy(DF df, size_t tokens, const WT* HWY_RESTRICT w,
+                                      const float* HWY_RESTRICT x, const KSlice& k,
+                                      float* HWY_RESTRICT y, size_t n_out,
+                                      const WT* HWY_RESTRICT prefetch) {
   switch (tokens) {
-    case 1: return MatMulTile<kRows, 1>(df, w, x, k, y, n_out, prefetch);
-    case 2: return MatMulTile<kRows, 2>(df, w, x, k, y, n_out, prefetch);
-    case 3: return MatMulTile<kRows, HWY_MIN(3, kTokenTile)>(df, w, x, k, y, n_out, prefetch);
-    default: return MatMulTile<kRows, kTokenTile>(df, w, x, k, y, n_out, prefetch);
+    case 1: return FloatTileMxN_Hwy<kRows, 1>(df, w, x, k, y, n_out, prefetch);
+    case 2: return FloatTileMxN_Hwy<kRows, 2>(df, w, x, k, y, n_out, prefetch);
+    case 3: return FloatTileMxN_Hwy<kRows, HWY_MIN(3, kTokenTile)>(df, w, x, k, y, n_out, prefetch);
+    default: return FloatTileMxN_Hwy<kRows, kTokenTile>(df, w, x, k, y, n_out, prefetch);
   }
 }
 
 template <class DF, typename WT>
-HWY_INLINE void MatMulTileFor(DF df, size_t rows, size_t tokens, const WT* HWY_RESTRICT w,
-                              const float* HWY_RESTRICT x, const KSlice& k,
-                              float* HWY_RESTRICT y,
-                              size_t n_out, const WT* HWY_RESTRICT prefetch) {
+HWY_INLINE void FloatTileFor_Hwy(DF df, size_t rows, size_t tokens, const WT* HWY_RESTRICT w,
+                                 const float* HWY_RESTRICT x, const KSlice& k,
+                                 float* HWY_RESTRICT y, size_t n_out,
+                                 const WT* HWY_RESTRICT prefetch) {
   switch (rows) {
-    case 1: return MatMulTileForTokens<1>(df, tokens, w, x, k, y, n_out, prefetch);
-    case 2: return MatMulTileForTokens<2>(df, tokens, w, x, k, y, n_out, prefetch);
-    case 3: return MatMulTileForTokens<3>(df, tokens, w, x, k, y, n_out, prefetch);
-    default: return MatMulTileForTokens<kRowTile>(df, tokens, w, x, k, y, n_out, prefetch);
+    case 1: return FloatTileMxTokens_Hwy<1>(df, tokens, w, x, k, y, n_out, prefetch);
+    case 2: return FloatTileMxTokens_Hwy<2>(df, tokens, w, x, k, y, n_out, prefetch);
+    case 3: return FloatTileMxTokens_Hwy<3>(df, tokens, w, x, k, y, n_out, prefetch);
+    default: return FloatTileMxTokens_Hwy<kRowTile>(df, tokens, w, x, k, y, n_out, prefetch);
   }
 }
 
@@ -249,8 +249,8 @@ void MatMul(const WT* HWY_RESTRICT w, const float* HWY_RESTRICT x, float* HWY_RE
           const size_t tokens = HWY_MIN(kTokenTile, t1 - t);
           const bool ahead =
               prefetch_next_tile && c == 0 && t == t0 && r + 2 * kRowTile <= row_end;
-          MatMulTileFor(df, rows, tokens, w + r * k + c, x + t * k + c, ks, y + t * n_out + r,
-                        n_out, ahead ? w + (r + kRowTile) * k : nullptr);
+          FloatTileFor_Hwy(df, rows, tokens, w + r * k + c, x + t * k + c, ks, y + t * n_out + r,
+                           n_out, ahead ? w + (r + kRowTile) * k : nullptr);
         }
       }
     }

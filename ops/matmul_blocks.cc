@@ -93,9 +93,10 @@ HWY_INLINE void TokenSubBlock(const Q8ActRow& a, size_t sub, size_t s, size_t j,
 
 // Portable: one row x kTokens tokens. y: y[t0, row], row stride n_out.
 template <GgmlBlockType T, size_t kTokens>
-HWY_NOINLINE void RowTile(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout, size_t row,
-                          const uint8_t* HWY_RESTRICT x, size_t x_row_bytes, size_t k,
-                          float* HWY_RESTRICT y, size_t n_out) {
+HWY_NOINLINE void BlocksTile1xN_Portable(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                                         size_t row, const uint8_t* HWY_RESTRICT x,
+                                         size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
+                                         size_t n_out) {
   constexpr BlockFormat F = FormatOf(T);
   const D16 d16;
   const DF df;
@@ -145,10 +146,11 @@ template <GgmlBlockType T>
 void RowPortable(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t row,
                  const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
   switch (tokens) {
-    case 1: return RowTile<T, 1>(w, layout, row, x, x_row_bytes, k, y, n_out);
-    case 2: return RowTile<T, 2>(w, layout, row, x, x_row_bytes, k, y, n_out);
-    case 3: return RowTile<T, 3>(w, layout, row, x, x_row_bytes, k, y, n_out);
-    default: return RowTile<T, kTokenTile>(w, layout, row, x, x_row_bytes, k, y, n_out);
+    case 1: return BlocksTile1xN_Portable<T, 1>(w, layout, row, x, x_row_bytes, k, y, n_out);
+    case 2: return BlocksTile1xN_Portable<T, 2>(w, layout, row, x, x_row_bytes, k, y, n_out);
+    case 3: return BlocksTile1xN_Portable<T, 3>(w, layout, row, x, x_row_bytes, k, y, n_out);
+    default:
+      return BlocksTile1xN_Portable<T, kTokenTile>(w, layout, row, x, x_row_bytes, k, y, n_out);
   }
 }
 
@@ -614,9 +616,9 @@ HWY_INLINE const uint8_t* BeginSubBlock(const uint8_t* quants, size_t sub, const
 }
 
 template <GgmlBlockType T, size_t kTokens>
-HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
-                               size_t r0, const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
-                               size_t k, float* HWY_RESTRICT y, size_t n_out) {
+HWY_NOINLINE void BlocksTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                                     size_t r0, const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
+                                     size_t k, float* HWY_RESTRICT y, size_t n_out) {
   constexpr BlockFormat F = FormatOf(T);
   [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);  // vpmaddwd pair sums
   const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
@@ -726,23 +728,23 @@ HWY_NOINLINE void GroupTileX86(const uint8_t* HWY_RESTRICT w, const BlockLayout&
 
 // One full group against 1 .. 4 tokens: on AVX-512 VNNI the 512-bit decode kernel.
 template <GgmlBlockType T, size_t kTokens>
-HWY_INLINE void GroupSmallTileX86(const uint8_t* w, const BlockLayout& layout, size_t r0,
-                                  const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
-                                  size_t n_out) {
+HWY_INLINE void BlocksDecodeTile4xN_X86(const uint8_t* w, const BlockLayout& layout, size_t r0,
+                                        const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
+                                        size_t n_out) {
 #if HWY_TARGET == HWY_AVX3_DL
   if constexpr (T == GgmlBlockType::kQ2_K) {
-    GroupDecodeQ2KVnni<kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    Q2KTile4xN_Avx512Vnni<kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   } else if constexpr (T == GgmlBlockType::kQ3_K) {
-    GroupDecodeQ3KVnni<kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    Q3KTile4xN_Avx512Vnni<kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   } else if constexpr (T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K) {
-    GroupDecodeK4Vnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    Q4KQ5KTile4xN_Avx512Vnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   } else if constexpr (T == GgmlBlockType::kQ6_K) {
-    GroupDecodeQ6KVnni<kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    Q6KTile4xN_Avx512Vnni<kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   } else {
-    GroupDecodeVnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+    BlocksTile4xN_Avx512Vnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
   }
 #else
-  GroupTileX86<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  BlocksTile4xN_Avx2<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
 #endif
 }
 
@@ -854,18 +856,18 @@ struct BlockGroups {
   template <size_t kTokens>
   void TileX86(size_t r, const uint8_t* x, float* y) const {
     if constexpr (kTokens == kX86TokenTile) {
-      GroupTileX86<T, kTokens>(w, layout, r, x, x_row_bytes, k, y + r, n_out);
+      BlocksTile4xN_Avx2<T, kTokens>(w, layout, r, x, x_row_bytes, k, y + r, n_out);
     } else {
-      GroupSmallTileX86<T, kTokens>(w, layout, r, x, x_row_bytes, k, y + r, n_out);
+      BlocksDecodeTile4xN_X86<T, kTokens>(w, layout, r, x, x_row_bytes, k, y + r, n_out);
     }
   }
 #endif
 #if HWY_ARCH_ARM_A64
   void TileI8mm(size_t tokens, size_t r, const uint8_t* x, float* y) const {
-    BlockGroupTileI8mm(T, tokens, w, layout, r, x, x_row_bytes, k, y + r, n_out);
+    BlocksTile4xN_NeonI8mm(T, tokens, w, layout, r, x, x_row_bytes, k, y + r, n_out);
   }
   void TileDotProd(size_t tokens, size_t r, const uint8_t* x, float* y) const {
-    BlockGroupTileDotProd(T, tokens, w, layout, r, x, x_row_bytes, k, y + r, n_out);
+    BlocksTile4xN_NeonDotProd(T, tokens, w, layout, r, x, x_row_bytes, k, y + r, n_out);
   }
 #endif
   // Row r alone, with the portable tiles.

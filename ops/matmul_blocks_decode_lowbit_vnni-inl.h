@@ -4,7 +4,7 @@
 //
 // These types carry a scale per 16 weights for at most 3 bits of quant, so per byte of weights
 // they have twice Q4_K's scale work and more decoding: applying scales in f32 per half
-// sub-block, as GroupDecodeVnni does, cost two converts, two permutes and two FMAs per 128
+// sub-block, as BlocksTile4xN_Avx512Vnni does, cost two converts, two permutes and two FMAs per 128
 // weights and left Q2_K and Q3_K at 0.26 and 0.38 of the read bandwidth. Here the scales are
 // applied in int16 instead, and the rest of each block's scale work is done once per block:
 // - A vector holds half h of one sub-block for the group's four rows, row r in 128-bit lane r
@@ -145,10 +145,10 @@ HWY_INLINE __m512 RowLanes8(__m512 v, int first) {
 // n_out 8192) 10.2 -> 24.5 GB/s, from DRAM (2048 x 65536, 8192 x 16384) 10.1 -> 23.3-25.6 GB/s;
 // Gemma 3 270M's decode rows (BM_MatMul<Q2_K> n:1) 10.8-12.0 -> 25.7-27.8 GB/s.
 template <size_t kTokens>
-HWY_NOINLINE void GroupDecodeQ2KVnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
-                                     size_t r0, const uint8_t* HWY_RESTRICT x,
-                                     size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
-                                     size_t n_out) {
+HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                                        size_t r0, const uint8_t* HWY_RESTRICT x,
+                                        size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
+                                        size_t n_out) {
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ2_K);
   static_assert(F.record_bytes == 20 && F.SubBlocks() == 8, "Q2_K's record and block");
@@ -230,14 +230,14 @@ HWY_NOINLINE void GroupDecodeQ2KVnni(const uint8_t* HWY_RESTRICT w, const BlockL
 // same scale. The 16 6-bit scales of the four rows' records are unpacked together: one byte
 // permute each for their low nibbles and their high bits, then shifts per 64-bit or 32-bit
 // lane; [lane][8] int16 (scales 0-7 and 8-15 of each row) for vpshufb.
-// BM_LargeMatMul<Q3_K> n:1 as for Q2_K, against GroupDecodeVnni's centered path: in cache
+// BM_LargeMatMul<Q3_K> n:1 as for Q2_K, against BlocksTile4xN_Avx512Vnni's centered path: in cache
 // 14.4 -> 22.6-23.1 GB/s, from DRAM 14.0-14.5 -> 22.0-23.5 GB/s (16 without PrefetchRecords);
 // BM_MatMul<Q3_K> n:1 15.0-17.5 -> 24.0-27.0 GB/s.
 template <size_t kTokens>
-HWY_NOINLINE void GroupDecodeQ3KVnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
-                                     size_t r0, const uint8_t* HWY_RESTRICT x,
-                                     size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
-                                     size_t n_out) {
+HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                                        size_t r0, const uint8_t* HWY_RESTRICT x,
+                                        size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
+                                        size_t n_out) {
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ3_K);
   static_assert(F.record_bytes == 14 && F.SubBlocks() == 8, "Q3_K's record and block");

@@ -1,6 +1,6 @@
 // The kept GGUF types against 1 to 4 tokens (decode) on AVX-512 VNNI (x86 AVX3_DL), 512-bit
 // vectors. Included by ops/matmul_blocks.cc inside its AVX3_DL namespace only (no include
-// guard), after the 256-bit group tile (GroupTileX86) whose helpers it uses.
+// guard), after the 256-bit group tile (BlocksTile4xN_Avx2) whose helpers it uses.
 //
 // The plan of ops/matmul_quant_decode_vnni-inl.h (which says why): a vector holds two 8-quant
 // chunks of the group's four rows, [c0 | c1] and [c2 | c3], against the token's sub-block
@@ -12,8 +12,8 @@
 // - Quants stay unsigned (0 .. 63) and multiply the signed activations; Q5_0's -16 * sum(x)
 //   starts the int32 sum (in row r's lanes 2r and 2r + 1), the other types' min (or Q6_K's
 //   -32 * sum(x)) term is added from the activations' sums.
-// Integer sums as the 256-bit tile's; the f32 sums run in another order. GroupDecodeVnni takes
-// Q4_1, Q5_0 and Q5_1; Q4_K / Q5_K and Q6_K have kernels of their own below, Q2_K and Q3_K in
+// Integer sums as the 256-bit tile's; the f32 sums run in another order. BlocksTile4xN_Avx512Vnni
+// takes Q4_1, Q5_0 and Q5_1; Q4_K / Q5_K and Q6_K have kernels of their own below, Q2_K and Q3_K in
 // ops/matmul_blocks_decode_lowbit_vnni-inl.h.
 // bench/matmul_bench, n:1, k 640, one Zen 5 core, against the 256-bit tile: with the weights in
 // cache (n_out 2048) Q4_1 45 -> 52 GB/s, Q5_0 39 -> 46; from DRAM (n_out 262144) 5-25% faster.
@@ -92,11 +92,12 @@ struct RowPairs {
 };
 
 // One full group (4 rows) of Q4_1, Q5_0 or Q5_1 x kTokens (1..4) tokens. Arguments as for
-// GroupTileX86.
+// BlocksTile4xN_Avx2.
 template <GgmlBlockType T, size_t kTokens>
-HWY_NOINLINE void GroupDecodeVnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
-                                  size_t r0, const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
-                                  size_t k, float* HWY_RESTRICT y, size_t n_out) {
+HWY_NOINLINE void BlocksTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                                           size_t r0, const uint8_t* HWY_RESTRICT x,
+                                           size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
+                                           size_t n_out) {
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr BlockFormat F = FormatOf(T);
   static_assert(F.block_elems == kGgmlSubBlockElems && !F.centered(), "one scale per 32");
@@ -168,20 +169,20 @@ HWY_INLINE void StoreGroupRows(__m512 acc, __m512 terms01, __m512 terms23, float
   _mm_storeu_ps(y, _mm_add_ps(rows, terms));
 }
 
-// Q4_K / Q5_K against 1 to 4 tokens: GroupDecodeVnni's plan with each block's work taken out of
-// its sub-block loop. Per block and token, the token's 8 activation scales are multiplied into
-// the four rows' 8 scales, and the min terms (min * x_scale * sum(x)) of all 8 sub-blocks are
+// Q4_K / Q5_K against 1 to 4 tokens: BlocksTile4xN_Avx512Vnni's plan with each block's work taken
+// out of its sub-block loop. Per block and token, the token's 8 activation scales are multiplied
+// into the four rows' 8 scales, and the min terms (min * x_scale * sum(x)) of all 8 sub-blocks are
 // two FMAs on [row][sub-block] lanes; per sub-block and token that leaves two vpdpbusd, a
 // convert, one permute (the sub-block's scales into the rows' lanes) and one FMA, where
-// GroupDecodeVnni also multiplied the scales and added a min term.
+// BlocksTile4xN_Avx512Vnni also multiplied the scales and added a min term.
 // bench/matmul_bench BM_LargeMatMul<Q4_K>, n:1 k:2048, one Zen 5 core, medians of 3 in runs
 // one after the other: in cache (n_out 8192) 251 -> 175 us, from DRAM (n_out 65536) 2048 ->
 // 1673 us (37 -> 45 GB/s).
 template <GgmlBlockType T, size_t kTokens>
-HWY_NOINLINE void GroupDecodeK4Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
-                                    size_t r0, const uint8_t* HWY_RESTRICT x,
-                                    size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
-                                    size_t n_out) {
+HWY_NOINLINE void Q4KQ5KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                                           size_t r0, const uint8_t* HWY_RESTRICT x,
+                                           size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
+                                           size_t n_out) {
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   static_assert(T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K, "Q4_K and Q5_K");
   static_assert(kSumRun == 8, "a run of sum terms is one block's 8 sub-blocks");
@@ -238,16 +239,16 @@ HWY_NOINLINE void GroupDecodeK4Vnni(const uint8_t* HWY_RESTRICT w, const BlockLa
 
 // Q6_K against 1 to 4 tokens. The quants stay unsigned (0..63) against the signed activations,
 // as the one-scale types', and q - 32's -32 * sum(x) of each half sub-block joins the rows'
-// scales once per block, like GroupDecodeK4Vnni's min terms (from the activations' half sums,
-// Q2KHalfTerms); each token's activation scales are multiplied into the rows' scales once per
-// block. Against GroupDecodeVnni's centered path that drops, per sub-block, the q - 32, the
-// -128 * sum(w) start (two vpdpbusd) and per token the x + 128 and two multiplies.
+// scales once per block, like Q4KQ5KTile4xN_Avx512Vnni's min terms (from the activations' half
+// sums, Q2KHalfTerms); each token's activation scales are multiplied into the rows' scales once per
+// block. Against BlocksTile4xN_Avx512Vnni's centered path that drops, per sub-block, the q - 32,
+// the -128 * sum(w) start (two vpdpbusd) and per token the x + 128 and two multiplies.
 // BM_LargeMatMul<Q6_K> n:1 k:2048 n_out:8192 (in cache), one Zen 5 core: 357 -> 324 us.
 template <size_t kTokens>
-HWY_NOINLINE void GroupDecodeQ6KVnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
-                                     size_t r0, const uint8_t* HWY_RESTRICT x,
-                                     size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
-                                     size_t n_out) {
+HWY_NOINLINE void Q6KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                                        size_t r0, const uint8_t* HWY_RESTRICT x,
+                                        size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
+                                        size_t n_out) {
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr GgmlBlockType T = GgmlBlockType::kQ6_K;
   constexpr BlockFormat F = FormatOf(T);
@@ -282,7 +283,7 @@ HWY_NOINLINE void GroupDecodeQ6KVnni(const uint8_t* HWY_RESTRICT w, const BlockL
     RowPairs scaled_lo[kTokens], scaled_hi[kTokens];
     for (size_t t = 0; t < kTokens; ++t) {
       // In registers: stored as two halves and loaded as one vector, they stalled every block
-      // on a failed store-to-load forward (Q6_K decode 20% slower than GroupDecodeVnni).
+      // on a failed store-to-load forward (Q6_K decode 20% slower than BlocksTile4xN_Avx512Vnni).
       __m256 first_terms, second_terms;
       Q2KHalfTerms(act[t], first_sub, &first_terms, &second_terms);
       const __m512 all_terms = _mm512_mul_ps(

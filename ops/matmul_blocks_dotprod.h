@@ -12,8 +12,8 @@ namespace kestrel::ops {
 
 // One full group of 4 rows starting at row r0 x `tokens` (1..4) tokens; x: the first token's
 // Q8_ACT row; y[t * n_out + r] receives the 4 outputs of token t.
-void BlockGroupTileDotProd(GgmlBlockType type, size_t tokens, const uint8_t* w,
-                           const BlockLayout& layout, size_t r0, const uint8_t* x,
-                           size_t x_row_bytes, size_t k, float* y, size_t n_out);
+void BlocksTile4xN_NeonDotProd(GgmlBlockType type, size_t tokens, const uint8_t* w,
+                               const BlockLayout& layout, size_t r0, const uint8_t* x,
+                               size_t x_row_bytes, size_t k, float* y, size_t n_out);
 
 }  // namespace kestrel::ops

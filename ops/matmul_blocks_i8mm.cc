@@ -118,9 +118,9 @@ void GroupTileForTokens(size_t tokens, const uint8_t* w, const BlockLayout& layo
 
 }  // namespace
 
-void BlockGroupTileI8mm(GgmlBlockType type, size_t tokens, const uint8_t* w,
-                        const BlockLayout& layout, size_t r0, const uint8_t* x,
-                        size_t x_row_bytes, size_t k, float* y, size_t n_out) {
+void BlocksTile4xN_NeonI8mm(GgmlBlockType type, size_t tokens, const uint8_t* w,
+                            const BlockLayout& layout, size_t r0, const uint8_t* x,
+                            size_t x_row_bytes, size_t k, float* y, size_t n_out) {
   switch (type) {
 #define KESTREL_I8MM_CASE(T)                                                                   \
   case GgmlBlockType::k##T:                                                                    \
@@ -138,8 +138,8 @@ void BlockGroupTileI8mm(GgmlBlockType type, size_t tokens, const uint8_t* w,
 
 namespace kestrel::ops {
 
-void BlockGroupTileI8mm(GgmlBlockType, size_t, const uint8_t*, const BlockLayout&, size_t,
-                        const uint8_t*, size_t, size_t, float*, size_t) {}
+void BlocksTile4xN_NeonI8mm(GgmlBlockType, size_t, const uint8_t*, const BlockLayout&, size_t,
+                            const uint8_t*, size_t, size_t, float*, size_t) {}
 
 }  // namespace kestrel::ops
 

@@ -13,9 +13,9 @@ namespace kestrel::ops {
 
 // Q4_1 ... Q6_K 4x8 i8mm: one full group of 4 rows starting at row r0 x `tokens`
 // (1..kI8mmTokenTile of ops/matmul_quant_i8mm.h) tokens, with the arguments of
-// BlockGroupTileDotProd. An odd last token is paired with itself and written once.
-void BlockGroupTileI8mm(GgmlBlockType type, size_t tokens, const uint8_t* w,
-                        const BlockLayout& layout, size_t r0, const uint8_t* x,
-                        size_t x_row_bytes, size_t k, float* y, size_t n_out);
+// BlocksTile4xN_NeonDotProd. An odd last token is paired with itself and written once.
+void BlocksTile4xN_NeonI8mm(GgmlBlockType type, size_t tokens, const uint8_t* w,
+                            const BlockLayout& layout, size_t r0, const uint8_t* x,
+                            size_t x_row_bytes, size_t k, float* y, size_t n_out);
 
 }  // namespace kestrel::ops

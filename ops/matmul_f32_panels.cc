@@ -42,9 +42,9 @@ HWY_INLINE const float* RowStart(const float* w, size_t k, size_t r) {
 // One tile: output rows [r, r + vecs * N), of which [lo, hi) are stored, for `tokens` tokens
 // over columns [c, c + len) of k.
 template <size_t kVecs>
-HWY_INLINE void Tile(const float* HWY_RESTRICT w, const float* HWY_RESTRICT x,
-                     float* HWY_RESTRICT y, size_t tokens, size_t k, size_t n_out, size_t r,
-                     size_t lo, size_t hi, size_t c, size_t len) {
+HWY_INLINE void F32PanelTileMxN_Hwy(const float* HWY_RESTRICT w, const float* HWY_RESTRICT x,
+                                    float* HWY_RESTRICT y, size_t tokens, size_t k, size_t n_out,
+                                    size_t r, size_t lo, size_t hi, size_t c, size_t len) {
   const size_t N = hn::Lanes(BroadcastFmaTag());
   const float* HWY_RESTRICT first = RowStart(w, k, r) + c * kF32PanelRows;
   const size_t second = kVecs > 1 ? static_cast<size_t>(RowStart(w, k, r + N) - RowStart(w, k, r))
@@ -106,9 +106,9 @@ void MatMulF32PanelsPerTarget(const float* HWY_RESTRICT w, const float* HWY_REST
       for (size_t c = 0; c < k; c += kPanelKSlice) {
         const size_t len = std::min(kPanelKSlice, k - c);
         if (two) {
-          Tile<2>(w, xb, yb, tokens, k, n_out, r, lo, hi, c, len);
+          F32PanelTileMxN_Hwy<2>(w, xb, yb, tokens, k, n_out, r, lo, hi, c, len);
         } else {
-          Tile<1>(w, xb, yb, tokens, k, n_out, r, lo, hi, c, len);
+          F32PanelTileMxN_Hwy<1>(w, xb, yb, tokens, k, n_out, r, lo, hi, c, len);
         }
       }
       r += width;

@@ -168,9 +168,10 @@ HWY_INLINE void StoreRowStarts(__m512i sums, int32_t* HWY_RESTRICT out) {
 // Source: kHalves (1, or 2 for scales per 16), kHasMin, and
 // Load<kGroups>(sub, n, run): sub-blocks sub .. sub + n - 1 (n <= kPanelRun) of the tile's rows.
 template <class Source, size_t kGroups>
-HWY_NOINLINE void PanelTile(const Q8ActPanel* HWY_RESTRICT panels, const size_t* counts,
-                            size_t n_panels, const Source& source, size_t sub0, size_t subs,
-                            bool accumulate, float* HWY_RESTRICT y, size_t n_out) {
+HWY_NOINLINE void PanelTileMx16_Avx512Vnni(const Q8ActPanel* HWY_RESTRICT panels,
+                                           const size_t* counts, size_t n_panels,
+                                           const Source& source, size_t sub0, size_t subs,
+                                           bool accumulate, float* HWY_RESTRICT y, size_t n_out) {
   constexpr size_t kRows = 4 * kGroups;
   constexpr size_t kHalves = Source::kHalves;
   constexpr size_t kStepsPerHalf = 8 / kHalves;  // 4-byte words per scale
@@ -285,20 +286,20 @@ void MatMulPanels(const SourceAt& source_at, const uint8_t* HWY_RESTRICT x,
         using Source = decltype(source);
         switch (groups) {
           case 1:
-            PanelTile<Source, 1>(panels, counts, n_panels, source, sub0, subs, accumulate, yt,
-                                 n_out);
+            PanelTileMx16_Avx512Vnni<Source, 1>(panels, counts, n_panels, source, sub0, subs,
+                                                accumulate, yt, n_out);
             break;
           case 2:
-            PanelTile<Source, 2>(panels, counts, n_panels, source, sub0, subs, accumulate, yt,
-                                 n_out);
+            PanelTileMx16_Avx512Vnni<Source, 2>(panels, counts, n_panels, source, sub0, subs,
+                                                accumulate, yt, n_out);
             break;
           case 3:
-            PanelTile<Source, 3>(panels, counts, n_panels, source, sub0, subs, accumulate, yt,
-                                 n_out);
+            PanelTileMx16_Avx512Vnni<Source, 3>(panels, counts, n_panels, source, sub0, subs,
+                                                accumulate, yt, n_out);
             break;
           default:
-            PanelTile<Source, 4>(panels, counts, n_panels, source, sub0, subs, accumulate, yt,
-                                 n_out);
+            PanelTileMx16_Avx512Vnni<Source, 4>(panels, counts, n_panels, source, sub0, subs,
+                                                accumulate, yt, n_out);
         }
         r += groups * kQuantGroupRows;
       }

@@ -127,9 +127,11 @@ HWY_INLINE void StoreTokenColumn(VF c0, VF c1, VF c2, VF c3, float offset, float
 // scale at ws[b * group_rows + r]. x: the first token's Q8_ACT row; token t starts x_row_bytes
 // later per token. y: y[t0, r0] of the output, row stride n_out.
 template <size_t kRows, size_t kTokens, bool kQ4>
-HWY_NOINLINE void QuantTile(const uint8_t* HWY_RESTRICT w, const hwy::float16_t* HWY_RESTRICT ws,
-                            size_t group_rows, size_t first, const uint8_t* HWY_RESTRICT x,
-                            size_t x_row_bytes, size_t k, float* HWY_RESTRICT y, size_t n_out) {
+HWY_NOINLINE void Q8Q4TileMxN_Portable(const uint8_t* HWY_RESTRICT w,
+                                       const hwy::float16_t* HWY_RESTRICT ws, size_t group_rows,
+                                       size_t first, const uint8_t* HWY_RESTRICT x,
+                                       size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
+                                       size_t n_out) {
   static_assert(kRows >= 1 && kRows <= 4 && kTokens >= 1 && kTokens <= 4, "tile is at most 4x4");
   const D16 d16;
   const DF df;
@@ -222,23 +224,24 @@ HWY_NOINLINE void QuantTile(const uint8_t* HWY_RESTRICT w, const hwy::float16_t*
 }
 
 template <size_t kRows, bool kQ4>
-HWY_INLINE void QuantTileForTokens(size_t tokens, const uint8_t* w, const hwy::float16_t* ws,
-                                   size_t group_rows, size_t first, const uint8_t* x,
-                                   size_t x_row_bytes, size_t k, float* y, size_t n_out) {
+HWY_INLINE void Q8Q4TileMxTokens_Portable(size_t tokens, const uint8_t* w, const hwy::float16_t* ws,
+                                          size_t group_rows, size_t first, const uint8_t* x,
+                                          size_t x_row_bytes, size_t k, float* y, size_t n_out) {
   switch (tokens) {
     case 1:
-      return QuantTile<kRows, 1, kQ4>(w, ws, group_rows, first, x, x_row_bytes, k, y, n_out);
+      return Q8Q4TileMxN_Portable<kRows, 1, kQ4>(w, ws, group_rows, first, x, x_row_bytes, k, y,
+                                                 n_out);
     case 2:
-      return QuantTile<kRows, 2, kQ4>(w, ws, group_rows, first, x, x_row_bytes, k, y, n_out);
+      return Q8Q4TileMxN_Portable<kRows, 2, kQ4>(w, ws, group_rows, first, x, x_row_bytes, k, y,
+                                                 n_out);
     case 3:
-      return QuantTile<kRows, HWY_MIN(3, kQuantTokenTile), kQ4>(w, ws, group_rows, first, x,
-                                                                x_row_bytes, k, y, n_out);
+      return Q8Q4TileMxN_Portable<kRows, HWY_MIN(3, kQuantTokenTile), kQ4>(
+          w, ws, group_rows, first, x, x_row_bytes, k, y, n_out);
     default:
-      return QuantTile<kRows, kQuantTokenTile, kQ4>(w, ws, group_rows, first, x, x_row_bytes, k,
-                                                    y, n_out);
+      return Q8Q4TileMxN_Portable<kRows, kQuantTokenTile, kQ4>(w, ws, group_rows, first, x,
+                                                               x_row_bytes, k, y, n_out);
   }
 }
-
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 // x86 with AVX2: one full group of 4 rows against kTokens tokens, written with raw intrinsics
@@ -293,12 +296,12 @@ HWY_INLINE __m256i ChunkProducts(const int8_t* HWY_RESTRICT x8, __m256i w, __m25
 }
 
 // One full group (4 rows) x kTokens tokens. w: the group's block 0; ws: the scale of its first
-// row's block 0. x, x_row_bytes, k, y, n_out as for QuantTile.
+// row's block 0. x, x_row_bytes, k, y, n_out as for Q8Q4TileMxN_Portable.
 template <size_t kTokens, bool kQ4>
-HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
-                                    const hwy::float16_t* HWY_RESTRICT ws,
-                                    const uint8_t* HWY_RESTRICT x, size_t x_row_bytes, size_t k,
-                                    float* HWY_RESTRICT y, size_t n_out) {
+HWY_NOINLINE void Q8Q4Tile4xN_Avx2(const uint8_t* HWY_RESTRICT w,
+                                   const hwy::float16_t* HWY_RESTRICT ws,
+                                   const uint8_t* HWY_RESTRICT x, size_t x_row_bytes, size_t k,
+                                   float* HWY_RESTRICT y, size_t n_out) {
   constexpr size_t kBlockBytes = kQ4 ? kQ4BlockBytes : kQ8BlockBytes;
   const size_t blocks = k / kQuantBlockElems;
   [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);  // vpmaddwd pair sums
@@ -374,13 +377,12 @@ HWY_NOINLINE void QuantGroupTileX86(const uint8_t* HWY_RESTRICT w,
 
 // One full group against 1 .. 4 tokens: on AVX-512 VNNI the 512-bit decode kernel.
 template <size_t kTokens, bool kQ4>
-HWY_INLINE void QuantGroupSmallTileX86(const uint8_t* w, const hwy::float16_t* ws,
-                                       const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
-                                       size_t n_out) {
+HWY_INLINE void Q8Q4DecodeTile4xN_X86(const uint8_t* w, const hwy::float16_t* ws, const uint8_t* x,
+                                      size_t x_row_bytes, size_t k, float* y, size_t n_out) {
 #if HWY_TARGET == HWY_AVX3_DL
-  QuantGroupDecodeVnni<kTokens, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+  Q8Q4Tile4xN_Avx512Vnni<kTokens, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
 #else
-  QuantGroupTileX86<kTokens, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
+  Q8Q4Tile4xN_Avx2<kTokens, kQ4>(w, ws, x, x_row_bytes, k, y, n_out);
 #endif
 }
 
@@ -405,21 +407,20 @@ struct QuantGroups {
   template <size_t kTokens>
   void TileX86(size_t r, const uint8_t* x, float* y) const {
     if constexpr (kTokens == kX86TokenTile) {
-      QuantGroupTileX86<kTokens, kQ4>(Quants(r), Scales(r), x, x_row_bytes, k, y + r, n_out);
+      Q8Q4Tile4xN_Avx2<kTokens, kQ4>(Quants(r), Scales(r), x, x_row_bytes, k, y + r, n_out);
     } else {
-      QuantGroupSmallTileX86<kTokens, kQ4>(Quants(r), Scales(r), x, x_row_bytes, k, y + r,
-                                           n_out);
+      Q8Q4DecodeTile4xN_X86<kTokens, kQ4>(Quants(r), Scales(r), x, x_row_bytes, k, y + r, n_out);
     }
   }
 #endif
 #if HWY_ARCH_ARM_A64
   void TileI8mm(size_t tokens, size_t r, const uint8_t* x, float* y) const {
-    QuantGroupTileI8mm(kQ4, tokens, Quants(r), reinterpret_cast<const uint16_t*>(Scales(r)), x,
-                       x_row_bytes, k, y + r, n_out);
+    Q8Q4Tile4xN_NeonI8mm(kQ4, tokens, Quants(r), reinterpret_cast<const uint16_t*>(Scales(r)), x,
+                         x_row_bytes, k, y + r, n_out);
   }
   void TileDotProd(size_t tokens, size_t r, const uint8_t* x, float* y) const {
-    QuantGroupTileDotProd(kQ4, tokens, Quants(r), reinterpret_cast<const uint16_t*>(Scales(r)),
-                          x, x_row_bytes, k, y + r, n_out);
+    Q8Q4Tile4xN_NeonDotProd(kQ4, tokens, Quants(r), reinterpret_cast<const uint16_t*>(Scales(r)), x,
+                            x_row_bytes, k, y + r, n_out);
   }
 #endif
   // The rows of r's group from r on (up to row_end), with the portable tiles.
@@ -431,9 +432,8 @@ struct QuantGroups {
       const uint8_t* xt = x + t * x_row_bytes;
       float* yt = y + t * n_out + r;
       const auto tile = [&](auto kRows) {
-        QuantTileForTokens<decltype(kRows)::value, kQ4>(tokens, Quants(r), Scales(r),
-                                                       group_rows, first, xt, x_row_bytes, k,
-                                                       yt, n_out);
+        Q8Q4TileMxTokens_Portable<decltype(kRows)::value, kQ4>(
+            tokens, Quants(r), Scales(r), group_rows, first, xt, x_row_bytes, k, yt, n_out);
       };
       switch (rows) {
         case 1: tile(std::integral_constant<size_t, 1>()); break;

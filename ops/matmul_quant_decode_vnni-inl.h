@@ -2,7 +2,7 @@
 // Included by ops/matmul_quant.cc inside its AVX3_DL namespace only (no include guard).
 //
 // Decode reads every weight once per token. Matrices that stream from DRAM are bound by the
-// core's read bandwidth, which the 256-bit group tile (QuantGroupTileX86) nearly reaches; but
+// core's read bandwidth, which the 256-bit group tile (Q8Q4Tile4xN_Avx2) nearly reaches; but
 // the smaller ones, which a layer finds in L2 or L3, were bound by instructions: that tile
 // spends about 30 on a Q8_0 group block (4 rows x 32 quants, 128 bytes), per 8-quant chunk a
 // broadcast, two vpsignb and a vpdpbusd. Here a 512-bit vector holds two chunks of the four
@@ -26,12 +26,12 @@
 //   four partial sums, scaled per block by [s0 s0 s1 s1 s2 s2 s3 s3] twice and added in f32.
 // The integer block sums are the 256-bit tile's; the f32 sum runs in another order.
 
-// One full group (4 rows) x kTokens (1..4) tokens. Arguments as for QuantGroupTileX86.
+// One full group (4 rows) x kTokens (1..4) tokens. Arguments as for Q8Q4Tile4xN_Avx2.
 template <size_t kTokens, bool kQ4>
-HWY_NOINLINE void QuantGroupDecodeVnni(const uint8_t* HWY_RESTRICT w,
-                                       const hwy::float16_t* HWY_RESTRICT ws,
-                                       const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
-                                       size_t k, float* HWY_RESTRICT y, size_t n_out) {
+HWY_NOINLINE void Q8Q4Tile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
+                                         const hwy::float16_t* HWY_RESTRICT ws,
+                                         const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
+                                         size_t k, float* HWY_RESTRICT y, size_t n_out) {
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr size_t kGroupBlockBytes = kQuantGroupRows * (kQ4 ? kQ4BlockBytes : kQ8BlockBytes);
   const size_t blocks = k / kQuantBlockElems;

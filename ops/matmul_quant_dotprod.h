@@ -16,8 +16,8 @@ bool CpuHasDotProd();
 // One full group of 4 rows (ops/quant_layout.h) x `tokens` (1..4) tokens, as the x86 kernel in
 // ops/matmul_quant.cc: w is the group's block 0, scales its first row's scale of block 0,
 // x the first token's Q8_ACT row; y[t * n_out + r] receives the 4 outputs of token t.
-void QuantGroupTileDotProd(bool q4, size_t tokens, const uint8_t* w, const uint16_t* scales,
-                           const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
-                           size_t n_out);
+void Q8Q4Tile4xN_NeonDotProd(bool q4, size_t tokens, const uint8_t* w, const uint16_t* scales,
+                             const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
+                             size_t n_out);
 
 }  // namespace kestrel::ops

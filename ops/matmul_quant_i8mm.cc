@@ -83,8 +83,8 @@ void GroupTileForTokens(size_t tokens, const uint8_t* w, const uint16_t* scales,
 
 }  // namespace
 
-void QuantGroupTileI8mm(bool q4, size_t tokens, const uint8_t* w, const uint16_t* scales,
-                        const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
+void Q8Q4Tile4xN_NeonI8mm(bool q4, size_t tokens, const uint8_t* w, const uint16_t* scales,
+                          const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
   if (q4) return GroupTileForTokens<true>(tokens, w, scales, x, x_row_bytes, k, y, n_out);
   GroupTileForTokens<false>(tokens, w, scales, x, x_row_bytes, k, y, n_out);
 }
@@ -95,8 +95,8 @@ void QuantGroupTileI8mm(bool q4, size_t tokens, const uint8_t* w, const uint16_t
 
 namespace kestrel::ops {
 
-void QuantGroupTileI8mm(bool, size_t, const uint8_t*, const uint16_t*, const uint8_t*, size_t,
-                        size_t, float*, size_t) {}
+void Q8Q4Tile4xN_NeonI8mm(bool, size_t, const uint8_t*, const uint16_t*, const uint8_t*, size_t,
+                          size_t, float*, size_t) {}
 
 }  // namespace kestrel::ops
 

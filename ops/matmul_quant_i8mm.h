@@ -20,9 +20,9 @@ bool CpuHasI8mm();
 inline constexpr size_t kI8mmTokenTile = 8;
 
 // Q8_0 / Q4_0 4x8 i8mm: one full group of 4 rows (ops/quant_layout.h) x `tokens`
-// (1..kI8mmTokenTile) tokens, with the arguments of QuantGroupTileDotProd. An odd last token is
+// (1..kI8mmTokenTile) tokens, with the arguments of Q8Q4Tile4xN_NeonDotProd. An odd last token is
 // paired with itself and written once.
-void QuantGroupTileI8mm(bool q4, size_t tokens, const uint8_t* w, const uint16_t* scales,
-                        const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out);
+void Q8Q4Tile4xN_NeonI8mm(bool q4, size_t tokens, const uint8_t* w, const uint16_t* scales,
+                          const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out);
 
 }  // namespace kestrel::ops
