@@ -24,17 +24,26 @@ Status Generate(Session& session, const int32_t* prompt, size_t n_prompt,
                           " tokens, more than the context of " +
                           std::to_string(session.context_length()) +
                           " tokens (use --ctx to raise it)");
+  const auto start = std::chrono::steady_clock::now();
+  KES_RETURN_IF_ERROR(session.Prefill(prompt, n_prompt));
+  const double prefill_seconds = SecondsSince(start);
+  KES_RETURN_IF_ERROR(GenerateFromLogits(session, options, sink, sink_context, stats));
+  stats->prompt_tokens = n_prompt;
+  stats->prefill_seconds = prefill_seconds;
+  return OkStatus();
+}
+
+Status GenerateFromLogits(Session& session, const GenerateOptions& options, TokenSink sink,
+                          void* sink_context, GenerateStats* stats) {
+  *stats = GenerateStats();
+  KES_CHECK_OR_RETURN(session.position() > 0,
+                      "nothing to generate from: the session holds no tokens yet");
   Sampler sampler;
   KES_RETURN_IF_ERROR(sampler.Init(options.sampler, session.vocab_size(),
                                    session.sampler_scratch(), session.memory().sampler_bytes));
   const Tokenizer& tokenizer = session.model().tokenizer();
 
-  auto start = std::chrono::steady_clock::now();
-  KES_RETURN_IF_ERROR(session.Prefill(prompt, n_prompt));
-  stats->prompt_tokens = n_prompt;
-  stats->prefill_seconds = SecondsSince(start);
-
-  start = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < options.max_new_tokens; ++i) {
     const int32_t token = sampler.Sample(session.logits());
     ++stats->generated_tokens;
@@ -46,6 +55,10 @@ Status Generate(Session& session, const int32_t* prompt, size_t n_prompt,
     // The last token needs no logits. Past the context the session keeps its sinks and most
     // recent tokens, so generation goes on.
     if (i + 1 == options.max_new_tokens) break;
+    if (options.stop != nullptr && options.stop->load(std::memory_order_relaxed)) {
+      stats->stopped = true;
+      break;
+    }
     KES_RETURN_IF_ERROR(session.Decode(token));
     ++stats->decode_steps;
   }

@@ -2,6 +2,7 @@
 // then sample, detokenize and decode one token at a time. Allocates nothing.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -16,6 +17,9 @@ struct GenerateOptions {
   size_t max_new_tokens = 128;
   SamplerOptions sampler;
   bool stop_at_end_of_generation = true;  // EOS or end-of-turn
+  // Read after each token reaches the sink: once true, generation stops there, before that
+  // token is decoded. Another thread may set it (the C API's abort), or the sink itself.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct GenerateStats {
@@ -25,6 +29,7 @@ struct GenerateStats {
   double prefill_seconds = 0;  // prompt through to the first token's logits
   double decode_seconds = 0;   // every later decode step, sampling and detokenizing included
   bool stopped_at_end = false;
+  bool stopped = false;  // by GenerateOptions::stop
 };
 
 // Receives each generated token and its text as it is produced.
@@ -35,5 +40,10 @@ using TokenSink = void (*)(void* context, int32_t token, std::string_view text);
 Status Generate(Session& session, const int32_t* prompt, size_t n_prompt,
                 const GenerateOptions& options, TokenSink sink, void* sink_context,
                 GenerateStats* stats);
+
+// Generate without a prompt: samples the first token from the logits the session holds (after
+// a Prefill or a Decode, position() > 0). Generate is Prefill followed by this.
+Status GenerateFromLogits(Session& session, const GenerateOptions& options, TokenSink sink,
+                          void* sink_context, GenerateStats* stats);
 
 }  // namespace kestrel

@@ -40,11 +40,11 @@ bash scripts/build.sh asan
 # report fails the run (halt_on_error; otherwise TSan's exit code 66 at the end would).
 tsan_start=$(date +%s)
 bash scripts/build.sh tsan thread_pool_test session_concurrency_test ops_attention_kv_test \
-  tiny_model_logits_test
+  tiny_model_logits_test c_api_test
 tsan_built=$(date +%s)
 (cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --output-on-failure --timeout 900 -j "$(nproc)" \
-  -R '^(ThreadPool\.|SplitRange\.|SharedModel/SessionConcurrency\.|EncoderConcurrency\.|AttentionKvTest\.Partitions|TinyModel/TinyModelLogits\.)')
+  -R '^(ThreadPool\.|SplitRange\.|SharedModel/SessionConcurrency\.|EncoderConcurrency\.|AttentionKvTest\.Partitions|TinyModel/TinyModelLogits\.|.*CApiTest\.(TwoSessionsOfOneModelOnTwoThreads|AbortFromAnotherThread))')
 echo "== tsan: built in $(( tsan_built - tsan_start )) s, tests ran in $(( $(date +%s) - tsan_built )) s"
 
 # Fuzz smoke: every libFuzzer target (fuzz/: the .kes loader, GGUF conversion, Hugging Face

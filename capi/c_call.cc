@@ -1,0 +1,37 @@
+#include "capi/c_call.h"
+
+namespace kestrel::capi {
+namespace {
+
+// Per thread, because models are shared across threads: one thread's failure never replaces
+// the message another is reading.
+struct ThreadSlot {
+  const void* handle = nullptr;
+  std::string message;
+  const char* fixed = nullptr;  // used instead of message when it could not be stored
+};
+thread_local ThreadSlot g_slot;
+
+}  // namespace
+
+kes_status Record(const void* handle, std::string* handle_error, CallStatus status) noexcept {
+  g_slot.handle = handle;
+  g_slot.fixed = nullptr;
+  try {
+    g_slot.message = status.message;
+    if (handle_error != nullptr) *handle_error = std::move(status.message);
+  } catch (...) {
+    g_slot.fixed = "out of memory while recording an error";
+  }
+  return status.code;
+}
+
+const char* ThreadError() noexcept {
+  return g_slot.fixed != nullptr ? g_slot.fixed : g_slot.message.c_str();
+}
+
+const char* ThreadErrorFor(const void* handle) noexcept {
+  return handle != nullptr && g_slot.handle == handle ? ThreadError() : "";
+}
+
+}  // namespace kestrel::capi

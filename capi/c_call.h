@@ -1,0 +1,93 @@
+// The boundary every C API call crosses: how a call reports what failed (a kes_status code and a
+// message, kept for kes_last_error and the handle's *_last_error), the try/catch that keeps C++
+// exceptions from reaching C, and the reading of size-prefixed parameter structs.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "kestrel/kestrel.h"
+#include "runtime/status.h"
+
+namespace kestrel::capi {
+
+// What a call body returns: KES_OK, or a code with the message that explains it.
+struct CallStatus {
+  kes_status code = KES_OK;
+  std::string message;
+  bool ok() const { return code == KES_OK; }
+};
+
+inline CallStatus Ok() { return {}; }
+inline CallStatus Error(kes_status code, std::string message) {
+  return {code, std::move(message)};
+}
+// A runtime Status (which has no code yet) given the code its failure means at this call.
+inline CallStatus FromStatus(kes_status code_if_failed, const Status& status) {
+  return status.ok() ? Ok() : Error(code_if_failed, status.message());
+}
+
+#define KES_C_RETURN_IF_ERROR(expr)                  \
+  do {                                               \
+    ::kestrel::capi::CallStatus kes_c_call_ = (expr); \
+    if (!kes_c_call_.ok()) return kes_c_call_;        \
+  } while (0)
+
+// Keeps the message of a failed call on `handle` (nullptr: none) as the calling thread's last
+// error; `handle_error` (optional) also gets it. Never throws: without memory for the message
+// a fixed one stands in.
+kes_status Record(const void* handle, std::string* handle_error, CallStatus status) noexcept;
+// The calling thread's last error, and the same only when it was on `handle` ("" otherwise).
+const char* ThreadError() noexcept;
+const char* ThreadErrorFor(const void* handle) noexcept;
+
+// Runs `body` (returning CallStatus) with every exception turned into a status: no C++
+// exception crosses into C.
+template <typename Body>
+kes_status Guard(const void* handle, std::string* handle_error, Body&& body) noexcept {
+  try {
+    CallStatus status = body();
+    if (status.ok()) return KES_OK;
+    return Record(handle, handle_error, std::move(status));
+  } catch (const std::bad_alloc&) {
+    return Record(handle, handle_error, {KES_OUT_OF_MEMORY, "out of memory"});
+  } catch (const std::exception& e) {
+    return Record(handle, handle_error, {KES_INTERNAL, std::string("internal error: ") + e.what()});
+  } catch (...) {
+    return Record(handle, handle_error, {KES_INTERNAL, "internal error: unknown exception"});
+  }
+}
+
+// Reads a caller's parameter struct into *out: the defaults, overwritten by the leading
+// struct_size bytes the caller gave (an older header's struct is a prefix of ours, because
+// fields are only appended and no version ends in padding: see the static_asserts beside each
+// struct's defaults). nullptr: the defaults.
+template <typename T>
+CallStatus ReadParams(const T* in, const T& defaults, const char* name, T* out) {
+  *out = defaults;
+  if (in == nullptr) return Ok();
+  const size_t size = in->struct_size;
+  if (size < sizeof(size_t) || size > sizeof(T)) {
+    return Error(KES_INVALID_ARGUMENT,
+                 std::string(name) + ".struct_size: expected " + std::to_string(sizeof(size_t)) +
+                     " to " + std::to_string(sizeof(T)) + " bytes (set by " + name +
+                     " defaults), found " + std::to_string(size) +
+                     (size > sizeof(T) ? ": the program was built with a newer kestrel.h than "
+                                         "this library"
+                                       : ""));
+  }
+  std::memcpy(static_cast<void*>(out), static_cast<const void*>(in), size);
+  out->struct_size = sizeof(T);
+  return Ok();
+}
+
+// The error for a NULL pointer argument.
+inline CallStatus NullArgument(const char* name) {
+  return Error(KES_INVALID_ARGUMENT, std::string(name) + " is NULL");
+}
+
+}  // namespace kestrel::capi

@@ -1,0 +1,186 @@
+// The C API's session lifecycle: its parameters, the arena it needs, creating it on the
+// caller's arena or one allocated here, and the calls that read or reset its state.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "capi/c_call.h"
+#include "capi/c_handles.h"
+#include "kestrel/kestrel.h"
+#include "runtime/cpu_count.h"
+#include "runtime/executor.h"
+#include "runtime/format.h"
+#include "runtime/memory_plan.h"
+
+using kestrel::capi::CallStatus;
+using kestrel::capi::Error;
+using kestrel::capi::FromStatus;
+using kestrel::capi::Guard;
+using kestrel::capi::NullArgument;
+using kestrel::capi::Ok;
+
+static_assert(offsetof(kes_session_params, reserved0) + sizeof(int32_t) ==
+                  sizeof(kes_session_params),
+              "kes_session_params must not end in padding (c_call.h ReadParams)");
+
+namespace {
+
+// Refuses a model that does not generate text, with what to use instead.
+CallStatus CheckCanGenerate(const kestrel::Model& model) {
+  const std::string arch = model.meta().architecture()->str();
+  if (model.has_audio_encoder()) {
+    return Error(KES_UNSUPPORTED, "this is a speech model (" + arch + "): sessions generate text "
+                                  "from text decoders only");
+  }
+  if (model.is_encoder()) {
+    return Error(KES_UNSUPPORTED, "this is an encoder model (" + arch + "): it embeds texts and "
+                                  "generates nothing");
+  }
+  return Ok();
+}
+
+// The runtime's session options for `in`, and the memory they plan (*plan, for the arena).
+CallStatus ResolveSession(const kes_model* model, const kes_session_params* in,
+                          kestrel::SessionOptions* options, kestrel::MemoryPlan* plan) {
+  if (model == nullptr) return NullArgument("model");
+  KES_C_RETURN_IF_ERROR(CheckCanGenerate(*model->model));
+  kes_session_params p;
+  KES_C_RETURN_IF_ERROR(kestrel::capi::ReadParams(in, kes_session_default_params(),
+                                                  "kes_session_params", &p));
+  if (p.reserved0 != 0) return Error(KES_INVALID_ARGUMENT, "kes_session_params.reserved0 != 0");
+  switch (p.kv_type) {
+    case KES_KV_F16: options->kv.type = kestrel::ops::KvType::kF16; break;
+    case KES_KV_F32: options->kv.type = kestrel::ops::KvType::kF32; break;
+    case KES_KV_INT8: options->kv.type = kestrel::ops::KvType::kInt8; break;
+    default:
+      return Error(KES_INVALID_ARGUMENT, "kes_session_params.kv_type: expected KES_KV_F16, "
+                                         "KES_KV_F32 or KES_KV_INT8, found " +
+                                             std::to_string(p.kv_type));
+  }
+  const size_t trained = model->model->hparams().context_length();
+  options->context_length =
+      p.context_length == 0 ? trained : std::min<size_t>(p.context_length, trained);
+  // The sinks must leave room for the recent tokens (as `kestrel run --sinks` checks).
+  if (p.kv_sinks >= options->context_length) {
+    return Error(KES_INVALID_ARGUMENT, "kes_session_params.kv_sinks: expected fewer than the "
+                                       "context of " + std::to_string(options->context_length) +
+                                           " tokens, found " + std::to_string(p.kv_sinks));
+  }
+  options->kv.sinks = p.kv_sinks;
+  options->n_threads = p.n_threads == 0 ? kestrel::PhysicalCores() : p.n_threads;
+  // A KV type the model cannot have (int8 with heads not a multiple of 32) fails here.
+  return FromStatus(KES_INVALID_ARGUMENT, kestrel::PlanMemory(*model->model,
+                                                              options->context_length, plan,
+                                                              options->kv));
+}
+
+}  // namespace
+
+extern "C" {
+
+kes_session_params kes_session_default_params(void) {
+  const kestrel::SessionOptions runtime_defaults;
+  kes_session_params p;
+  std::memset(&p, 0, sizeof(p));
+  p.struct_size = sizeof(p);
+  p.context_length = runtime_defaults.context_length;
+  p.n_threads = 0;
+  p.kv_sinks = runtime_defaults.kv.sinks;
+  p.kv_type = KES_KV_F16;
+  return p;
+}
+
+kes_status kes_session_arena_size(const kes_model* model, const kes_session_params* params,
+                                  size_t* bytes) {
+  return Guard(model, nullptr, [&]() -> CallStatus {
+    if (bytes == nullptr) return NullArgument("bytes");
+    kestrel::SessionOptions options;
+    kestrel::MemoryPlan plan;
+    KES_C_RETURN_IF_ERROR(ResolveSession(model, params, &options, &plan));
+    *bytes = plan.arena_bytes;
+    return Ok();
+  });
+}
+
+kes_status kes_session_create(const kes_model* model, const kes_session_params* params,
+                              void* arena, size_t arena_bytes, kes_session** session) {
+  return Guard(model, nullptr, [&]() -> CallStatus {
+    if (session == nullptr) return NullArgument("session");
+    *session = nullptr;
+    kestrel::SessionOptions options;
+    kestrel::MemoryPlan plan;
+    KES_C_RETURN_IF_ERROR(ResolveSession(model, params, &options, &plan));
+    // The CPU first (nothing can run on it), then the thread count.
+    KES_C_RETURN_IF_ERROR(FromStatus(KES_UNSUPPORTED, kestrel::CheckCanRun(1)));
+    KES_C_RETURN_IF_ERROR(
+        FromStatus(KES_INVALID_ARGUMENT, kestrel::CheckCanRun(options.n_threads)));
+    auto handle = std::make_unique<kes_session>();
+    handle->model = model;
+    const size_t need = plan.arena_bytes;
+    if (arena != nullptr) {
+      if (reinterpret_cast<uintptr_t>(arena) % KES_ALIGNMENT != 0) {
+        return Error(KES_INVALID_ARGUMENT, "arena: expected a " + std::to_string(KES_ALIGNMENT) +
+                                               "-byte aligned buffer");
+      }
+      if (arena_bytes < need) {
+        return Error(KES_INVALID_ARGUMENT, "arena: expected at least " + std::to_string(need) +
+                                               " bytes (kes_session_arena_size), found " +
+                                               std::to_string(arena_bytes));
+      }
+    } else {
+      // Allocated here rather than by the runtime, so that a failure is KES_OUT_OF_MEMORY.
+      const size_t bytes = kestrel::AlignUp(need, KES_ALIGNMENT);
+      handle->owned_arena.reset(std::aligned_alloc(KES_ALIGNMENT, bytes));
+      if (handle->owned_arena == nullptr) {
+        return Error(KES_OUT_OF_MEMORY, "cannot allocate the session's " + std::to_string(bytes) +
+                                            "-byte arena");
+      }
+      arena = handle->owned_arena.get();
+      arena_bytes = bytes;
+    }
+    options.arena = arena;
+    options.arena_bytes = arena_bytes;
+    // The options were checked above: what fails now is the model's plans.
+    KES_C_RETURN_IF_ERROR(FromStatus(
+        KES_BAD_MODEL, kestrel::Session::Create(*model->model, options, &handle->session)));
+    handle->prefill_chunk = model->model->FindPlan("prefill")->max_tokens();
+    *session = handle.release();
+    return Ok();
+  });
+}
+
+void kes_session_destroy(kes_session* session) { delete session; }
+
+const char* kes_session_last_error(const kes_session* session) {
+  return session == nullptr ? "" : session->error.c_str();
+}
+
+kes_status kes_session_position(const kes_session* session, size_t* position) {
+  if (session == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("session"); });
+  return Guard(session, nullptr, [&]() -> CallStatus {
+    if (position == nullptr) return NullArgument("position");
+    *position = session->session->position() + (session->pending >= 0 ? 1 : 0);
+    return Ok();
+  });
+}
+
+kes_status kes_session_reset(kes_session* session) {
+  if (session == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("session"); });
+  session->session->Reset();
+  session->pending = -1;
+  session->sampler_ready = false;
+  session->abort.store(false);
+  session->stop.store(false);
+  return KES_OK;
+}
+
+kes_status kes_session_abort(kes_session* session) {
+  if (session == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("session"); });
+  // abort first: whoever sees `stop` then finds why.
+  session->abort.store(true);
+  session->stop.store(true);
+  return KES_OK;
+}
+
+}  // extern "C"
