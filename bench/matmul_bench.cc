@@ -141,8 +141,12 @@ void BM_MatMulBlocks(benchmark::State& state) {
   const size_t n_tokens = state.range(0), k = state.range(1), n_out = state.range(2);
   const BlockLayout layout(kType, n_out, k);
   auto w = hwy::AllocateAligned<uint8_t>(layout.TotalBytes());
-  for (size_t i = 0; i < layout.QuantBytes(); ++i) w[i] = static_cast<uint8_t>(i * 37 % 251);
-  std::memset(w.get() + layout.QuantBytes(), 0x11, layout.TotalBytes() - layout.QuantBytes());
+  for (size_t i = 0; i < layout.TotalBytes(); ++i) w[i] = static_cast<uint8_t>(i * 37 % 251);
+  for (size_t r = 0; r < n_out; ++r) {
+    for (size_t b = 0; b < layout.blocks_per_row; ++b) {
+      std::memset(w.get() + layout.RecordOffset(r, b), 0x11, layout.format.record_bytes);
+    }
+  }
   auto x = hwy::AllocateAligned<float>(n_tokens * k);
   auto xq = hwy::AllocateAligned<uint8_t>(n_tokens * Q8ActRowBytes(k));
   auto y = hwy::AllocateAligned<float>(n_tokens * n_out);

@@ -20,11 +20,14 @@
 //   Either way the bits of an 8-element chunk c reach that chunk's lanes with one shift and one
 //   mask: 2-bit fields, shifting each row's 8 bytes by 2c; 1-bit, shifting a row's 4 bytes,
 //   copied into the 32-bit lanes of its elements 0-3 and 4-7, by 2c + h.
-// - scale records, after the last quant: ggml's own scale bytes of each (row, block), in the
-//   (group, block, row) order of ops/quant_layout.h: Q4_1/Q5_1 d and m (f16), Q5_0 d, Q4_K/Q5_K
-//   d, dmin and the 12 bytes of 6-bit scales and mins, Q6_K the 16 int8 scales then d, Q3_K
-//   the 12 bytes of 6-bit scales then d, Q2_K d and dmin then its 16 bytes of 4-bit scale and
-//   min (ggml stores them at either end of the block).
+// - scale records: ggml's own scale bytes of each (row, block): Q4_1/Q5_1 d and m (f16), Q5_0
+//   d, Q4_K/Q5_K d, dmin and the 12 bytes of 6-bit scales and mins, Q6_K the 16 int8 scales
+//   then d, Q3_K the 12 bytes of 6-bit scales then d, Q2_K d and dmin then its 16 bytes of 4-bit
+//   scale and min (ggml stores them at either end of the block).
+// A group stores block by block: block b's records, row after row, then its sub-blocks, so
+// that a group is one stream read front to back. (Records after the last quant were a second
+// stream, which this machine's DRAM served ~10% slower for 4-bit decode: docs/real-shapes.md.)
+// A group holding rows [g, g + n) starts at g * (row bytes), as in ggml's row-major file.
 #pragma once
 
 #include <cstddef>
@@ -97,24 +100,46 @@ struct BlockLayout {
     const size_t first = GroupFirst(row);
     return rows - first < kQuantGroupRows ? rows - first : kQuantGroupRows;
   }
+  // Bytes of one block of one row (its record and its quants): ggml's block bytes.
+  size_t RowBlockBytes() const {
+    return format.record_bytes + format.SubBlocks() * format.SubBlockRowBytes();
+  }
+  // Where the group holding `row` starts, and its block `block`.
+  size_t GroupOffset(size_t row) const { return GroupFirst(row) * blocks_per_row * RowBlockBytes(); }
+  size_t BlockOffset(size_t row, size_t block) const {
+    return GroupOffset(row) + block * GroupRows(row) * RowBlockBytes();
+  }
   // The start of sub-block `sub` (0 .. k/32 - 1) of the group holding `row`: every row's
-  // nibbles, then every row's high bits. A group's sub-blocks follow one another.
+  // nibbles, then every row's high bits.
   size_t SubBlockOffset(size_t row, size_t sub) const {
-    return (GroupFirst(row) * sub_blocks_per_row + sub * GroupRows(row)) *
-           format.SubBlockRowBytes();
+    const size_t subs = format.SubBlocks();
+    return BlockOffset(row, sub / subs) +
+           GroupRows(row) * (format.record_bytes + sub % subs * format.SubBlockRowBytes());
   }
   size_t HighOffset(size_t row, size_t sub) const {
     return SubBlockOffset(row, sub) + GroupRows(row) * format.LowBytes() +
            row % kQuantGroupRows * format.HighBytes();
   }
-  size_t QuantBytes() const { return rows * sub_blocks_per_row * format.SubBlockRowBytes(); }
   size_t RecordOffset(size_t row, size_t block) const {
-    const size_t first = GroupFirst(row);
-    return QuantBytes() +
-           (first * blocks_per_row + block * GroupRows(row) + row - first) * format.record_bytes;
+    return BlockOffset(row, block) + (row - GroupFirst(row)) * format.record_bytes;
   }
-  size_t TotalBytes() const {
-    return QuantBytes() + rows * blocks_per_row * format.record_bytes;
+  size_t TotalBytes() const { return rows * blocks_per_row * RowBlockBytes(); }
+};
+
+// The same offsets inside a full group (kQuantGroupRows rows) with the type known at compile
+// time, from the group's start (BlockLayout::GroupOffset): what the kernels step through.
+template <GgmlBlockType T>
+struct FullGroup {
+  static constexpr BlockFormat F = FormatOf(T);
+  static constexpr size_t kRecordBytes = kQuantGroupRows * F.record_bytes;
+  static constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
+  static constexpr size_t kBlockBytes = kRecordBytes + F.SubBlocks() * kSubBytes;
+  static const uint8_t* Records(const uint8_t* group, size_t block) {
+    return group + block * kBlockBytes;
+  }
+  static const uint8_t* SubBlock(const uint8_t* group, size_t sub) {
+    return group + sub / F.SubBlocks() * kBlockBytes + kRecordBytes +
+           sub % F.SubBlocks() * kSubBytes;
   }
 };
 

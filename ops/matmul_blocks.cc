@@ -576,42 +576,32 @@ HWY_INLINE void SumTerms(const Q8ActRow* act, size_t tokens, size_t sub, size_t 
   }
 }
 
-// The scale records are a second weight stream (ops/block_layout.h: after every quant), read at
-// 1/10 to 1/4 of the quants' rate; the hardware prefetcher alone let its misses stall the
-// kernels. Prefetched as far ahead in time as the quants (kWeightPrefetchBytes), once per cache
-// line. kestrel bench -p 0 -n 64 -t 1 -r 3 on the SmolLM2-1.7B-shaped Q4_K_M file, one Zen 5
-// core, four runs alternating with the binary before: 27.8 -> 28.4 tokens/s (medians).
+// A block's scale records, kWeightPrefetchBytes ahead in the group's stream like the quants
+// (BeginSubBlock): every line they span, which the quants' prefetches need not reach.
 template <GgmlBlockType T>
 HWY_INLINE void PrefetchRecords(const uint8_t* w, const BlockLayout& layout, size_t r0,
                                 size_t blk) {
-  constexpr BlockFormat F = FormatOf(T);
-  constexpr size_t kGroupRecordBytes = kQuantGroupRows * F.record_bytes;  // per block
-  constexpr size_t kAhead = kWeightPrefetchBytes * F.record_bytes /
-                            (F.SubBlocks() * F.SubBlockRowBytes()) / 64 * 64;
-  static_assert(kGroupRecordBytes <= 128, "the prefetches below cover 128 bytes a block");
-  if constexpr (kGroupRecordBytes < 64) {
-    if (blk % (64 / kGroupRecordBytes) != 0) return;
-  }
-  const uint8_t* ahead = w + layout.RecordOffset(r0, blk) + kAhead;
+  constexpr size_t kRecordBytes = FullGroup<T>::kRecordBytes;
+  static_assert(kRecordBytes <= 128, "the prefetches below cover 128 bytes a block");
+  const uint8_t* ahead = w + layout.RecordOffset(r0, blk) + kWeightPrefetchBytes;
   hwy::Prefetch(ahead);
-  // Q6_K's 72 and Q2_K's 80 bytes a block span two or three lines.
-  if constexpr (kGroupRecordBytes > 64) {
-    hwy::Prefetch(ahead + 64);
-    hwy::Prefetch(ahead + kGroupRecordBytes - 1);
-  }
+  if constexpr (kRecordBytes > 64) hwy::Prefetch(ahead + 64);
+  hwy::Prefetch(ahead + kRecordBytes - 1);
 }
 
 // The start of sub-block `sub` in a group tile: the tokens' sum terms for the next kSumRun
 // sub-blocks when a run begins, and the prefetch of the weight stream. Returns the sub-block's
-// quants (quants: the group's first sub-block).
+// quants (group: the group's start, BlockLayout::GroupOffset).
 template <GgmlBlockType T, size_t kTokens>
-HWY_INLINE const uint8_t* BeginSubBlock(const uint8_t* quants, size_t sub, const Q8ActRow* act,
+HWY_INLINE const uint8_t* BeginSubBlock(const uint8_t* group, size_t sub, const Q8ActRow* act,
                                         size_t k, SumTermRun* HWY_RESTRICT sum_terms) {
-  constexpr size_t kSubBytes = kQuantGroupRows * FormatOf(T).SubBlockRowBytes();
+  constexpr size_t kSubBytes = FullGroup<T>::kSubBytes;
   if (sub % kSumRun == 0) SumTerms<T>(act, kTokens, sub, k / kGgmlSubBlockElems, sum_terms);
-  const uint8_t* p = quants + sub * kSubBytes;
+  const uint8_t* p = FullGroup<T>::SubBlock(group, sub);
   hwy::Prefetch(p + kWeightPrefetchBytes);
   if constexpr (kSubBytes > 64) hwy::Prefetch(p + kWeightPrefetchBytes + 64);
+  // Sub-blocks need not start on a line since the records sit between blocks.
+  hwy::Prefetch(p + kWeightPrefetchBytes + kSubBytes - 1);
   return p;
 }
 
@@ -621,7 +611,7 @@ HWY_NOINLINE void BlocksTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const BlockL
                                      size_t k, float* HWY_RESTRICT y, size_t n_out) {
   constexpr BlockFormat F = FormatOf(T);
   [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);  // vpmaddwd pair sums
-  const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
+  const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
   // Two accumulators per token: the two multiply-adds of a sub-block go to different ones, so
   // a one-token tile is not bound by one chain of dependent FMAs (4 cycles each).
   __m256 acc[kTokens], acc2[kTokens];
@@ -638,7 +628,7 @@ HWY_NOINLINE void BlocksTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const BlockL
     GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
     for (size_t s = 0; s < F.SubBlocks(); ++s) {
       const size_t sub = blk * F.SubBlocks() + s;
-      const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(quants, sub, act, k, sum_terms);
+      const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(group, sub, act, k, sum_terms);
       __m256i c[4];
       LoadGroupSubBlock<T>(p, c);
       // Types with a scale per half: signed quants (Q6_K, Q3_K) are multiplied as |w| (<= 32,
@@ -789,12 +779,11 @@ struct BlockPanelSource {
 
   template <size_t kGroups>
   void Load(size_t sub, size_t n, PanelRun<kGroups>* run) const {
-    constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
     for (size_t g = 0; g < kGroups; ++g) {
-      const uint8_t* base = w + layout->SubBlockOffset(r0 + kQuantGroupRows * g, 0);
+      const uint8_t* group = w + layout->GroupOffset(r0 + kQuantGroupRows * g);
       for (size_t i = 0; i < n; ++i) {
         __m256i c[4];
-        LoadGroupSubBlock<T>(base + (sub + i) * kSubBytes, c);
+        LoadGroupSubBlock<T>(FullGroup<T>::SubBlock(group, sub + i), c);
         for (size_t e = 0; e < 4; ++e) {
           if constexpr (T == GgmlBlockType::kQ5_0) {
             c[e] = _mm256_sub_epi8(c[e], _mm256_set1_epi8(16));

@@ -152,8 +152,7 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ2_K);
   static_assert(F.record_bytes == 20 && F.SubBlocks() == 8, "Q2_K's record and block");
-  constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();  // 32
-  const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
+  const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
   // Record byte 4 + i of row r (at 20r + 4 + i) into lane r, byte i: rows 0-2 from the first
   // 64 bytes, row 3 from the 64 at byte 16 (table index 64 + 48 + i).
   alignas(64) static constexpr struct ScaleSource {
@@ -199,7 +198,7 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
     // Two sub-blocks' 64 bytes per load; unrolled so that every index is a constant.
 #pragma GCC unroll 4
     for (size_t pair = 0; pair < 4; ++pair) {
-      const uint8_t* HWY_RESTRICT p = quants + (first_sub + 2 * pair) * kSubBytes;
+      const uint8_t* HWY_RESTRICT p = FullGroup<GgmlBlockType::kQ2_K>::SubBlock(group, first_sub + 2 * pair);
       hwy::Prefetch(p + kWeightPrefetchBytes);
       const __m512i both = _mm512_loadu_si512(p);
 #pragma GCC unroll 2
@@ -241,9 +240,8 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ3_K);
   static_assert(F.record_bytes == 14 && F.SubBlocks() == 8, "Q3_K's record and block");
-  constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();  // 48
   constexpr size_t kLowBytes = kQuantGroupRows * F.LowBytes();         // 32
-  const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
+  const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
   // Byte b of qword 4H + r (scale j = 8H + b of row r): the record byte holding its low 4 bits
   // (b, either nibble) and the one holding its high 2 (8 + b % 4).
   alignas(64) static constexpr struct ScaleSource {
@@ -308,7 +306,7 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
 #pragma GCC unroll 8
     for (int s = 0; s < 8; ++s) {
       const size_t sub = first_sub + static_cast<size_t>(s);
-      const uint8_t* HWY_RESTRICT p = quants + sub * kSubBytes;
+      const uint8_t* HWY_RESTRICT p = FullGroup<GgmlBlockType::kQ3_K>::SubBlock(group, sub);
       hwy::Prefetch(p + kWeightPrefetchBytes);
       const __m512i rows = RowQwordsToLanes(
           _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))),

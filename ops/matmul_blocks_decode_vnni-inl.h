@@ -101,7 +101,7 @@ HWY_NOINLINE void BlocksTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const 
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr BlockFormat F = FormatOf(T);
   static_assert(F.block_elems == kGgmlSubBlockElems && !F.centered(), "one scale per 32");
-  const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
+  const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
   const __m512i chunks_01 = _mm512_setr_epi64(0, 0, 0, 0, 1, 1, 1, 1);
   const __m512i chunks_23 = _mm512_setr_epi64(2, 2, 2, 2, 3, 3, 3, 3);
   constexpr __mmask16 kLowHalf = 0x00FF;  // every row's lanes 2r, 2r + 1 of [c0]
@@ -121,7 +121,7 @@ HWY_NOINLINE void BlocksTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const 
     PrefetchRecords<T>(w, layout, r0, blk);
     GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
     const __m512 scale_both = BothHalves(scale[0]);
-    const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(quants, blk, act, k, sum_terms);
+    const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(group, blk, act, k, sum_terms);
     __m512i w01, w23;
     LoadGroupSubBlock512<T>(p, w01, w23);
     for (size_t t = 0; t < kTokens; ++t) {
@@ -186,7 +186,7 @@ HWY_NOINLINE void Q4KQ5KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const 
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   static_assert(T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K, "Q4_K and Q5_K");
   static_assert(kSumRun == 8, "a run of sum terms is one block's 8 sub-blocks");
-  const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
+  const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
   const __m512i chunks_01 = _mm512_setr_epi64(0, 0, 0, 0, 1, 1, 1, 1);
   const __m512i chunks_23 = _mm512_setr_epi64(2, 2, 2, 2, 3, 3, 3, 3);
   // acc / acc2: even / odd sub-blocks' sums in [r0 r0 r1 r1 r2 r2 r3 r3] lanes of both halves
@@ -206,7 +206,7 @@ HWY_NOINLINE void Q4KQ5KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const 
 #pragma GCC unroll 8
     for (size_t s = 0; s < 8; ++s) {
       const size_t sub = first_sub + s;
-      const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(quants, sub, act, k, sum_terms);
+      const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(group, sub, act, k, sum_terms);
       if (s == 0) {
         for (size_t t = 0; t < kTokens; ++t) {
           const __m512 x_scales = _mm512_broadcast_f32x8(_mm256_loadu_ps(act[t].scale + sub));
@@ -253,8 +253,7 @@ HWY_NOINLINE void Q6KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   constexpr GgmlBlockType T = GgmlBlockType::kQ6_K;
   constexpr BlockFormat F = FormatOf(T);
   static_assert(F.SubBlocks() == kSumRun, "a run of half-sum terms is one block");
-  constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
-  const uint8_t* HWY_RESTRICT quants = w + layout.SubBlockOffset(r0, 0);
+  const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
   const __m512i chunks_01 = _mm512_setr_epi64(0, 0, 0, 0, 1, 1, 1, 1);
   const __m512i chunks_23 = _mm512_setr_epi64(2, 2, 2, 2, 3, 3, 3, 3);
   // Scale j (0..15) of the block in lane i of a [row][j % 8] vector is that of half j % 2 of
@@ -309,7 +308,7 @@ HWY_NOINLINE void Q6KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
 #pragma GCC unroll 4
       for (size_t i = 0; i < 4; ++i) {
         const size_t sub = first_sub + 4 * quarter + i;
-        const uint8_t* HWY_RESTRICT p = quants + sub * kSubBytes;
+        const uint8_t* HWY_RESTRICT p = FullGroup<T>::SubBlock(group, sub);
         hwy::Prefetch(p + kWeightPrefetchBytes);
         hwy::Prefetch(p + kWeightPrefetchBytes + 64);
         __m512i w01, w23;

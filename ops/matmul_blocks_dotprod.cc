@@ -24,8 +24,7 @@ template <GgmlBlockType T, size_t kTokens>
 void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uint8_t* x,
                size_t x_row_bytes, size_t k, float* y, size_t n_out) {
   constexpr BlockFormat F = FormatOf(T);
-  constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
-  const uint8_t* quants = w + layout.SubBlockOffset(r0, 0);
+  const uint8_t* group = w + layout.GroupOffset(r0);
   float32x4_t acc01[kTokens], acc23[kTokens];
   Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
@@ -38,7 +37,7 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
     GroupScales<T>(layout, w, r0, blk, 0.5f, &sv);  // each row's two lanes add half its mins
     for (size_t s = 0; s < F.SubBlocks(); ++s) {
       const size_t sub = blk * F.SubBlocks() + s;
-      const uint8_t* p = quants + sub * kSubBytes;
+      const uint8_t* p = FullGroup<T>::SubBlock(group, sub);
       __builtin_prefetch(p + 1024);
       int8x16_t c[4][2];
       LoadGroupSubBlock<T>(p, c);

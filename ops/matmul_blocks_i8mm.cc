@@ -29,8 +29,7 @@ template <GgmlBlockType T, size_t kPairs>
 void GroupTile(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t r0,
                const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
   constexpr BlockFormat F = FormatOf(T);
-  constexpr size_t kSubBytes = kQuantGroupRows * F.SubBlockRowBytes();
-  const uint8_t* quants = w + layout.SubBlockOffset(r0, 0);
+  const uint8_t* group = w + layout.GroupOffset(r0);
   float32x4_t acc01[kPairs], acc23[kPairs];  // lanes [r0 t, r0 u, r1 t, r1 u], rows 2-3
   Q8ActRow act[2 * kPairs];
   for (size_t i = 0; i < 2 * kPairs; ++i) {
@@ -45,7 +44,7 @@ void GroupTile(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_
     GroupScales<T>(layout, w, r0, blk, 1.0f, &sv);  // one lane per (row, token): whole mins
     for (size_t s = 0; s < F.SubBlocks(); ++s) {
       const size_t sub = blk * F.SubBlocks() + s;
-      const uint8_t* p_sub = quants + sub * kSubBytes;
+      const uint8_t* p_sub = FullGroup<T>::SubBlock(group, sub);
       __builtin_prefetch(p_sub + 1024);
       int8x16_t c[4][2];
       LoadGroupSubBlock<T>(p_sub, c);

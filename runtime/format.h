@@ -13,7 +13,8 @@ namespace kestrel {
 inline constexpr char kKesMagic[8] = {'K', 'E', 'S', 'T', 'R', 'E', 'L', '\0'};
 inline constexpr size_t kKesPreambleBytes = 16;
 // 2: typed op parameters (OpParams union) and named plan inputs and outputs.
-inline constexpr uint32_t kKesFormatVersion = 2;
+// 3: kept GGUF types store each block's scale records beside its quants (ops/block_layout.h).
+inline constexpr uint32_t kKesFormatVersion = 3;
 // Weight blob start, every tensor in it and every arena buffer are aligned to this.
 inline constexpr size_t kKesAlignment = 64;
 
