@@ -579,11 +579,10 @@ HWY_INLINE void SumTerms(const Q8ActRow* act, size_t tokens, size_t sub, size_t 
 // A block's scale records, kWeightPrefetchBytes ahead in the group's stream like the quants
 // (BeginSubBlock): every line they span, which the quants' prefetches need not reach.
 template <GgmlBlockType T>
-HWY_INLINE void PrefetchRecords(const uint8_t* w, const BlockLayout& layout, size_t r0,
-                                size_t blk) {
+HWY_INLINE void PrefetchRecords(const uint8_t* group, size_t blk) {
   constexpr size_t kRecordBytes = FullGroup<T>::kRecordBytes;
   static_assert(kRecordBytes <= 128, "the prefetches below cover 128 bytes a block");
-  const uint8_t* ahead = w + layout.RecordOffset(r0, blk) + kWeightPrefetchBytes;
+  const uint8_t* ahead = FullGroup<T>::Records(group, blk) + kWeightPrefetchBytes;
   hwy::Prefetch(ahead);
   if constexpr (kRecordBytes > 64) hwy::Prefetch(ahead + 64);
   hwy::Prefetch(ahead + kRecordBytes - 1);
@@ -624,8 +623,8 @@ HWY_NOINLINE void BlocksTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const BlockL
   HWY_ALIGN SumTermRun sum_terms[kTokens];
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     __m256 scale[kMaxScales], min[kMaxScales];
-    PrefetchRecords<T>(w, layout, r0, blk);
-    GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
+    PrefetchRecords<T>(group, blk);
+    GroupScales<T>(FullGroup<T>::Records(group, blk), scale, min);
     for (size_t s = 0; s < F.SubBlocks(); ++s) {
       const size_t sub = blk * F.SubBlocks() + s;
       const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(group, sub, act, k, sum_terms);
@@ -875,7 +874,7 @@ void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                        size_t row_begin, size_t row_end) {
   const BlockGroups<T> groups{w, BlockLayout(T, n_out, k), k, Q8ActRowBytes(k), n_out};
-  MatMulGroupTiles(groups, x, Q8ActRowBytes(k), y, n_out, n_tokens, n_out, row_begin, row_end);
+  MatMulGroupTiles(groups, x, y, n_tokens, row_begin, row_end);
 }
 
 // Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock). On

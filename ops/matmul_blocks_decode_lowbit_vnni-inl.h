@@ -172,8 +172,8 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   }
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     const size_t first_sub = blk * 8;
-    const uint8_t* HWY_RESTRICT rec = w + layout.RecordOffset(r0, blk);
-    PrefetchRecords<GgmlBlockType::kQ2_K>(w, layout, r0, blk);
+    const uint8_t* HWY_RESTRICT rec = FullGroup<GgmlBlockType::kQ2_K>::Records(group, blk);
+    PrefetchRecords<GgmlBlockType::kQ2_K>(group, blk);
     const __m512i rec0 = _mm512_loadu_si512(rec), rec16 = _mm512_loadu_si512(rec + 16);
     const __m512i packed = _mm512_permutex2var_epi8(
         rec0, _mm512_load_si512(kScaleSource.index), rec16);
@@ -263,8 +263,8 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     const size_t first_sub = blk * 8;
     // The four records are 56 bytes: a masked load reads nothing past them.
-    const uint8_t* HWY_RESTRICT rec_at = w + layout.RecordOffset(r0, blk);
-    PrefetchRecords<GgmlBlockType::kQ3_K>(w, layout, r0, blk);
+    const uint8_t* HWY_RESTRICT rec_at = FullGroup<GgmlBlockType::kQ3_K>::Records(group, blk);
+    PrefetchRecords<GgmlBlockType::kQ3_K>(group, blk);
     const __m512i rec = _mm512_maskz_loadu_epi8((__mmask64{1} << 56) - 1, rec_at);
     // Low 4 bits: the low nibble for scales 0-7 (qwords 0-3), the high one for 8-15.
     const __m512i low = _mm512_and_si512(

@@ -118,8 +118,8 @@ HWY_NOINLINE void BlocksTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const 
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     // The block's scale and halved min in the [r0 r0 r1 r1 r2 r2 r3 r3] lanes.
     __m256 scale[kMaxScales], min[kMaxScales];
-    PrefetchRecords<T>(w, layout, r0, blk);
-    GroupScales<T>(w + layout.RecordOffset(r0, blk), scale, min);
+    PrefetchRecords<T>(group, blk);
+    GroupScales<T>(FullGroup<T>::Records(group, blk), scale, min);
     const __m512 scale_both = BothHalves(scale[0]);
     const uint8_t* HWY_RESTRICT p = BeginSubBlock<T, kTokens>(group, blk, act, k, sum_terms);
     __m512i w01, w23;
@@ -200,8 +200,8 @@ HWY_NOINLINE void Q4KQ5KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const 
   HWY_ALIGN SumTermRun sum_terms[kTokens];
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     const size_t first_sub = blk * 8;
-    PrefetchRecords<T>(w, layout, r0, blk);
-    const K4GroupScales g = DecodeK4GroupScales(w + layout.RecordOffset(r0, blk), 1.0f);
+    PrefetchRecords<T>(group, blk);
+    const K4GroupScales g = DecodeK4GroupScales(FullGroup<T>::Records(group, blk), 1.0f);
     RowPairs scaled[kTokens];
 #pragma GCC unroll 8
     for (size_t s = 0; s < 8; ++s) {
@@ -276,8 +276,8 @@ HWY_NOINLINE void Q6KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     const size_t first_sub = blk * F.SubBlocks();
     __m256 lo[4], hi[4];
-    PrefetchRecords<T>(w, layout, r0, blk);
-    GroupScaleRows<T>(w + layout.RecordOffset(r0, blk), lo, hi);
+    PrefetchRecords<T>(group, blk);
+    GroupScaleRows<T>(FullGroup<T>::Records(group, blk), lo, hi);
     const RowPairs lo_rows(lo), hi_rows(hi);
     RowPairs scaled_lo[kTokens], scaled_hi[kTokens];
     for (size_t t = 0; t < kTokens; ++t) {

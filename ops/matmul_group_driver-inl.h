@@ -5,7 +5,7 @@
 // portable code. Included by both files inside their HWY_NAMESPACE (no include guard: each is
 // compiled once per target).
 //
-// A family is a class with
+// A family is a class with members layout (its rows in layout.rows), x_row_bytes and n_out, and
 //   x86 (AVX2 and later): template <size_t kTokens> TileX86(r, x, y): the full group at row r
 //       against kTokens (1 .. kX86TokenTile) tokens;
 //   aarch64: TileI8mm(tokens, r, x, y) (1 .. kI8mmTokenTile tokens) and TileDotProd(tokens, r,
@@ -23,12 +23,12 @@ inline constexpr size_t kX86TokenTile = 4;
 #endif
 inline constexpr size_t kDotProdTokenTile = 4;
 
-// Rows [row_begin, row_end) of an n_rows-row weight against n_tokens tokens.
+// Rows [row_begin, row_end) of the family's weight against n_tokens tokens.
 template <class Family>
-void MatMulGroupTiles(const Family& family, const uint8_t* HWY_RESTRICT x,
-                      [[maybe_unused]] size_t x_row_bytes, float* HWY_RESTRICT y,
-                      [[maybe_unused]] size_t n_out, size_t n_tokens, size_t n_rows,
-                      size_t row_begin, size_t row_end) {
+void MatMulGroupTiles(const Family& family, const uint8_t* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                      size_t n_tokens, size_t row_begin, size_t row_end) {
+  [[maybe_unused]] const size_t x_row_bytes = family.x_row_bytes, n_out = family.n_out;
+  const size_t n_rows = family.layout.rows;
   // Rows outer, tokens inner: a group's weights stay in L1 while every token passes over them.
   for (size_t r = row_begin; r < row_end;) {
     [[maybe_unused]] const bool full_group =

@@ -453,7 +453,7 @@ void MatMulQuantTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT
                       size_t row_begin, size_t row_end) {
   const QuantGroups<kQ4> groups{w, QuantLayout(n_out, k, kQ4 ? kQ4BlockBytes : kQ8BlockBytes),
                                 k, Q8ActRowBytes(k), n_out};
-  MatMulGroupTiles(groups, x, Q8ActRowBytes(k), y, n_out, n_tokens, n_out, row_begin, row_end);
+  MatMulGroupTiles(groups, x, y, n_tokens, row_begin, row_end);
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
