@@ -1,0 +1,208 @@
+// The C++ API (include/kestrel/kestrel.hpp, header-only over the C API) on the tiny random-weight
+// models: failures as Status codes with the C API's messages, Result<T> holding a value or a
+// status, tokens round-tripped, Generate and pulled NextToken giving the tokens the C calls give,
+// a callback that stops generation, and a session in a caller arena.
+// First: tests/support declares the runtime's own kestrel::Model, which the public
+// kestrel::Model (kestrel::api_v1::Model) would make ambiguous there if it were seen before.
+#include "tests/support/test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kestrel/kestrel.hpp"
+
+namespace {
+
+namespace t = kestrel::test;
+// The public classes by their inline namespace: this test also sees tests/support's declaration
+// of the runtime's own kapi::Model, which a program using the public header never includes.
+namespace kapi = kestrel::api_v1;
+
+const char kPrompt[] = "the quick brown fox";
+constexpr size_t kNewTokens = 16;
+
+const std::string& TinyPath(const t::TinyFamily& family) {
+  static std::string paths[2];
+  std::string& path = paths[&family == &t::kTinyGemma3 ? 0 : 1];
+  if (path.empty()) {
+    t::TinyModel tiny;
+    EXPECT_EQ(t::MakeTinyModel(&tiny, family), "");
+    path = tiny.kes;
+  }
+  return path;
+}
+
+kapi::SessionParams OneThread() {
+  kapi::SessionParams params = kapi::DefaultSessionParams();
+  params.n_threads = 1;
+  return params;
+}
+
+// The greedy tokens the C API's kes_generate gives for kPrompt: the reference.
+std::vector<int32_t> CGreedyTokens(const std::string& path) {
+  kes_model* model = nullptr;
+  EXPECT_EQ(kes_model_open(path.c_str(), nullptr, &model), KES_OK) << kes_last_error();
+  std::vector<int32_t> prompt(64);
+  size_t n = 0;
+  EXPECT_EQ(kes_tokenize(model, kPrompt, sizeof(kPrompt) - 1,
+                         KES_TOKENIZE_ADD_SPECIAL | KES_TOKENIZE_PARSE_SPECIAL, prompt.data(),
+                         prompt.size(), &n),
+            KES_OK);
+  prompt.resize(n);
+  const kes_session_params params = OneThread();
+  kes_session* session = nullptr;
+  EXPECT_EQ(kes_session_create(model, &params, nullptr, 0, &session), KES_OK);
+  kes_sampler_params greedy = kes_sampler_default_params();
+  greedy.temperature = 0.0f;
+  std::vector<int32_t> tokens;
+  auto add = [](void* user, int32_t token, const char*, size_t) {
+    static_cast<std::vector<int32_t>*>(user)->push_back(token);
+    return 0;
+  };
+  EXPECT_EQ(kes_generate(session, prompt.data(), prompt.size(), &greedy, kNewTokens, add, &tokens),
+            KES_OK);
+  kes_session_destroy(session);
+  kes_model_close(model);
+  return tokens;
+}
+
+class CppApiTest : public ::testing::TestWithParam<const t::TinyFamily*> {
+ protected:
+  const std::string& path() const { return TinyPath(*GetParam()); }
+};
+
+TEST(CppApi, MissingFileIsAStatusCodeWithThePath) {
+  const std::string missing = t::ScratchPath("cpp-no-such-model.kes");
+  kapi::Result<kapi::Model> model = kapi::Model::Open(missing);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), kapi::StatusCode::kIoError);
+  EXPECT_NE(model.status().message().find(missing), std::string::npos)
+      << model.status().message();
+  EXPECT_EQ(model.status().ToString().rfind("KES_IO_ERROR: ", 0), 0u)
+      << model.status().ToString();
+}
+
+TEST(CppApi, ResultMoves) {
+  kapi::Result<std::string> text(std::string(100, 'x'));
+  ASSERT_TRUE(text.ok());
+  kapi::Result<std::string> moved(std::move(text));
+  EXPECT_EQ(moved->size(), 100u);
+  kapi::Result<std::string> failed(kapi::Status(kapi::StatusCode::kAborted, "stopped"));
+  EXPECT_FALSE(failed.ok());
+  failed = std::move(moved);
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(*failed, std::string(100, 'x'));
+  // A Result cannot be made "failed" with an OK status: that would hide a bug.
+  kapi::Result<int> odd{kapi::Status()};
+  EXPECT_FALSE(odd.ok());
+  EXPECT_EQ(odd.status().code(), kapi::StatusCode::kInternal);
+}
+
+TEST_P(CppApiTest, TokensRoundTrip) {
+  kapi::Result<kapi::Model> model = kapi::Model::Open(path());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  kapi::Result<kapi::ModelInfo> info = model->Info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->can_generate, 1);
+  // Longer than the first guess the wrapper sizes its buffer by, so the retry is exercised.
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "fox jumps over ";
+  kapi::Result<std::vector<int32_t>> ids = model->Tokenize(text, 0);
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  EXPECT_GT(ids->size(), 40u);
+  kapi::Result<std::string> back = model->Detokenize(*ids);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, text);
+  const int32_t out_of_range = static_cast<int32_t>(info->n_vocab) + 5;
+  kapi::Result<std::string> bad = model->Detokenize(&out_of_range, 1);
+  EXPECT_EQ(bad.status().code(), kapi::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(bad.status().message().empty());
+}
+
+TEST_P(CppApiTest, GenerateNextTokenAndStopAsTheCApi) {
+  const std::vector<int32_t> expected = CGreedyTokens(path());
+  ASSERT_FALSE(expected.empty());
+  kapi::Result<kapi::Model> model = kapi::Model::Open(path());
+  ASSERT_TRUE(model.ok());
+  kapi::Result<std::vector<int32_t>> prompt = model->Tokenize(kPrompt);
+  ASSERT_TRUE(prompt.ok());
+  const kapi::SessionParams params = OneThread();
+  kapi::Result<kapi::Session> session = kapi::Session::Create(*model, &params);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+
+  std::vector<int32_t> generated;
+  std::string text;
+  kapi::Status s = session->Generate(*prompt, kapi::GreedySampler(), kNewTokens,
+                                        [&](int32_t id, std::string_view piece) {
+                                          generated.push_back(id);
+                                          text.append(piece);
+                                        });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(generated, expected);
+  kapi::Result<std::string> detok = model->Detokenize(generated);
+  ASSERT_TRUE(detok.ok());
+  EXPECT_EQ(text, *detok);
+
+  // Pulled one at a time after a prefill: the same tokens (up to the first end token, which
+  // kes_generate does not pass on).
+  ASSERT_TRUE(session->Reset().ok());
+  ASSERT_TRUE(session->Prefill(*prompt).ok());
+  std::vector<int32_t> pulled;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    kapi::Result<kapi::Session::Token> token = session->NextToken(kapi::GreedySampler());
+    ASSERT_TRUE(token.ok()) << token.status().ToString();
+    pulled.push_back(token->id);
+  }
+  EXPECT_EQ(pulled, expected);
+  kapi::Result<size_t> position = session->Position();
+  ASSERT_TRUE(position.ok());
+  EXPECT_EQ(*position, prompt->size() + expected.size());
+
+  // A callback returning false stops generation after that token.
+  ASSERT_TRUE(session->Reset().ok());
+  size_t calls = 0;
+  ASSERT_TRUE(session
+                  ->Generate(*prompt, kapi::GreedySampler(), kNewTokens,
+                             [&](int32_t, std::string_view) { return ++calls < 3; })
+                  .ok());
+  EXPECT_EQ(calls, 3u);
+}
+
+TEST_P(CppApiTest, SessionInACallerArena) {
+  kapi::Result<kapi::Model> model = kapi::Model::Open(path());
+  ASSERT_TRUE(model.ok());
+  const kapi::SessionParams params = OneThread();
+  kapi::Result<size_t> bytes = kapi::Session::ArenaSize(*model, &params);
+  ASSERT_TRUE(bytes.ok());
+  ASSERT_GT(*bytes, 0u);
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> arena(std::aligned_alloc(KES_ALIGNMENT, (*bytes + 63) / 64 * 64));
+  kapi::Result<kapi::Session> short_arena =
+      kapi::Session::Create(*model, &params, arena.get(), *bytes - 1);
+  EXPECT_EQ(short_arena.status().code(), kapi::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(short_arena.status().message().empty());
+  kapi::Result<kapi::Session> session =
+      kapi::Session::Create(*model, &params, arena.get(), *bytes);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  // Logits before anything was prefilled: a clear error, not a crash.
+  EXPECT_EQ(session->GetLogits().status().code(), kapi::StatusCode::kInvalidArgument);
+  kapi::Result<std::vector<int32_t>> prompt = model->Tokenize(kPrompt);
+  ASSERT_TRUE(session->Prefill(*prompt).ok());
+  kapi::Result<kapi::Session::Logits> logits = session->GetLogits();
+  ASSERT_TRUE(logits.ok());
+  EXPECT_EQ(logits->size, model->Info()->n_vocab);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, CppApiTest,
+                         ::testing::Values(&t::kTinyGemma3, &t::kTinyLlama),
+                         [](const ::testing::TestParamInfo<const t::TinyFamily*>& info) {
+                           return std::string(info.param == &t::kTinyGemma3 ? "Gemma3" : "Llama");
+                         });
+
+}  // namespace
