@@ -22,28 +22,30 @@ namespace {
 std::string Num(uint64_t v) { return std::to_string(v); }
 
 Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
-  const std::string where =
-      "tensor " + Num(id) + (t->name() ? " '" + t->name()->str() + "'" : std::string());
-  KES_CHECK_OR_RETURN(t->name() != nullptr && t->name()->size() > 0, where + ": has no name");
+  // Built only for an error: checking a good file allocates nothing per tensor.
+  const auto where = [&] {
+    return "tensor " + Num(id) + (t->name() ? " '" + t->name()->str() + "'" : std::string());
+  };
+  KES_CHECK_OR_RETURN(t->name() != nullptr && t->name()->size() > 0, where() + ": has no name");
   const fb::DType dtype = t->dtype();
-  KES_CHECK_OR_RETURN(IsWeightDType(dtype), where + ": expected dtype " +
+  KES_CHECK_OR_RETURN(IsWeightDType(dtype), where() + ": expected dtype " +
                                                 DTypeNames(IsWeightDType, " or ") +
                                                 ", found code " +
                                                 Num(static_cast<uint64_t>(dtype)));
   const bool quantized = IsBlockQuantized(dtype);
   const bool panels = dtype == fb::DType::F32_PANELS;
   KES_CHECK_OR_RETURN(t->shape() != nullptr && t->shape()->size() >= 1 && t->shape()->size() <= 4,
-                      where + ": expected 1 to 4 dimensions, found " +
+                      where() + ": expected 1 to 4 dimensions, found " +
                           Num(t->shape() ? t->shape()->size() : 0));
   KES_CHECK_OR_RETURN(!(quantized || panels) || t->shape()->size() == 2,
-                      where + ": expected a matrix for dtype " + DTypeName(dtype) + ", found " +
+                      where() + ": expected a matrix for dtype " + DTypeName(dtype) + ", found " +
                           Num(t->shape()->size()) + " dimensions");
   // Bytes of one innermost row; every dimension is checked so the product cannot overflow.
   const uint64_t row_elems = t->shape()->Get(t->shape()->size() - 1);
   KES_CHECK_OR_RETURN(row_elems > 0 && row_elems <= (uint64_t{1} << 40),
-                      where + ": dimension " + Num(row_elems) + " is zero or too large");
+                      where() + ": dimension " + Num(row_elems) + " is zero or too large");
   const uint64_t row_bytes = RowBytes(dtype, row_elems);
-  KES_CHECK_OR_RETURN(row_bytes != 0, where + ": rows of " + Num(row_elems) +
+  KES_CHECK_OR_RETURN(row_bytes != 0, where() + ": rows of " + Num(row_elems) +
                                           " elements are not whole " +
                                           Num(BlockElems(dtype)) + "-element blocks of " +
                                           DTypeName(dtype));
@@ -53,16 +55,16 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
     // Panels store whole panels of rows, the last one zero-padded.
     if (panels && dim <= (uint64_t{1} << 40)) dim = AlignUp(dim, ops::kF32PanelRows);
     KES_CHECK_OR_RETURN(dim > 0 && bytes <= std::numeric_limits<uint64_t>::max() / dim,
-                        where + ": dimension " + Num(dim) + " is zero or overflows");
+                        where() + ": dimension " + Num(dim) + " is zero or overflows");
     bytes *= dim;
   }
   KES_CHECK_OR_RETURN(t->size() == bytes,
-                      where + ": expected " + Num(bytes) + " bytes for its shape and " +
+                      where() + ": expected " + Num(bytes) + " bytes for its shape and " +
                           DTypeName(dtype) + ", found size " + Num(t->size()));
   KES_CHECK_OR_RETURN(t->offset() % kKesAlignment == 0,
-                      where + ": offset " + Num(t->offset()) + " is not 64-byte aligned");
+                      where() + ": offset " + Num(t->offset()) + " is not 64-byte aligned");
   KES_CHECK_OR_RETURN(t->offset() <= blob_size && t->size() <= blob_size - t->offset(),
-                      where + ": bytes [" + Num(t->offset()) + ", " +
+                      where() + ": bytes [" + Num(t->offset()) + ", " +
                           Num(t->offset() + t->size()) + ") lie outside the weight blob of " +
                           Num(blob_size) + " bytes");
   return OkStatus();

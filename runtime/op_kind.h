@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kestrel_generated.h"
 #include "runtime/memory_plan.h"
@@ -70,7 +71,16 @@ class OpCheck {
   // Whether input i is the plan input of this role.
   bool InputIs(uint32_t i, fb::IoRole role) const;
 
+  // The message is only read on failure; a literal one then costs no allocation on success, and
+  // one built from values is passed as a lambda that makes it
+  // (`[&] { return "found " + std::to_string(n); }`), so checking a good file allocates nothing.
   Status Expect(bool condition, const std::string& message) const;
+  Status Expect(bool condition, const char* message) const;
+  template <typename MakeMessage,
+            typename = decltype(std::string(std::declval<MakeMessage&>()()))>
+  Status Expect(bool condition, MakeMessage&& make_message) const {
+    return condition ? OkStatus() : Fail(make_message());
+  }
   // A per-token f32 activation of row_elems elements.
   Status Activation(const fb::Buffer& b, uint64_t row_elems, const char* role) const;
   // A per-token Q8_ACT buffer (activations quantized by QuantizeRows) of row_elems elements.
@@ -88,7 +98,11 @@ class OpCheck {
   const fb::Model& model_;
   const fb::Plan& plan_;
   const fb::Op& op_;
-  std::string where_;
+  uint32_t index_;
+  // "plan 'decode' op 12 (MatMul)": built only for an error, so checking a good file allocates
+  // nothing.
+  std::string Where() const;
+  Status Fail(const std::string& message) const;
 };
 
 // What binding one op sees: the model, the plan's buffers placed in the arena, the session's

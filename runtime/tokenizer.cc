@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <map>
 #include <queue>
 #include <utility>
 
@@ -136,25 +135,34 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
 }
 
 Status Tokenizer::BuildPieces(size_t n, const std::function<std::string_view(size_t)>& piece) {
-  piece_offsets_.assign(1, 0);
-  text_offsets_.assign(1, 0);
+  // Sized once from the pieces' total, so loading makes a few allocations whatever the
+  // vocabulary: a token's text is at most its piece plus WordPiece's leading space.
+  uint64_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += piece(i).size();
+  KES_CHECK_OR_RETURN(total <= std::numeric_limits<uint32_t>::max(),
+                      "tokenizer: pieces exceed 4 GiB in total");
+  pieces_.clear();
+  texts_.clear();
+  pieces_.reserve(total);
+  texts_.reserve(std::min<uint64_t>(total + n, std::numeric_limits<uint32_t>::max()));
   piece_offsets_.reserve(n + 1);
   text_offsets_.reserve(n + 1);
+  piece_offsets_.assign(1, 0);
+  text_offsets_.assign(1, 0);
   byte_to_id_.fill(-1);
+  // Only an error builds the message naming the token.
+  const auto where = [](size_t i) { return "tokenizer: token " + std::to_string(i) + " "; };
   for (size_t i = 0; i < n; ++i) {
     const std::string_view p = piece(i);
-    const std::string where = "tokenizer: token " + std::to_string(i) + " ";
-    KES_CHECK_OR_RETURN(IsValidUtf8(p), where + "piece is not valid UTF-8: " + Quoted(p));
-    KES_CHECK_OR_RETURN(pieces_.size() + p.size() <= std::numeric_limits<uint32_t>::max(),
-                        "tokenizer: pieces exceed 4 GiB in total");
+    KES_CHECK_OR_RETURN(IsValidUtf8(p), where(i) + "piece is not valid UTF-8: " + Quoted(p));
     pieces_.append(p);
     piece_offsets_.push_back(static_cast<uint32_t>(pieces_.size()));
 
     switch (types_[i]) {
       case TokenType::kByte: {
         const int byte = ParseBytePiece(p);
-        KES_CHECK_OR_RETURN(byte >= 0, where + "is a byte token, expected a piece like \"<0xAB>\", "
-                                               "found " + Quoted(p));
+        KES_CHECK_OR_RETURN(byte >= 0, where(i) + "is a byte token, expected a piece like "
+                                                  "\"<0xAB>\", found " + Quoted(p));
         if (byte_to_id_[byte] < 0) byte_to_id_[byte] = static_cast<int32_t>(i);
         texts_ += static_cast<char>(byte);
         break;
@@ -248,27 +256,55 @@ void Tokenizer::BuildSpecialTrie() {
     return la != lb ? la > lb : a < b;
   });
 
-  std::vector<std::map<uint8_t, uint32_t>> children(1);
-  std::vector<int32_t> ranks(1, -1);
-  for (size_t rank = 0; rank < specials_.size(); ++rank) {
-    uint32_t node = 0;
-    for (unsigned char c : Piece(specials_[rank])) {
-      auto it = children[node].find(c);
-      if (it == children[node].end()) {
-        it = children[node].emplace(c, static_cast<uint32_t>(children.size())).first;
-        children.emplace_back();
-        ranks.push_back(-1);
-      }
-      node = it->second;
+  // The trie is built from the pieces in byte order: each node's children are then made in
+  // ascending byte order, so one counting pass lays every node's edges out sorted, with a few
+  // allocations however many special tokens there are.
+  std::vector<int32_t> by_bytes(specials_.size());
+  for (size_t rank = 0; rank < by_bytes.size(); ++rank) by_bytes[rank] = static_cast<int32_t>(rank);
+  std::sort(by_bytes.begin(), by_bytes.end(), [this](int32_t a, int32_t b) {
+    const std::string_view pa = Piece(specials_[a]), pb = Piece(specials_[b]);
+    return pa != pb ? pa < pb : a < b;  // a repeated piece: its first rank first
+  });
+  struct Node {
+    uint32_t parent;
+    uint8_t byte;
+    int32_t rank;
+  };
+  size_t bytes = 0;
+  for (int32_t id : specials_) bytes += Piece(id).size();
+  std::vector<Node> nodes;
+  nodes.reserve(bytes + 1);
+  nodes.push_back({0, 0, -1});
+  std::vector<uint32_t> path(1, 0);  // path[d]: the node of the previous piece's first d bytes
+  std::string_view previous;
+  for (const int32_t rank : by_bytes) {
+    const std::string_view p = Piece(specials_[rank]);
+    size_t common = 0;
+    while (common < p.size() && common < previous.size() && p[common] == previous[common]) {
+      ++common;
     }
-    if (ranks[node] < 0) ranks[node] = static_cast<int32_t>(rank);  // repeated piece: first rank
+    path.resize(common + 1);
+    for (size_t d = common; d < p.size(); ++d) {
+      nodes.push_back({path[d], static_cast<uint8_t>(p[d]), -1});
+      path.push_back(static_cast<uint32_t>(nodes.size() - 1));
+    }
+    if (nodes[path[p.size()]].rank < 0) nodes[path[p.size()]].rank = rank;
+    previous = p;
   }
-  trie_.resize(children.size());
-  for (size_t node = 0; node < children.size(); ++node) {
-    trie_[node].rank = ranks[node];
-    trie_[node].first_edge = static_cast<uint32_t>(edges_.size());
-    trie_[node].n_edges = static_cast<uint32_t>(children[node].size());
-    for (const auto& [byte, child] : children[node]) edges_.push_back({byte, child});
+  trie_.assign(nodes.size(), TrieNode{});
+  for (size_t node = 1; node < nodes.size(); ++node) ++trie_[nodes[node].parent].n_edges;
+  uint32_t first = 0;
+  for (size_t node = 0; node < nodes.size(); ++node) {
+    trie_[node].rank = nodes[node].rank;
+    trie_[node].first_edge = first;
+    first += trie_[node].n_edges;
+  }
+  edges_.resize(nodes.size() - 1);
+  std::vector<uint32_t> filled(nodes.size(), 0);
+  for (size_t node = 1; node < nodes.size(); ++node) {
+    const uint32_t parent = nodes[node].parent;
+    edges_[trie_[parent].first_edge + filled[parent]++] = {nodes[node].byte,
+                                                           static_cast<uint32_t>(node)};
   }
 }
 
@@ -290,7 +326,7 @@ bool Tokenizer::IsMergeTarget(int32_t id) const {
          t == TokenType::kUnused;
 }
 
-void Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
+bool Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
                              std::vector<Fragment>* fragments) const {
   // llama.cpp walks the special tokens longest first and, for each, claims its occurrences left
   // to right inside text no longer token has claimed. Collecting every occurrence with the trie
@@ -313,6 +349,8 @@ void Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
       }
     }
   }
+  fragments->clear();
+  if (found.empty()) return false;
   // Into (rank, position) order: a counting sort by rank keeps the positions ascending.
   std::vector<uint32_t> rank_start(specials_.size() + 1, 0);
   for (const Occurrence& o : found) ++rank_start[o.rank + 1];
@@ -334,7 +372,6 @@ void Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
   std::sort(specials.begin(), specials.end(),
             [](const Fragment& a, const Fragment& b) { return a.offset < b.offset; });
 
-  fragments->clear();
   size_t pos = 0;
   for (const Fragment& s : specials) {
     if (s.offset > pos) fragments->push_back({pos, s.offset - pos, -1});
@@ -342,6 +379,7 @@ void Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
     pos = s.offset + s.length;
   }
   if (pos < text.size()) fragments->push_back({pos, text.size() - pos, -1});
+  return true;
 }
 
 Status Tokenizer::AppendPieceOrFallback(std::string_view piece, std::vector<int32_t>* out) const {
@@ -375,34 +413,53 @@ Status Tokenizer::Encode(std::string_view text, bool add_special, bool parse_spe
                          std::vector<int32_t>* out) const {
   KES_CHECK_OR_RETURN(out != nullptr, "tokenizer: Encode needs an output vector");
   KES_CHECK_OR_RETURN(!types_.empty(), "tokenizer: Encode called before a successful Init");
-  std::vector<int32_t> ids;
-  ids.reserve(text.size() / 3 + 4);
+  // The ids are appended after what *out holds, then moved to its front: its storage is reused
+  // (a caller encoding many texts into one vector allocates once), and on error the ids are cut
+  // off again, leaving *out as it was.
+  std::vector<int32_t>& ids = *out;
+  const size_t previous = ids.size();
+  ids.reserve(previous + text.size() / 3 + 4);
   if (add_special && config_.add_bos) ids.push_back(config_.bos_id);
   std::vector<Fragment> fragments;
-  SplitSpecial(text, parse_special, &fragments);
+  const Fragment whole{0, text.size(), -1};
+  const Fragment* begin = fragments.data();
+  const Fragment* end = begin;
+  if (SplitSpecial(text, parse_special, &fragments)) {
+    begin = fragments.data();
+    end = begin + fragments.size();
+  } else if (!text.empty()) {
+    begin = &whole;
+    end = begin + 1;
+  }
   bool after_special = true;  // the start of the text counts as following a special token
-  for (const Fragment& f : fragments) {
+  for (const Fragment* fragment = begin; fragment != end; ++fragment) {
+    const Fragment& f = *fragment;
     if (f.id >= 0) {
       ids.push_back(f.id);
       after_special = true;
       continue;
     }
     const std::string_view raw = text.substr(f.offset, f.length);
+    Status s;
     switch (config_.algorithm) {
       case TokenizerAlgorithm::kSentencePiece:
-        KES_RETURN_IF_ERROR(EncodeSpm(raw, config_.add_space_prefix && after_special, &ids));
+        s = EncodeSpm(raw, config_.add_space_prefix && after_special, &ids);
         break;
       case TokenizerAlgorithm::kByteLevelBpe:
-        KES_RETURN_IF_ERROR(EncodeBpe(raw, &ids));
+        s = EncodeBpe(raw, &ids);
         break;
       case TokenizerAlgorithm::kWordPiece:
-        KES_RETURN_IF_ERROR(EncodeWordPiece(raw, &ids));
+        s = EncodeWordPiece(raw, &ids);
         break;
+    }
+    if (!s.ok()) {
+      ids.resize(previous);
+      return s;
     }
     after_special = false;
   }
   if (add_special && config_.add_eos) ids.push_back(config_.eos_id);
-  *out = std::move(ids);
+  ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(previous));
   return OkStatus();
 }
 

@@ -32,8 +32,11 @@
 // WordPiece decodes differently (see tokenizer_wordpiece.cc): a continuation piece is its text
 // without the prefix, any other piece a space and its text.
 //
-// Init copies everything it needs; afterwards the Tokenizer is immutable, safe to share across
-// threads, and copyable (all internal references are indices, never pointers).
+// Init copies everything it needs into a few flat arrays (pieces and texts concatenated, offset
+// tables, open-addressing hash tables), each allocated once at its final size, so loading makes
+// a small number of heap allocations whatever the vocabulary; afterwards the Tokenizer is
+// immutable, safe to share across threads, and copyable (all internal references are indices,
+// never pointers).
 #pragma once
 
 #include <array>
@@ -42,7 +45,6 @@
 #include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "runtime/bert_normalizer.h"
@@ -97,12 +99,13 @@ class Tokenizer {
               const int8_t* types, const TokenizerConfig& config, size_t n_merges = 0,
               const std::function<std::string_view(size_t)>& merge = {});
 
-  // On success *out is replaced by the ids; on error it is left alone. add_special: prepend BOS /
-  // append EOS per config. Fails only when a SentencePiece character needs byte fallback and
-  // the vocabulary has neither its byte tokens nor an unknown token. Byte-level BPE never uses
-  // the unknown token: a byte without a token is dropped (tokenizer_bpe.cc), as in llama.cpp.
-  // (Hugging Face always splits special tokens out of WordPiece text: pass parse_special = true
-  // for its ids.)
+  // On success *out is replaced by the ids, in its own storage when that has room (encoding many
+  // texts into one vector allocates for the ids once); on error it is left alone. add_special:
+  // prepend BOS / append EOS per config. Fails only when a SentencePiece character needs byte
+  // fallback and the vocabulary has neither its byte tokens nor an unknown token. Byte-level BPE
+  // never uses the unknown token: a byte without a token is dropped (tokenizer_bpe.cc), as in
+  // llama.cpp. (Hugging Face always splits special tokens out of WordPiece text: pass
+  // parse_special = true for its ids.)
   Status Encode(std::string_view text, bool add_special, bool parse_special,
                 std::vector<int32_t>* out) const;
 
@@ -158,6 +161,12 @@ class Tokenizer {
     int32_t rank;
     int32_t result;
   };
+  // One slot of the merge table: key is left id << 32 | right id, kNoMerge when empty.
+  struct MergeSlot {
+    uint64_t key;
+    Merge merge;
+  };
+  static constexpr uint64_t kNoMerge = ~uint64_t{0};  // ids are never -1
 
   Status BuildPieces(size_t n, const std::function<std::string_view(size_t)>& piece);
   Status BuildMerges(size_t n_merges, const std::function<std::string_view(size_t)>& merge);
@@ -168,12 +177,17 @@ class Tokenizer {
   bool IsSpecialAllowed(int32_t id, bool parse_special) const;
   bool IsMergeTarget(int32_t id) const;
   uint32_t TrieChild(uint32_t node, uint8_t byte) const;  // 0 when there is none
-  void SplitSpecial(std::string_view text, bool parse_special,
+  // Cuts text into raw fragments and special tokens; false (fragments left empty) when the
+  // text holds no special token, the common case, which then costs no allocation.
+  bool SplitSpecial(std::string_view text, bool parse_special,
                     std::vector<Fragment>* fragments) const;
   // Appends the ids of raw text (no special tokens in it) with the config's algorithm.
   Status EncodeSpm(std::string_view fragment, bool space_prefix, std::vector<int32_t>* out) const;
   Status EncodeBpe(std::string_view fragment, std::vector<int32_t>* out) const;
-  Status EncodeBpeWord(std::string_view word, std::vector<int32_t>* out) const;
+  // The buffers of EncodeBpeWord, reused across the words of one Encode (tokenizer_bpe.cc).
+  struct BpeScratch;
+  Status EncodeBpeWord(std::string_view word, BpeScratch* scratch,
+                       std::vector<int32_t>* out) const;
   Status EncodeWordPiece(std::string_view fragment, std::vector<int32_t>* out) const;
   // Appends the pieces of one normalized word (UTF-8, `chars` code points), or unk_id.
   void EncodeWordPieceWord(std::string_view word, size_t chars, std::vector<int32_t>* out) const;
@@ -195,7 +209,10 @@ class Tokenizer {
   std::vector<int32_t> specials_;       // control/unknown/user-defined ids, longest piece first
   std::vector<TrieNode> trie_;          // trie_[0] is the root
   std::vector<TrieEdge> edges_;
-  std::unordered_map<uint64_t, Merge> merges_;  // key: left id << 32 | right id
+  // Open-addressing hash table of merges by (left, right), sized once at Init; empty for
+  // algorithms without merges.
+  std::vector<MergeSlot> merges_;
+  unsigned merge_shift_ = 64;  // 64 - log2(merges_.size()): MergeHash keeps the high bits
 };
 
 }  // namespace kestrel

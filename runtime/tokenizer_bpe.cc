@@ -12,7 +12,7 @@
 //     token is dropped: never the unknown token, which is a control token in GPT-2-style
 //     vocabularies (SmolLM2's id 0 is <|endoftext|>), so typed text never becomes one.
 // Decoding maps the alphabet back to bytes.
-#include <queue>
+#include <algorithm>
 
 #include "runtime/tokenizer.h"
 
@@ -75,50 +75,102 @@ void Tokenizer::AppendByteLevelText(std::string_view piece, std::string* out) {
   }
 }
 
+namespace {
+
+// Fibonacci hashing of a merge key: its high bits, which mix every bit of both ids.
+size_t MergeHash(uint64_t key, unsigned shift) {
+  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift);
+}
+
+}  // namespace
+
 Status Tokenizer::BuildMerges(size_t n_merges,
                               const std::function<std::string_view(size_t)>& merge) {
   KES_CHECK_OR_RETURN(n_merges == 0 || merge, "tokenizer: merges missing");
   KES_CHECK_OR_RETURN(n_merges < (size_t{1} << 31), "tokenizer: too many merges");
-  merges_.reserve(n_merges);
+  merges_.clear();
+  if (n_merges == 0) return OkStatus();
+  unsigned bits = 1;
+  while ((size_t{1} << bits) < 2 * n_merges) ++bits;  // load factor <= 1/2
+  merges_.assign(size_t{1} << bits, MergeSlot{kNoMerge, Merge{-1, -1}});
+  merge_shift_ = 64 - bits;
+  const size_t mask = merges_.size() - 1;
   std::string joined;
   for (size_t rank = 0; rank < n_merges; ++rank) {
     const std::string_view m = merge(rank);
-    const std::string where = "tokenizer: merge " + std::to_string(rank) + " \"" +
-                              std::string(m.substr(0, 64)) + "\"";
+    // Only an error builds the message naming the merge.
+    const auto where = [&] {
+      return "tokenizer: merge " + std::to_string(rank) + " \"" + std::string(m.substr(0, 64)) +
+             "\"";
+    };
     const size_t space = m.find(' ');
     KES_CHECK_OR_RETURN(space != std::string_view::npos && space > 0 && space + 1 < m.size(),
-                        where + ": expected two pieces separated by a space");
+                        where() + ": expected two pieces separated by a space");
     const std::string_view left = m.substr(0, space), right = m.substr(space + 1);
     joined.assign(left).append(right);
     const int32_t l = Find(left), r = Find(right), result = Find(joined);
     KES_CHECK_OR_RETURN(l >= 0 && r >= 0 && result >= 0,
-                        where + ": expected both pieces and their concatenation in the "
-                                "vocabulary, found " +
+                        where() + ": expected both pieces and their concatenation in the "
+                                  "vocabulary, found " +
                             (l < 0 ? "no '" + std::string(left) + "'"
                                    : r < 0 ? "no '" + std::string(right) + "'"
                                            : "no '" + joined + "'"));
     const uint64_t key = static_cast<uint64_t>(l) << 32 | static_cast<uint32_t>(r);
-    merges_.emplace(key, Merge{static_cast<int32_t>(rank), result});  // a repeat keeps rank 1st
+    for (size_t slot = MergeHash(key, merge_shift_);; slot = (slot + 1) & mask) {
+      if (merges_[slot].key == kNoMerge) {
+        merges_[slot] = {key, Merge{static_cast<int32_t>(rank), result}};
+        break;
+      }
+      if (merges_[slot].key == key) break;  // a repeated merge keeps its first rank
+    }
   }
   return OkStatus();
 }
 
 const Tokenizer::Merge* Tokenizer::FindMerge(int32_t left, int32_t right) const {
-  if (left < 0 || right < 0) return nullptr;
-  const auto it = merges_.find(static_cast<uint64_t>(left) << 32 | static_cast<uint32_t>(right));
-  return it == merges_.end() ? nullptr : &it->second;
+  if (left < 0 || right < 0 || merges_.empty()) return nullptr;
+  const uint64_t key = static_cast<uint64_t>(left) << 32 | static_cast<uint32_t>(right);
+  const size_t mask = merges_.size() - 1;
+  for (size_t slot = MergeHash(key, merge_shift_);; slot = (slot + 1) & mask) {
+    const MergeSlot& entry = merges_[slot];
+    if (entry.key == key) return &entry.merge;
+    if (entry.key == kNoMerge) return nullptr;
+  }
 }
+
+// Doubly linked list of symbols over the word's text, each a vocabulary piece (id) or, for a
+// byte the vocabulary lacks, id -1; a merged-away symbol keeps length 0. Candidates are merges
+// of adjacent symbols in a binary heap (std::push_heap / pop_heap, as std::priority_queue runs
+// them), lowest rank first.
+struct Tokenizer::BpeScratch {
+  struct Symbol {
+    int32_t prev, next, id;
+    uint32_t start, length;
+  };
+  struct Candidate {
+    int32_t rank, left, right, result;
+    int32_t left_id, right_id;  // a mismatch later means the pair went stale
+  };
+  std::string text;  // the word in the byte alphabet
+  std::vector<Symbol> symbols;
+  std::vector<Candidate> queue;
+};
 
 Status Tokenizer::EncodeBpe(std::string_view fragment, std::vector<int32_t>* out) const {
   const std::string text = SanitizeUtf8(fragment);
   std::vector<std::string_view> words;
   PreTokenize(config_.pre, text, &words);
-  for (std::string_view word : words) KES_RETURN_IF_ERROR(EncodeBpeWord(word, out));
+  BpeScratch scratch;
+  for (std::string_view word : words) KES_RETURN_IF_ERROR(EncodeBpeWord(word, &scratch, out));
   return OkStatus();
 }
 
-Status Tokenizer::EncodeBpeWord(std::string_view word, std::vector<int32_t>* out) const {
-  std::string text;  // the word in the byte alphabet
+Status Tokenizer::EncodeBpeWord(std::string_view word, BpeScratch* scratch,
+                                std::vector<int32_t>* out) const {
+  using Symbol = BpeScratch::Symbol;
+  using Candidate = BpeScratch::Candidate;
+  std::string& text = scratch->text;
+  text.clear();
   text.reserve(word.size() * 2);
   for (unsigned char b : word) AppendUtf8(Alphabet().to_char[b], &text);
   if (config_.pre == PreTokenizer::kLlama3) {
@@ -129,13 +181,8 @@ Status Tokenizer::EncodeBpeWord(std::string_view word, std::vector<int32_t>* out
     }
   }
 
-  // Doubly linked list of symbols over `text`, each a vocabulary piece (id) or, for a byte the
-  // vocabulary lacks, id -1; a merged-away symbol keeps length 0.
-  struct Symbol {
-    int32_t prev, next, id;
-    uint32_t start, length;
-  };
-  std::vector<Symbol> symbols;
+  std::vector<Symbol>& symbols = scratch->symbols;
+  symbols.clear();
   symbols.reserve(word.size());
   for (size_t offs = 0; offs < text.size();) {
     const size_t len = static_cast<unsigned char>(text[offs]) < 0x80 ? 1 : 2;
@@ -147,27 +194,28 @@ Status Tokenizer::EncodeBpeWord(std::string_view word, std::vector<int32_t>* out
   }
   if (symbols.empty()) return OkStatus();
 
-  struct Candidate {
-    int32_t rank, left, right, result;
-    int32_t left_id, right_id;  // a mismatch later means the pair went stale
-  };
   // Lowest rank first; equal ranks (the same merge in two places): leftmost first.
   const auto later = [](const Candidate& a, const Candidate& b) {
     return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
   };
-  std::priority_queue<Candidate, std::vector<Candidate>, decltype(later)> queue(later);
+  std::vector<Candidate>& queue = scratch->queue;
+  queue.clear();
+  // n - 1 pairs to start with, then at most two per merge: sized once.
+  queue.reserve(3 * symbols.size());
   const auto try_pair = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
     const Merge* m = FindMerge(symbols[left].id, symbols[right].id);
     if (m != nullptr) {
-      queue.push({m->rank, left, right, m->result, symbols[left].id, symbols[right].id});
+      queue.push_back({m->rank, left, right, m->result, symbols[left].id, symbols[right].id});
+      std::push_heap(queue.begin(), queue.end(), later);
     }
   };
   for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) try_pair(i - 1, i);
 
   while (!queue.empty()) {
-    const Candidate top = queue.top();
-    queue.pop();
+    std::pop_heap(queue.begin(), queue.end(), later);
+    const Candidate top = queue.back();
+    queue.pop_back();
     Symbol& left = symbols[top.left];
     Symbol& right = symbols[top.right];
     if (left.length == 0 || right.length == 0 || left.next != top.right ||

@@ -17,29 +17,31 @@ Status FindPiece(const Tokenizer& tokenizer, const char* piece, int32_t* id) {
 // alone and after a space, when the tokenizer makes it one token; the music symbols' first token
 // always (they share their first UTF-8 bytes); and a word-initial hyphen and quote.
 Status NonSpeechTokens(const Tokenizer& tokenizer, std::vector<int32_t>* out) {
-  std::vector<std::string> symbols;
-  for (char c : std::string_view("\"#()*+/:;<=>@[\\]^_`{|}~")) symbols.emplace_back(1, c);
-  for (const char* s : {"「", "」", "『", "』", "<<", ">>", "<<<", ">>>", "--", "---", "-(", "-[",
-                        "('", "(\"", "((", "))", "(((", ")))", "[[", "]]", "{{", "}}", "♪♪",
-                        "♪♪♪"}) {
-    symbols.emplace_back(s);
-  }
-  const std::vector<std::string> music = {"♩", "♪", "♫", "♬", "♭", "♮", "♯"};
+  static constexpr std::string_view kAscii = "\"#()*+/:;<=>@[\\]^_`{|}~";  // each alone
+  static constexpr std::string_view kSymbols[] = {
+      "「", "」", "『", "』", "<<", ">>", "<<<", ">>>", "--", "---", "-(", "-[",
+      "('", "(\"", "((", "))", "(((", ")))", "[[", "]]", "{{", "}}", "♪♪", "♪♪♪"};
+  static constexpr std::string_view kMusic[] = {"♩", "♪", "♫", "♬", "♭", "♮", "♯"};
+  // One id list and one text buffer for every Encode, so building the set costs a few
+  // allocations per symbol rather than several.
   std::vector<int32_t> ids;
+  std::string text;
   for (const char* lead : {" -", " '"}) {
     KES_RETURN_IF_ERROR(tokenizer.Encode(lead, false, false, &ids));
     KES_CHECK_OR_RETURN(!ids.empty(), std::string("'") + lead + "' encodes to no token");
     out->push_back(ids[0]);
   }
-  auto add = [&](const std::string& symbol, bool first_token_always) -> Status {
-    for (const std::string& text : {symbol, " " + symbol}) {
+  auto add = [&](std::string_view symbol, bool first_token_always) -> Status {
+    for (const bool spaced : {false, true}) {
+      text.assign(spaced ? " " : "").append(symbol);
       KES_RETURN_IF_ERROR(tokenizer.Encode(text, false, false, &ids));
       if (ids.size() == 1 || (first_token_always && !ids.empty())) out->push_back(ids[0]);
     }
     return OkStatus();
   };
-  for (const std::string& s : symbols) KES_RETURN_IF_ERROR(add(s, false));
-  for (const std::string& s : music) KES_RETURN_IF_ERROR(add(s, true));
+  for (size_t i = 0; i < kAscii.size(); ++i) KES_RETURN_IF_ERROR(add(kAscii.substr(i, 1), false));
+  for (std::string_view s : kSymbols) KES_RETURN_IF_ERROR(add(s, false));
+  for (std::string_view s : kMusic) KES_RETURN_IF_ERROR(add(s, true));
   return OkStatus();
 }
 

@@ -147,35 +147,40 @@ Status Check(const OpCheck& c) {
   KES_RETURN_IF_ERROR(c.Expect(p.n_kv_heads() == kv->n_kv_heads() &&
                                    p.head_dim() == kv->head_dim(),
                                "heads do not match the KV layer"));
-  KES_RETURN_IF_ERROR(c.Expect(p.n_heads() > 0 && p.n_heads() <= 65536 &&
-                                   p.n_heads() % p.n_kv_heads() == 0,
-                               "query heads " + std::to_string(p.n_heads()) +
-                                   " must be a multiple of KV heads " +
-                                   std::to_string(p.n_kv_heads())));
-  KES_RETURN_IF_ERROR(c.Expect(p.head_dim() <= ops::kAttentionMaxHeadDim,
-                               "head_dim " + std::to_string(p.head_dim()) + " exceeds " +
-                                   std::to_string(ops::kAttentionMaxHeadDim)));
-  KES_RETURN_IF_ERROR(c.Expect((p.mask() == fb::AttentionMask::Cross) == (kv->cross_length() > 0),
-                               "cross attention needs a cross-attention KV layer and only it "
-                               "(layer " + std::to_string(p.layer()) + " has cross_length " +
-                                   std::to_string(kv->cross_length()) + ")"));
+  KES_RETURN_IF_ERROR(
+      c.Expect(p.n_heads() > 0 && p.n_heads() <= 65536 && p.n_heads() % p.n_kv_heads() == 0, [&] {
+        return "query heads " + std::to_string(p.n_heads()) + " must be a multiple of KV heads " +
+               std::to_string(p.n_kv_heads());
+      }));
+  KES_RETURN_IF_ERROR(c.Expect(p.head_dim() <= ops::kAttentionMaxHeadDim, [&] {
+    return "head_dim " + std::to_string(p.head_dim()) + " exceeds " +
+           std::to_string(ops::kAttentionMaxHeadDim);
+  }));
+  KES_RETURN_IF_ERROR(
+      c.Expect((p.mask() == fb::AttentionMask::Cross) == (kv->cross_length() > 0), [&] {
+        return "cross attention needs a cross-attention KV layer and only it (layer " +
+               std::to_string(p.layer()) + " has cross_length " +
+               std::to_string(kv->cross_length()) + ")";
+      }));
   switch (p.mask()) {
     case fb::AttentionMask::Cross:
       break;
     case fb::AttentionMask::Causal:
-      KES_RETURN_IF_ERROR(c.Expect(kv->window() == 0, "causal attention over a sliding-window "
-                                                      "KV layer (window " +
-                                                          std::to_string(kv->window()) + ")"));
+      KES_RETURN_IF_ERROR(c.Expect(kv->window() == 0, [&] {
+        return "causal attention over a sliding-window KV layer (window " +
+               std::to_string(kv->window()) + ")";
+      }));
       break;
     case fb::AttentionMask::SlidingWindow:
-      KES_RETURN_IF_ERROR(c.Expect(p.window() > 0 && p.window() == kv->window(),
-                                   "sliding window " + std::to_string(p.window()) +
-                                       " does not match the KV layer's window " +
-                                       std::to_string(kv->window())));
+      KES_RETURN_IF_ERROR(c.Expect(p.window() > 0 && p.window() == kv->window(), [&] {
+        return "sliding window " + std::to_string(p.window()) +
+               " does not match the KV layer's window " + std::to_string(kv->window());
+      }));
       break;
     default:
-      return c.Expect(false, "unsupported attention mask " +
-                                 std::to_string(static_cast<int>(p.mask())));
+      return c.Expect(false, [&] {
+        return "unsupported attention mask " + std::to_string(static_cast<int>(p.mask()));
+      });
   }
   KES_RETURN_IF_ERROR(c.Expect(std::isfinite(p.scale()) && p.scale() > 0.0f,
                                "scale must be positive and finite"));

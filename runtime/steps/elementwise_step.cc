@@ -56,9 +56,9 @@ UnaryFn UnaryKernel(fb::Activation activation) {
 
 Status CheckUnary(const OpCheck& c) {
   const fb::Activation act = c.op().params_as_Activate()->activation();
-  KES_RETURN_IF_ERROR(c.Expect(UnaryKernel(act) != nullptr,
-                               std::string("no element-wise kernel for activation ") +
-                                   fb::EnumNameActivation(act)));
+  KES_RETURN_IF_ERROR(c.Expect(UnaryKernel(act) != nullptr, [&] {
+    return std::string("no element-wise kernel for activation ") + fb::EnumNameActivation(act);
+  }));
   const uint64_t row = c.In(0).row_elems();
   KES_RETURN_IF_ERROR(c.Activation(c.In(0), row, "input"));
   return c.Activation(c.Out(0), row, "output");
@@ -101,8 +101,9 @@ BinaryFn ActivationKernel(fb::Activation activation) {
 
 Status CheckGated(const OpCheck& c) {
   const fb::Activation act = c.op().params_as_GatedActivation()->activation();
-  KES_RETURN_IF_ERROR(c.Expect(ActivationKernel(act) != nullptr,
-                               "unknown activation " + std::to_string(static_cast<int>(act))));
+  KES_RETURN_IF_ERROR(c.Expect(ActivationKernel(act) != nullptr, [&] {
+    return "unknown activation " + std::to_string(static_cast<int>(act));
+  }));
   return CheckBinary(c);
 }
 

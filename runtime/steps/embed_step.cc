@@ -64,27 +64,28 @@ Status Check(const OpCheck& c) {
                                "input must be i32 ids, one per row"));
   const fb::Tensor& table = c.Weight(0);
   KES_RETURN_IF_ERROR(c.Matrix(table, "embedding table"));
-  KES_RETURN_IF_ERROR(c.Expect(IsWeightDType(table.dtype()),
-                               std::string("embedding table: no lookup for dtype ") +
-                                   DTypeName(table.dtype())));
+  KES_RETURN_IF_ERROR(c.Expect(IsWeightDType(table.dtype()), [&] {
+    return std::string("embedding table: no lookup for dtype ") + DTypeName(table.dtype());
+  }));
   // The ids index the table unchecked at run time: each input role bounds them differently.
   const uint64_t rows = table.shape()->Get(0);
   if (c.InputIs(0, fb::IoRole::TokenIds)) {
     // The session checks every token id against vocab_size.
     const uint64_t vocab = c.model().hparams()->vocab_size();
-    KES_RETURN_IF_ERROR(c.Expect(rows == vocab, "embedding table has " + std::to_string(rows) +
-                                                    " rows, expected vocab_size " +
-                                                    std::to_string(vocab)));
+    KES_RETURN_IF_ERROR(c.Expect(rows == vocab, [&] {
+      return "embedding table has " + std::to_string(rows) + " rows, expected vocab_size " +
+             std::to_string(vocab);
+    }));
   } else if (c.InputIs(0, fb::IoRole::Positions)) {
     // A text encoder's or decoder's positions run from 0 to the context_length - 1. An audio
     // encoder's (its plan takes audio features) cover one window, the plan's max_tokens: in an
     // encoder-decoder the context is the decoder's, which may be longer.
     const bool audio = FindPlanIo(c.plan(), fb::IoRole::AudioFeatures) >= 0;
     const uint64_t longest = audio ? c.plan().max_tokens() : c.model().hparams()->context_length();
-    KES_RETURN_IF_ERROR(c.Expect(rows >= longest, "position table has " + std::to_string(rows) +
-                                                      " rows, expected at least " +
-                                                      (audio ? "the window's " : "context_length ") +
-                                                      std::to_string(longest)));
+    KES_RETURN_IF_ERROR(c.Expect(rows >= longest, [&] {
+      return "position table has " + std::to_string(rows) + " rows, expected at least " +
+             (audio ? "the window's " : "context_length ") + std::to_string(longest);
+    }));
   } else {
     // The encoder writes segment 0 for every token of a single text.
     KES_RETURN_IF_ERROR(c.Expect(c.InputIs(0, fb::IoRole::TokenTypes),

@@ -38,29 +38,29 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
 
 Status Check(const OpCheck& c) {
   const fb::Im2Col& p = *c.op().params_as_Im2Col();
-  KES_RETURN_IF_ERROR(c.Expect(p.kernel() >= 1 && p.kernel() <= 64 && p.stride() >= 1 &&
-                                   p.stride() <= 64 && p.padding() < p.kernel() &&
-                                   p.channels() >= 1 && p.channels() <= (1u << 20),
-                               "expected kernel 1-64, stride 1-64, padding below the kernel "
-                               "and 1 to 2^20 channels, found kernel " +
-                                   std::to_string(p.kernel()) + ", stride " +
-                                   std::to_string(p.stride()) + ", padding " +
-                                   std::to_string(p.padding()) + ", channels " +
-                                   std::to_string(p.channels())));
+  KES_RETURN_IF_ERROR(
+      c.Expect(p.kernel() >= 1 && p.kernel() <= 64 && p.stride() >= 1 && p.stride() <= 64 &&
+                   p.padding() < p.kernel() && p.channels() >= 1 && p.channels() <= (1u << 20),
+               [&] {
+                 return "expected kernel 1-64, stride 1-64, padding below the kernel "
+                        "and 1 to 2^20 channels, found kernel " +
+                        std::to_string(p.kernel()) + ", stride " + std::to_string(p.stride()) +
+                        ", padding " + std::to_string(p.padding()) + ", channels " +
+                        std::to_string(p.channels());
+               }));
   const fb::Buffer& in = c.In(0);
   const fb::Buffer& out = c.Out(0);
   const uint64_t window = static_cast<uint64_t>(p.kernel()) * p.channels();
-  KES_RETURN_IF_ERROR(c.Expect(in.row_elems() % p.channels() == 0 &&
-                                   out.row_elems() % window == 0 &&
-                                   in.row_elems() / p.channels() ==
-                                       p.stride() * (out.row_elems() / window) &&
-                                   out.row_elems() > 0,
-                               "expected input rows of stride x output frames x channels (" +
-                                   std::to_string(p.stride()) + " x f x " +
-                                   std::to_string(p.channels()) + ") and output rows of f x " +
-                                   std::to_string(window) + ", found " +
-                                   std::to_string(in.row_elems()) + " and " +
-                                   std::to_string(out.row_elems())));
+  KES_RETURN_IF_ERROR(
+      c.Expect(in.row_elems() % p.channels() == 0 && out.row_elems() % window == 0 &&
+                   in.row_elems() / p.channels() == p.stride() * (out.row_elems() / window) &&
+                   out.row_elems() > 0,
+               [&] {
+                 return "expected input rows of stride x output frames x channels (" +
+                        std::to_string(p.stride()) + " x f x " + std::to_string(p.channels()) +
+                        ") and output rows of f x " + std::to_string(window) + ", found " +
+                        std::to_string(in.row_elems()) + " and " + std::to_string(out.row_elems());
+               }));
   KES_RETURN_IF_ERROR(c.Activation(in, in.row_elems(), "input"));
   return c.Activation(out, out.row_elems(), "output");
 }

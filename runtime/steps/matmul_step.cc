@@ -88,27 +88,30 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
 Status Check(const OpCheck& c) {
   const fb::Tensor& w = c.Weight(0);
   KES_RETURN_IF_ERROR(c.Matrix(w, "weight"));
-  KES_RETURN_IF_ERROR(c.Expect(IsWeightDType(w.dtype()),
-                               std::string("weight: no matmul kernel for dtype ") +
-                                   DTypeName(w.dtype())));
+  KES_RETURN_IF_ERROR(c.Expect(IsWeightDType(w.dtype()), [&] {
+    return std::string("weight: no matmul kernel for dtype ") + DTypeName(w.dtype());
+  }));
   const uint64_t n_out = w.shape()->Get(0), k = w.shape()->Get(1);
   const fb::MatMul& params = *c.op().params_as_MatMul();
   const uint64_t m = params.rows_per_token();
   // Several rows per token only for float weights: a q8-activation row has its own layout.
   KES_RETURN_IF_ERROR(c.Expect(
-      m >= 1 && m <= 64 &&
-          (m == 1 || (!params.last_row_only() && !IsBlockQuantized(w.dtype()))),
-      "rows per token must be 1 to 64 (1 with last_row_only or block-quantized weights), found " +
-          std::to_string(m)));
+      m >= 1 && m <= 64 && (m == 1 || (!params.last_row_only() && !IsBlockQuantized(w.dtype()))),
+      [&] {
+        return "rows per token must be 1 to 64 (1 with last_row_only or block-quantized "
+               "weights), found " +
+               std::to_string(m);
+      }));
   KES_RETURN_IF_ERROR(IsBlockQuantized(w.dtype())
                           ? c.QuantizedActivation(c.In(0), k * m, "input")
                           : c.Activation(c.In(0), k * m, "input"));
   if (c.n_weights() == 2) KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(1), n_out, "bias"));
   const fb::Buffer& y = c.Out(0);
   if (c.op().params_as_MatMul()->last_row_only()) {
-    return c.Expect(y.dtype() == fb::DType::F32 && !y.per_token() && y.fixed_rows() == 1 &&
-                        y.row_elems() == n_out,
-                    "last-row output must be one f32 row of " + std::to_string(n_out));
+    return c.Expect(
+        y.dtype() == fb::DType::F32 && !y.per_token() && y.fixed_rows() == 1 &&
+            y.row_elems() == n_out,
+        [&] { return "last-row output must be one f32 row of " + std::to_string(n_out); });
   }
   return c.Activation(y, n_out * m, "output");
 }

@@ -29,10 +29,10 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
 
 Status Check(const OpCheck& c) {
   const fb::Pool& p = *c.op().params_as_Pool();
-  KES_RETURN_IF_ERROR(c.Expect(p.mode() == fb::PoolMode::Mean || p.mode() == fb::PoolMode::Cls ||
-                                   p.mode() == fb::PoolMode::Max,
-                               "unknown pooling mode " +
-                                   std::to_string(static_cast<int>(p.mode()))));
+  KES_RETURN_IF_ERROR(c.Expect(
+      p.mode() == fb::PoolMode::Mean || p.mode() == fb::PoolMode::Cls ||
+          p.mode() == fb::PoolMode::Max,
+      [&] { return "unknown pooling mode " + std::to_string(static_cast<int>(p.mode())); }));
   const uint64_t row = c.In(0).row_elems();
   KES_RETURN_IF_ERROR(c.Activation(c.In(0), row, "input"));
   KES_RETURN_IF_ERROR(c.SequenceTable(1));

@@ -24,9 +24,10 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
 Status Check(const OpCheck& c) {
   const fb::RmsNorm& p = *c.op().params_as_RmsNorm();
   const uint64_t row = c.In(0).row_elems();
-  KES_RETURN_IF_ERROR(c.Expect(p.dim() > 0 && row % p.dim() == 0,
-                               "norm length " + std::to_string(p.dim()) +
-                                   " does not divide rows of " + std::to_string(row)));
+  KES_RETURN_IF_ERROR(c.Expect(p.dim() > 0 && row % p.dim() == 0, [&] {
+    return "norm length " + std::to_string(p.dim()) + " does not divide rows of " +
+           std::to_string(row);
+  }));
   KES_RETURN_IF_ERROR(c.Expect(p.eps() > 0.0f, "epsilon must be positive"));
   KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(0), p.dim(), "gamma"));
   KES_RETURN_IF_ERROR(c.Activation(c.In(0), row, "input"));

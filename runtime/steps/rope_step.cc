@@ -26,16 +26,17 @@ void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threa
 
 Status Check(const OpCheck& c) {
   const fb::Rope& p = *c.op().params_as_Rope();
-  KES_RETURN_IF_ERROR(c.Expect(p.style() == fb::RopeStyle::Neox ||
-                                   p.style() == fb::RopeStyle::Adjacent,
-                               "unknown RoPE style " +
-                                   std::to_string(static_cast<int>(p.style()))));
+  KES_RETURN_IF_ERROR(c.Expect(
+      p.style() == fb::RopeStyle::Neox || p.style() == fb::RopeStyle::Adjacent,
+      [&] { return "unknown RoPE style " + std::to_string(static_cast<int>(p.style())); }));
   KES_RETURN_IF_ERROR(c.Expect(p.n_heads() > 0 && p.n_heads() <= 65536 && p.head_dim() > 0 &&
                                    p.head_dim() % 2 == 0 && p.head_dim() <= ops::kRopeMaxHeadDim,
-                               "expected heads > 0 and an even head_dim <= " +
-                                   std::to_string(ops::kRopeMaxHeadDim) + ", found " +
-                                   std::to_string(p.n_heads()) + " x " +
-                                   std::to_string(p.head_dim())));
+                               [&] {
+                                 return "expected heads > 0 and an even head_dim <= " +
+                                        std::to_string(ops::kRopeMaxHeadDim) + ", found " +
+                                        std::to_string(p.n_heads()) + " x " +
+                                        std::to_string(p.head_dim());
+                               }));
   KES_RETURN_IF_ERROR(c.Expect(p.theta() > 0.0f && p.freq_scale() > 0.0f,
                                "theta and frequency scale must be positive"));
   if (c.n_weights() == 1) {

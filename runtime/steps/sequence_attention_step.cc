@@ -68,12 +68,15 @@ Status Check(const OpCheck& c) {
   const fb::SequenceAttention& p = *c.op().params_as_SequenceAttention();
   KES_RETURN_IF_ERROR(c.Expect(p.n_kv_heads() > 0 && p.n_heads() > 0 && p.n_heads() <= 65536 &&
                                    p.n_heads() % p.n_kv_heads() == 0,
-                               "query heads " + std::to_string(p.n_heads()) +
-                                   " must be a multiple of KV heads " +
-                                   std::to_string(p.n_kv_heads())));
-  KES_RETURN_IF_ERROR(c.Expect(p.head_dim() > 0 && p.head_dim() <= ops::kAttentionMaxHeadDim,
-                               "head_dim " + std::to_string(p.head_dim()) + " not in 1.." +
-                                   std::to_string(ops::kAttentionMaxHeadDim)));
+                               [&] {
+                                 return "query heads " + std::to_string(p.n_heads()) +
+                                        " must be a multiple of KV heads " +
+                                        std::to_string(p.n_kv_heads());
+                               }));
+  KES_RETURN_IF_ERROR(c.Expect(p.head_dim() > 0 && p.head_dim() <= ops::kAttentionMaxHeadDim, [&] {
+    return "head_dim " + std::to_string(p.head_dim()) + " not in 1.." +
+           std::to_string(ops::kAttentionMaxHeadDim);
+  }));
   KES_RETURN_IF_ERROR(c.Expect(std::isfinite(p.scale()) && p.scale() > 0.0f,
                                "scale must be positive and finite"));
   const uint64_t q_row = uint64_t{p.n_heads()} * p.head_dim();

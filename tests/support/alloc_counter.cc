@@ -17,8 +17,15 @@ void __libc_free(void* p);
 namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<long> g_calls{0};
+std::atomic<long> g_frees{0};
 inline void Count() {
   if (g_counting.load(std::memory_order_relaxed)) g_calls.fetch_add(1, std::memory_order_relaxed);
+}
+inline void CountFree() {
+  if (g_counting.load(std::memory_order_relaxed)) {
+    g_calls.fetch_add(1, std::memory_order_relaxed);
+    g_frees.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 }  // namespace
 
@@ -26,6 +33,7 @@ namespace kestrel::test {
 
 void StartCountingAllocations() {
   g_calls.store(0);
+  g_frees.store(0);
   g_counting.store(true);
 }
 
@@ -33,6 +41,8 @@ long StopCountingAllocations() {
   g_counting.store(false);
   return g_calls.load();
 }
+
+long CountedFrees() { return g_frees.load(); }
 
 }  // namespace kestrel::test
 
@@ -50,7 +60,7 @@ void* realloc(void* p, size_t size) {
   return __libc_realloc(p, size);
 }
 void free(void* p) {
-  if (p) Count();
+  if (p) CountFree();
   __libc_free(p);
 }
 void* aligned_alloc(size_t alignment, size_t size) {

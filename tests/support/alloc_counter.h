@@ -19,6 +19,8 @@ namespace kestrel::test {
 void StartCountingAllocations();
 // Stops counting; returns the calls counted since StartCountingAllocations().
 long StopCountingAllocations();
+// Of the calls the last counting window saw, those to free (the rest allocate or reallocate).
+long CountedFrees();
 
 // A TokenSink context (runtime/generate.h) that keeps the generated text without allocating.
 struct CollectedText {
