@@ -1,5 +1,5 @@
-// What the C API's opaque handles hold. kes_model and kes_session are declared (incomplete) in
-// kestrel.h; only the capi/ sources see these definitions.
+// What the C API's opaque handles hold. kes_model, kes_session and the others are declared
+// (incomplete) in kestrel.h; only the capi/ sources see these definitions.
 #pragma once
 
 #include <atomic>
@@ -8,10 +8,16 @@
 #include <memory>
 #include <string>
 
+#include <vector>
+
 #include "kestrel/kestrel.h"
+#include "runtime/audio/log_mel.h"
+#include "runtime/encoder.h"
+#include "runtime/chat_conversation.h"
 #include "runtime/model.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/transcriber.h"
 
 struct kes_model {
   std::unique_ptr<kestrel::Model> model;
@@ -45,5 +51,44 @@ struct kes_session {
   std::atomic<bool> abort{false};
   std::atomic<bool> stop{false};
 
+  // kes_session_chat's conversation (null: none yet) and how to write the next one; it goes
+  // on while the sequence is the one it left (chat_version), else a new one starts.
+  std::unique_ptr<kestrel::ChatConversation> chat;
+  uint64_t chat_version = 0;
+  std::string chat_system, chat_format;
+  bool chat_has_system = false;
+
   std::string error;  // kes_session_last_error
+};
+
+// capi/encoder_c.cc. Every buffer kes_embed needs besides the tokenizer's own is sized by
+// kes_encoder_create, so that embedding allocates nothing of its own.
+struct kes_encoder {
+  const kes_model* model = nullptr;
+  std::unique_ptr<void, kes_session::FreeArena> owned_arena;  // before `encoder`, which uses it
+  std::unique_ptr<kestrel::Encoder> encoder;
+  // One step of texts, tokenized (kes_embed): their ids end to end, where each starts, and how
+  // long it is.
+  std::vector<int32_t> step_ids;         // [max_step_tokens]
+  std::vector<const int32_t*> step_seq;  // [max_batch]
+  std::vector<size_t> step_lengths;      // [max_batch]
+  std::vector<int32_t> text_ids;         // [max_sequence_tokens], one text's
+
+  // kes_encoder_last_error; mutable, so that calls taking a const encoder keep theirs too (one
+  // thread at a time uses an encoder, whatever the call).
+  mutable std::string error;
+};
+
+// capi/transcribe_c.cc. The spectrogram, the segment text and the options are sized by
+// kes_transcriber_create, so that transcribing 16 kHz samples allocates nothing.
+struct kes_transcriber {
+  const kes_model* model = nullptr;
+  std::unique_ptr<kestrel::Transcriber> transcriber;
+  std::unique_ptr<kestrel::audio::LogMelSpectrogram> mel;
+  kestrel::TranscriberOptions options;
+  std::vector<float> features;   // the recording's log-mel spectrogram; grows past its size
+  std::vector<float> resampled;  // samples at 16 kHz, for other rates
+  std::string text;              // one segment's text, reserved for the longest
+
+  mutable std::string error;  // kes_transcriber_last_error (as kes_encoder's)
 };

@@ -28,6 +28,7 @@ const char* kes_status_name(kes_status status) {
     case KES_OUT_OF_MEMORY: return "KES_OUT_OF_MEMORY";
     case KES_ABORTED: return "KES_ABORTED";
     case KES_INTERNAL: return "KES_INTERNAL";
+    case KES_BAD_STATE: return "KES_BAD_STATE";
   }
   return "KES_UNKNOWN";  // a value from a newer header, or not a kes_status at all
 }

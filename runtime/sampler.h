@@ -24,6 +24,11 @@ class Sampler {
   Status Init(const SamplerOptions& options, size_t vocab, void* scratch, size_t scratch_bytes);
   int32_t Sample(const float* logits);
 
+  // The generator's place in its sequence, so that a saved session state
+  // (runtime/session_state.h) samples on after a load as the run that saved it would have.
+  uint64_t random_state() const { return state_; }
+  void set_random_state(uint64_t state) { state_ = state; }
+
  private:
   struct Candidate {
     float logit;

@@ -83,6 +83,7 @@ Status Session::Rewind(size_t position) {
                             " slots no longer holds the keys that position sees");
   }
   position_ = position;
+  ++sequence_version_;
   return OkStatus();
 }
 
@@ -135,6 +136,7 @@ void Session::RunChunks(const BoundPlan& plan, const int32_t* tokens, size_t n_t
     }
     plan.Run(pool_, n, static_cast<int64_t>(position_));
     position_ += n;
+    ++sequence_version_;
     on_chunk(done, n);
     done += n;
   }

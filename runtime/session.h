@@ -24,6 +24,8 @@
 
 namespace kestrel {
 
+struct SequenceExtras;  // runtime/session_state.h
+
 struct SessionOptions {
   size_t context_length = 4096;  // capped at the model's trained context
   size_t n_threads = 1;
@@ -71,13 +73,31 @@ class Session {
     }
   }
   // Forgets the sequence: the next token goes to position 0.
-  void Reset() { position_ = 0; }
+  void Reset() {
+    position_ = 0;
+    ++sequence_version_;
+  }
   // Goes back to `position` (at most position()), keeping the keys and values of the positions
   // before it, as if the tokens after it had never been given: `kestrel bench --depth` repeats
   // its tests from one prefilled depth this way. Fails, changing nothing, when a ring has since
   // overwritten a key that a query at `position` would see (a sliding-window ring after more
   // than a step past it, any ring once past the context); Reset and prefill again then.
   Status Rewind(size_t position);
+  // Changes whenever the sequence does (Prefill, Decode, Score, Reset, Rewind, LoadState), so
+  // that a holder of text about it (the C API's chat) learns that someone else moved it.
+  uint64_t sequence_version() const { return sequence_version_; }
+
+  // The sequence as bytes and back (the format: runtime/session_state.h): the position, the KV
+  // rows of the positions in use, the logits, and the caller's SequenceExtras: `pending`, a
+  // token it counts in the sequence but has not run yet (-1: none; the logits are then left
+  // out, since running it makes new ones), and its sampler's state. StateBytes is what
+  // SaveState writes for that `pending`. Neither allocates (but for the message of a failure).
+  // LoadState checks everything (format, checksum, model, context, KV type, sinks) before it
+  // changes anything: a refused state leaves the session as it was. Not for encoder-decoders.
+  size_t StateBytes(int32_t pending) const;
+  Status SaveState(const SequenceExtras& extras, uint8_t* out, size_t capacity,
+                   size_t* size) const;
+  Status LoadState(const uint8_t* data, size_t size, SequenceExtras* extras);
 
  private:
   Session(const Model& model, size_t n_threads) : model_(model), pool_(n_threads) {}
@@ -97,6 +117,7 @@ class Session {
   bool learned_positions_ = false;  // the plans take a Positions input (Whisper's decoder)
   const float* logits_ = nullptr;
   size_t position_ = 0;
+  uint64_t sequence_version_ = 0;
 };
 
 }  // namespace kestrel

@@ -42,23 +42,10 @@ Status Transcriber::Create(const Model& model, const TranscriberOptions& options
                       std::string("expected a speech model with an audio encoder and a decoder "
                                   "(Whisper); this one has ") + missing);
   std::unique_ptr<Transcriber> t(new Transcriber(model));
-  t->options_ = options;
+  t->options_.n_threads = options.n_threads;
   KES_RETURN_IF_ERROR(
       WhisperVocabulary::Find(model.tokenizer(), model.vocab_size(), &t->vocabulary_));
-  const WhisperVocabulary& v = t->vocabulary_;
-  if (!options.language.empty()) {
-    t->fixed_language_ = v.Language(model.tokenizer(), options.language);
-    KES_CHECK_OR_RETURN(t->fixed_language_ >= 0,
-                        "unknown language '" + options.language + "': expected a code of " +
-                            std::to_string(v.languages.size()) + " such as en, de, fr");
-  }
-  if (!v.multilingual) {
-    KES_CHECK_OR_RETURN(options.language.empty() || options.language == "en",
-                        "this model is English-only: it cannot transcribe language '" +
-                            options.language + "' (use a multilingual Whisper)");
-    KES_CHECK_OR_RETURN(!options.translate,
-                        "this model is English-only: it has no translate task");
-  }
+  KES_RETURN_IF_ERROR(t->SetOptions(options));
   AudioEncoderOptions encoder_options;
   encoder_options.n_threads = options.n_threads;
   KES_RETURN_IF_ERROR(AudioEncoder::Create(model, encoder_options, &t->encoder_));
@@ -76,6 +63,31 @@ Status Transcriber::Create(const Model& model, const TranscriberOptions& options
   t->generated_.resize(max_length);
   t->previous_.resize(max_length / 2 - 1);  // faster-whisper keeps max_length // 2 - 1
   *out = std::move(t);
+  return OkStatus();
+}
+
+Status Transcriber::SetOptions(const TranscriberOptions& options) {
+  const WhisperVocabulary& v = vocabulary_;
+  int32_t language = -1;
+  // Messages are built only on failure: this runs where nothing may allocate.
+  if (!options.language.empty()) {
+    language = v.Language(model_.tokenizer(), options.language);
+    KES_CHECK_OR_RETURN(language >= 0, "unknown language '" + options.language +
+                                           "': expected a code of " +
+                                           std::to_string(v.languages.size()) +
+                                           " such as en, de, fr");
+  }
+  if (!v.multilingual) {
+    KES_CHECK_OR_RETURN(options.language.empty() || options.language == "en",
+                        "this model is English-only: it cannot transcribe language '" +
+                            options.language + "' (use a multilingual Whisper)");
+    KES_CHECK_OR_RETURN(!options.translate,
+                        "this model is English-only: it has no translate task");
+  }
+  const size_t n_threads = options_.n_threads;
+  options_ = options;  // a valid code fits the string's inline buffer: nothing is allocated
+  options_.n_threads = n_threads;
+  fixed_language_ = language;
   return OkStatus();
 }
 

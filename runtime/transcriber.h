@@ -72,6 +72,12 @@ class Transcriber {
   Status Transcribe(const float* mel, size_t frames, SegmentSink sink, void* context,
                     TranscribeStats* stats = nullptr);
 
+  // Changes the decoding options of later Transcribe calls (language, task, timestamps, the
+  // previous text, the thresholds) without allocating, so that one Transcriber serves calls
+  // with different options (the C API's per-call parameters); n_threads keeps Create's. Checked
+  // as Create checks them; on error nothing changes.
+  Status SetOptions(const TranscriberOptions& options);
+
   size_t n_mels() const { return encoder_->n_mels(); }
   size_t window_frames() const { return encoder_->n_frames(); }
   // The language token of the last Transcribe (given, detected, or <|en|> for English-only).

@@ -1,5 +1,5 @@
-/* Kestrel's C API: load a .kes model and generate text with it, from C99 or any language that
- * calls C.
+/* Kestrel's C API: load a .kes model and generate text, embed texts or transcribe speech with
+ * it, from C99 or any language that calls C.
  *
  * Conventions, the same for every call:
  *  - Every call that can fail returns a kes_status; KES_OK is 0. Nothing is thrown across this
@@ -18,9 +18,8 @@
  *    KES_BUFFER_TOO_SMALL, changes nothing else, and stores the size needed.
  *  - Text is UTF-8 with explicit lengths and is never NUL-terminated by the library.
  *
- * Later versions add, beside these: chat turns with the model's template, saving and loading a
- * session's state, embeddings (encoder models) and transcription (Whisper); each as new calls
- * and new handles, leaving the ones below as they are. */
+ * Later versions add new calls and new handles beside these, leaving the ones below as they
+ * are. */
 #ifndef KESTREL_KESTREL_H_
 #define KESTREL_KESTREL_H_
 
@@ -56,7 +55,9 @@ typedef enum kes_status {
   KES_CONTEXT_FULL = 6,     /* a prompt longer than the session's context */
   KES_OUT_OF_MEMORY = 7,
   KES_ABORTED = 8,  /* kes_session_abort stopped the call */
-  KES_INTERNAL = 9  /* a bug: please report the message */
+  KES_INTERNAL = 9, /* a bug: please report the message */
+  KES_BAD_STATE = 10 /* a saved session state that is damaged, cut short, of another format
+                        version, or saved by another model or a session of other parameters */
 } kes_status;
 
 /* "KES_OK", "KES_IO_ERROR", ...; "KES_UNKNOWN" for a value this library does not know. */
@@ -242,6 +243,315 @@ typedef int (*kes_token_callback)(void* user_data, int32_t token, const char* pi
 KES_API kes_status kes_generate(kes_session* session, const int32_t* prompt, size_t n_prompt,
                                 const kes_sampler_params* sampler, size_t max_tokens,
                                 kes_token_callback callback, void* user_data);
+
+/* ---- Conversion --------------------------------------------------------------------------- */
+
+/* Called after each tensor is converted: `done` so far of `total` (0 while not yet known). */
+typedef void (*kes_convert_progress)(void* user_data, size_t done, size_t total);
+
+/* What `kestrel-convert` takes as options. */
+typedef struct kes_convert_params {
+  size_t struct_size;
+  /* The weights' type, as kestrel-convert --weights: "keep", "f32", "f16", "bf16", "q8", "q4",
+   * "q4_k_m", "q4_k", "q5_k" or "q6_k" (the K-quant ones for GGUF input). NULL (default): keep
+   * for a quantized GGUF file or a checkpoint folder, f32 for any other GGUF file. */
+  const char* weights;
+  /* Encoders with q8 or q4: a file of calibration texts (one per line), "none" for no
+   * smoothing, or NULL (default) for the converter's own texts. */
+  const char* calibration;
+  uint32_t prefill_tokens; /* tokens per prefill step; default 512, 1 to 4096 */
+  uint32_t score_tokens;   /* tokens per step of the all-logits plan; default 8, 1 to 4096 */
+  uint32_t max_seq_length; /* encoders; 0 (default): the checkpoint's; at most 65536 */
+  uint32_t max_batch;      /* encoders: texts per step; default 32, 1 to 65536 */
+  uint32_t step_tokens;    /* encoders: tokens per step; default 512, 1 to 65536 */
+  uint32_t reserved0;
+  kes_convert_progress progress; /* NULL (default): none; called on the converting thread */
+  void* progress_user_data;
+} kes_convert_params;
+
+KES_API kes_convert_params kes_convert_default_params(void);
+
+/* Converts `src` (a GGUF file, a Hugging Face checkpoint folder or a CTranslate2 Whisper folder)
+ * to the .kes file `dst`, exactly as `kestrel-convert src dst` does (the same bytes), printing
+ * nothing. `dst` is written under a temporary name beside it and replaces any file there only
+ * once complete and verified: on failure it is left as it was and nothing half-written remains.
+ * KES_INVALID_ARGUMENT for a bad option or a `dst` that is `src` (or inside it), KES_IO_ERROR
+ * for an input that cannot be read or an output that cannot be written, KES_BAD_MODEL for an
+ * input that is not a model, KES_UNSUPPORTED for an architecture it does not know. Any thread
+ * may call it; conversions to different outputs may run at once. */
+KES_API kes_status kes_convert(const char* src, const char* dst,
+                               const kes_convert_params* params);
+
+/* ---- Embeddings --------------------------------------------------------------------------- */
+
+/* Embeds texts with an encoder model (BERT sentence encoders such as all-MiniLM-L6-v2): the
+ * vectors `kestrel embed` prints, bit for bit, pooled and (when the checkpoint's pipeline ends
+ * in a Normalize module, as all-MiniLM-L6-v2's does) L2-normalized as the converter recorded.
+ * Its activations live in one arena, sized before anything runs. Used by one thread at a time
+ * (any thread, one after another); encoders of one model are independent of each other, so
+ * threads embed at once with an encoder each. */
+typedef struct kes_encoder kes_encoder;
+
+typedef struct kes_encoder_params {
+  size_t struct_size;
+  size_t n_threads; /* default 0: one per physical core available, as `kestrel embed` */
+} kes_encoder_params;
+
+KES_API kes_encoder_params kes_encoder_default_params(void);
+
+/* The bytes of arena an encoder of `model` needs (one step of the converter's batch size). */
+KES_API kes_status kes_encoder_arena_size(const kes_model* model,
+                                          const kes_encoder_params* params, size_t* bytes);
+
+/* As kes_session_create: arena NULL, allocated once here; otherwise the caller's, KES_ALIGNMENT
+ * aligned, at least kes_encoder_arena_size bytes and valid until kes_encoder_destroy. `model`
+ * must outlive the encoder. KES_UNSUPPORTED for a model that is not an encoder (a text decoder
+ * or a speech model), saying what to use instead. */
+KES_API kes_status kes_encoder_create(const kes_model* model, const kes_encoder_params* params,
+                                      void* arena, size_t arena_bytes, kes_encoder** encoder);
+KES_API void kes_encoder_destroy(kes_encoder* encoder);
+
+/* The message of the last call on `encoder` that failed ("" if none did). */
+KES_API const char* kes_encoder_last_error(const kes_encoder* encoder);
+
+typedef struct kes_encoder_info {
+  size_t struct_size;
+  size_t embedding_dim; /* floats per embedding: the `dim` of kes_embed */
+  size_t max_tokens;    /* tokens per text, special ones included; longer texts are cut */
+  size_t max_batch;     /* texts per step of the encoder (a call with more takes more steps) */
+} kes_encoder_info;
+
+/* Fills the fields of *info that info->struct_size covers (set it first). */
+KES_API kes_status kes_encoder_get_info(const kes_encoder* encoder, kes_encoder_info* info);
+
+/* Embeds texts[n] (texts[i] is lengths[i] bytes of UTF-8) into out[n * dim], row i for text i;
+ * dim must be kes_encoder_info.embedding_dim. Each text is tokenized as `kestrel embed` does it
+ * (the checkpoint's pipeline: its special tokens around it, cut to max_tokens), which
+ * allocates; the encoder itself does not. On failure the rows of out are unspecified. */
+KES_API kes_status kes_embed(kes_encoder* encoder, const char* const* texts,
+                             const size_t* lengths, size_t n, float* out, size_t dim);
+
+/* The ids kes_embed embeds for `text` (len bytes) into ids[capacity]; *n_ids gets their count,
+ * or the capacity needed with KES_BUFFER_TOO_SMALL (at most max_tokens). */
+KES_API kes_status kes_encoder_tokenize(const kes_encoder* encoder, const char* text,
+                                        size_t len, int32_t* ids, size_t capacity,
+                                        size_t* n_ids);
+
+/* Embeds n token sequences (ids[i] is lengths[i] ids, special tokens included, 1 to max_tokens
+ * of them; as `kestrel embed --ids`) into out[n * dim]. Allocates nothing: with the ids of
+ * kes_encoder_tokenize it gives what kes_embed gives, for a program that tokenizes ahead of a
+ * loop that must not allocate. Every id is checked before anything runs. */
+KES_API kes_status kes_embed_tokens(kes_encoder* encoder, const int32_t* const* ids,
+                                    const size_t* lengths, size_t n, float* out, size_t dim);
+
+/* ---- Transcription ------------------------------------------------------------------------ */
+
+/* Speech to text with a Whisper model, decoded as `kestrel transcribe` decodes it (faster-
+ * whisper's greedy decoding: beam size 1, temperature 0), with the same text and times. Creating
+ * one allocates everything (the audio encoder's and the decoder's arenas, the spectrogram of
+ * recordings up to max_audio_seconds); transcribing 16 kHz samples then allocates nothing. Used
+ * by one thread at a time (any thread, one after another); transcribers of one model are
+ * independent of each other. */
+typedef struct kes_transcriber kes_transcriber;
+
+typedef struct kes_transcriber_params {
+  size_t struct_size;
+  size_t n_threads; /* default 0: one per physical core available, as `kestrel transcribe` */
+  /* Recordings up to this long transcribe without allocating (the spectrogram is sized for
+   * them here); a longer one grows it once. Default 30 (one window of Whisper's). */
+  size_t max_audio_seconds;
+} kes_transcriber_params;
+
+KES_API kes_transcriber_params kes_transcriber_default_params(void);
+
+/* `model` must outlive the transcriber. KES_UNSUPPORTED for a model that is not a speech model
+ * with a decoder (Whisper). */
+KES_API kes_status kes_transcriber_create(const kes_model* model,
+                                          const kes_transcriber_params* params,
+                                          kes_transcriber** transcriber);
+KES_API void kes_transcriber_destroy(kes_transcriber* transcriber);
+
+/* The message of the last call on `transcriber` that failed ("" if none did). */
+KES_API const char* kes_transcriber_last_error(const kes_transcriber* transcriber);
+
+typedef enum kes_task { KES_TASK_TRANSCRIBE = 0, KES_TASK_TRANSLATE = 1 } kes_task;
+
+/* The options of one transcription, as `kestrel transcribe` takes them. */
+typedef struct kes_transcribe_params {
+  size_t struct_size;
+  /* The spoken language's code ("en", "de", ...; --language). NULL or "" (default): detected
+   * from the first 30 seconds; English-only models take only NULL, "" or "en". */
+  const char* language;
+  int32_t task;          /* a kes_task (--task); default KES_TASK_TRANSCRIBE */
+  int32_t timestamps;    /* 1: segments cut at Whisper's timestamps (--timestamps); default 0 */
+  int32_t previous_text; /* 1: the text so far as the prompt of each next window
+                            (--previous-text); default 0 */
+  int32_t reserved0;
+} kes_transcribe_params;
+
+KES_API kes_transcribe_params kes_transcribe_default_params(void);
+
+/* One piece of the transcript. The library sets struct_size to its own size: fields past the
+ * ones a program's header knows are newer, and the program reads only those it knows. */
+typedef struct kes_segment {
+  size_t struct_size;
+  double start, end; /* seconds from the start of the recording */
+  const char* text;  /* text_len bytes of UTF-8, not NUL-terminated: `kestrel transcribe`'s */
+  size_t text_len;
+  const int32_t* tokens; /* its text tokens, and timestamps when they are on */
+  size_t n_tokens;
+} kes_segment;
+
+/* Receives each segment, in order; what it points to is valid during the call only. */
+typedef void (*kes_segment_callback)(void* user_data, const kes_segment* segment);
+
+/* Transcribes samples[n], mono PCM in [-1, 1] at sample_rate Hz, calling `callback` (may be
+ * NULL) with each segment. Other rates than 16000 are resampled first, which allocates. A
+ * language that the model does not know, or any option the model cannot take (translating with
+ * an English-only model): KES_INVALID_ARGUMENT, and nothing runs. */
+KES_API kes_status kes_transcribe_pcm(kes_transcriber* transcriber, const float* samples,
+                                      size_t n, uint32_t sample_rate,
+                                      const kes_transcribe_params* params,
+                                      kes_segment_callback callback, void* user_data);
+
+/* The same for the WAV file at `wav_path` (integer PCM or float, any rate, its channels
+ * averaged, as `kestrel transcribe` reads it; reading it allocates): KES_IO_ERROR when it cannot
+ * be read, KES_INVALID_ARGUMENT when it is not such a WAV file. */
+KES_API kes_status kes_transcribe_file(kes_transcriber* transcriber, const char* wav_path,
+                                       const kes_transcribe_params* params,
+                                       kes_segment_callback callback, void* user_data);
+
+/* The language code of the last transcription ("en": given, detected, or the English-only
+ * model's), *len bytes at *code, inside the model (valid while it is open); "" before any. */
+KES_API kes_status kes_transcriber_language(const kes_transcriber* transcriber,
+                                            const char** code, size_t* len);
+
+/* ---- Chat --------------------------------------------------------------------------------- */
+
+/* One message of a conversation. Its layout is fixed (it is an array element, not a params
+ * struct): a change would raise KES_ABI_VERSION. */
+typedef struct kes_chat_message {
+  const char* role;    /* "system", "user" or "assistant", NUL-terminated */
+  const char* content; /* UTF-8, content_len bytes */
+  size_t content_len;
+} kes_chat_message;
+
+/* Writes `messages` as the model's chat template does, into buf[capacity] (not NUL-terminated):
+ * *n_bytes gets the text's length, or the capacity needed with KES_BUFFER_TOO_SMALL.
+ * add_generation_prompt 1: the text ends with the assistant's turn opened, ready to generate.
+ * `format` NULL: the model's own Jinja template (as `kestrel chat` and llama.cpp's --jinja
+ * render it), or, where it does not parse or refuses a first turn (with the messages' system
+ * prompt), the built-in format its turn markers name (a model without a template needs a
+ * `format`: KES_INVALID_ARGUMENT otherwise). "gemma", "chatml" or "llama3": that built-in
+ * format (as `kestrel chat --template`), which writes a system message first, then user and
+ * assistant turns in turn, and ends with a user turn and the assistant's opened, or with an
+ * assistant message left open. Tokenize the text with KES_TOKENIZE_PARSE_SPECIAL (its markup
+ * is control tokens), and without KES_TOKENIZE_ADD_SPECIAL where the template writes the BOS
+ * itself.
+ * KES_INVALID_ARGUMENT when the template refuses the messages (its message says why).
+ * Renderings allocate. Thread-safe on a shared model. */
+KES_API kes_status kes_chat_apply_template(const kes_model* model, const char* format,
+                                           const kes_chat_message* messages, size_t n_messages,
+                                           int add_generation_prompt, char* buf, size_t capacity,
+                                           size_t* n_bytes);
+
+typedef struct kes_chat_params {
+  size_t struct_size;
+  /* The system prompt, system_len bytes; NULL (default): none, and the template's own default
+   * system prompt where it has one (SmolLM2's). */
+  const char* system;
+  size_t system_len;
+  /* NULL (default): the model's template; "gemma", "chatml", "llama3": a built-in format (see
+   * kes_chat_apply_template). NUL-terminated; copied by kes_session_chat_start. */
+  const char* format;
+} kes_chat_params;
+
+KES_API kes_chat_params kes_chat_default_params(void);
+
+/* Starts a conversation in `session`, after what its sequence holds (kes_session_reset first
+ * for a fresh one), written as `params` says; a conversation already under way is dropped
+ * (what it put in the sequence stays). KES_INVALID_ARGUMENT for an unknown format, or a model
+ * whose template does not parse and names no built-in format. */
+KES_API kes_status kes_session_chat_start(kes_session* session, const kes_chat_params* params);
+
+/* One turn, as `kestrel chat` takes it (the same replies for the same turns at temperature 0,
+ * with the same threads and KV type): the conversation is written out again with `user`
+ * (user_len bytes) added, and only the text after what the sequence already holds is
+ * prefilled (when the template writes earlier turns differently once a later one follows, the
+ * session first goes back to where the texts part); then the assistant's reply is generated
+ * as kes_generate does, calling `callback` (may be NULL) with each token until an end token,
+ * max_tokens or a nonzero return. The reply stays in the conversation for the next turn; its
+ * last token, which generation leaves unrun, and an end token are written by the next turn's
+ * text. Without kes_session_chat_start first, a conversation with the default kes_chat_params
+ * starts. Other calls that change the sequence (prefill, kes_generate, next_token, reset,
+ * load_state) end the conversation: the next turn starts a new one, with the last parameters,
+ * after what the sequence then holds. KES_CONTEXT_FULL when the turn's new text is longer than
+ * the context (nothing of it is kept); KES_INVALID_ARGUMENT when the template refuses it;
+ * KES_ABORTED (kes_session_abort) keeps what was generated before the stop. A turn allocates
+ * (the template's text and the reply's tokens). */
+KES_API kes_status kes_session_chat(kes_session* session, const char* user, size_t user_len,
+                                    const kes_sampler_params* sampler, size_t max_tokens,
+                                    kes_token_callback callback, void* user_data);
+
+/* ---- Session state ------------------------------------------------------------------------ */
+
+/* A session's sequence saved as bytes and restored, into the same session or another one of
+ * the same model with the same context_length, kv_type and kv_sinks: generation then goes on
+ * with exactly the tokens it would have given without the stop (with the same n_threads, as
+ * for every comparison of runs; another thread count loads too). A
+ * state holds a versioned header (format, the model's identity: the weights checksum
+ * kestrel-convert recorded, the context, KV type and sinks, the position), the KV cache of the
+ * positions in use only (a prefilled system prompt's state is small, whatever the context),
+ * the logits for the next token and the token kes_session_next_token or kes_generate gave last
+ * when it has not been run yet, and kes_session_next_token's sampler (its params and its place
+ * in its random sequence, so that next_token with the same params after a load samples on as
+ * the saved run would have); a checksum over all of it. It does not hold the conversation of
+ * kes_session_chat, which a load ends. A state is for machines of the same
+ * byte order. Saving to and loading from a buffer allocate nothing; the *_file calls allocate
+ * a buffer of the state's size. */
+
+/* The bytes kes_session_save_state writes now (they grow with the position, up to the
+ * context). */
+KES_API kes_status kes_session_state_size(const kes_session* session, size_t* bytes);
+
+/* Writes the state into buf[capacity] (any alignment); *size gets its length, or the capacity
+ * needed with KES_BUFFER_TOO_SMALL. The session is unchanged. */
+KES_API kes_status kes_session_save_state(kes_session* session, void* buf, size_t capacity,
+                                          size_t* size);
+
+/* Replaces the session's sequence with the state in buf[size]. KES_BAD_STATE, with a message
+ * saying which, for a state that is cut short, damaged (checksum), of another format version,
+ * or saved from another model or by a session of another context, KV type or sinks: the
+ * session is then unchanged. Clears an abort request. */
+KES_API kes_status kes_session_load_state(kes_session* session, const void* buf, size_t size);
+
+/* The same with a file: saving writes a temporary file beside `path` and renames it over
+ * `path` once complete and synced, so `path` is never left half-written (the file is readable
+ * by its owner only: a state holds what was said). KES_IO_ERROR when it cannot be written or
+ * read. */
+KES_API kes_status kes_session_save_state_file(kes_session* session, const char* path);
+KES_API kes_status kes_session_load_state_file(kes_session* session, const char* path);
+
+/* ---- Memory ------------------------------------------------------------------------------- */
+
+/* What a session with given params costs, before one is made: the figures `kestrel inspect`
+ * prints (bytes). */
+typedef struct kes_memory_info {
+  size_t struct_size;
+  size_t context_length;      /* the session's, as kes_session_params resolves it */
+  uint64_t weights_bytes;     /* the model's weights: mapped, shared by every session */
+  uint64_t activations_bytes; /* the planned activations */
+  uint64_t kv_cache_bytes;    /* the KV cache at that context and KV type */
+  uint64_t attention_bytes;   /* decode's attention partitions, split across threads */
+  uint64_t sampler_bytes;     /* the sampler's scratch */
+  uint64_t arena_bytes;       /* all of the above less the weights: kes_session_arena_size */
+  uint64_t total_bytes;       /* weights + arena */
+} kes_memory_info;
+
+/* Fills the fields of *info that info->struct_size covers (set it first) for a session of
+ * `model` with `params` (NULL: the defaults); the same errors as kes_session_arena_size. */
+KES_API kes_status kes_session_memory(const kes_model* model, const kes_session_params* params,
+                                      kes_memory_info* info);
 
 #ifdef __cplusplus
 } /* extern "C" */

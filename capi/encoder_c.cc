@@ -1,0 +1,258 @@
+// The C API's encoder: embeddings of texts or of token sequences with an encoder model, on the
+// caller's arena or one allocated here. kes_embed tokenizes as `kestrel embed` does and packs
+// the texts into the encoder's steps exactly as Encoder::Encode packs the CLI's batch, so that
+// every step, and so every value, is the CLI's.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "capi/c_call.h"
+#include "capi/c_handles.h"
+#include "kestrel/kestrel.h"
+#include "runtime/cpu_count.h"
+#include "runtime/executor.h"
+#include "runtime/format.h"
+#include "runtime/memory_plan.h"
+
+using kestrel::capi::CallStatus;
+using kestrel::capi::Error;
+using kestrel::capi::FromStatus;
+using kestrel::capi::Guard;
+using kestrel::capi::NullArgument;
+using kestrel::capi::Ok;
+
+static_assert(offsetof(kes_encoder_params, n_threads) + sizeof(size_t) ==
+                  sizeof(kes_encoder_params),
+              "kes_encoder_params must not end in padding (c_call.h ReadParams)");
+static_assert(offsetof(kes_encoder_info, max_batch) + sizeof(size_t) == sizeof(kes_encoder_info),
+              "kes_encoder_info must not end in padding");
+
+namespace {
+
+// Refuses a model that embeds nothing, with what to use instead.
+CallStatus CheckIsEncoder(const kestrel::Model& model) {
+  if (model.is_encoder()) return Ok();
+  const std::string arch = model.meta().architecture()->str();
+  if (model.has_audio_encoder()) {
+    return Error(KES_UNSUPPORTED, "this is a speech model (" + arch + "): transcribe with a "
+                                  "kes_transcriber; encoders embed texts with encoder models "
+                                  "(BERT)");
+  }
+  return Error(KES_UNSUPPORTED, "this is a text decoder (" + arch + "): generate with a "
+                                "kes_session; encoders embed texts with encoder models (BERT)");
+}
+
+CallStatus ResolveEncoder(const kes_model* model, const kes_encoder_params* in,
+                          kestrel::EncoderOptions* options) {
+  if (model == nullptr) return NullArgument("model");
+  KES_C_RETURN_IF_ERROR(CheckIsEncoder(*model->model));
+  kes_encoder_params p;
+  KES_C_RETURN_IF_ERROR(kestrel::capi::ReadParams(in, kes_encoder_default_params(),
+                                                  "kes_encoder_params", &p));
+  options->n_threads = p.n_threads == 0 ? kestrel::PhysicalCores() : p.n_threads;
+  return Ok();
+}
+
+CallStatus CheckOutput(const kes_encoder* e, size_t n, const float* out, size_t dim) {
+  if (out == nullptr && n > 0) return NullArgument("out");
+  const size_t want = e->encoder->embedding_dim();
+  if (dim != want) {
+    return Error(KES_INVALID_ARGUMENT, "dim: expected the model's " + std::to_string(want) +
+                                           " floats per embedding, found " +
+                                           std::to_string(dim));
+  }
+  return Ok();
+}
+
+// Embeds the texts tokenized into the step buffers so far (one step of the encoder) into their
+// rows of out, starting at row `first`.
+CallStatus Flush(kes_encoder* e, size_t first, size_t count, float* out) {
+  if (count == 0) return Ok();
+  return FromStatus(KES_INTERNAL,
+                    e->encoder->Encode(e->step_seq.data(), e->step_lengths.data(), count,
+                                       out + first * e->encoder->embedding_dim()));
+}
+
+}  // namespace
+
+extern "C" {
+
+kes_encoder_params kes_encoder_default_params(void) {
+  kes_encoder_params p;
+  std::memset(&p, 0, sizeof(p));
+  p.struct_size = sizeof(p);
+  p.n_threads = 0;
+  return p;
+}
+
+kes_status kes_encoder_arena_size(const kes_model* model, const kes_encoder_params* params,
+                                  size_t* bytes) {
+  return Guard(model, nullptr, [&]() -> CallStatus {
+    if (bytes == nullptr) return NullArgument("bytes");
+    kestrel::EncoderOptions options;
+    KES_C_RETURN_IF_ERROR(ResolveEncoder(model, params, &options));
+    *bytes = kestrel::PlanEncoderMemory(*model->model).arena_bytes;
+    return Ok();
+  });
+}
+
+kes_status kes_encoder_create(const kes_model* model, const kes_encoder_params* params,
+                              void* arena, size_t arena_bytes, kes_encoder** encoder) {
+  return Guard(model, nullptr, [&]() -> CallStatus {
+    if (encoder == nullptr) return NullArgument("encoder");
+    *encoder = nullptr;
+    kestrel::EncoderOptions options;
+    KES_C_RETURN_IF_ERROR(ResolveEncoder(model, params, &options));
+    KES_C_RETURN_IF_ERROR(FromStatus(KES_UNSUPPORTED, kestrel::CheckCanRun(1)));
+    KES_C_RETURN_IF_ERROR(
+        FromStatus(KES_INVALID_ARGUMENT, kestrel::CheckCanRun(options.n_threads)));
+    auto handle = std::make_unique<kes_encoder>();
+    handle->model = model;
+    const size_t need = kestrel::PlanEncoderMemory(*model->model).arena_bytes;
+    if (arena != nullptr) {
+      if (reinterpret_cast<uintptr_t>(arena) % KES_ALIGNMENT != 0) {
+        return Error(KES_INVALID_ARGUMENT, "arena: expected a " + std::to_string(KES_ALIGNMENT) +
+                                               "-byte aligned buffer");
+      }
+      if (arena_bytes < need) {
+        return Error(KES_INVALID_ARGUMENT, "arena: expected at least " + std::to_string(need) +
+                                               " bytes (kes_encoder_arena_size), found " +
+                                               std::to_string(arena_bytes));
+      }
+    } else {
+      // Allocated here rather than by the runtime, so that a failure is KES_OUT_OF_MEMORY.
+      const size_t bytes = kestrel::AlignUp(need, KES_ALIGNMENT);
+      handle->owned_arena.reset(std::aligned_alloc(KES_ALIGNMENT, bytes));
+      if (handle->owned_arena == nullptr) {
+        return Error(KES_OUT_OF_MEMORY, "cannot allocate the encoder's " + std::to_string(bytes) +
+                                            "-byte arena");
+      }
+      arena = handle->owned_arena.get();
+      arena_bytes = bytes;
+    }
+    options.arena = arena;
+    options.arena_bytes = arena_bytes;
+    KES_C_RETURN_IF_ERROR(FromStatus(
+        KES_BAD_MODEL, kestrel::Encoder::Create(*model->model, options, &handle->encoder)));
+    const kestrel::Encoder& e = *handle->encoder;
+    handle->step_ids.resize(e.max_step_tokens());
+    handle->step_seq.resize(e.max_batch());
+    handle->step_lengths.resize(e.max_batch());
+    // Encoder::Tokenize's ids: at most max_sequence_tokens, or the two special tokens alone.
+    handle->text_ids.reserve(e.max_sequence_tokens() + 2);
+    *encoder = handle.release();
+    return Ok();
+  });
+}
+
+void kes_encoder_destroy(kes_encoder* encoder) { delete encoder; }
+
+const char* kes_encoder_last_error(const kes_encoder* encoder) {
+  return encoder == nullptr ? "" : encoder->error.c_str();
+}
+
+kes_status kes_encoder_get_info(const kes_encoder* encoder, kes_encoder_info* info) {
+  if (encoder == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("encoder"); });
+  return Guard(encoder, &encoder->error, [&]() -> CallStatus {
+    if (info == nullptr) return NullArgument("info");
+    if (info->struct_size < sizeof(size_t) || info->struct_size > sizeof(kes_encoder_info)) {
+      return Error(KES_INVALID_ARGUMENT, "kes_encoder_info.struct_size: expected " +
+                                             std::to_string(sizeof(size_t)) + " to " +
+                                             std::to_string(sizeof(kes_encoder_info)) +
+                                             ", found " + std::to_string(info->struct_size));
+    }
+    const kestrel::Encoder& e = *encoder->encoder;
+    kes_encoder_info full;
+    std::memset(&full, 0, sizeof(full));
+    full.struct_size = info->struct_size;
+    full.embedding_dim = e.embedding_dim();
+    full.max_tokens = e.max_sequence_tokens();
+    full.max_batch = e.max_batch();
+    std::memcpy(static_cast<void*>(info), &full, info->struct_size);
+    return Ok();
+  });
+}
+
+kes_status kes_encoder_tokenize(const kes_encoder* encoder, const char* text, size_t len,
+                                int32_t* ids, size_t capacity, size_t* n_ids) {
+  if (encoder == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("encoder"); });
+  return Guard(encoder, &encoder->error, [&]() -> CallStatus {
+    if (n_ids == nullptr) return NullArgument("n_ids");
+    if (text == nullptr && len > 0) return NullArgument("text");
+    if (ids == nullptr && capacity > 0) return NullArgument("ids");
+    std::vector<int32_t> tokens;
+    KES_C_RETURN_IF_ERROR(FromStatus(
+        KES_INVALID_ARGUMENT, encoder->encoder->Tokenize(std::string_view(text, len), &tokens)));
+    *n_ids = tokens.size();
+    if (tokens.size() > capacity) {
+      return Error(KES_BUFFER_TOO_SMALL, "ids: the text is " + std::to_string(tokens.size()) +
+                                             " tokens, the buffer holds " +
+                                             std::to_string(capacity));
+    }
+    std::memcpy(ids, tokens.data(), tokens.size() * sizeof(int32_t));
+    return Ok();
+  });
+}
+
+kes_status kes_embed(kes_encoder* encoder, const char* const* texts, const size_t* lengths,
+                     size_t n, float* out, size_t dim) {
+  if (encoder == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("encoder"); });
+  return Guard(encoder, &encoder->error, [&]() -> CallStatus {
+    if (texts == nullptr && n > 0) return NullArgument("texts");
+    if (lengths == nullptr && n > 0) return NullArgument("lengths");
+    KES_C_RETURN_IF_ERROR(CheckOutput(encoder, n, out, dim));
+    for (size_t i = 0; i < n; ++i) {
+      if (texts[i] == nullptr && lengths[i] > 0) {
+        return Error(KES_INVALID_ARGUMENT, "texts[" + std::to_string(i) + "] is NULL");
+      }
+    }
+    kes_encoder& e = *encoder;
+    const size_t max_batch = e.encoder->max_batch();
+    const size_t max_step_tokens = e.encoder->max_step_tokens();
+    const size_t max_tokens = e.encoder->max_sequence_tokens();
+    // Steps are filled as Encoder::Encode fills them from the whole batch (`kestrel embed`):
+    // texts in order, as many as fit the step's text and token bounds.
+    size_t first = 0, count = 0, used = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const kestrel::Status s =
+          e.encoder->Tokenize(std::string_view(texts[i], lengths[i]), &e.text_ids);
+      if (!s.ok()) {
+        return Error(KES_INVALID_ARGUMENT, "texts[" + std::to_string(i) + "]: " + s.message());
+      }
+      const size_t len = e.text_ids.size();
+      if (len > max_tokens) {
+        return Error(KES_BAD_MODEL, "texts[" + std::to_string(i) + "]: " +
+                                          std::to_string(len) + " tokens with the special ones, "
+                                          "more than the model's " +
+                                          std::to_string(max_tokens));
+      }
+      if (count == max_batch || used + len > max_step_tokens) {
+        KES_C_RETURN_IF_ERROR(Flush(&e, first, count, out));
+        first += count;
+        count = 0;
+        used = 0;
+      }
+      std::memcpy(e.step_ids.data() + used, e.text_ids.data(), len * sizeof(int32_t));
+      e.step_seq[count] = e.step_ids.data() + used;
+      e.step_lengths[count] = len;
+      used += len;
+      ++count;
+    }
+    return Flush(&e, first, count, out);
+  });
+}
+
+kes_status kes_embed_tokens(kes_encoder* encoder, const int32_t* const* ids,
+                            const size_t* lengths, size_t n, float* out, size_t dim) {
+  if (encoder == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("encoder"); });
+  return Guard(encoder, &encoder->error, [&]() -> CallStatus {
+    if (ids == nullptr && n > 0) return NullArgument("ids");
+    if (lengths == nullptr && n > 0) return NullArgument("lengths");
+    KES_C_RETURN_IF_ERROR(CheckOutput(encoder, n, out, dim));
+    // Encode checks every sequence and id before it runs anything.
+    return FromStatus(KES_INVALID_ARGUMENT, encoder->encoder->Encode(ids, lengths, n, out));
+  });
+}
+
+}  // extern "C"
