@@ -16,3 +16,7 @@ set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 # -L): with that glibc (2.36-8) pthread_create spins forever under qemu 7.2 on this kernel,
 # while the multiarch glibc (2.36-9+deb12u*) works.
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
+# pkg-config looks for the target's .pc files only (Debian multiarch), never the host's: a library
+# installed for the host alone (cpp-httplib for `kestrel serve`) is then not found, rather than
+# found and compiled against the host's headers and configuration.
+set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig")

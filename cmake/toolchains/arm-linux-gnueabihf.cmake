@@ -19,3 +19,7 @@ set(CMAKE_C_FLAGS_INIT "-march=armv7-a -mfpu=neon-vfpv4 -mfp16-format=ieee -mflo
 # -L): with that glibc (2.36-8) pthread_create spins forever under qemu 7.2 on this kernel,
 # while the multiarch glibc (2.36-9+deb12u*) works.
 set(CMAKE_CROSSCOMPILING_EMULATOR qemu-arm)
+# pkg-config looks for the target's .pc files only (Debian multiarch), never the host's: a library
+# installed for the host alone (cpp-httplib for `kestrel serve`) is then not found, rather than
+# found and compiled against the host's headers and configuration.
+set(ENV{PKG_CONFIG_LIBDIR} "/usr/lib/arm-linux-gnueabihf/pkgconfig:/usr/share/pkgconfig")
