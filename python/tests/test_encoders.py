@@ -1,0 +1,73 @@
+"""embed and transcribe on tiny random models, against `kestrel embed --json` and
+`kestrel transcribe --json`, bit for bit."""
+
+from __future__ import annotations
+
+import json
+import wave
+
+import numpy as np
+import pytest
+
+import kestrel
+from conftest import run
+
+TEXTS = ["hello world", "a longer sentence about a cat on a mat", "x"]
+
+
+def test_embeddings_equal_kestrel_embed_bit_for_bit(bert_kes, cli):
+    model = kestrel.Model(bert_kes, n_threads=1)
+    out = model.embed(TEXTS)
+    assert out.dtype == np.float32 and out.shape == (len(TEXTS), model.embedding_dim)
+    assert out.flags.c_contiguous and out.flags.owndata  # the library wrote it: no copy
+    args = [cli, "embed", str(bert_kes), "--json", "-t", "1"]
+    for text in TEXTS:
+        args += ["-p", text]
+    theirs = np.array(json.loads(run(args).stdout)["embeddings"], dtype=np.float32)
+    assert out.view(np.uint32).tolist() == theirs.view(np.uint32).tolist()
+    # One text gives one row; threads change nothing.
+    one = model.embed(TEXTS[1])
+    assert one.shape == (model.embedding_dim,)
+    assert one.view(np.uint32).tolist() == theirs[1].view(np.uint32).tolist()
+    two = kestrel.Model(bert_kes, n_threads=2).embed(TEXTS)
+    assert two.view(np.uint32).tolist() == out.view(np.uint32).tolist()
+    assert model.embed([]).shape == (0, model.embedding_dim)
+
+
+def test_embed_refuses_what_is_not_text(bert_kes):
+    with pytest.raises(kestrel.InvalidArgumentError, match=r"texts\[1\]"):
+        kestrel.Model(bert_kes).embed(["a", 3])
+
+
+def _cli_segments(cli, kes, wav):
+    out = json.loads(run([cli, "transcribe", str(kes), str(wav), "--json", "-t", "1"]).stdout)
+    return out
+
+
+def test_transcripts_equal_kestrel_transcribe(whisper_kes, tone_wav, cli):
+    model = kestrel.Model(whisper_kes, n_threads=1)
+    theirs = _cli_segments(cli, whisper_kes, tone_wav)
+    ours = model.transcribe(tone_wav)
+    assert ours.language == theirs["language"]
+    assert ours.text == theirs["text"]
+    assert len(ours) == len(theirs["segments"]) > 0
+    for seg, ref in zip(ours, theirs["segments"]):
+        assert isinstance(seg, kestrel.Segment)
+        assert (round(seg.start, 2), round(seg.end, 2)) == (ref["start"], ref["end"])
+        assert seg.text == ref["text"] and seg.tokens == ref["tokens"]
+    # The same recording as samples.
+    with wave.open(str(tone_wav)) as w:
+        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    samples = pcm.astype(np.float32) / 32768
+    assert model.transcribe(samples) == ours
+    assert model.transcribe(samples.tolist(), sample_rate=16000) == ours
+
+
+def test_transcribe_errors(whisper_kes, tmp_path):
+    model = kestrel.Model(whisper_kes, n_threads=1)
+    with pytest.raises(kestrel.KestrelIOError, match="missing.wav"):
+        model.transcribe(tmp_path / "missing.wav")
+    with pytest.raises(kestrel.InvalidArgumentError):
+        model.transcribe(np.zeros((2, 100), dtype=np.float32))
+    with pytest.raises(kestrel.InvalidArgumentError, match="xx"):
+        model.transcribe(np.zeros(1600, dtype=np.float32), language="xx")
