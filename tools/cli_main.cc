@@ -5,6 +5,7 @@
 
 #include "runtime/mapped_file.h"
 #include "runtime/output_file.h"
+#include "server/serve.h"
 #include "tools/cli.h"
 #include "tools/version.h"
 
@@ -22,6 +23,7 @@ const char kUsage[] =
     "  bench       measure prefill and decode speed (tokens/s, latency, memory)\n"
     "  perplexity  score a text file (llama.cpp's protocol: chunks of --ctx, second halves;\n"
     "              --stream: one sequence running past the context)\n"
+    "  serve       an OpenAI-compatible HTTP server (docs/server.md)\n"
     "  cpu         print the CPU and the SIMD targets Kestrel compiled, supports, chose\n"
     "Run 'kestrel <command> --help' for the command's options; 'kestrel --version' for the\n"
     "version. KESTREL_VERIFY_WEIGHTS=1 in the environment makes every command check the\n"
@@ -40,6 +42,7 @@ int RunCommand(const std::string& command, const std::vector<std::string>& args)
   if (command == "inspect") return kestrel::cli::InspectCommand(args);
   if (command == "bench") return kestrel::cli::BenchCommand(args);
   if (command == "perplexity") return kestrel::cli::PerplexityCommand(args);
+  if (command == "serve") return kestrel::cli::ServeCommand(args);
   if (command == "cpu") return kestrel::cli::CpuCommand(args);
   return kestrel::cli::Fail("unknown command '" + command + "'\n" + kUsage);
 }

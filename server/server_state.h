@@ -1,0 +1,86 @@
+// What every handler of `kestrel serve` shares: the options, the models once loaded, the slots
+// and the counters /metrics reports.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "kestrel/kestrel.hpp"
+#include "server/handle_pool.h"
+#include "server/options.h"
+#include "server/slot_pool.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace kestrel::server {
+
+struct Metrics {
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> prompt_tokens{0};      // prefilled (reused ones not counted)
+  std::atomic<uint64_t> generated_tokens{0};
+  std::atomic<uint64_t> prompt_micros{0};
+  std::atomic<uint64_t> generation_micros{0};
+  std::atomic<uint64_t> rejected_busy{0};  // 503: queue full
+  std::atomic<uint64_t> clients_gone{0};
+};
+
+struct ServerState {
+  explicit ServerState(const ServeOptions& o) : options(o) {}
+
+  const ServeOptions& options;
+  std::atomic<bool> ready{false};     // models loaded and slots made
+  std::atomic<bool> stopping{false};  // SIGINT or SIGTERM: generations stop
+  int64_t started = 0;                // unix time, the models' "created"
+
+  std::optional<kestrel::Model> text_model;  // set before `ready`, then read-only
+  std::string text_model_id;                 // its file name without .kes
+  size_t context = 0;                        // per slot
+  size_t n_vocab = 0;
+  int32_t bos_id = -1;
+  std::unique_ptr<SlotPool> slots;
+
+  // --embed-model: the encoder model, its id, and its encoders.
+  std::optional<kestrel::Model> embed_model;
+  std::string embed_model_id;
+  size_t embed_dim = 0;
+  size_t embed_max_tokens = 0;  // per input, special tokens included
+  size_t embed_vocab = 0;
+  std::unique_ptr<EncoderPool> encoders;
+
+  // --whisper-model: the speech model, its id, and its transcribers.
+  std::optional<kestrel::Model> whisper_model;
+  std::string whisper_model_id;
+  std::unique_ptr<TranscriberPool> transcribers;
+  std::atomic<uint64_t> next_id{0};
+  Metrics metrics;
+};
+
+// The id a model file is served under: its file name without the directory and ".kes".
+std::string ModelId(const std::string& path);
+
+// Sends `error` as the JSON error body with its HTTP status.
+struct ApiError;
+void SendError(httplib::Response& res, const ApiError& error);
+void SendJson(httplib::Response& res, const std::string& body, int status = 200);
+
+// The routes of the generation endpoints (completions.cc) and of the rest (server.cc).
+void AddGenerationRoutes(httplib::Server& http, ServerState& state);
+void AddTokenRoutes(httplib::Server& http, ServerState& state);
+void AddEmbeddingRoutes(httplib::Server& http, ServerState& state);
+
+// Open --embed-model and --whisper-model and make their encoders and transcribers, printing
+// their memory; "" or what failed.
+std::string LoadEmbedModel(ServerState& state);
+std::string LoadWhisperModel(ServerState& state);
+void AddTranscriptionRoutes(httplib::Server& http, ServerState& state);
+
+}  // namespace kestrel::server
