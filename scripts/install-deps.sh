@@ -14,13 +14,14 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 debian_packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
-  python3 python3-venv python3-pip
+  python3 python3-venv python3-pip python3-dev  # python3-dev: Python.h for python/'s extension
   libhwy-dev libflatbuffers-dev flatbuffers-compiler
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libutf8proc-dev
   libkissfft-dev libsamplerate0-dev dpkg-dev
   libxxhash-dev  # the weights checksum, header-only (runtime/weights_checksum.cc)
   libxsimd-dev   # bench/xsimd_bench only (docs/simd-layer.md), header-only; skipped if absent
   espeak-ng sox  # test speech for the Whisper tests, made offline
+  libcpp-httplib-dev  # `kestrel serve` (server/); the programs build without it, minus the server
 )
 cross=0
 case "${1:-}" in

@@ -19,6 +19,10 @@ bash scripts/fetch-ggml-oracle.sh > /dev/null
 # processes (shared files are made once under a lock; scratch names carry the process id).
 bash scripts/build.sh release
 (cd build/release && ctest --output-on-failure --timeout 1500 -j "$(nproc)")
+# The Python package (python/) built against this build's install, and its pytest suite.
+python_start=$(date +%s)
+bash scripts/test-python.sh
+echo "== python: built and tested in $(( $(date +%s) - python_start )) s"
 # The real-model tests' conversions and oracle logits (about 4 GB: f32 .kes files, the long
 # prompts' logits) are done with; only reference/ (tiny models' host logits) is read by the
 # cross tests. CI machines' disks vary (one filled up during the ASan link).
@@ -40,11 +44,11 @@ bash scripts/build.sh asan
 # report fails the run (halt_on_error; otherwise TSan's exit code 66 at the end would).
 tsan_start=$(date +%s)
 bash scripts/build.sh tsan thread_pool_test session_concurrency_test ops_attention_kv_test \
-  tiny_model_logits_test c_api_test
+  tiny_model_logits_test c_api_test c_api_embed_test
 tsan_built=$(date +%s)
 (cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --output-on-failure --timeout 900 -j "$(nproc)" \
-  -R '^(ThreadPool\.|SplitRange\.|SharedModel/SessionConcurrency\.|EncoderConcurrency\.|AttentionKvTest\.Partitions|TinyModel/TinyModelLogits\.|.*CApiTest\.(TwoSessionsOfOneModelOnTwoThreads|AbortFromAnotherThread))')
+  -R '^(ThreadPool\.|SplitRange\.|SharedModel/SessionConcurrency\.|EncoderConcurrency\.|AttentionKvTest\.Partitions|TinyModel/TinyModelLogits\.|.*CApiTest\.(TwoSessionsOfOneModelOnTwoThreads|AbortFromAnotherThread)|CApiEmbedConcurrency\.)')
 echo "== tsan: built in $(( tsan_built - tsan_start )) s, tests ran in $(( $(date +%s) - tsan_built )) s"
 
 # Fuzz smoke: every libFuzzer target (fuzz/: the .kes loader, GGUF conversion, Hugging Face
@@ -56,5 +60,11 @@ bash scripts/fuzz.sh --jobs 5 all 60
 echo "== fuzz: built and ran in $(( $(date +%s) - fuzz_start )) s"
 
 bash scripts/test-cross.sh
+
+# The installed library (cmake --install of the Release, aarch64 and board builds): the C and C++
+# examples built with find_package and pkg-config, add_subdirectory and FetchContent consumers.
+install_start=$(date +%s)
+bash scripts/test-install.sh
+echo "== install: checked in $(( $(date +%s) - install_start )) s"
 
 echo "all tests passed in $(( $(date +%s) - start )) s"
