@@ -1,5 +1,11 @@
 #include "capi/c_call.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/executor.h"
+
 namespace kestrel::capi {
 namespace {
 
@@ -32,6 +38,20 @@ const char* ThreadError() noexcept {
 
 const char* ThreadErrorFor(const void* handle) noexcept {
   return handle != nullptr && g_slot.handle == handle ? ThreadError() : "";
+}
+
+CallStatus CheckCanRunThreads(size_t n_threads) {
+  KES_C_RETURN_IF_ERROR(FromStatus(KES_UNSUPPORTED, CheckCanRun(1)));
+  return FromStatus(KES_INVALID_ARGUMENT, CheckCanRun(n_threads));
+}
+
+bool CanOpenRegularFile(const char* path) noexcept {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  ::close(fd);
+  return regular;
 }
 
 }  // namespace kestrel::capi

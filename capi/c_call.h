@@ -90,4 +90,36 @@ inline CallStatus NullArgument(const char* name) {
   return Error(KES_INVALID_ARGUMENT, std::string(name) + " is NULL");
 }
 
+// Whether this CPU can run the library (KES_UNSUPPORTED if not) and then `n_threads` threads of
+// it (KES_INVALID_ARGUMENT): what creating a session, an encoder or a transcriber checks first.
+CallStatus CheckCanRunThreads(size_t n_threads);
+
+// Whether `path` is a regular file this process can open: tells a file that cannot be read
+// (KES_IO_ERROR) from one whose contents are wrong. The runtime's Status has no code yet, so the
+// C API asks the file system itself; the message stays the runtime's.
+bool CanOpenRegularFile(const char* path) noexcept;
+
+// A call given a NULL handle (`name`: "session"), its error kept as the thread's last one.
+inline kes_status NullHandle(const char* name) noexcept {
+  return Guard(nullptr, nullptr, [name] { return NullArgument(name); });
+}
+
+// A call on a handle (`name`: "session"): NULL refused, else `body` under Guard, its failure
+// kept as the handle's error too (its `error` member: kes_session_last_error and the others).
+template <typename Handle, typename Body>
+kes_status OnHandle(Handle* handle, const char* name, Body&& body) noexcept {
+  if (handle == nullptr) return NullHandle(name);
+  return Guard(handle, &handle->error, std::forward<Body>(body));
+}
+
+// A size-prefixed struct (kes_*_params, kes_segment) with every byte zero but its struct_size:
+// where each *_default_params starts.
+template <typename T>
+T ZeroedStruct() {
+  T p;
+  std::memset(static_cast<void*>(&p), 0, sizeof(p));
+  p.struct_size = sizeof(p);
+  return p;
+}
+
 }  // namespace kestrel::capi

@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "capi/handle_arena.h"
 #include "kestrel/kestrel.h"
 #include "runtime/audio/log_mel.h"
 #include "runtime/encoder.h"
@@ -24,14 +25,10 @@ struct kes_model {
 };
 
 struct kes_session {
-  struct FreeArena {
-    void operator()(void* p) const { std::free(p); }
-  };
-
   const kes_model* model = nullptr;
   // The arena when the caller gave none; declared before `session`, which uses it, so that it
   // is freed after the session.
-  std::unique_ptr<void, FreeArena> owned_arena;
+  kestrel::capi::OwnedArena owned_arena;
   std::unique_ptr<kestrel::Session> session;
   size_t prefill_chunk = 0;  // the prefill plan's tokens per step
 
@@ -65,7 +62,7 @@ struct kes_session {
 // kes_encoder_create, so that embedding allocates nothing of its own.
 struct kes_encoder {
   const kes_model* model = nullptr;
-  std::unique_ptr<void, kes_session::FreeArena> owned_arena;  // before `encoder`, which uses it
+  kestrel::capi::OwnedArena owned_arena;  // before `encoder`, which uses it
   std::unique_ptr<kestrel::Encoder> encoder;
   // One step of texts, tokenized (kes_embed): their ids end to end, where each starts, and how
   // long it is.

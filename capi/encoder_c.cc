@@ -9,6 +9,7 @@
 
 #include "capi/c_call.h"
 #include "capi/c_handles.h"
+#include "capi/handle_arena.h"
 #include "kestrel/kestrel.h"
 #include "runtime/cpu_count.h"
 #include "runtime/executor.h"
@@ -79,9 +80,7 @@ CallStatus Flush(kes_encoder* e, size_t first, size_t count, float* out) {
 extern "C" {
 
 kes_encoder_params kes_encoder_default_params(void) {
-  kes_encoder_params p;
-  std::memset(&p, 0, sizeof(p));
-  p.struct_size = sizeof(p);
+  kes_encoder_params p = kestrel::capi::ZeroedStruct<kes_encoder_params>();
   p.n_threads = 0;
   return p;
 }
@@ -104,33 +103,12 @@ kes_status kes_encoder_create(const kes_model* model, const kes_encoder_params* 
     *encoder = nullptr;
     kestrel::EncoderOptions options;
     KES_C_RETURN_IF_ERROR(ResolveEncoder(model, params, &options));
-    KES_C_RETURN_IF_ERROR(FromStatus(KES_UNSUPPORTED, kestrel::CheckCanRun(1)));
-    KES_C_RETURN_IF_ERROR(
-        FromStatus(KES_INVALID_ARGUMENT, kestrel::CheckCanRun(options.n_threads)));
+    KES_C_RETURN_IF_ERROR(kestrel::capi::CheckCanRunThreads(options.n_threads));
     auto handle = std::make_unique<kes_encoder>();
     handle->model = model;
     const size_t need = kestrel::PlanEncoderMemory(*model->model).arena_bytes;
-    if (arena != nullptr) {
-      if (reinterpret_cast<uintptr_t>(arena) % KES_ALIGNMENT != 0) {
-        return Error(KES_INVALID_ARGUMENT, "arena: expected a " + std::to_string(KES_ALIGNMENT) +
-                                               "-byte aligned buffer");
-      }
-      if (arena_bytes < need) {
-        return Error(KES_INVALID_ARGUMENT, "arena: expected at least " + std::to_string(need) +
-                                               " bytes (kes_encoder_arena_size), found " +
-                                               std::to_string(arena_bytes));
-      }
-    } else {
-      // Allocated here rather than by the runtime, so that a failure is KES_OUT_OF_MEMORY.
-      const size_t bytes = kestrel::AlignUp(need, KES_ALIGNMENT);
-      handle->owned_arena.reset(std::aligned_alloc(KES_ALIGNMENT, bytes));
-      if (handle->owned_arena == nullptr) {
-        return Error(KES_OUT_OF_MEMORY, "cannot allocate the encoder's " + std::to_string(bytes) +
-                                            "-byte arena");
-      }
-      arena = handle->owned_arena.get();
-      arena_bytes = bytes;
-    }
+    KES_C_RETURN_IF_ERROR(
+        kestrel::capi::TakeArena("encoder", need, &arena, &arena_bytes, &handle->owned_arena));
     options.arena = arena;
     options.arena_bytes = arena_bytes;
     KES_C_RETURN_IF_ERROR(FromStatus(
@@ -153,8 +131,7 @@ const char* kes_encoder_last_error(const kes_encoder* encoder) {
 }
 
 kes_status kes_encoder_get_info(const kes_encoder* encoder, kes_encoder_info* info) {
-  if (encoder == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("encoder"); });
-  return Guard(encoder, &encoder->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(encoder, "encoder", [&]() -> CallStatus {
     if (info == nullptr) return NullArgument("info");
     if (info->struct_size < sizeof(size_t) || info->struct_size > sizeof(kes_encoder_info)) {
       return Error(KES_INVALID_ARGUMENT, "kes_encoder_info.struct_size: expected " +
@@ -176,8 +153,7 @@ kes_status kes_encoder_get_info(const kes_encoder* encoder, kes_encoder_info* in
 
 kes_status kes_encoder_tokenize(const kes_encoder* encoder, const char* text, size_t len,
                                 int32_t* ids, size_t capacity, size_t* n_ids) {
-  if (encoder == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("encoder"); });
-  return Guard(encoder, &encoder->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(encoder, "encoder", [&]() -> CallStatus {
     if (n_ids == nullptr) return NullArgument("n_ids");
     if (text == nullptr && len > 0) return NullArgument("text");
     if (ids == nullptr && capacity > 0) return NullArgument("ids");
@@ -197,8 +173,7 @@ kes_status kes_encoder_tokenize(const kes_encoder* encoder, const char* text, si
 
 kes_status kes_embed(kes_encoder* encoder, const char* const* texts, const size_t* lengths,
                      size_t n, float* out, size_t dim) {
-  if (encoder == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("encoder"); });
-  return Guard(encoder, &encoder->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(encoder, "encoder", [&]() -> CallStatus {
     if (texts == nullptr && n > 0) return NullArgument("texts");
     if (lengths == nullptr && n > 0) return NullArgument("lengths");
     KES_C_RETURN_IF_ERROR(CheckOutput(encoder, n, out, dim));
@@ -245,8 +220,7 @@ kes_status kes_embed(kes_encoder* encoder, const char* const* texts, const size_
 
 kes_status kes_embed_tokens(kes_encoder* encoder, const int32_t* const* ids,
                             const size_t* lengths, size_t n, float* out, size_t dim) {
-  if (encoder == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("encoder"); });
-  return Guard(encoder, &encoder->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(encoder, "encoder", [&]() -> CallStatus {
     if (ids == nullptr && n > 0) return NullArgument("ids");
     if (lengths == nullptr && n > 0) return NullArgument("lengths");
     KES_C_RETURN_IF_ERROR(CheckOutput(encoder, n, out, dim));

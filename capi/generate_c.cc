@@ -15,7 +15,6 @@
 using kestrel::capi::CallStatus;
 using kestrel::capi::Error;
 using kestrel::capi::FromStatus;
-using kestrel::capi::Guard;
 using kestrel::capi::NullArgument;
 using kestrel::capi::Ok;
 
@@ -189,18 +188,12 @@ CallStatus NextToken(kes_session* s, const kes_sampler_params* sampler, int32_t*
   return Ok();
 }
 
-kes_status NullSession() {
-  return Guard(nullptr, nullptr, [] { return NullArgument("session"); });
-}
-
 }  // namespace
 
 extern "C" {
 
 kes_sampler_params kes_sampler_default_params(void) {
-  kes_sampler_params p;
-  std::memset(&p, 0, sizeof(p));
-  p.struct_size = sizeof(p);
+  kes_sampler_params p = kestrel::capi::ZeroedStruct<kes_sampler_params>();
   // `kestrel run`'s defaults (its --temp; the runtime's SamplerOptions default to greedy).
   const kestrel::SamplerOptions runtime_defaults;
   p.temperature = 0.8f;
@@ -211,8 +204,7 @@ kes_sampler_params kes_sampler_default_params(void) {
 }
 
 kes_status kes_session_prefill(kes_session* session, const int32_t* tokens, size_t n) {
-  if (session == nullptr) return NullSession();
-  return Guard(session, &session->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(session, "session", [&]() -> CallStatus {
     KES_C_RETURN_IF_ERROR(CheckTokens(session, tokens, n, "tokens"));
     KES_C_RETURN_IF_ERROR(TakeAbort(session));
     KES_C_RETURN_IF_ERROR(RunPending(session));
@@ -222,8 +214,7 @@ kes_status kes_session_prefill(kes_session* session, const int32_t* tokens, size
 }
 
 kes_status kes_session_logits(kes_session* session, const float** logits, size_t* n_vocab) {
-  if (session == nullptr) return NullSession();
-  return Guard(session, &session->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(session, "session", [&]() -> CallStatus {
     if (logits == nullptr) return NullArgument("logits");
     if (n_vocab == nullptr) return NullArgument("n_vocab");
     if (session->pending < 0) KES_C_RETURN_IF_ERROR(NeedTokens(session));
@@ -237,8 +228,7 @@ kes_status kes_session_logits(kes_session* session, const float** logits, size_t
 kes_status kes_session_next_token(kes_session* session, const kes_sampler_params* sampler,
                                   int32_t* token, char* piece_buf, size_t piece_capacity,
                                   size_t* piece_len) {
-  if (session == nullptr) return NullSession();
-  return Guard(session, &session->error, [&] {
+  return kestrel::capi::OnHandle(session, "session", [&] {
     return NextToken(session, sampler, token, piece_buf, piece_capacity, piece_len);
   });
 }
@@ -246,8 +236,7 @@ kes_status kes_session_next_token(kes_session* session, const kes_sampler_params
 kes_status kes_generate(kes_session* session, const int32_t* prompt, size_t n_prompt,
                         const kes_sampler_params* sampler, size_t max_tokens,
                         kes_token_callback callback, void* user_data) {
-  if (session == nullptr) return NullSession();
-  return Guard(session, &session->error, [&] {
+  return kestrel::capi::OnHandle(session, "session", [&] {
     return Generate(session, prompt, n_prompt, sampler, max_tokens, callback, user_data);
   });
 }

@@ -1,9 +1,5 @@
 // The C API's model calls: opening (from a path or the caller's memory), what a program needs
 // to know about a model, and tokens (tokenize, detokenize, end-of-generation).
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -14,6 +10,7 @@
 #include "kestrel/kestrel.h"
 
 using kestrel::capi::CallStatus;
+using kestrel::capi::CanOpenRegularFile;
 using kestrel::capi::Error;
 using kestrel::capi::Guard;
 using kestrel::capi::NullArgument;
@@ -27,18 +24,6 @@ static_assert(offsetof(kes_model_info, weights_bytes) + sizeof(uint64_t) == size
               "kes_model_info must not end in padding");
 
 namespace {
-
-// Whether `path` is a regular file this process can open: tells a file that cannot be read
-// (KES_IO_ERROR) from one that is not a valid model (KES_BAD_MODEL). The runtime's Status has no
-// code yet, so the C API asks the file system itself; the message stays the runtime's.
-bool CanOpenRegularFile(const char* path) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st;
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  ::close(fd);
-  return regular;
-}
 
 // verify_weights -1 follows KESTREL_VERIFY_WEIGHTS as kestrel::Model::Open(path, out) reads it.
 bool WantsWeightsVerified(int32_t verify_weights) {
@@ -73,9 +58,7 @@ CallStatus CheckToken(const kes_model* model, int32_t token, const char* what) {
 extern "C" {
 
 kes_model_params kes_model_default_params(void) {
-  kes_model_params p;
-  std::memset(&p, 0, sizeof(p));
-  p.struct_size = sizeof(p);
+  kes_model_params p = kestrel::capi::ZeroedStruct<kes_model_params>();
   p.verify_weights = -1;
   return p;
 }

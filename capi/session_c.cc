@@ -7,6 +7,7 @@
 
 #include "capi/c_call.h"
 #include "capi/c_handles.h"
+#include "capi/handle_arena.h"
 #include "kestrel/kestrel.h"
 #include "runtime/cpu_count.h"
 #include "runtime/executor.h"
@@ -81,9 +82,7 @@ extern "C" {
 
 kes_session_params kes_session_default_params(void) {
   const kestrel::SessionOptions runtime_defaults;
-  kes_session_params p;
-  std::memset(&p, 0, sizeof(p));
-  p.struct_size = sizeof(p);
+  kes_session_params p = kestrel::capi::ZeroedStruct<kes_session_params>();
   p.context_length = runtime_defaults.context_length;
   p.n_threads = 0;
   p.kv_sinks = runtime_defaults.kv.sinks;
@@ -111,34 +110,11 @@ kes_status kes_session_create(const kes_model* model, const kes_session_params* 
     kestrel::SessionOptions options;
     kestrel::MemoryPlan plan;
     KES_C_RETURN_IF_ERROR(ResolveSession(model, params, &options, &plan));
-    // The CPU first (nothing can run on it), then the thread count.
-    KES_C_RETURN_IF_ERROR(FromStatus(KES_UNSUPPORTED, kestrel::CheckCanRun(1)));
-    KES_C_RETURN_IF_ERROR(
-        FromStatus(KES_INVALID_ARGUMENT, kestrel::CheckCanRun(options.n_threads)));
+    KES_C_RETURN_IF_ERROR(kestrel::capi::CheckCanRunThreads(options.n_threads));
     auto handle = std::make_unique<kes_session>();
     handle->model = model;
-    const size_t need = plan.arena_bytes;
-    if (arena != nullptr) {
-      if (reinterpret_cast<uintptr_t>(arena) % KES_ALIGNMENT != 0) {
-        return Error(KES_INVALID_ARGUMENT, "arena: expected a " + std::to_string(KES_ALIGNMENT) +
-                                               "-byte aligned buffer");
-      }
-      if (arena_bytes < need) {
-        return Error(KES_INVALID_ARGUMENT, "arena: expected at least " + std::to_string(need) +
-                                               " bytes (kes_session_arena_size), found " +
-                                               std::to_string(arena_bytes));
-      }
-    } else {
-      // Allocated here rather than by the runtime, so that a failure is KES_OUT_OF_MEMORY.
-      const size_t bytes = kestrel::AlignUp(need, KES_ALIGNMENT);
-      handle->owned_arena.reset(std::aligned_alloc(KES_ALIGNMENT, bytes));
-      if (handle->owned_arena == nullptr) {
-        return Error(KES_OUT_OF_MEMORY, "cannot allocate the session's " + std::to_string(bytes) +
-                                            "-byte arena");
-      }
-      arena = handle->owned_arena.get();
-      arena_bytes = bytes;
-    }
+    KES_C_RETURN_IF_ERROR(kestrel::capi::TakeArena("session", plan.arena_bytes, &arena,
+                                                    &arena_bytes, &handle->owned_arena));
     options.arena = arena;
     options.arena_bytes = arena_bytes;
     // The options were checked above: what fails now is the model's plans.
@@ -157,7 +133,7 @@ const char* kes_session_last_error(const kes_session* session) {
 }
 
 kes_status kes_session_position(const kes_session* session, size_t* position) {
-  if (session == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("session"); });
+  if (session == nullptr) return kestrel::capi::NullHandle("session");
   return Guard(session, nullptr, [&]() -> CallStatus {
     if (position == nullptr) return NullArgument("position");
     *position = session->session->position() + (session->pending >= 0 ? 1 : 0);
@@ -166,7 +142,7 @@ kes_status kes_session_position(const kes_session* session, size_t* position) {
 }
 
 kes_status kes_session_reset(kes_session* session) {
-  if (session == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("session"); });
+  if (session == nullptr) return kestrel::capi::NullHandle("session");
   session->session->Reset();
   session->pending = -1;
   session->sampler_ready = false;
@@ -176,7 +152,7 @@ kes_status kes_session_reset(kes_session* session) {
 }
 
 kes_status kes_session_abort(kes_session* session) {
-  if (session == nullptr) return Guard(nullptr, nullptr, [] { return NullArgument("session"); });
+  if (session == nullptr) return kestrel::capi::NullHandle("session");
   // abort first: whoever sees `stop` then finds why.
   session->abort.store(true);
   session->stop.store(true);

@@ -18,10 +18,6 @@ using kestrel::capi::Ok;
 
 namespace {
 
-kes_status NullSession() {
-  return Guard(nullptr, nullptr, [] { return NullArgument("session"); });
-}
-
 CallStatus Save(kes_session* s, void* buf, size_t capacity, size_t* size) {
   if (size == nullptr) return NullArgument("size");
   if (buf == nullptr && capacity > 0) return NullArgument("buf");
@@ -68,7 +64,7 @@ CallStatus Load(kes_session* s, const void* buf, size_t size) {
 extern "C" {
 
 kes_status kes_session_state_size(const kes_session* session, size_t* bytes) {
-  if (session == nullptr) return NullSession();
+  if (session == nullptr) return kestrel::capi::NullHandle("session");
   return Guard(session, nullptr, [&]() -> CallStatus {
     if (bytes == nullptr) return NullArgument("bytes");
     *bytes = session->session->StateBytes(session->pending);
@@ -78,18 +74,16 @@ kes_status kes_session_state_size(const kes_session* session, size_t* bytes) {
 
 kes_status kes_session_save_state(kes_session* session, void* buf, size_t capacity,
                                   size_t* size) {
-  if (session == nullptr) return NullSession();
-  return Guard(session, &session->error, [&] { return Save(session, buf, capacity, size); });
+  return kestrel::capi::OnHandle(session, "session",
+                                 [&] { return Save(session, buf, capacity, size); });
 }
 
 kes_status kes_session_load_state(kes_session* session, const void* buf, size_t size) {
-  if (session == nullptr) return NullSession();
-  return Guard(session, &session->error, [&] { return Load(session, buf, size); });
+  return kestrel::capi::OnHandle(session, "session", [&] { return Load(session, buf, size); });
 }
 
 kes_status kes_session_save_state_file(kes_session* session, const char* path) {
-  if (session == nullptr) return NullSession();
-  return Guard(session, &session->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(session, "session", [&]() -> CallStatus {
     if (path == nullptr) return NullArgument("path");
     std::vector<uint8_t> bytes(session->session->StateBytes(session->pending));
     size_t size = 0;
@@ -99,8 +93,7 @@ kes_status kes_session_save_state_file(kes_session* session, const char* path) {
 }
 
 kes_status kes_session_load_state_file(kes_session* session, const char* path) {
-  if (session == nullptr) return NullSession();
-  return Guard(session, &session->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(session, "session", [&]() -> CallStatus {
     if (path == nullptr) return NullArgument("path");
     std::vector<uint8_t> bytes;
     KES_C_RETURN_IF_ERROR(FromStatus(KES_IO_ERROR, kestrel::ReadWholeFile(path, &bytes)));

@@ -2,10 +2,6 @@
 // handed to a callback. The steps are `kestrel transcribe`'s (tools/cmd_transcribe.cc): the
 // samples resampled to 16 kHz when they are not, the log-mel spectrogram of the whole recording,
 // then Transcriber::Transcribe; a segment's text is its text tokens' as the CLI decodes them.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -23,6 +19,7 @@
 #include "runtime/whisper_vocabulary.h"
 
 using kestrel::capi::CallStatus;
+using kestrel::capi::CanOpenRegularFile;
 using kestrel::capi::Error;
 using kestrel::capi::FromStatus;
 using kestrel::capi::Guard;
@@ -109,9 +106,7 @@ void SendSegment(void* context, const kestrel::TranscriptSegment& s) {
   const bool spaced =
       config.add_space_prefix || config.algorithm == kestrel::TokenizerAlgorithm::kWordPiece;
   const size_t skip = spaced && !text.empty() && text[0] == ' ' ? 1 : 0;
-  kes_segment segment;
-  std::memset(&segment, 0, sizeof(segment));
-  segment.struct_size = sizeof(segment);
+  kes_segment segment = kestrel::capi::ZeroedStruct<kes_segment>();
   segment.start = s.start;
   segment.end = s.end;
   segment.text = text.data() + skip;
@@ -140,34 +135,19 @@ CallStatus ToWhisperRate(kes_transcriber* t, std::vector<float> samples, uint32_
                     kestrel::audio::Resample(samples, rate, kRate, &t->resampled));
 }
 
-// Whether `path` is a regular file this process can open: tells a file that cannot be read
-// (KES_IO_ERROR) from one that is not WAV audio (as model_c.cc tells them for models).
-bool CanOpenRegularFile(const char* path) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st;
-  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  ::close(fd);
-  return regular;
-}
-
 }  // namespace
 
 extern "C" {
 
 kes_transcriber_params kes_transcriber_default_params(void) {
-  kes_transcriber_params p;
-  std::memset(&p, 0, sizeof(p));
-  p.struct_size = sizeof(p);
+  kes_transcriber_params p = kestrel::capi::ZeroedStruct<kes_transcriber_params>();
   p.n_threads = 0;
   p.max_audio_seconds = 30;
   return p;
 }
 
 kes_transcribe_params kes_transcribe_default_params(void) {
-  kes_transcribe_params p;
-  std::memset(&p, 0, sizeof(p));
-  p.struct_size = sizeof(p);
+  kes_transcribe_params p = kestrel::capi::ZeroedStruct<kes_transcribe_params>();
   p.language = nullptr;
   p.task = KES_TASK_TRANSCRIBE;
   return p;
@@ -192,9 +172,7 @@ kes_status kes_transcriber_create(const kes_model* model, const kes_transcriber_
     auto handle = std::make_unique<kes_transcriber>();
     handle->model = model;
     handle->options.n_threads = p.n_threads == 0 ? kestrel::PhysicalCores() : p.n_threads;
-    KES_C_RETURN_IF_ERROR(FromStatus(KES_UNSUPPORTED, kestrel::CheckCanRun(1)));
-    KES_C_RETURN_IF_ERROR(
-        FromStatus(KES_INVALID_ARGUMENT, kestrel::CheckCanRun(handle->options.n_threads)));
+    KES_C_RETURN_IF_ERROR(kestrel::capi::CheckCanRunThreads(handle->options.n_threads));
     const kestrel::Model& m = *model->model;
     KES_C_RETURN_IF_ERROR(FromStatus(
         KES_BAD_MODEL, kestrel::Transcriber::Create(m, handle->options, &handle->transcriber)));
@@ -227,10 +205,7 @@ const char* kes_transcriber_last_error(const kes_transcriber* transcriber) {
 kes_status kes_transcribe_pcm(kes_transcriber* transcriber, const float* samples, size_t n,
                               uint32_t sample_rate, const kes_transcribe_params* params,
                               kes_segment_callback callback, void* user_data) {
-  if (transcriber == nullptr) {
-    return Guard(nullptr, nullptr, [] { return NullArgument("transcriber"); });
-  }
-  return Guard(transcriber, &transcriber->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(transcriber, "transcriber", [&]() -> CallStatus {
     if (samples == nullptr && n > 0) return NullArgument("samples");
     if (sample_rate == 0) return Error(KES_INVALID_ARGUMENT, "sample_rate: expected Hz, found 0");
     KES_C_RETURN_IF_ERROR(ApplyParams(transcriber, params));
@@ -245,10 +220,7 @@ kes_status kes_transcribe_pcm(kes_transcriber* transcriber, const float* samples
 kes_status kes_transcribe_file(kes_transcriber* transcriber, const char* wav_path,
                                const kes_transcribe_params* params,
                                kes_segment_callback callback, void* user_data) {
-  if (transcriber == nullptr) {
-    return Guard(nullptr, nullptr, [] { return NullArgument("transcriber"); });
-  }
-  return Guard(transcriber, &transcriber->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(transcriber, "transcriber", [&]() -> CallStatus {
     if (wav_path == nullptr) return NullArgument("wav_path");
     KES_C_RETURN_IF_ERROR(ApplyParams(transcriber, params));
     kestrel::audio::WavInfo info;
@@ -269,10 +241,7 @@ kes_status kes_transcribe_file(kes_transcriber* transcriber, const char* wav_pat
 
 kes_status kes_transcriber_language(const kes_transcriber* transcriber, const char** code,
                                     size_t* len) {
-  if (transcriber == nullptr) {
-    return Guard(nullptr, nullptr, [] { return NullArgument("transcriber"); });
-  }
-  return Guard(transcriber, &transcriber->error, [&]() -> CallStatus {
+  return kestrel::capi::OnHandle(transcriber, "transcriber", [&]() -> CallStatus {
     if (code == nullptr) return NullArgument("code");
     if (len == nullptr) return NullArgument("len");
     const std::string_view language = kestrel::WhisperVocabulary::LanguageCode(

@@ -7,14 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "converters/arch/arch.h"
-#include "converters/ct2/ct2_file.h"
-#include "converters/ct2/whisper_convert.h"
+#include "converters/convert_file.h"
 #include "converters/gguf/gguf_file.h"
-#include "converters/gguf_import.h"
-#include "converters/hf/hf_import.h"
-#include "converters/weight_recipe.h"
-#include "runtime/model.h"
 #include "runtime/mapped_file.h"
 #include "runtime/output_file.h"
 #include "tools/progress.h"
@@ -80,8 +74,6 @@ std::string Usage() {
          kUsageTail;
 }
 
-const char kWeightChoices[] = "keep, f32, f16, bf16, q8, q4, q4_k_m, q4_k, q5_k or q6_k";
-
 // The "converting tensor N/M" line on a terminal, erased before anything else is printed.
 std::unique_ptr<kestrel::Progress> progress;
 
@@ -99,17 +91,6 @@ bool ParseCount(const char* text, uint32_t max, uint32_t* out) {
   return true;
 }
 
-// A file of a Hugging Face checkpoint given instead of its folder (model.safetensors, say) fails
-// as a GGUF file; the message then says what to give instead.
-std::string CheckpointFolderHint(const std::string& input) {
-  const size_t slash = input.find_last_of('/');
-  const std::string folder = slash == std::string::npos ? "." : input.substr(0, slash);
-  if (!kestrel::IsDirectory(input) && kestrel::PathExists(folder + "/config.json")) {
-    return " (a Hugging Face checkpoint is converted from its folder: give '" + folder + "')";
-  }
-  return std::string();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,11 +98,9 @@ int main(int argc, char** argv) {
   // An input file truncated under us: a one-line error instead of a silent death by SIGBUS.
   InstallMappedFileFaultHandler("kestrel-convert");
   std::string input, output;
-  ConvertOptions options;
-  bool weights_given = false;
-  bool recipe_given = false;
-  WeightRecipe recipe = WeightRecipe::kQ4_K_M;
-  HfEncoderOptions encoder;
+  ConvertChoices choices;
+  ConvertOptions& options = choices.convert;
+  HfEncoderOptions& encoder = choices.encoder;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -135,19 +114,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--weights") {
       if (!has_value) return Fail(std::string("--weights needs a value (") + kWeightChoices + ")");
       const std::string v = argv[++i];
-      weights_given = true;
-      recipe_given = false;
-      if (v == "keep") options.keep_types = true;
-      else if (v == "f32") options.weight_dtype = fb::DType::F32;
-      else if (v == "f16") options.weight_dtype = fb::DType::F16;
-      else if (v == "bf16") options.weight_dtype = fb::DType::BF16;
-      else if (v == "q8") options.weight_dtype = fb::DType::Q8_0;
-      else if (v == "q4") options.weight_dtype = fb::DType::Q4_0;
-      else if (v == "q4_k_m") recipe_given = true, recipe = WeightRecipe::kQ4_K_M;
-      else if (v == "q4_k") recipe_given = true, recipe = WeightRecipe::kQ4_K;
-      else if (v == "q5_k") recipe_given = true, recipe = WeightRecipe::kQ5_K;
-      else if (v == "q6_k") recipe_given = true, recipe = WeightRecipe::kQ6_K;
-      else return Fail(std::string("--weights: expected ") + kWeightChoices + ", found '" + v + "'");
+      if (!SetWeights(v, &choices)) {
+        return Fail(std::string("--weights: expected ") + kWeightChoices + ", found '" + v + "'");
+      }
     } else if (arg == "--prefill-tokens" || arg == "--score-tokens") {
       uint32_t* target = arg == "--prefill-tokens" ? &options.prefill_tokens : &options.score_tokens;
       if (!has_value) return Fail(arg + " needs a value (a whole number from 1 to 4096)");
@@ -179,86 +148,27 @@ int main(int argc, char** argv) {
     }
   }
   if (input.empty() || output.empty()) return Fail("need INPUT and OUTPUT\n" + Usage());
-  // Before any work: an output that would replace the input, or that cannot be written, is
-  // refused now rather than after the conversion. The temporary exists from here on (removed on
-  // every failure and on SIGINT/SIGTERM) and becomes OUTPUT only once verified.
-  Status checked = CheckNotInput(output, input, "input");
-  if (!checked.ok()) return Fail(checked.message());
-  std::unique_ptr<AtomicOutput> out;
-  checked = AtomicOutput::Create(output, &out);
-  if (!checked.ok()) return Fail(checked.message());
-
   const auto start = std::chrono::steady_clock::now();
-  KesModel model;
+  ConvertHooks hooks;
   // Total unknown (0) until a GGUF file says how many tensors it has.
   progress = std::make_unique<Progress>("converting tensor", 0);
-  model.on_tensor_added = [](size_t tensors) {
+  hooks.on_total = [](size_t total) {
+    progress = std::make_unique<Progress>("converting tensor", total);
+  };
+  hooks.on_tensor = [](size_t tensors) {
     if (progress) progress->Update(tensors);
   };
-  std::string arch;
-  Status s;
-  if (IsDirectory(input)) {
-    if (!weights_given) options.keep_types = true;
-    if (recipe_given) {
-      return Fail("--weights q4_k_m, q4_k, q5_k and q6_k are for GGUF input; for a Hugging Face "
-                  "checkpoint or a CTranslate2 folder use keep, f32, f16, bf16, q8 or q4");
-    }
-  }
-  if (IsDirectory(input) && PathExists(input + "/model.bin") &&
-      !PathExists(input + "/model.safetensors")) {
-    // A CTranslate2 folder: faster-whisper's Whisper models.
-    std::unique_ptr<ct2::File> file;
-    s = ct2::File::Open(input + "/model.bin", &file);
-    if (!s.ok()) return Fail(s.message());
-    s = ct2::ConvertWhisper(input, *file, options, &model);
-    if (!s.ok()) return Fail(input + ": " + s.message());
-    arch = model.meta.architecture;
-  } else if (IsDirectory(input)) {
-    s = ConvertHfCheckpoint(input, options, encoder, &model);
-    if (!s.ok()) return Fail(input + ": " + s.message());
-    arch = model.meta.architecture;
-  } else {
-    std::unique_ptr<gguf::File> file;
-    s = gguf::File::Open(input, &file);
-    if (!s.ok()) return Fail(s.message() + CheckpointFolderHint(input));
-    progress = std::make_unique<Progress>("converting tensor", file->tensors().size());
-    if (!weights_given) options.keep_types = HasQuantizedTensors(*file);
-    if (recipe_given) {
-      s = ChooseWeightTypes(*file, recipe, &options.tensor_types);
-      if (!s.ok()) return Fail(input + ": " + s.message());
-    }
-    s = file->GetString("general.architecture", &arch);
-    if (!s.ok()) return Fail(input + ": " + s.message());
-    const ArchitectureConverter convert = FindArchitecture(arch);
-    if (!convert) {
-      return Fail(input + ": unsupported architecture '" + arch + "' (supported: " +
-                  SupportedArchitectures() + ")");
-    }
-    s = convert(*file, options, &model);
-    if (!s.ok()) return Fail(input + ": " + s.message());
-  }
-  progress.reset();
-  s = PlanArena(&model.meta);
-  if (!s.ok()) return Fail(input + ": " + s.message());
-  std::string source = input;
-  while (source.size() > 1 && source.back() == '/') source.pop_back();
-  model.meta.source = source.substr(source.find_last_of('/') + 1);
-  s = WriteKes(&model, out.get());
-  if (!s.ok()) return Fail(s.message());
-
-  // What we wrote must pass the runtime's own checks before it replaces anything.
-  std::unique_ptr<Model> check;
-  s = Model::Open(out->temp_path(), &check);
-  if (!s.ok()) return Fail("internal error: the written file fails verification: " + s.message());
-  s = out->Commit();
-  if (!s.ok()) return Fail(s.message());
+  hooks.on_imported = [] { progress.reset(); };
+  const ConvertResult done = ConvertFile(input, output, &choices, "--weights", hooks);
+  if (!done.ok()) return Fail(done.message);
+  const Model& check = *done.written;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("wrote %s: %s, %zu tensors, %.1f M parameters, %.1f MiB weights, %.2f MiB arena "
               "activations (%.1f s)\n",
-              output.c_str(), arch.c_str(), model.meta.tensors.size(),
-              check->parameter_count() / 1e6, check->weights_bytes() / 1048576.0,
-              check->meta().activation_bytes() / 1048576.0, seconds);
-  s = CloseStdout();
+              output.c_str(), done.architecture.c_str(), done.tensors,
+              check.parameter_count() / 1e6, check.weights_bytes() / 1048576.0,
+              check.meta().activation_bytes() / 1048576.0, seconds);
+  const Status s = CloseStdout();
   return s.ok() ? 0 : Fail(s.message());
 }

@@ -230,15 +230,12 @@ std::string LoadEmbedModel(ServerState& state) {
   if (kes_encoder_get_info(encoders[0].get(), &encoder_info) != KES_OK) {
     return kes_encoder_last_error(encoders[0].get());
   }
-  const auto bytes = [&](uint64_t n) {
-    return o.format_bytes != nullptr ? o.format_bytes(n) : std::to_string(n) + " B";
-  };
   std::printf("embedding model %s: %zu dimensions, %zu tokens per input, %zu encoder%s\n",
               ModelId(o.embed_model_path).c_str(), encoder_info.embedding_dim,
               encoder_info.max_tokens, o.parallel, o.parallel == 1 ? "" : "s");
-  std::printf("  weights:      %s\n", bytes(info->weights_bytes).c_str());
-  std::printf("  arenas:       %s (%zu x %s)\n", bytes(arena * o.parallel).c_str(), o.parallel,
-              bytes(arena).c_str());
+  std::printf("  weights:      %s\n", o.Bytes(info->weights_bytes).c_str());
+  std::printf("  arenas:       %s (%zu x %s)\n", o.Bytes(arena * o.parallel).c_str(), o.parallel,
+              o.Bytes(arena).c_str());
   state.embed_dim = encoder_info.embedding_dim;
   state.embed_max_tokens = encoder_info.max_tokens;
   state.embed_vocab = info->n_vocab;

@@ -26,6 +26,11 @@ struct ServeOptions {
   size_t max_body_bytes = 25u << 20;  // OpenAI's limit on audio uploads
   // Prints a byte count as `kestrel inspect` does ("1.50 MiB").
   std::string (*format_bytes)(uint64_t bytes) = nullptr;
+
+  // `bytes` by format_bytes, or as a plain count ("1572864 B") without one.
+  std::string Bytes(uint64_t bytes) const {
+    return format_bytes != nullptr ? format_bytes(bytes) : std::to_string(bytes) + " B";
+  }
 };
 
 // Loads the models, creates the slots and serves until SIGINT or SIGTERM; returns the exit code.

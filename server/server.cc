@@ -24,10 +24,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Bytes(const ServeOptions& o, uint64_t bytes) {
-  return o.format_bytes != nullptr ? o.format_bytes(bytes) : std::to_string(bytes) + " B";
-}
-
 // Opens the text model and makes the slots; "" or what failed.
 std::string Load(ServerState& state) {
   const ServeOptions& o = state.options;
@@ -70,19 +66,19 @@ std::string Load(ServerState& state) {
               ModelId(o.model_path).c_str(), memory.context_length, o.parallel,
               o.parallel == 1 ? "" : "s", o.n_threads, o.n_threads == 1 ? "" : "s");
   std::printf("memory at context %zu, per slot:\n", memory.context_length);
-  std::printf("  activations:  %s\n", Bytes(o, memory.activations_bytes).c_str());
-  std::printf("  KV cache:     %s\n", Bytes(o, memory.kv_cache_bytes).c_str());
+  std::printf("  activations:  %s\n", o.Bytes(memory.activations_bytes).c_str());
+  std::printf("  KV cache:     %s\n", o.Bytes(memory.kv_cache_bytes).c_str());
   std::printf("  attention:    %s (decode's partitions)\n",
-              Bytes(o, memory.attention_bytes).c_str());
-  std::printf("  sampler:      %s\n", Bytes(o, memory.sampler_bytes).c_str());
-  std::printf("  arena total:  %s\n", Bytes(o, memory.arena_bytes).c_str());
+              o.Bytes(memory.attention_bytes).c_str());
+  std::printf("  sampler:      %s\n", o.Bytes(memory.sampler_bytes).c_str());
+  std::printf("  arena total:  %s\n", o.Bytes(memory.arena_bytes).c_str());
   std::printf("memory of the server:\n");
   std::printf("  weights:      %s (mapped, shared by the slots)\n",
-              Bytes(o, memory.weights_bytes).c_str());
-  std::printf("  arenas:       %s (%zu x %s)\n", Bytes(o, arenas).c_str(), o.parallel,
-              Bytes(o, memory.arena_bytes).c_str());
+              o.Bytes(memory.weights_bytes).c_str());
+  std::printf("  arenas:       %s (%zu x %s)\n", o.Bytes(arenas).c_str(), o.parallel,
+              o.Bytes(memory.arena_bytes).c_str());
   std::printf("  total:        %s (weights + arenas)\n",
-              Bytes(o, memory.weights_bytes + arenas).c_str());
+              o.Bytes(memory.weights_bytes + arenas).c_str());
   std::fflush(stdout);
   state.context = memory.context_length;
   state.n_vocab = info->n_vocab;

@@ -191,12 +191,9 @@ std::string LoadWhisperModel(ServerState& state) {
     }
     transcribers.emplace_back(transcriber);
   }
-  const std::string weights = o.format_bytes != nullptr
-                                  ? o.format_bytes(info->weights_bytes)
-                                  : std::to_string(info->weights_bytes) + " B";
   std::printf("speech model %s: %zu transcriber%s, weights %s\n",
               ModelId(o.whisper_model_path).c_str(), o.parallel, o.parallel == 1 ? "" : "s",
-              weights.c_str());
+              o.Bytes(info->weights_bytes).c_str());
   state.whisper_model_id = ModelId(o.whisper_model_path);
   state.transcribers = std::make_unique<TranscriberPool>(std::move(transcribers), o.queue);
   state.whisper_model.emplace(std::move(model).value());

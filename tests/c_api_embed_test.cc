@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kestrel/kestrel.h"
+#include "tests/support/c_api_test_support.h"
 #include "tests/support/test_support.h"
 
 namespace kestrel {
@@ -21,15 +22,6 @@ namespace {
 
 using test::Describe;
 using test::ProcessResult;
-
-struct ModelCloser {
-  void operator()(kes_model* m) const { kes_model_close(m); }
-};
-struct EncoderDestroyer {
-  void operator()(kes_encoder* e) const { kes_encoder_destroy(e); }
-};
-using ModelPtr = std::unique_ptr<kes_model, ModelCloser>;
-using EncoderPtr = std::unique_ptr<kes_encoder, EncoderDestroyer>;
 
 const std::string kTinyBertKes = test::ScratchPath("c-api-embed-tiny-bert.kes");
 
@@ -53,20 +45,14 @@ const std::string& TinyBertPath() {
   return path;
 }
 
-ModelPtr Open(const std::string& path) {
-  kes_model* model = nullptr;
-  EXPECT_EQ(kes_model_open(path.c_str(), nullptr, &model), KES_OK) << kes_last_error();
-  return ModelPtr(model);
-}
-
-EncoderPtr Create(const kes_model* model, size_t threads, void* arena = nullptr,
+test::EncoderPtr Create(const kes_model* model, size_t threads, void* arena = nullptr,
                   size_t bytes = 0) {
   kes_encoder_params params = kes_encoder_default_params();
   params.n_threads = threads;
   kes_encoder* encoder = nullptr;
   EXPECT_EQ(kes_encoder_create(model, &params, arena, bytes, &encoder), KES_OK)
       << kes_last_error();
-  return EncoderPtr(encoder);
+  return test::EncoderPtr(encoder);
 }
 
 size_t Dim(const kes_encoder* encoder) {
@@ -130,7 +116,7 @@ std::string CliEmbed(const std::vector<std::string>& texts, size_t threads,
 }
 
 TEST(CApiEmbed, EqualsKestrelEmbedBitForBit) {
-  ModelPtr model = Open(TinyBertPath());
+  test::ModelPtr model = test::Open(TinyBertPath());
   ASSERT_NE(model, nullptr);
   const std::vector<std::string> texts = Texts();
   std::vector<const char*> pointers;
@@ -142,7 +128,7 @@ TEST(CApiEmbed, EqualsKestrelEmbedBitForBit) {
     std::vector<float> cli;
     std::vector<size_t> counts;
     ASSERT_EQ(CliEmbed(texts, threads, &cli, &counts), "");
-    EncoderPtr encoder = Create(model.get(), threads);
+    test::EncoderPtr encoder = Create(model.get(), threads);
     ASSERT_NE(encoder, nullptr);
     kes_encoder_info info;
     info.struct_size = sizeof(info);
@@ -189,7 +175,7 @@ TEST(CApiEmbed, EqualsKestrelEmbedBitForBit) {
 }
 
 TEST(CApiEmbed, CallerArenaGivesTheSameEmbeddings) {
-  ModelPtr model = Open(TinyBertPath());
+  test::ModelPtr model = test::Open(TinyBertPath());
   ASSERT_NE(model, nullptr);
   size_t bytes = 0;
   ASSERT_EQ(kes_encoder_arena_size(model.get(), nullptr, &bytes), KES_OK) << kes_last_error();
@@ -206,8 +192,8 @@ TEST(CApiEmbed, CallerArenaGivesTheSameEmbeddings) {
                                &refused),
             KES_INVALID_ARGUMENT);
 
-  EncoderPtr own = Create(model.get(), 1);
-  EncoderPtr caller = Create(model.get(), 1, arena.get(), bytes);
+  test::EncoderPtr own = Create(model.get(), 1);
+  test::EncoderPtr caller = Create(model.get(), 1, arena.get(), bytes);
   ASSERT_NE(own, nullptr);
   ASSERT_NE(caller, nullptr);
   const char* texts[] = {"the cat sits", "a kestrel hovers over the fields"};
@@ -225,7 +211,7 @@ TEST(CApiEmbed, CallerArenaGivesTheSameEmbeddings) {
 TEST(CApiEmbed, RefusesDecodersAndSessionsRefuseEncoders) {
   test::TinyModel tiny;
   ASSERT_EQ(test::MakeTinyModel(&tiny), "");
-  ModelPtr decoder = Open(tiny.kes);
+  test::ModelPtr decoder = test::Open(tiny.kes);
   ASSERT_NE(decoder, nullptr);
   kes_encoder* encoder = nullptr;
   EXPECT_EQ(kes_encoder_create(decoder.get(), nullptr, nullptr, 0, &encoder), KES_UNSUPPORTED);
@@ -237,7 +223,7 @@ TEST(CApiEmbed, RefusesDecodersAndSessionsRefuseEncoders) {
   size_t bytes = 0;
   EXPECT_EQ(kes_encoder_arena_size(decoder.get(), nullptr, &bytes), KES_UNSUPPORTED);
 
-  ModelPtr bert = Open(TinyBertPath());
+  test::ModelPtr bert = test::Open(TinyBertPath());
   ASSERT_NE(bert, nullptr);
   kes_session* session = nullptr;
   EXPECT_EQ(kes_session_create(bert.get(), nullptr, nullptr, 0, &session), KES_UNSUPPORTED);
@@ -251,9 +237,9 @@ TEST(CApiEmbed, RefusesDecodersAndSessionsRefuseEncoders) {
 }
 
 TEST(CApiEmbed, ArgumentErrorsSayWhatWasExpected) {
-  ModelPtr model = Open(TinyBertPath());
+  test::ModelPtr model = test::Open(TinyBertPath());
   ASSERT_NE(model, nullptr);
-  EncoderPtr encoder = Create(model.get(), 1);
+  test::EncoderPtr encoder = Create(model.get(), 1);
   ASSERT_NE(encoder, nullptr);
   const size_t dim = Dim(encoder.get());
   std::vector<float> out(2 * dim);
@@ -315,14 +301,14 @@ TEST(CApiEmbed, ArgumentErrorsSayWhatWasExpected) {
 // Encoders are used by one thread each; one model serves them all at once. Each thread's
 // embeddings must be those it gets alone.
 TEST(CApiEmbedConcurrency, TwoEncodersOnOneModelOnTwoThreads) {
-  ModelPtr model = Open(TinyBertPath());
+  test::ModelPtr model = test::Open(TinyBertPath());
   ASSERT_NE(model, nullptr);
   const std::vector<std::string> all = Texts();
   const std::vector<std::string> texts_a(all.begin(), all.begin() + 20);
   const std::vector<std::string> texts_b(all.begin() + 20, all.end());
   auto embed = [&](const std::vector<std::string>& texts, size_t threads, std::vector<float>* out,
                    kes_status* status) {
-    EncoderPtr encoder = Create(model.get(), threads);
+    test::EncoderPtr encoder = Create(model.get(), threads);
     std::vector<const char*> p;
     std::vector<size_t> n;
     for (const std::string& t : texts) p.push_back(t.data()), n.push_back(t.size());

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kestrel/kestrel.h"
+#include "tests/support/c_api_test_support.h"
 #include "tests/support/test_support.h"
 
 namespace kestrel {
@@ -26,33 +27,6 @@ namespace {
 
 using test::Describe;
 using test::ProcessResult;
-
-struct ModelCloser {
-  void operator()(kes_model* m) const { kes_model_close(m); }
-};
-struct SessionDestroyer {
-  void operator()(kes_session* s) const { kes_session_destroy(s); }
-};
-using ModelPtr = std::unique_ptr<kes_model, ModelCloser>;
-using SessionPtr = std::unique_ptr<kes_session, SessionDestroyer>;
-
-const std::string& TinyPath(const test::TinyFamily& family) {
-  static std::string paths[2];
-  std::string& path = paths[&family == &test::kTinyGemma3 ? 0 : 1];
-  if (path.empty()) {
-    test::TinyModel tiny;
-    const std::string error = test::MakeTinyModel(&tiny, family);
-    EXPECT_EQ(error, "");
-    path = tiny.kes;
-  }
-  return path;
-}
-
-ModelPtr Open(const std::string& path) {
-  kes_model* model = nullptr;
-  EXPECT_EQ(kes_model_open(path.c_str(), nullptr, &model), KES_OK) << kes_last_error();
-  return ModelPtr(model);
-}
 
 kes_session_params Params(size_t context, kes_kv_type kv = KES_KV_F16) {
   kes_session_params p = kes_session_default_params();
@@ -62,10 +36,10 @@ kes_session_params Params(size_t context, kes_kv_type kv = KES_KV_F16) {
   return p;
 }
 
-SessionPtr Create(const kes_model* model, const kes_session_params& params) {
+test::SessionPtr Create(const kes_model* model, const kes_session_params& params) {
   kes_session* session = nullptr;
   EXPECT_EQ(kes_session_create(model, &params, nullptr, 0, &session), KES_OK) << kes_last_error();
-  return SessionPtr(session);
+  return test::SessionPtr(session);
 }
 
 kes_sampler_params Sampler(float temperature, uint64_t seed = 0) {
@@ -140,16 +114,16 @@ std::vector<float> LogitsAfter(kes_session* s, const std::vector<int32_t>& force
 // Greedy: stopped after a prompt, or in the middle of a generation (its last token not yet
 // run), a restored session gives the uninterrupted run's tokens, with either KV type.
 TEST(CApiState, RestoredSessionContinuesAsTheUninterruptedRun) {
-  ModelPtr model = Open(TinyPath(test::kTinyGemma3));
+  test::ModelPtr model = test::Open(test::TinyPath(test::kTinyGemma3));
   const std::vector<int32_t> prompt = Prompt(model.get(), 20);
   for (kes_kv_type kv : {KES_KV_F16, KES_KV_F32}) {  // int8 needs heads of 32: not tiny's
     SCOPED_TRACE("kv type " + std::to_string(kv));
     const kes_session_params params = Params(128, kv);
-    SessionPtr whole = Create(model.get(), params);
+    test::SessionPtr whole = Create(model.get(), params);
     const std::vector<int32_t> reference = Generate(whole.get(), prompt, 30, Sampler(0));
     ASSERT_EQ(reference.size(), 30u) << "the tiny model stops at no end token";
 
-    SessionPtr first = Create(model.get(), params);
+    test::SessionPtr first = Create(model.get(), params);
     ASSERT_EQ(kes_session_prefill(first.get(), prompt.data(), prompt.size()), KES_OK);
     const std::vector<uint8_t> after_prompt = Save(first.get());
     const std::vector<int32_t> head = Generate(first.get(), {}, 12, Sampler(0));
@@ -158,14 +132,14 @@ TEST(CApiState, RestoredSessionContinuesAsTheUninterruptedRun) {
     const std::vector<int32_t> forced = Prompt(model.get(), 16);
     const std::vector<float> mid_logits = LogitsAfter(first.get(), forced);
 
-    SessionPtr fresh = Create(model.get(), params);
+    test::SessionPtr fresh = Create(model.get(), params);
     ASSERT_EQ(kes_session_load_state(fresh.get(), after_prompt.data(), after_prompt.size()),
               KES_OK)
         << kes_session_last_error(fresh.get());
     EXPECT_EQ(Position(fresh.get()), prompt.size());
     EXPECT_EQ(Generate(fresh.get(), {}, 30, Sampler(0)), reference);
 
-    SessionPtr other = Create(model.get(), params);
+    test::SessionPtr other = Create(model.get(), params);
     ASSERT_EQ(kes_session_load_state(other.get(), mid.data(), mid.size()), KES_OK)
         << kes_session_last_error(other.get());
     EXPECT_EQ(Position(other.get()), prompt.size() + 12);
@@ -185,16 +159,16 @@ TEST(CApiState, RestoredSessionContinuesAsTheUninterruptedRun) {
 // uninterrupted run's tokens; next_token after a load of a state saved right after a prefill is
 // seeded afresh, as after that prefill.
 TEST(CApiState, SampledWithASeedAfterALoad) {
-  ModelPtr model = Open(TinyPath(test::kTinyGemma3));
+  test::ModelPtr model = test::Open(test::TinyPath(test::kTinyGemma3));
   const std::vector<int32_t> prompt = Prompt(model.get(), 9);
   const kes_session_params params = Params(64);
   const kes_sampler_params sampler = Sampler(0.9f, 1234);
-  SessionPtr whole = Create(model.get(), params);
+  test::SessionPtr whole = Create(model.get(), params);
   ASSERT_EQ(kes_session_prefill(whole.get(), prompt.data(), prompt.size()), KES_OK);
   const std::vector<uint8_t> state = Save(whole.get());
   const std::vector<int32_t> reference = Generate(whole.get(), {}, 25, sampler);
 
-  SessionPtr fresh = Create(model.get(), params);
+  test::SessionPtr fresh = Create(model.get(), params);
   ASSERT_EQ(kes_session_load_state(fresh.get(), state.data(), state.size()), KES_OK);
   EXPECT_EQ(Generate(fresh.get(), {}, 25, sampler), reference);
   ASSERT_EQ(kes_session_load_state(fresh.get(), state.data(), state.size()), KES_OK);
@@ -210,7 +184,7 @@ TEST(CApiState, SampledWithASeedAfterALoad) {
 // A state saved in the middle of pulled, sampled tokens holds the sampler's place in its random
 // sequence: pulling on after a load gives the uninterrupted run's tokens.
 TEST(CApiState, PulledSamplingGoesOnAfterALoad) {
-  ModelPtr model = Open(TinyPath(test::kTinyGemma3));
+  test::ModelPtr model = test::Open(test::TinyPath(test::kTinyGemma3));
   const std::vector<int32_t> prompt = Prompt(model.get(), 9);
   const kes_session_params params = Params(64);
   const kes_sampler_params sampler = Sampler(1.0f, 77);
@@ -223,15 +197,15 @@ TEST(CApiState, PulledSamplingGoesOnAfterALoad) {
     }
     return tokens;
   };
-  SessionPtr whole = Create(model.get(), params);
+  test::SessionPtr whole = Create(model.get(), params);
   ASSERT_EQ(kes_session_prefill(whole.get(), prompt.data(), prompt.size()), KES_OK);
   const std::vector<int32_t> reference = pull(whole.get(), 30);
 
-  SessionPtr first = Create(model.get(), params);
+  test::SessionPtr first = Create(model.get(), params);
   ASSERT_EQ(kes_session_prefill(first.get(), prompt.data(), prompt.size()), KES_OK);
   const std::vector<int32_t> head = pull(first.get(), 12);
   const std::vector<uint8_t> state = Save(first.get());
-  SessionPtr fresh = Create(model.get(), params);
+  test::SessionPtr fresh = Create(model.get(), params);
   ASSERT_EQ(kes_session_load_state(fresh.get(), state.data(), state.size()), KES_OK);
   EXPECT_EQ(Concat(head, pull(fresh.get(), 18)), reference);
   // Other params than the saved sampler's: seeded afresh, as any change of params does.
@@ -245,23 +219,23 @@ TEST(CApiState, PulledSamplingGoesOnAfterALoad) {
 // Past the context every ring has wrapped (and the sinks stay): the state still restores, to
 // the same tokens and the same logits bit for bit.
 TEST(CApiState, WrappedRingsRestore) {
-  ModelPtr model = Open(TinyPath(test::kTinyGemma3));
+  test::ModelPtr model = test::Open(test::TinyPath(test::kTinyGemma3));
   const std::vector<int32_t> prompt = Prompt(model.get(), 12);
   const std::vector<int32_t> forced = Prompt(model.get(), 40);
   kes_session_params params = Params(16);
   params.kv_sinks = 2;
   const kes_sampler_params sampler = Sampler(1.0f, 99);
   // Two uninterrupted runs: one for the tokens, one for the logits.
-  SessionPtr whole = Create(model.get(), params);
+  test::SessionPtr whole = Create(model.get(), params);
   const std::vector<int32_t> head = Generate(whole.get(), prompt, 100, Sampler(0));
   ASSERT_GT(Position(whole.get()), 16u + 64u) << "every ring wrapped";
   const std::vector<uint8_t> state = Save(whole.get());
-  SessionPtr twin = Create(model.get(), params);
+  test::SessionPtr twin = Create(model.get(), params);
   EXPECT_EQ(Generate(twin.get(), prompt, 100, Sampler(0)), head);
   const std::vector<int32_t> reference = Generate(whole.get(), {}, 50, sampler);
   const std::vector<float> logits = LogitsAfter(twin.get(), forced);
 
-  SessionPtr fresh = Create(model.get(), params);
+  test::SessionPtr fresh = Create(model.get(), params);
   ASSERT_EQ(kes_session_load_state(fresh.get(), state.data(), state.size()), KES_OK)
       << kes_session_last_error(fresh.get());
   EXPECT_EQ(Generate(fresh.get(), {}, 50, sampler), reference);
@@ -279,20 +253,20 @@ constexpr test::TinyFamily kTinyLlamaHead32 = {"tiny-llama-head32", "make_tiny_l
 TEST(CApiState, Int8KvCacheRestores) {
   test::TinyModel tiny;
   ASSERT_EQ(test::MakeTinyModel(&tiny, kTinyLlamaHead32), "");
-  ModelPtr model = Open(tiny.kes);
+  test::ModelPtr model = test::Open(tiny.kes);
   const std::vector<int32_t> prompt = Prompt(model.get(), 10);
   const std::vector<int32_t> forced = Prompt(model.get(), 24);
   const kes_session_params params = Params(32, KES_KV_INT8);
   // Inside the context, then past it with every ring wrapped.
   for (size_t generated : {12, 100}) {
     SCOPED_TRACE(std::to_string(generated) + " tokens generated");
-    SessionPtr whole = Create(model.get(), params);
-    SessionPtr twin = Create(model.get(), params);
+    test::SessionPtr whole = Create(model.get(), params);
+    test::SessionPtr twin = Create(model.get(), params);
     const std::vector<int32_t> head = Generate(whole.get(), prompt, generated, Sampler(0));
     EXPECT_EQ(Generate(twin.get(), prompt, generated, Sampler(0)), head);
     const std::vector<uint8_t> state = Save(whole.get());
     const std::vector<float> logits = LogitsAfter(twin.get(), forced);
-    SessionPtr fresh = Create(model.get(), params);
+    test::SessionPtr fresh = Create(model.get(), params);
     ASSERT_EQ(kes_session_load_state(fresh.get(), state.data(), state.size()), KES_OK)
         << kes_session_last_error(fresh.get());
     const std::vector<float> restored = LogitsAfter(fresh.get(), forced);
@@ -304,12 +278,12 @@ TEST(CApiState, Int8KvCacheRestores) {
 // A state holds the positions in use, not the arena: a short prompt's is a small part of the
 // KV cache, and a full ring's is bounded by it.
 TEST(CApiState, HoldsOnlyThePositionsInUse) {
-  ModelPtr model = Open(TinyPath(test::kTinyGemma3));
+  test::ModelPtr model = test::Open(test::TinyPath(test::kTinyGemma3));
   const kes_session_params params = Params(256, KES_KV_F32);
   kes_memory_info memory;
   memory.struct_size = sizeof(memory);
   ASSERT_EQ(kes_session_memory(model.get(), &params, &memory), KES_OK) << kes_last_error();
-  SessionPtr s = Create(model.get(), params);
+  test::SessionPtr s = Create(model.get(), params);
   size_t empty = 0, short_prompt = 0;
   ASSERT_EQ(kes_session_state_size(s.get(), &empty), KES_OK);
   const std::vector<int32_t> prompt = Prompt(model.get(), 8);
@@ -324,13 +298,13 @@ TEST(CApiState, HoldsOnlyThePositionsInUse) {
 // Every refusal is KES_BAD_STATE with a message that says why, and leaves the session as it
 // was.
 TEST(CApiState, RefusesCutDamagedForeignAndMismatchedStates) {
-  ModelPtr model = Open(TinyPath(test::kTinyGemma3));
+  test::ModelPtr model = test::Open(test::TinyPath(test::kTinyGemma3));
   const std::vector<int32_t> prompt = Prompt(model.get(), 10);
-  SessionPtr source = Create(model.get(), Params(64));
+  test::SessionPtr source = Create(model.get(), Params(64));
   ASSERT_EQ(kes_session_prefill(source.get(), prompt.data(), prompt.size()), KES_OK);
   const std::vector<uint8_t> state = Save(source.get());
 
-  SessionPtr target = Create(model.get(), Params(64));
+  test::SessionPtr target = Create(model.get(), Params(64));
   ASSERT_EQ(kes_session_prefill(target.get(), prompt.data(), 3), KES_OK);
   const auto refused = [&](kes_session* s, const std::vector<uint8_t>& bytes,
                            const std::string& expected) {
@@ -361,19 +335,19 @@ TEST(CApiState, RefusesCutDamagedForeignAndMismatchedStates) {
   std::vector<uint8_t> text(state.size(), 'a');
   refused(target.get(), text, "not a Kestrel session state");
 
-  SessionPtr longer_context = Create(model.get(), Params(128));
+  test::SessionPtr longer_context = Create(model.get(), Params(128));
   refused(longer_context.get(), state,
           "the state was saved by a session with a context of 64 tokens; this session's is 128");
-  SessionPtr f32 = Create(model.get(), Params(64, KES_KV_F32));
+  test::SessionPtr f32 = Create(model.get(), Params(64, KES_KV_F32));
   refused(f32.get(), state, "the state was saved by a session with a f16 KV cache; this "
                             "session's is f32");
   kes_session_params sinks = Params(64);
   sinks.kv_sinks = 2;
-  SessionPtr fewer_sinks = Create(model.get(), sinks);
+  test::SessionPtr fewer_sinks = Create(model.get(), sinks);
   refused(fewer_sinks.get(), state, "the state was saved by a session with 4 attention sinks");
 
-  ModelPtr llama = Open(TinyPath(test::kTinyLlama));
-  SessionPtr foreign = Create(llama.get(), Params(64));
+  test::ModelPtr llama = test::Open(test::TinyPath(test::kTinyLlama));
+  test::SessionPtr foreign = Create(llama.get(), Params(64));
   refused(foreign.get(), state, "the state was saved from another model (weights 0x");
 
   EXPECT_EQ(kes_session_load_state(target.get(), nullptr, 0), KES_INVALID_ARGUMENT);
@@ -398,13 +372,13 @@ std::vector<std::string> FolderEntries(const std::string& folder) {
 // Files: written whole under a temporary name and renamed over the old file, which stays as it
 // was when the write fails; read back to the same continuation.
 TEST(CApiState, FilesAreReplacedWholeAndReadBack) {
-  ModelPtr model = Open(TinyPath(test::kTinyGemma3));
+  test::ModelPtr model = test::Open(test::TinyPath(test::kTinyGemma3));
   const std::vector<int32_t> prompt = Prompt(model.get(), 10);
   const std::string folder = test::ScratchPath("state-files");
   std::remove((folder + "/session.state").c_str());
   ASSERT_EQ(test::RunHostCommand("mkdir -p '" + folder + "'"), "");
   const std::string path = folder + "/session.state";
-  SessionPtr s = Create(model.get(), Params(64));
+  test::SessionPtr s = Create(model.get(), Params(64));
   ASSERT_EQ(kes_session_prefill(s.get(), prompt.data(), 4), KES_OK);
   ASSERT_EQ(kes_session_save_state_file(s.get(), path.c_str()), KES_OK)
       << kes_session_last_error(s.get());
@@ -415,7 +389,7 @@ TEST(CApiState, FilesAreReplacedWholeAndReadBack) {
       << "no temporary left behind";
   const std::vector<int32_t> reference = Generate(s.get(), {}, 20, Sampler(0));
 
-  SessionPtr fresh = Create(model.get(), Params(64));
+  test::SessionPtr fresh = Create(model.get(), Params(64));
   ASSERT_EQ(kes_session_load_state_file(fresh.get(), path.c_str()), KES_OK)
       << kes_session_last_error(fresh.get());
   EXPECT_EQ(Generate(fresh.get(), {}, 20, Sampler(0)), reference);
@@ -441,8 +415,8 @@ TEST(CApiState, FilesAreReplacedWholeAndReadBack) {
 // kes_session_memory gives the figures `kestrel inspect` prints, for any context and KV type,
 // and the arena kes_session_arena_size asks; an older, shorter struct gets its own fields only.
 TEST(CApiMemory, FiguresAreKestrelInspects) {
-  const std::string path = TinyPath(test::kTinyGemma3);
-  ModelPtr model = Open(path);
+  const std::string path = test::TinyPath(test::kTinyGemma3);
+  test::ModelPtr model = test::Open(path);
   for (kes_kv_type kv : {KES_KV_F16, KES_KV_F32}) {
     const kes_session_params params = Params(64, kv);
     kes_memory_info m;

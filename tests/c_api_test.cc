@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/c_api_test_support.h"
 #include "tests/support/test_support.h"
 
 namespace kestrel {
@@ -24,15 +25,6 @@ namespace {
 
 using test::Describe;
 using test::ProcessResult;
-
-struct ModelCloser {
-  void operator()(kes_model* m) const { kes_model_close(m); }
-};
-struct SessionDestroyer {
-  void operator()(kes_session* s) const { kes_session_destroy(s); }
-};
-using ModelPtr = std::unique_ptr<kes_model, ModelCloser>;
-using SessionPtr = std::unique_ptr<kes_session, SessionDestroyer>;
 
 struct AlignedFree {
   void operator()(void* p) const { std::free(p); }
@@ -45,26 +37,6 @@ AlignedBuffer Aligned(size_t bytes) {
 const char kPrompt[] = "the quick brown fox";
 constexpr size_t kNewTokens = 24;
 
-// A tiny model's .kes path, made once per process.
-const std::string& TinyPath(const test::TinyFamily& family) {
-  static std::string paths[2];
-  std::string& path = paths[&family == &test::kTinyGemma3 ? 0 : 1];
-  if (path.empty()) {
-    test::TinyModel tiny;
-    const std::string error = test::MakeTinyModel(&tiny, family);
-    EXPECT_EQ(error, "");
-    path = tiny.kes;
-  }
-  return path;
-}
-
-ModelPtr Open(const std::string& path) {
-  kes_model* model = nullptr;
-  const kes_status s = kes_model_open(path.c_str(), nullptr, &model);
-  EXPECT_EQ(s, KES_OK) << kes_last_error();
-  return ModelPtr(model);
-}
-
 // One thread, so that the results are those of `kestrel run -t 1`.
 kes_session_params OneThread() {
   kes_session_params p = kes_session_default_params();
@@ -72,11 +44,11 @@ kes_session_params OneThread() {
   return p;
 }
 
-SessionPtr Create(const kes_model* model, const kes_session_params& params = OneThread()) {
+test::SessionPtr Create(const kes_model* model, const kes_session_params& params = OneThread()) {
   kes_session* session = nullptr;
   const kes_status s = kes_session_create(model, &params, nullptr, 0, &session);
   EXPECT_EQ(s, KES_OK) << kes_last_error();
-  return SessionPtr(session);
+  return test::SessionPtr(session);
 }
 
 std::vector<int32_t> Tokenize(const kes_model* model, const std::string& text,
@@ -127,13 +99,13 @@ size_t Position(const kes_session* session) {
 
 class CApiTest : public ::testing::TestWithParam<const test::TinyFamily*> {
  protected:
-  const std::string& path() const { return TinyPath(*GetParam()); }
+  const std::string& path() const { return test::TinyPath(*GetParam()); }
 };
 
 TEST_P(CApiTest, OpensDescribesAndCloses) {
   EXPECT_EQ(kes_abi_version(), KES_ABI_VERSION);
   EXPECT_STRNE(kes_version(), "");
-  ModelPtr model = Open(path());
+  test::ModelPtr model = test::Open(path());
   ASSERT_NE(model, nullptr);
   kes_model_info info;
   info.struct_size = sizeof(info);
@@ -155,7 +127,7 @@ TEST(CApi, MissingFileIsAnIoErrorNamingThePath) {
 }
 
 TEST(CApi, GarbageAndTruncatedFilesAreBadModels) {
-  const std::vector<uint8_t> bytes = test::ReadBytes(TinyPath(test::kTinyGemma3));
+  const std::vector<uint8_t> bytes = test::ReadBytes(test::TinyPath(test::kTinyGemma3));
   ASSERT_GT(bytes.size(), 1000u);
   const std::string truncated = test::ScratchPath("c-api-truncated.kes");
   ASSERT_TRUE(test::WriteBytes(truncated, bytes.data(), bytes.size() / 2));
@@ -181,7 +153,7 @@ TEST(CApi, GarbageAndTruncatedFilesAreBadModels) {
 }
 
 TEST(CApi, OlderStructSizesTakeDefaultsForTheTail) {
-  ModelPtr model = Open(TinyPath(test::kTinyGemma3));
+  test::ModelPtr model = test::Open(test::TinyPath(test::kTinyGemma3));
   ASSERT_NE(model, nullptr);
   // A struct from an older header that ended after context_length: the fields past it hold
   // junk that must not be read.
@@ -192,7 +164,7 @@ TEST(CApi, OlderStructSizesTakeDefaultsForTheTail) {
   kes_session* session = nullptr;
   ASSERT_EQ(kes_session_create(model.get(), &old_params, nullptr, 0, &session), KES_OK)
       << kes_last_error();
-  SessionPtr owned(session);
+  test::SessionPtr owned(session);
   // The same arena as a current struct with those values and every default.
   kes_session_params current = kes_session_default_params();
   current.context_length = 64;
@@ -205,7 +177,7 @@ TEST(CApi, OlderStructSizesTakeDefaultsForTheTail) {
   std::memset(&model_params, 0xAB, sizeof(model_params));
   model_params.struct_size = sizeof(size_t);  // the first header had no more: all defaults
   kes_model* reopened = nullptr;
-  EXPECT_EQ(kes_model_open(TinyPath(test::kTinyGemma3).c_str(), &model_params, &reopened),
+  EXPECT_EQ(kes_model_open(test::TinyPath(test::kTinyGemma3).c_str(), &model_params, &reopened),
             KES_OK)
       << kes_last_error();
   kes_model_close(reopened);
@@ -229,7 +201,7 @@ TEST(CApi, OlderStructSizesTakeDefaultsForTheTail) {
 }
 
 TEST_P(CApiTest, TokenizeDetokenizeIntoCallerBuffers) {
-  ModelPtr model = Open(path());
+  test::ModelPtr model = test::Open(path());
   ASSERT_NE(model, nullptr);
   const std::string text = "Hello world, the cat sat";
   size_t n = 0;
@@ -261,12 +233,12 @@ TEST_P(CApiTest, TokenizeDetokenizeIntoCallerBuffers) {
 }
 
 TEST_P(CApiTest, GreedyGenerationEqualsKestrelRun) {
-  ModelPtr model = Open(path());
+  test::ModelPtr model = test::Open(path());
   ASSERT_NE(model, nullptr);
   std::string prompt = kPrompt;
   for (int i = 0; i < 12; ++i) prompt += " jumps over the lazy dog";
   const std::vector<int32_t> tokens = Tokenize(model.get(), prompt);
-  SessionPtr session = Create(model.get());
+  test::SessionPtr session = Create(model.get());
   ASSERT_NE(session, nullptr);
   const Collected c = Generate(session.get(), tokens, Greedy());
   ASSERT_FALSE(c.tokens.empty());
@@ -288,15 +260,15 @@ TEST_P(CApiTest, GreedyGenerationEqualsKestrelRun) {
 }
 
 TEST_P(CApiTest, NextTokenGivesWhatGenerateGives) {
-  ModelPtr model = Open(path());
+  test::ModelPtr model = test::Open(path());
   ASSERT_NE(model, nullptr);
   const std::vector<int32_t> prompt = Tokenize(model.get(), kPrompt);
   kes_sampler_params sampled = kes_sampler_default_params();
   sampled.seed = 7;
   for (const kes_sampler_params& sampler : {Greedy(), sampled}) {
     SCOPED_TRACE(sampler.temperature);
-    SessionPtr a = Create(model.get());
-    SessionPtr b = Create(model.get());
+    test::SessionPtr a = Create(model.get());
+    test::SessionPtr b = Create(model.get());
     ASSERT_TRUE(a && b);
     const Collected generated = Generate(a.get(), prompt, sampler);
     ASSERT_FALSE(generated.tokens.empty());
@@ -327,9 +299,9 @@ TEST_P(CApiTest, NextTokenGivesWhatGenerateGives) {
 }
 
 TEST_P(CApiTest, LogitsAndShortPieceBuffers) {
-  ModelPtr model = Open(path());
-  SessionPtr session = Create(model.get());
-  SessionPtr reference = Create(model.get());
+  test::ModelPtr model = test::Open(path());
+  test::SessionPtr session = Create(model.get());
+  test::SessionPtr reference = Create(model.get());
   ASSERT_TRUE(model && session && reference);
   const float* logits = nullptr;
   size_t n_vocab = 0;
@@ -377,14 +349,14 @@ TEST_P(CApiTest, LogitsAndShortPieceBuffers) {
 }
 
 TEST_P(CApiTest, CallbackStopsAndGenerationGoesOnFromThere) {
-  ModelPtr model = Open(path());
+  test::ModelPtr model = test::Open(path());
   ASSERT_NE(model, nullptr);
   const std::vector<int32_t> prompt = Tokenize(model.get(), kPrompt);
-  SessionPtr whole = Create(model.get());
+  test::SessionPtr whole = Create(model.get());
   const Collected reference = Generate(whole.get(), prompt, Greedy(), 10);
   ASSERT_EQ(reference.tokens.size(), 10u) << "the prompt must not lead to an end token early";
 
-  SessionPtr session = Create(model.get());
+  test::SessionPtr session = Create(model.get());
   Collected first;
   first.stop_after = 3;
   const kes_sampler_params greedy = Greedy();
@@ -417,8 +389,8 @@ struct AbortFromThread {
 };
 
 TEST_P(CApiTest, AbortFromAnotherThread) {
-  ModelPtr model = Open(path());
-  SessionPtr session = Create(model.get());
+  test::ModelPtr model = test::Open(path());
+  test::SessionPtr session = Create(model.get());
   ASSERT_TRUE(model && session);
   const std::vector<int32_t> prompt = Tokenize(model.get(), kPrompt);
   AbortFromThread state{session.get()};
@@ -447,7 +419,7 @@ TEST_P(CApiTest, AbortFromAnotherThread) {
 }
 
 TEST_P(CApiTest, CallerArenaOfArenaSizeBytesAndNoLess) {
-  ModelPtr model = Open(path());
+  test::ModelPtr model = test::Open(path());
   ASSERT_NE(model, nullptr);
   const kes_session_params params = OneThread();
   size_t bytes = 0;
@@ -467,15 +439,15 @@ TEST_P(CApiTest, CallerArenaOfArenaSizeBytesAndNoLess) {
 
   ASSERT_EQ(kes_session_create(model.get(), &params, arena.get(), bytes, &session), KES_OK)
       << kes_last_error();
-  SessionPtr on_caller_arena(session);
-  SessionPtr on_own_arena = Create(model.get(), params);
+  test::SessionPtr on_caller_arena(session);
+  test::SessionPtr on_own_arena = Create(model.get(), params);
   const std::vector<int32_t> prompt = Tokenize(model.get(), kPrompt);
   EXPECT_EQ(Generate(on_caller_arena.get(), prompt, Greedy()).tokens,
             Generate(on_own_arena.get(), prompt, Greedy()).tokens);
 }
 
 TEST_P(CApiTest, TwoSessionsOfOneModelOnTwoThreads) {
-  ModelPtr model = Open(path());
+  test::ModelPtr model = test::Open(path());
   ASSERT_NE(model, nullptr);
   const std::vector<int32_t> prompts[2] = {Tokenize(model.get(), kPrompt),
                                            Tokenize(model.get(), "a different prompt here")};
@@ -484,7 +456,7 @@ TEST_P(CApiTest, TwoSessionsOfOneModelOnTwoThreads) {
   const kes_session_params params[2] = {OneThread(), two_threads};
   std::vector<int32_t> alone[2], together[2];
   for (int i = 0; i < 2; ++i) {
-    SessionPtr session = Create(model.get(), params[i]);
+    test::SessionPtr session = Create(model.get(), params[i]);
     alone[i] = Generate(session.get(), prompts[i], Greedy()).tokens;
     ASSERT_FALSE(alone[i].empty());
   }
@@ -511,20 +483,20 @@ TEST_P(CApiTest, ModelInCallerMemory) {
   kes_model* in_memory = nullptr;
   ASSERT_EQ(kes_model_open_memory(buffer.get(), bytes.size(), nullptr, &in_memory), KES_OK)
       << kes_last_error();
-  ModelPtr memory_model(in_memory);
-  ModelPtr file_model = Open(path());
+  test::ModelPtr memory_model(in_memory);
+  test::ModelPtr file_model = test::Open(path());
   const std::vector<int32_t> prompt = Tokenize(file_model.get(), kPrompt);
-  SessionPtr a = Create(memory_model.get());
-  SessionPtr b = Create(file_model.get());
+  test::SessionPtr a = Create(memory_model.get());
+  test::SessionPtr b = Create(file_model.get());
   EXPECT_EQ(Generate(a.get(), prompt, Greedy()).tokens, Generate(b.get(), prompt, Greedy()).tokens);
 }
 
 TEST(CApi, ArgumentErrors) {
-  ModelPtr model = Open(TinyPath(test::kTinyGemma3));
+  test::ModelPtr model = test::Open(test::TinyPath(test::kTinyGemma3));
   ASSERT_NE(model, nullptr);
   kes_session_params small = OneThread();
   small.context_length = 16;
-  SessionPtr session = Create(model.get(), small);
+  test::SessionPtr session = Create(model.get(), small);
   ASSERT_NE(session, nullptr);
   std::vector<int32_t> long_prompt = Tokenize(model.get(), std::string(kPrompt) + " " + kPrompt +
                                                                " " + kPrompt + " " + kPrompt);
@@ -566,7 +538,7 @@ TEST(CApi, EncoderModelsMakeNoSession) {
   const std::string kes = test::ScratchPath("c-api-tiny-bert.kes");
   const ProcessResult r = test::Convert({folder, kes, "--weights", "f32"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
-  ModelPtr model = Open(kes);
+  test::ModelPtr model = test::Open(kes);
   std::remove(kes.c_str());  // mapped: the open model keeps it
   ASSERT_NE(model, nullptr);
   kes_model_info info;

@@ -17,6 +17,7 @@
 #include "kestrel/kestrel.h"
 #include "runtime/audio/resample.h"
 #include "runtime/audio/wav_file.h"
+#include "tests/support/c_api_test_support.h"
 #include "tests/support/test_support.h"
 
 namespace kestrel {
@@ -24,15 +25,6 @@ namespace {
 
 using test::Describe;
 using test::ProcessResult;
-
-struct ModelCloser {
-  void operator()(kes_model* m) const { kes_model_close(m); }
-};
-struct TranscriberDestroyer {
-  void operator()(kes_transcriber* t) const { kes_transcriber_destroy(t); }
-};
-using ModelPtr = std::unique_ptr<kes_model, ModelCloser>;
-using TranscriberPtr = std::unique_ptr<kes_transcriber, TranscriberDestroyer>;
 
 // Files this process made, removed when the tests are done.
 std::vector<std::string>& Scratch() {
@@ -77,18 +69,12 @@ const std::string& TinyWhisper() {
   return kes;
 }
 
-ModelPtr Open(const std::string& path) {
-  kes_model* model = nullptr;
-  EXPECT_EQ(kes_model_open(path.c_str(), nullptr, &model), KES_OK) << kes_last_error();
-  return ModelPtr(model);
-}
-
-TranscriberPtr Create(const kes_model* model, size_t threads) {
+test::TranscriberPtr Create(const kes_model* model, size_t threads) {
   kes_transcriber_params params = kes_transcriber_default_params();
   params.n_threads = threads;
   kes_transcriber* t = nullptr;
   EXPECT_EQ(kes_transcriber_create(model, &params, &t), KES_OK) << kes_last_error();
-  return TranscriberPtr(t);
+  return test::TranscriberPtr(t);
 }
 
 std::string Timestamp(double seconds) {
@@ -159,10 +145,10 @@ void ExpectCliTranscript(const std::string& model, kes_transcriber* t, const cha
 }
 
 TEST(CApiTranscribe, TinyWhisperEqualsKestrelTranscribe) {
-  ModelPtr model = Open(TinyWhisper());
+  test::ModelPtr model = test::Open(TinyWhisper());
   ASSERT_NE(model, nullptr);
   // One transcriber for every call: each call's options replace the last's.
-  TranscriberPtr t = Create(model.get(), 2);
+  test::TranscriberPtr t = Create(model.get(), 2);
   ASSERT_NE(t, nullptr);
   for (bool timestamps : {true, false, true}) {
     ExpectCliTranscript(TinyWhisper(), t.get(), nullptr, timestamps, true);
@@ -180,9 +166,9 @@ TEST(CApiTranscribe, TinyWhisperEqualsKestrelTranscribe) {
 }
 
 TEST(CApiTranscribe, ErrorsSayWhatWasExpected) {
-  ModelPtr model = Open(TinyWhisper());
+  test::ModelPtr model = test::Open(TinyWhisper());
   ASSERT_NE(model, nullptr);
-  TranscriberPtr t = Create(model.get(), 1);
+  test::TranscriberPtr t = Create(model.get(), 1);
   ASSERT_NE(t, nullptr);
   const std::vector<float> samples(16000, 0.0f);
   auto error = [&] { return std::string(kes_transcriber_last_error(t.get())); };
@@ -234,7 +220,7 @@ TEST(CApiTranscribe, ErrorsSayWhatWasExpected) {
 }
 
 TEST(CApiTranscribe, EachHandleTakesItsOwnKindOfModel) {
-  ModelPtr whisper = Open(TinyWhisper());
+  test::ModelPtr whisper = test::Open(TinyWhisper());
   ASSERT_NE(whisper, nullptr);
   kes_encoder* encoder = nullptr;
   EXPECT_EQ(kes_encoder_create(whisper.get(), nullptr, nullptr, 0, &encoder), KES_UNSUPPORTED);
@@ -247,7 +233,7 @@ TEST(CApiTranscribe, EachHandleTakesItsOwnKindOfModel) {
 
   test::TinyModel tiny;
   ASSERT_EQ(test::MakeTinyModel(&tiny), "");
-  ModelPtr decoder = Open(tiny.kes);
+  test::ModelPtr decoder = test::Open(tiny.kes);
   ASSERT_NE(decoder, nullptr);
   kes_transcriber* t = nullptr;
   EXPECT_EQ(kes_transcriber_create(decoder.get(), nullptr, &t), KES_UNSUPPORTED);
@@ -266,9 +252,9 @@ TEST(CApiTranscribe, RealWhisperTinyEqualsKestrelTranscribe) {
   const ProcessResult r = test::Convert({KESTREL_WHISPER_CT2_DIR, kes});
   ASSERT_TRUE(r.exited && r.exit_code == 0)
       << Describe(r) << " (fetch the model with scripts/fetch-model.sh whisper)";
-  ModelPtr model = Open(kes);
+  test::ModelPtr model = test::Open(kes);
   ASSERT_NE(model, nullptr);
-  TranscriberPtr t = Create(model.get(), 2);
+  test::TranscriberPtr t = Create(model.get(), 2);
   ASSERT_NE(t, nullptr);
   std::string transcript;
   ExpectCliTranscript(kes, t.get(), nullptr, false, false, &transcript);

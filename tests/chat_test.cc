@@ -17,6 +17,7 @@
 #include "runtime/model.h"
 #include "runtime/session.h"
 #include "tests/support/test_support.h"
+#include "tests/support/tiny_template_model.h"
 
 namespace kestrel {
 namespace {
@@ -50,26 +51,6 @@ std::unique_ptr<JinjaTemplate> ParsedFixture(const std::string& name, const std:
   const Status s = JinjaTemplate::Parse(Fixture(name), bos, "", 0, &jinja);
   EXPECT_TRUE(s.ok()) << name << ": " << s.message();
   return jinja;
-}
-
-// The tiny Qwen2 model (ChatML control tokens) with `chat_template` in place of its own, as
-// test-tmp/scratch/<name>.kes; "" or what failed.
-std::string TinyWithTemplate(const std::string& name, const std::string& chat_template,
-                             std::string* kes) {
-  test::TinyModel tiny;
-  std::string error = test::MakeTinyModel(&tiny, test::kTinyQwen2);
-  if (!error.empty()) return error;
-  std::string quoted = "'";
-  for (char c : chat_template) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  quoted += "'";
-  const std::string gguf = test::ScratchPath(name + ".gguf");
-  *kes = test::ScratchPath(name + ".kes");
-  error = test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                               "/tests/py/edit_gguf.py " + tiny.gguf + " " + gguf +
-                               " --set tokenizer.chat_template=str:" + quoted);
-  if (!error.empty()) return error;
-  const ProcessResult r = test::Convert({gguf, *kes, "--weights", "f32"});
-  return r.exited && r.exit_code == 0 ? "" : Describe(r);
 }
 
 TEST(ChatFormat, RecognizedByTheTemplatesTurnMarkers) {
@@ -181,7 +162,7 @@ TEST(ChatConversation, FeedsOnlyTheNewTextAndGoesBackWhereTheTemplateDiffers) {
       "{% for m in messages %}{{ '<|im_start|>' + m.role + '\n' + m.content | trim + "
       "'<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}"
       "{{ '<|im_start|>assistant\n' }}{% endif %}";
-  ASSERT_EQ(TinyWithTemplate("chat-trimming", trimming, &kes), "");
+  ASSERT_EQ(test::TinyWithTemplate("chat-trimming", trimming, &kes), "");
   std::unique_ptr<Model> model;
   ASSERT_TRUE(Model::Open(kes, &model).ok());
   SessionOptions options;
@@ -271,7 +252,7 @@ TEST(ChatCommand, TwoTurnsThenEndOfInput) {
 // built-in ChatML format left it out); given one, that one alone.
 TEST(ChatCommand, WritesTheModelsOwnTemplateWithItsDefaultSystemPrompt) {
   std::string kes;
-  ASSERT_EQ(TinyWithTemplate("chat-smollm2", Fixture("smollm2.jinja"), &kes), "");
+  ASSERT_EQ(test::TinyWithTemplate("chat-smollm2", Fixture("smollm2.jinja"), &kes), "");
   const ProcessResult r =
       Cli({"chat", kes, "--temp", "0", "-n", "3", "--verbose-prompt"}, "hello\nthe cat\n");
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
@@ -299,7 +280,7 @@ TEST(ChatCommand, WritesTheModelsOwnTemplateWithItsDefaultSystemPrompt) {
 // name; the chat goes on.
 TEST(ChatCommand, BrokenTemplateFallsBackToTheBuiltInFormat) {
   std::string kes;
-  ASSERT_EQ(TinyWithTemplate("chat-broken", "<|im_start|>{% for m in messages %}{{ m.content",
+  ASSERT_EQ(test::TinyWithTemplate("chat-broken", "<|im_start|>{% for m in messages %}{{ m.content",
                              &kes),
             "");
   const ProcessResult r = Cli({"chat", kes, "--temp", "0", "-n", "3"}, "hello\n");
@@ -312,7 +293,7 @@ TEST(ChatCommand, BrokenTemplateFallsBackToTheBuiltInFormat) {
 
   // A template that refuses one conversation (raise_exception) costs that turn only, which
   // leaves no trace in the next one.
-  ASSERT_EQ(TinyWithTemplate("chat-raising",
+  ASSERT_EQ(test::TinyWithTemplate("chat-raising",
                              "{% for m in messages %}{% if m.content == 'boom' %}"
                              "{{ raise_exception('no boom here') }}{% endif %}"
                              "{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
@@ -332,7 +313,7 @@ TEST(ChatCommand, BrokenTemplateFallsBackToTheBuiltInFormat) {
 
   // A template that refuses a system prompt (Gemma 2's does) is found out before the first
   // turn: the built-in format, which takes one, writes the chat.
-  ASSERT_EQ(TinyWithTemplate("chat-no-system",
+  ASSERT_EQ(test::TinyWithTemplate("chat-no-system",
                              "{% if messages[0]['role'] == 'system' %}"
                              "{{ raise_exception('System role not supported') }}{% endif %}"
                              "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + "

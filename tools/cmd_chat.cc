@@ -8,14 +8,14 @@
 // server refuses such a request and serves the next); the exit code is then 1, so that a script
 // feeding a conversation learns that a turn got no reply.
 #include <cstdio>
-#include <ctime>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/chat_conversation.h"
-#include "runtime/chat_template.h"
+#include "runtime/chat_writer.h"
 #include "runtime/generate.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -39,45 +39,6 @@ const char kChatUsage[] =
     "                      tokens; a turn longer than the context is skipped with an error\n"
     KESTREL_SAMPLER_FLAGS_USAGE
     KESTREL_KV_FLAGS_USAGE;
-
-// How the conversation is written: by the model's Jinja template when it has one that renders,
-// else by the built-in format named, or recognized from the template's turn markers. A template
-// that fails costs one warning line, not the chat.
-Status MakeConversation(const Model& model, const std::string& template_name, std::string system,
-                        std::unique_ptr<ChatConversation>* out, std::string* description) {
-  const Tokenizer& tokenizer = model.tokenizer();
-  const auto* stored = model.meta().tokenizer()->chat_template();
-  const std::string source = stored ? stored->str() : std::string();
-  ChatFormat format = ChatFormat::kChatMl;
-  if (!template_name.empty()) {
-    KES_RETURN_IF_ERROR(ParseChatFormat(template_name, &format));
-  } else if (!source.empty()) {
-    std::unique_ptr<JinjaTemplate> jinja;
-    const auto piece = [&](int32_t id) { return std::string(tokenizer.Piece(id)); };
-    Status s = JinjaTemplate::Parse(source, piece(tokenizer.config().bos_id),
-                                    piece(tokenizer.config().eos_id), std::time(nullptr), &jinja);
-    // A trial turn: a template that refuses a system prompt (Gemma 2's) is found out here.
-    std::vector<ChatMessage> trial = {{"user", "Hello"}};
-    if (!system.empty()) trial.insert(trial.begin(), {"system", system});
-    std::string rendered;
-    if (s.ok()) s = jinja->Render(trial, true, &rendered);
-    if (s.ok()) {
-      *out = std::make_unique<ChatConversation>(tokenizer, std::move(jinja), format,
-                                                std::move(system));
-      *description = "the model's Jinja template";
-      return OkStatus();
-    }
-    const Status detected = DetectChatFormat(source, &format);
-    if (!detected.ok()) return Status::Error(s.message() + "; and " + detected.message());
-    std::fprintf(stderr, "kestrel: warning: %s; using the built-in %s format instead\n",
-                 s.message().c_str(), ChatFormatName(format));
-  } else {
-    KES_RETURN_IF_ERROR(DetectChatFormat(source, &format));
-  }
-  *out = std::make_unique<ChatConversation>(tokenizer, nullptr, format, std::move(system));
-  *description = ChatFormatName(format);
-  return OkStatus();
-}
 
 // Streams each reply token and keeps it for the conversation's record.
 void StreamAndKeep(void* reply, int32_t token, std::string_view text) {
@@ -143,10 +104,17 @@ int ChatCommand(const std::vector<std::string>& args) {
   }
   if (s.ok() && !system_file.empty()) s = ReadInputText("--system-file", system_file, &system);
   if (!s.ok()) return Fail(s.message());
-  std::unique_ptr<ChatConversation> chat;
-  std::string chat_format;
-  s = MakeConversation(*model, template_name, system, &chat, &chat_format);
+  // The model's Jinja template when it renders, else a built-in format: a template that fails
+  // costs one warning line, not the chat.
+  ChatWriter writer;
+  s = ChooseChatWriter(*model, template_name, system, &writer);
   if (!s.ok()) return Fail(s.message());
+  if (!writer.warning.empty()) {
+    std::fprintf(stderr, "kestrel: warning: %s\n", writer.warning.c_str());
+  }
+  const std::string chat_format = writer.Describe();
+  std::unique_ptr<ChatConversation> chat =
+      MakeChatConversation(*model, std::move(writer), system);
   std::unique_ptr<Session> session;
   s = CreateSession(*model, session_options, &session);
   if (!s.ok()) return Fail(s.message());

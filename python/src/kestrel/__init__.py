@@ -11,6 +11,7 @@ Built on Kestrel's C API (include/kestrel/kestrel.h), linked into the extension 
 Failures raise KestrelError subclasses carrying the C API's status code and message.
 """
 
+from . import _errors
 from ._errors import (
     AbortedError,
     BadModelError,
@@ -28,22 +29,5 @@ from ._model import Chat, Model, Segment, Transcript, convert, version
 
 __version__ = version()
 
-__all__ = [
-    "Chat",
-    "Model",
-    "Segment",
-    "Transcript",
-    "convert",
-    "version",
-    "KestrelError",
-    "InvalidArgumentError",
-    "KestrelIOError",
-    "BadModelError",
-    "UnsupportedError",
-    "BufferTooSmallError",
-    "ContextFullError",
-    "KestrelMemoryError",
-    "AbortedError",
-    "InternalError",
-    "BadStateError",
-]
+__all__ = ["Chat", "Model", "Segment", "Transcript", "convert", "version"]
+__all__ += _errors.__all__

@@ -1,4 +1,7 @@
-"""The exceptions of the kestrel package: one class per kes_status code of the C API."""
+"""The exceptions of the kestrel package: one class per kes_status code of the C API.
+
+``__all__`` is what the package exports (kestrel/__init__.py adds it to its own); error_for is
+the extension's (python/src/_kestrel.cc), not the package's."""
 
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ __all__ = [
     "AbortedError",
     "InternalError",
     "BadStateError",
-    "error_for",
 ]
 
 

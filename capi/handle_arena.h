@@ -1,0 +1,51 @@
+// The arena a session or an encoder runs on: the caller's, checked, or one allocated here.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "capi/c_call.h"
+#include "kestrel/kestrel.h"
+#include "runtime/format.h"
+
+namespace kestrel::capi {
+
+struct FreeArena {
+  void operator()(void* p) const { std::free(p); }
+};
+// An arena allocated here, for a handle whose caller gave none.
+using OwnedArena = std::unique_ptr<void, FreeArena>;
+
+// The caller's *arena of *arena_bytes checked against the `need` bytes the handle plans
+// (KES_ALIGNMENT-aligned, at least `need`); or, when *arena is NULL, one allocated into *owned
+// and *arena, *arena_bytes set to it. `handle` names the handle in messages ("session":
+// kes_session_arena_size, "the session's arena").
+inline CallStatus TakeArena(const char* handle, size_t need, void** arena, size_t* arena_bytes,
+                            OwnedArena* owned) {
+  if (*arena != nullptr) {
+    if (reinterpret_cast<uintptr_t>(*arena) % KES_ALIGNMENT != 0) {
+      return Error(KES_INVALID_ARGUMENT, "arena: expected a " + std::to_string(KES_ALIGNMENT) +
+                                             "-byte aligned buffer");
+    }
+    if (*arena_bytes < need) {
+      return Error(KES_INVALID_ARGUMENT, "arena: expected at least " + std::to_string(need) +
+                                             " bytes (kes_" + handle + "_arena_size), found " +
+                                             std::to_string(*arena_bytes));
+    }
+    return Ok();
+  }
+  // Allocated here rather than by the runtime, so that a failure is KES_OUT_OF_MEMORY.
+  const size_t bytes = AlignUp(need, KES_ALIGNMENT);
+  owned->reset(std::aligned_alloc(KES_ALIGNMENT, bytes));
+  if (*owned == nullptr) {
+    return Error(KES_OUT_OF_MEMORY, std::string("cannot allocate the ") + handle + "'s " +
+                                        std::to_string(bytes) + "-byte arena");
+  }
+  *arena = owned->get();
+  *arena_bytes = bytes;
+  return Ok();
+}
+
+}  // namespace kestrel::capi
