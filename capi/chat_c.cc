@@ -23,10 +23,6 @@ static_assert(offsetof(kes_chat_params, format) + sizeof(const char*) == sizeof(
 
 namespace {
 
-kes_status NullSession() {
-  return Guard(nullptr, nullptr, [] { return NullArgument("session"); });
-}
-
 CallStatus ReadMessages(const kes_chat_message* messages, size_t n,
                         std::vector<kestrel::ChatMessage>* out) {
   if (messages == nullptr && n > 0) return NullArgument("messages");
@@ -45,6 +41,16 @@ CallStatus ReadMessages(const kes_chat_message* messages, size_t n,
   return Ok();
 }
 
+// The writer `format` names for `list` (kes_chat_apply_template's choice).
+CallStatus ChooseWriter(const kes_model* model, const char* format,
+                        const std::vector<kestrel::ChatMessage>& list,
+                        kestrel::ChatWriter* writer) {
+  const std::string system = !list.empty() && list[0].role == "system" ? list[0].content : "";
+  return FromStatus(KES_INVALID_ARGUMENT,
+                    kestrel::ChooseChatWriter(*model->model, format == nullptr ? "" : format,
+                                              system, writer));
+}
+
 CallStatus ApplyTemplate(const kes_model* model, const char* format,
                          const kes_chat_message* messages, size_t n, int add_generation_prompt,
                          char* buf, size_t capacity, size_t* n_bytes) {
@@ -53,11 +59,8 @@ CallStatus ApplyTemplate(const kes_model* model, const char* format,
   if (buf == nullptr && capacity > 0) return NullArgument("buf");
   std::vector<kestrel::ChatMessage> list;
   KES_C_RETURN_IF_ERROR(ReadMessages(messages, n, &list));
-  const std::string system = !list.empty() && list[0].role == "system" ? list[0].content : "";
   kestrel::ChatWriter writer;
-  KES_C_RETURN_IF_ERROR(FromStatus(
-      KES_INVALID_ARGUMENT,
-      kestrel::ChooseChatWriter(*model->model, format == nullptr ? "" : format, system, &writer)));
+  KES_C_RETURN_IF_ERROR(ChooseWriter(model, format, list, &writer));
   std::string text;
   KES_C_RETURN_IF_ERROR(FromStatus(
       KES_INVALID_ARGUMENT, kestrel::RenderChat(writer, list, add_generation_prompt != 0, &text)));
@@ -68,6 +71,35 @@ CallStatus ApplyTemplate(const kes_model* model, const char* format,
                                            std::to_string(capacity));
   }
   if (!text.empty()) std::memcpy(buf, text.data(), text.size());
+  return Ok();
+}
+
+CallStatus ChatTokens(const kes_model* model, const char* format,
+                      const kes_chat_message* messages, size_t n, int add_generation_prompt,
+                      int32_t* tokens, size_t capacity, size_t* n_tokens) {
+  if (model == nullptr) return NullArgument("model");
+  if (n_tokens == nullptr) return NullArgument("n_tokens");
+  if (tokens == nullptr && capacity > 0) return NullArgument("tokens");
+  std::vector<kestrel::ChatMessage> list;
+  KES_C_RETURN_IF_ERROR(ReadMessages(messages, n, &list));
+  kestrel::ChatWriter writer;
+  KES_C_RETURN_IF_ERROR(ChooseWriter(model, format, list, &writer));
+  std::vector<kestrel::ChatSegment> segments;
+  KES_C_RETURN_IF_ERROR(FromStatus(
+      KES_INVALID_ARGUMENT,
+      kestrel::RenderChatSegments(writer, list, add_generation_prompt != 0, &segments)));
+  std::vector<int32_t> ids;
+  KES_C_RETURN_IF_ERROR(
+      FromStatus(KES_INVALID_ARGUMENT, kestrel::EncodeChat(model->model->tokenizer(), segments,
+                                                           &ids)));
+  *n_tokens = ids.size();
+  if (ids.size() > capacity) {
+    return Error(KES_BUFFER_TOO_SMALL, "tokens: the conversation is " +
+                                           std::to_string(ids.size()) +
+                                           " tokens, the buffer holds " +
+                                           std::to_string(capacity));
+  }
+  if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
   return Ok();
 }
 
@@ -163,10 +195,7 @@ CallStatus Chat(kes_session* s, const char* user, size_t user_len,
 extern "C" {
 
 kes_chat_params kes_chat_default_params(void) {
-  kes_chat_params p;
-  std::memset(&p, 0, sizeof(p));
-  p.struct_size = sizeof(p);
-  return p;
+  return kestrel::capi::ZeroedStruct<kes_chat_params>();
 }
 
 kes_status kes_chat_apply_template(const kes_model* model, const char* format,
@@ -179,16 +208,24 @@ kes_status kes_chat_apply_template(const kes_model* model, const char* format,
   });
 }
 
+kes_status kes_chat_tokenize(const kes_model* model, const char* format,
+                             const kes_chat_message* messages, size_t n_messages,
+                             int add_generation_prompt, int32_t* tokens, size_t capacity,
+                             size_t* n_tokens) {
+  return Guard(model, nullptr, [&] {
+    return ChatTokens(model, format, messages, n_messages, add_generation_prompt, tokens,
+                      capacity, n_tokens);
+  });
+}
+
 kes_status kes_session_chat_start(kes_session* session, const kes_chat_params* params) {
-  if (session == nullptr) return NullSession();
-  return Guard(session, &session->error, [&] { return ChatStart(session, params); });
+  return kestrel::capi::OnHandle(session, "session", [&] { return ChatStart(session, params); });
 }
 
 kes_status kes_session_chat(kes_session* session, const char* user, size_t user_len,
                             const kes_sampler_params* sampler, size_t max_tokens,
                             kes_token_callback callback, void* user_data) {
-  if (session == nullptr) return NullSession();
-  return Guard(session, &session->error, [&] {
+  return kestrel::capi::OnHandle(session, "session", [&] {
     return Chat(session, user, user_len, sampler, max_tokens, callback, user_data);
   });
 }

@@ -137,6 +137,11 @@ Status ChatConversation::Render(std::string_view user, std::vector<ChatSegment>*
 
 Status ChatConversation::Encode(const std::vector<ChatSegment>& segments, size_t from,
                                 std::vector<int32_t>* tokens, std::string* text) const {
+  return EncodeChatSegments(tokenizer_, segments, from, tokens, text);
+}
+
+Status EncodeChatSegments(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments,
+                          size_t from, std::vector<int32_t>* tokens, std::string* text) {
   std::vector<int32_t> ids;
   size_t offset = 0;
   for (const ChatSegment& segment : segments) {
@@ -144,8 +149,8 @@ Status ChatConversation::Encode(const std::vector<ChatSegment>& segments, size_t
     if (end > from) {
       const std::string_view part =
           std::string_view(segment.text).substr(from > offset ? from - offset : 0);
-      KES_RETURN_IF_ERROR(tokenizer_.Encode(part, /*add_special=*/false,
-                                            /*parse_special=*/segment.markup, &ids));
+      KES_RETURN_IF_ERROR(tokenizer.Encode(part, /*add_special=*/false,
+                                           /*parse_special=*/segment.markup, &ids));
       tokens->insert(tokens->end(), ids.begin(), ids.end());
       text->append(part);
     }

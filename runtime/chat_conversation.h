@@ -32,6 +32,11 @@ namespace kestrel {
 Status RenderChatSegments(const JinjaTemplate& jinja, const std::vector<ChatMessage>& messages,
                           bool add_generation_prompt, std::vector<ChatSegment>* out);
 
+// The ids of `segments`' text from byte `from` on, appended to *tokens (and that text to
+// *text): markup with control tokens parsed, the rest literally; no BOS.
+Status EncodeChatSegments(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments,
+                          size_t from, std::vector<int32_t>* tokens, std::string* text);
+
 class ChatConversation {
  public:
   // jinja: the model's template, or null to write the turns in the built-in `format`. The

@@ -6,9 +6,9 @@
 namespace kestrel {
 namespace {
 
-// The built-in format's text: ChatTurn for each user message, each reply after its turn.
+// The built-in format's segments: ChatTurn for each user message, each reply after its turn.
 Status RenderBuiltIn(ChatFormat format, const std::vector<ChatMessage>& messages,
-                     bool add_generation_prompt, std::string* out) {
+                     bool add_generation_prompt, std::vector<ChatSegment>* out) {
   out->clear();
   size_t i = 0;
   std::string system;
@@ -29,14 +29,14 @@ Status RenderBuiltIn(ChatFormat format, const std::vector<ChatMessage>& messages
                            " chat format ends a user message by opening the assistant's turn: "
                            "ask for the generation prompt");
     }
-    for (const ChatSegment& s : ChatTurn(format, first, system, messages[i].content)) {
-      out->append(s.text);
+    for (ChatSegment& s : ChatTurn(format, first, system, messages[i].content)) {
+      out->push_back(std::move(s));
     }
     first = false;
     ++i;
     if (i == messages.size()) break;
     if (messages[i].role != "assistant") return refuse(i, "'assistant'");
-    out->append(messages[i].content);
+    out->push_back({messages[i].content, false});
     ++i;
     if (i == messages.size() && add_generation_prompt) {
       return refuse(i - 1, "a user message last, for the generation prompt");
@@ -86,7 +86,32 @@ std::unique_ptr<ChatConversation> MakeChatConversation(const Model& model, ChatW
 Status RenderChat(const ChatWriter& writer, const std::vector<ChatMessage>& messages,
                   bool add_generation_prompt, std::string* out) {
   if (writer.jinja) return writer.jinja->Render(messages, add_generation_prompt, out);
+  std::vector<ChatSegment> segments;
+  KES_RETURN_IF_ERROR(RenderBuiltIn(writer.format, messages, add_generation_prompt, &segments));
+  out->clear();
+  for (const ChatSegment& s : segments) out->append(s.text);
+  return OkStatus();
+}
+
+Status RenderChatSegments(const ChatWriter& writer, const std::vector<ChatMessage>& messages,
+                          bool add_generation_prompt, std::vector<ChatSegment>* out) {
+  if (writer.jinja) {
+    return RenderChatSegments(*writer.jinja, messages, add_generation_prompt, out);
+  }
   return RenderBuiltIn(writer.format, messages, add_generation_prompt, out);
+}
+
+Status EncodeChat(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments,
+                  std::vector<int32_t>* tokens) {
+  tokens->clear();
+  std::string text;
+  KES_RETURN_IF_ERROR(EncodeChatSegments(tokenizer, segments, 0, tokens, &text));
+  const TokenizerConfig& config = tokenizer.config();
+  if (config.add_bos && config.bos_id >= 0 &&
+      (tokens->empty() || tokens->front() != config.bos_id)) {
+    tokens->insert(tokens->begin(), config.bos_id);
+  }
+  return OkStatus();
 }
 
 }  // namespace kestrel

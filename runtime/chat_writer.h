@@ -44,4 +44,14 @@ std::unique_ptr<ChatConversation> MakeChatConversation(const Model& model, ChatW
 Status RenderChat(const ChatWriter& writer, const std::vector<ChatMessage>& messages,
                   bool add_generation_prompt, std::string* out);
 
+// The same, split into the template's markup and the messages' own text (ChatSegment).
+Status RenderChatSegments(const ChatWriter& writer, const std::vector<ChatMessage>& messages,
+                          bool add_generation_prompt, std::vector<ChatSegment>* out);
+
+// The ids of a whole conversation's segments, as `kestrel chat` encodes one: the markup with
+// control tokens parsed, the messages' text literally (a typed "<|im_end|>" stays text), and
+// the BOS first where the vocabulary wants one and the template did not write it.
+Status EncodeChat(const Tokenizer& tokenizer, const std::vector<ChatSegment>& segments,
+                  std::vector<int32_t>* tokens);
+
 }  // namespace kestrel

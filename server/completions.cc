@@ -33,9 +33,9 @@ std::string Dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// The conversation written by the model's template (kes_chat_apply_template), tokenized as the
-// template's markup asks: control tokens parsed, the BOS added once where the vocabulary wants
-// one and the template did not write it.
+// The conversation written by the model's template and tokenized as `kestrel chat` tokenizes
+// one (kes_chat_tokenize): the template's markup with control tokens, the messages' text
+// literally, so that a "<|im_end|>" typed in a message cannot close its turn.
 ApiError ChatPrompt(const ServerState& state, const std::vector<Message>& messages,
                     std::vector<int32_t>* tokens) {
   std::vector<kes_chat_message> c_messages;
@@ -45,14 +45,14 @@ ApiError ChatPrompt(const ServerState& state, const std::vector<Message>& messag
   const kes_model* model = state.text_model->get();
   const char* format =
       state.options.chat_format.empty() ? nullptr : state.options.chat_format.c_str();
-  std::string text(4096, '\0');
+  tokens->assign(4096, 0);
   size_t n = 0;
-  kes_status s = kes_chat_apply_template(model, format, c_messages.data(), c_messages.size(), 1,
-                                         &text[0], text.size(), &n);
+  kes_status s = kes_chat_tokenize(model, format, c_messages.data(), c_messages.size(), 1,
+                                   tokens->data(), tokens->size(), &n);
   if (s == KES_BUFFER_TOO_SMALL) {
-    text.resize(n);
-    s = kes_chat_apply_template(model, format, c_messages.data(), c_messages.size(), 1,
-                                &text[0], text.size(), &n);
+    tokens->assign(n, 0);
+    s = kes_chat_tokenize(model, format, c_messages.data(), c_messages.size(), 1,
+                          tokens->data(), tokens->size(), &n);
   }
   if (s == KES_INVALID_ARGUMENT) {
     return InvalidRequest(std::string("messages: the model's chat template refused them: ") +
@@ -60,15 +60,7 @@ ApiError ChatPrompt(const ServerState& state, const std::vector<Message>& messag
                           "messages", "template_error");
   }
   if (s != KES_OK) return ServerError(kes_model_last_error(model));
-  text.resize(n);
-  Result<std::vector<int32_t>> ids =
-      state.text_model->Tokenize(text, kestrel::kAddSpecial | kestrel::kParseSpecial);
-  if (!ids.ok()) return InvalidRequest("messages: " + ids.status().message(), "messages");
-  *tokens = std::move(ids).value();
-  if (tokens->size() >= 2 && state.bos_id >= 0 && (*tokens)[0] == state.bos_id &&
-      (*tokens)[1] == state.bos_id) {
-    tokens->erase(tokens->begin());
-  }
+  tokens->resize(n);
   return {};
 }
 

@@ -27,15 +27,18 @@ size_t IncompleteUtf8(std::string_view text) {
   return 0;
 }
 
-// Prefills what `slot` does not hold of `prompt`, leaving slot.held equal to `prompt`.
+// Prefills what `slot` does not hold of `prompt`, leaving slot.held equal to `prompt`: the
+// session goes back to the beginning both share (a system prompt, the earlier turns of a chat)
+// when it still can, else starts over.
 kestrel::Status Prefill(Slot& slot, const std::vector<int32_t>& prompt, size_t* reused) {
   Session& session = slot.session;
   size_t from = 0;
   const Result<size_t> position = session.Position();
   const bool consistent = position.ok() && *position == slot.held.size();
-  if (consistent && !slot.held.empty() && slot.held.size() < prompt.size() &&
-      std::equal(slot.held.begin(), slot.held.end(), prompt.begin())) {
-    from = slot.held.size();
+  const size_t shared = SharedPrefix(slot.held, prompt);
+  if (consistent && shared > 0 && session.Rewind(shared).ok()) {
+    from = shared;
+    slot.held.resize(shared);
   } else {
     slot.held.clear();
     kestrel::Status s = session.Reset();

@@ -1,21 +1,17 @@
 #include "server/slot_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace kestrel::server {
-namespace {
 
-// How many of `held` begin `prompt`, when all of them do; 0 otherwise (the session cannot go
-// back to an earlier position, so only a whole-prefix match saves prefill).
-size_t ReusableTokens(const std::vector<int32_t>& held, const std::vector<int32_t>& prompt) {
-  if (held.empty() || held.size() >= prompt.size()) return 0;
-  for (size_t i = 0; i < held.size(); ++i) {
-    if (held[i] != prompt[i]) return 0;
-  }
-  return held.size();
+size_t SharedPrefix(const std::vector<int32_t>& held, const std::vector<int32_t>& prompt) {
+  const size_t limit = std::min(held.size(), prompt.empty() ? size_t{0} : prompt.size() - 1);
+  size_t n = 0;
+  while (n < limit && held[n] == prompt[n]) ++n;
+  return n;
 }
 
-}  // namespace
 
 SlotLease::~SlotLease() { pool_->Release(slot_); }
 
@@ -40,7 +36,7 @@ std::shared_ptr<SlotLease> SlotPool::Acquire(const std::vector<int32_t>& prompt)
   size_t best = slots_.size(), best_reuse = 0;
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (!free_[i]) continue;
-    const size_t reuse = ReusableTokens(slots_[i]->held, prompt);
+    const size_t reuse = SharedPrefix(slots_[i]->held, prompt);
     if (best == slots_.size() || reuse > best_reuse) {
       best = i;
       best_reuse = reuse;

@@ -24,6 +24,10 @@ struct Slot {
 
 class SlotPool;
 
+// How many tokens `held` and `prompt` begin with alike, leaving at least one of `prompt` to
+// prefill (its logits come from the last prefilled token).
+size_t SharedPrefix(const std::vector<int32_t>& held, const std::vector<int32_t>& prompt);
+
 // A slot taken from the pool; destroying the lease gives it back.
 class SlotLease {
  public:
@@ -43,7 +47,7 @@ class SlotPool {
   // Takes the slots (made by the caller); at most `max_waiting` requests wait for one.
   SlotPool(std::vector<std::unique_ptr<Slot>> slots, size_t max_waiting);
 
-  // A free slot, preferring the one whose held tokens are the longest prefix of `prompt` (its
+  // A free slot, preferring the one that holds the longest beginning of `prompt` (its
   // prefill is then shortest), waiting in the queue while none is free; nullptr when the queue
   // is full or the pool is shutting down.
   std::shared_ptr<SlotLease> Acquire(const std::vector<int32_t>& prompt);

@@ -4,6 +4,7 @@
 // a callback that stops generation, and a session in a caller arena.
 // First: tests/support declares the runtime's own kestrel::Model, which the public
 // kestrel::Model (kestrel::api_v1::Model) would make ambiguous there if it were seen before.
+#include "tests/support/c_api_test_support.h"
 #include "tests/support/test_support.h"
 
 #include <gtest/gtest.h>
@@ -25,16 +26,7 @@ namespace kapi = kestrel::api_v1;
 const char kPrompt[] = "the quick brown fox";
 constexpr size_t kNewTokens = 16;
 
-const std::string& TinyPath(const t::TinyFamily& family) {
-  static std::string paths[2];
-  std::string& path = paths[&family == &t::kTinyGemma3 ? 0 : 1];
-  if (path.empty()) {
-    t::TinyModel tiny;
-    EXPECT_EQ(t::MakeTinyModel(&tiny, family), "");
-    path = tiny.kes;
-  }
-  return path;
-}
+using t::TinyPath;
 
 kapi::SessionParams OneThread() {
   kapi::SessionParams params = kapi::DefaultSessionParams();
@@ -170,6 +162,47 @@ TEST_P(CppApiTest, GenerateNextTokenAndStopAsTheCApi) {
                              [&](int32_t, std::string_view) { return ++calls < 3; })
                   .ok());
   EXPECT_EQ(calls, 3u);
+}
+
+// A rewound session going on with another ending gives the tokens of a fresh session given
+// that prompt whole; past the sequence's length it refuses, changing nothing.
+TEST_P(CppApiTest, RewindKeepsTheSharedBeginning) {
+  kapi::Result<kapi::Model> model = kapi::Model::Open(path());
+  ASSERT_TRUE(model.ok());
+  kapi::Result<std::vector<int32_t>> shared = model->Tokenize("the quick brown fox");
+  kapi::Result<std::vector<int32_t>> first = model->Tokenize(" jumps over", 0);
+  kapi::Result<std::vector<int32_t>> second = model->Tokenize(" sleeps under the tree", 0);
+  ASSERT_TRUE(shared.ok() && first.ok() && second.ok());
+  std::vector<int32_t> whole = *shared;
+  whole.insert(whole.end(), second->begin(), second->end());
+  const kapi::SessionParams params = OneThread();
+  const auto greedy = [](kapi::Session& s, const std::vector<int32_t>& prompt) {
+    std::vector<int32_t> out;
+    EXPECT_TRUE(s.Generate(prompt, kapi::GreedySampler(), kNewTokens,
+                           [&](int32_t id, std::string_view) { out.push_back(id); })
+                    .ok());
+    return out;
+  };
+  kapi::Result<kapi::Session> fresh = kapi::Session::Create(*model, &params);
+  ASSERT_TRUE(fresh.ok());
+  const std::vector<int32_t> expected = greedy(*fresh, whole);
+
+  kapi::Result<kapi::Session> session = kapi::Session::Create(*model, &params);
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE(session->Prefill(*shared).ok());
+  ASSERT_TRUE(session->Prefill(*first).ok());
+  // A pulled token is pending (counted, not run): the sequence is one longer.
+  ASSERT_TRUE(session->NextToken(kapi::GreedySampler()).ok());
+  const size_t length = shared->size() + first->size() + 1;
+  EXPECT_EQ(*session->Position(), length);
+  kapi::Status past = session->Rewind(length + 1);
+  EXPECT_EQ(past.code(), kapi::StatusCode::kInvalidArgument);
+  EXPECT_NE(past.message().find("expected at most the sequence's"), std::string::npos)
+      << past.message();
+  EXPECT_EQ(*session->Position(), length) << "a refused rewind changes nothing";
+  ASSERT_TRUE(session->Rewind(shared->size()).ok());
+  EXPECT_EQ(*session->Position(), shared->size());
+  EXPECT_EQ(greedy(*session, *second), expected);
 }
 
 TEST_P(CppApiTest, SessionInACallerArena) {

@@ -189,6 +189,15 @@ KES_API kes_status kes_session_position(const kes_session* session, size_t* posi
 /* Forgets the sequence (position 0) and clears an abort request. */
 KES_API kes_status kes_session_reset(kes_session* session);
 
+/* Cuts the sequence back to its first `position` tokens (position 0: as kes_session_reset, but
+ * keeping an abort request), so that a prompt sharing only a beginning with what the session
+ * holds prefills just the rest: a server slot's next request, an edited last turn. Logits are
+ * then those of the next prefill. KES_INVALID_ARGUMENT, changing nothing, past the sequence's
+ * length, or when the session has gone past its context (or a sliding window's span) since
+ * `position`, so that its KV cache no longer holds what that position sees: reset and prefill
+ * again then. Ends a kes_session_chat conversation. */
+KES_API kes_status kes_session_rewind(kes_session* session, size_t position);
+
 /* Asks the call running in `session` (or, if none is, the next one to run) to stop after the
  * step under way: kes_session_prefill, kes_session_next_token and kes_generate then return
  * KES_ABORTED, which clears the request. The sequence keeps what was done before the stop. Any
@@ -454,6 +463,18 @@ KES_API kes_status kes_chat_apply_template(const kes_model* model, const char* f
                                            const kes_chat_message* messages, size_t n_messages,
                                            int add_generation_prompt, char* buf, size_t capacity,
                                            size_t* n_bytes);
+
+/* The ids of `messages` as kes_chat_apply_template writes them, tokenized as kes_session_chat
+ * and `kestrel chat` tokenize a conversation: the template's markup with its control tokens,
+ * the messages' own text literally (a "<|im_end|>" typed in a message stays text, so a user
+ * cannot end a turn or open another role), and the BOS first where the vocabulary wants one and
+ * the template did not write it. tokens[capacity]; *n_tokens gets their count, or the capacity
+ * needed with KES_BUFFER_TOO_SMALL. What a server prefills for a request's conversation.
+ * Thread-safe on a shared model. */
+KES_API kes_status kes_chat_tokenize(const kes_model* model, const char* format,
+                                     const kes_chat_message* messages, size_t n_messages,
+                                     int add_generation_prompt, int32_t* tokens,
+                                     size_t capacity, size_t* n_tokens);
 
 typedef struct kes_chat_params {
   size_t struct_size;

@@ -324,6 +324,9 @@ class Session {
     return position;
   }
   Status Reset() { return Check(kes_session_reset(session_.get())); }
+  // Back to the first `position` tokens (kes_session_rewind): a prompt sharing a beginning
+  // with what the session holds then prefills only the rest.
+  Status Rewind(size_t position) { return Check(kes_session_rewind(session_.get(), position)); }
   // Any thread, any time: the running call stops after its current step with kAborted.
   Status Abort() { return Check(kes_session_abort(session_.get())); }
 
