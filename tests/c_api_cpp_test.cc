@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -230,6 +232,103 @@ TEST_P(CppApiTest, SessionInACallerArena) {
   kapi::Result<kapi::Session::Logits> logits = session->GetLogits();
   ASSERT_TRUE(logits.ok());
   EXPECT_EQ(logits->size, model->Info()->n_vocab);
+}
+
+// A converted scratch copy of a tiny model folder, removed when the test ends.
+struct ScratchKes {
+  std::string path;
+  ~ScratchKes() { std::remove(path.c_str()); }
+};
+
+// Encoder::Embed gives kes_embed's vectors bit for bit; a decoder is refused with a code.
+TEST(CppApi, EncoderEmbedsAsTheCCall) {
+  std::string folder;
+  ASSERT_EQ(t::MakeTinyBert("tiny-bert", "", &folder), "");
+  ScratchKes kes{t::ScratchPath("cpp-api-tiny-bert.kes")};
+  const t::ProcessResult r = t::Convert({folder, kes.path});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << t::Describe(r);
+  kapi::Result<kapi::Model> model = kapi::Model::Open(kes.path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  kapi::EncoderParams params = kapi::DefaultEncoderParams();
+  params.n_threads = 1;
+  kapi::Result<kapi::Encoder> encoder = kapi::Encoder::Create(*model, &params);
+  ASSERT_TRUE(encoder.ok()) << encoder.status().ToString();
+  const std::vector<std::string_view> texts = {"a small dog", "", "the quick brown fox jumps"};
+  kapi::Result<std::vector<float>> vectors = encoder->Embed(texts);
+  ASSERT_TRUE(vectors.ok()) << vectors.status().ToString();
+  const size_t dim = encoder->Info()->embedding_dim;
+  ASSERT_EQ(vectors->size(), texts.size() * dim);
+
+  std::vector<const char*> data;
+  std::vector<size_t> lengths;
+  for (std::string_view text : texts) {
+    data.push_back(text.data());
+    lengths.push_back(text.size());
+  }
+  std::vector<float> expected(texts.size() * dim);
+  kes_encoder* c_encoder = nullptr;
+  ASSERT_EQ(kes_encoder_create(model->get(), &params, nullptr, 0, &c_encoder), KES_OK);
+  EXPECT_EQ(kes_embed(c_encoder, data.data(), lengths.data(), texts.size(), expected.data(), dim),
+            KES_OK);
+  kes_encoder_destroy(c_encoder);
+  EXPECT_EQ(*vectors, expected);
+
+  EXPECT_EQ(encoder->Embed(texts, expected.data(), dim + 1).code(),
+            kapi::StatusCode::kInvalidArgument);
+  kapi::Result<kapi::Model> decoder = kapi::Model::Open(TinyPath(t::kTinyGemma3));
+  ASSERT_TRUE(decoder.ok());
+  kapi::Result<kapi::Encoder> wrong = kapi::Encoder::Create(*decoder);
+  EXPECT_EQ(wrong.status().code(), kapi::StatusCode::kUnsupported);
+  EXPECT_FALSE(wrong.status().message().empty());
+}
+
+// Transcriber gives the segments kes_transcribe_pcm gives.
+TEST(CppApi, TranscriberGivesTheCCallsSegments) {
+  const std::string folder = t::ScratchPath("cpp-api-tiny-whisper");
+  ASSERT_EQ(t::MakeTinyWhisper(folder), "");
+  ScratchKes kes{folder + ".kes"};
+  const t::ProcessResult r = t::Convert({folder, kes.path});
+  t::RunHostCommand("rm -rf '" + folder + "'");
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << t::Describe(r);
+  kapi::Result<kapi::Model> model = kapi::Model::Open(kes.path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  kapi::TranscriberParams params = kapi::DefaultTranscriberParams();
+  params.n_threads = 1;
+  kapi::Result<kapi::Transcriber> transcriber = kapi::Transcriber::Create(*model, &params);
+  ASSERT_TRUE(transcriber.ok()) << transcriber.status().ToString();
+  // Two seconds of a 440 Hz tone: the tiny random model writes whatever it writes, the same
+  // through both calls.
+  std::vector<float> samples(32000);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    samples[i] = 0.3f * static_cast<float>(std::sin(2.0 * 3.14159265358979 * 440.0 * i / 16000));
+  }
+  kapi::Result<std::vector<kapi::Transcriber::Segment>> segments =
+      transcriber->Transcribe(samples.data(), samples.size(), 16000);
+  ASSERT_TRUE(segments.ok()) << segments.status().ToString();
+  EXPECT_EQ(transcriber->Language(), "en");
+
+  std::string expected;
+  auto collect = [](void* user, const kes_segment* segment) {
+    *static_cast<std::string*>(user) += std::to_string(segment->start) + "-" +
+                                        std::to_string(segment->end) + ":" +
+                                        std::string(segment->text, segment->text_len) + "\n";
+  };
+  kes_transcriber* c_transcriber = nullptr;
+  ASSERT_EQ(kes_transcriber_create(model->get(), &params, &c_transcriber), KES_OK);
+  EXPECT_EQ(kes_transcribe_pcm(c_transcriber, samples.data(), samples.size(), 16000, nullptr,
+                               collect, &expected),
+            KES_OK);
+  kes_transcriber_destroy(c_transcriber);
+  std::string got;
+  for (const kapi::Transcriber::Segment& s : *segments) {
+    got += std::to_string(s.start) + "-" + std::to_string(s.end) + ":" + s.text + "\n";
+  }
+  EXPECT_FALSE(segments->empty()) << "nothing to compare";
+  EXPECT_EQ(got, expected);
+
+  kapi::Result<std::vector<kapi::Transcriber::Segment>> missing =
+      transcriber->TranscribeFile(t::ScratchPath("cpp-api-no-such.wav"));
+  EXPECT_EQ(missing.status().code(), kapi::StatusCode::kIoError);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, CppApiTest,

@@ -1,4 +1,5 @@
-// Kestrel's C++ API: the C API (kestrel.h) in C++ clothes, header-only.
+// Kestrel's C++ API: the C API (kestrel.h) in C++ clothes, header-only: Model, Session (text
+// generation), Encoder (embeddings), Transcriber (Whisper), Status and Result<T>.
 //
 // Why over the C API rather than classes compiled into the library: a C++ class exported from a
 // shared library freezes its layout, its standard library and its compiler's name mangling into
@@ -15,8 +16,8 @@
 //    library's own C++ internals use namespace kestrel too; the inline namespace keeps these
 //    names, and their symbols in a program linked with the static library, apart from them.)
 //  - Thread safety is the C API's: a Model is immutable and its const calls may run on any
-//    number of threads at once; a Session is used by one thread at a time, except Abort(),
-//    which any thread may call at any time.
+//    number of threads at once; a Session, Encoder or Transcriber is used by one thread at a
+//    time, except Session::Abort(), which any thread may call at any time.
 #ifndef KESTREL_KESTREL_HPP_
 #define KESTREL_KESTREL_HPP_
 
@@ -146,9 +147,16 @@ using ModelParams = kes_model_params;
 using SessionParams = kes_session_params;
 using SamplerParams = kes_sampler_params;
 using ModelInfo = kes_model_info;
+using EncoderParams = kes_encoder_params;
+using EncoderInfo = kes_encoder_info;
+using TranscriberParams = kes_transcriber_params;
+using TranscribeParams = kes_transcribe_params;
 inline ModelParams DefaultModelParams() { return kes_model_default_params(); }
 inline SessionParams DefaultSessionParams() { return kes_session_default_params(); }
 inline SamplerParams DefaultSamplerParams() { return kes_sampler_default_params(); }
+inline EncoderParams DefaultEncoderParams() { return kes_encoder_default_params(); }
+inline TranscriberParams DefaultTranscriberParams() { return kes_transcriber_default_params(); }
+inline TranscribeParams DefaultTranscribeParams() { return kes_transcribe_default_params(); }
 inline SamplerParams GreedySampler() {
   SamplerParams sampler = kes_sampler_default_params();
   sampler.temperature = 0.0f;
@@ -343,6 +351,124 @@ class Session {
 
   std::unique_ptr<kes_session, Destroy> session_;
   std::string piece_;
+};
+
+// Sentence embeddings from an encoder model; see kes_encoder in kestrel.h. `kestrel embed`'s
+// vectors, bit for bit.
+class Encoder {
+ public:
+  static Result<size_t> ArenaSize(const Model& model, const EncoderParams* params = nullptr) {
+    size_t bytes = 0;
+    const kes_status s = kes_encoder_arena_size(model.get(), params, &bytes);
+    if (s != KES_OK) return Status::FromC(s, kes_last_error());
+    return bytes;
+  }
+  static Result<Encoder> Create(const Model& model, const EncoderParams* params = nullptr,
+                                void* arena = nullptr, size_t arena_bytes = 0) {
+    kes_encoder* encoder = nullptr;
+    const kes_status s = kes_encoder_create(model.get(), params, arena, arena_bytes, &encoder);
+    if (s != KES_OK) return Status::FromC(s, kes_last_error());
+    return Encoder(encoder);
+  }
+
+  Result<EncoderInfo> Info() const {
+    EncoderInfo info{};
+    info.struct_size = sizeof(info);
+    const kes_status s = kes_encoder_get_info(encoder_.get(), &info);
+    if (s != KES_OK) return Status::FromC(s, kes_encoder_last_error(encoder_.get()));
+    return info;
+  }
+
+  // texts[i]'s vector in out[i * dim, (i + 1) * dim); dim is Info().embedding_dim.
+  Status Embed(const std::vector<std::string_view>& texts, float* out, size_t dim) {
+    std::vector<const char*> data(texts.size());
+    std::vector<size_t> lengths(texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      data[i] = texts[i].data();
+      lengths[i] = texts[i].size();
+    }
+    return Status::FromC(kes_embed(encoder_.get(), data.data(), lengths.data(), texts.size(), out,
+                                   dim),
+                         kes_encoder_last_error(encoder_.get()));
+  }
+  // The same, into a vector of texts.size() * embedding_dim floats.
+  Result<std::vector<float>> Embed(const std::vector<std::string_view>& texts) {
+    Result<EncoderInfo> info = Info();
+    if (!info.ok()) return info.status();
+    std::vector<float> out(texts.size() * info->embedding_dim);
+    Status s = Embed(texts, out.data(), info->embedding_dim);
+    if (!s.ok()) return s;
+    return out;
+  }
+
+  kes_encoder* get() { return encoder_.get(); }
+
+ private:
+  struct Destroy {
+    void operator()(kes_encoder* encoder) const { kes_encoder_destroy(encoder); }
+  };
+  explicit Encoder(kes_encoder* encoder) : encoder_(encoder) {}
+
+  std::unique_ptr<kes_encoder, Destroy> encoder_;
+};
+
+// Speech to text with a Whisper model; see kes_transcriber in kestrel.h. `kestrel transcribe`'s
+// text and times.
+class Transcriber {
+ public:
+  struct Segment {
+    double start = 0, end = 0;  // seconds
+    std::string text;
+  };
+
+  static Result<Transcriber> Create(const Model& model,
+                                    const TranscriberParams* params = nullptr) {
+    kes_transcriber* transcriber = nullptr;
+    const kes_status s = kes_transcriber_create(model.get(), params, &transcriber);
+    if (s != KES_OK) return Status::FromC(s, kes_last_error());
+    return Transcriber(transcriber);
+  }
+
+  // Mono samples in [-1, 1] at sample_rate Hz (16000 allocates nothing in the library).
+  Result<std::vector<Segment>> Transcribe(const float* samples, size_t n, uint32_t sample_rate,
+                                          const TranscribeParams* params = nullptr) {
+    std::vector<Segment> segments;
+    const kes_status s = kes_transcribe_pcm(transcriber_.get(), samples, n, sample_rate, params,
+                                            &Collect, &segments);
+    if (s != KES_OK) return Status::FromC(s, kes_transcriber_last_error(transcriber_.get()));
+    return segments;
+  }
+  // A WAV file, read as `kestrel transcribe` reads it.
+  Result<std::vector<Segment>> TranscribeFile(const std::string& wav_path,
+                                              const TranscribeParams* params = nullptr) {
+    std::vector<Segment> segments;
+    const kes_status s =
+        kes_transcribe_file(transcriber_.get(), wav_path.c_str(), params, &Collect, &segments);
+    if (s != KES_OK) return Status::FromC(s, kes_transcriber_last_error(transcriber_.get()));
+    return segments;
+  }
+
+  // The language of the last transcription ("en"), "" before any.
+  std::string Language() const {
+    const char* code = nullptr;
+    size_t len = 0;
+    if (kes_transcriber_language(transcriber_.get(), &code, &len) != KES_OK) return "";
+    return std::string(code, len);
+  }
+
+  kes_transcriber* get() { return transcriber_.get(); }
+
+ private:
+  struct Destroy {
+    void operator()(kes_transcriber* transcriber) const { kes_transcriber_destroy(transcriber); }
+  };
+  explicit Transcriber(kes_transcriber* transcriber) : transcriber_(transcriber) {}
+  static void Collect(void* user, const kes_segment* segment) {
+    static_cast<std::vector<Segment>*>(user)->push_back(
+        {segment->start, segment->end, std::string(segment->text, segment->text_len)});
+  }
+
+  std::unique_ptr<kes_transcriber, Destroy> transcriber_;
 };
 
 }  // namespace api_v1
