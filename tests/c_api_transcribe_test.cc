@@ -213,7 +213,7 @@ TEST(CApiTranscribe, ErrorsSayWhatWasExpected) {
   EXPECT_NE(error().find("RIFF"), std::string::npos) << error();
 
   kes_transcriber_params bad = kes_transcriber_default_params();
-  bad.struct_size = 4;
+  bad.struct_size = sizeof(size_t) - 1;  // shorter than its own struct_size field
   kes_transcriber* refused = nullptr;
   EXPECT_EQ(kes_transcriber_create(model.get(), &bad, &refused), KES_INVALID_ARGUMENT);
   EXPECT_EQ(refused, nullptr);
