@@ -88,5 +88,60 @@ TEST(RealShapeGguf, WritesTheShapeKestrelRunsItAndASecondRunReusesIt) {
   ::rmdir(dir.c_str());
 }
 
+// bench/gguf_skeleton.py carries such a file to a machine without network in megabytes: the
+// expanded file has the original's size, header and tensor table, every tensor filled with its
+// type's sample, and Kestrel converts and runs it as it does the original.
+constexpr char kCheckExpanded[] = R"PY(
+import sys, gguf
+a, b = gguf.GGUFReader(sys.argv[1]), gguf.GGUFReader(sys.argv[2])
+assert open(sys.argv[1], "rb").read(a.data_offset) == open(sys.argv[2], "rb").read(b.data_offset)
+ta, tb = {t.name: t for t in a.tensors}, {t.name: t for t in b.tensors}
+assert sorted(ta) == sorted(tb), sorted(tb)
+seen = {}
+for t in a.tensors:
+    u = tb[t.name]
+    assert (u.tensor_type, list(u.shape), u.data_offset) == (t.tensor_type, list(t.shape), t.data_offset)
+    # The sample: 256 blocks of the first tensor of each type, repeated.
+    n = 256 * gguf.GGML_QUANT_SIZES[t.tensor_type][1]
+    sample = seen.setdefault(t.tensor_type, bytes(t.data.tobytes()[:n]))
+    got = bytes(u.data.tobytes()[:2 * n])
+    assert got == (sample * (len(got) // len(sample) + 1))[:len(got)], t.name
+)PY";
+
+TEST(RealShapeGguf, ASkeletonExpandsToAFileOfTheSameShapeThatRuns) {
+  const std::string dir = test::ScratchPath("skeleton");
+  const std::string gguf = dir + "/tiny-llama3.F16.gguf", skeleton = dir + "/tiny.skel";
+  const std::string expanded = dir + "/expanded.gguf", kes = dir + "/expanded.kes";
+  ASSERT_EQ(MakeShape(dir), "");
+  const std::string script = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                             "/bench/gguf_skeleton.py ";
+  ASSERT_EQ(test::RunHostCommand(script + "shrink " + gguf + " " + skeleton + " > /dev/null"), "");
+  // Expanding needs no package: the interpreter alone, isolated from site-packages.
+  ASSERT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " -I -S " + KESTREL_SOURCE_DIR +
+                                 "/bench/gguf_skeleton.py expand " + skeleton + " " + expanded +
+                                 " > /dev/null"),
+            "");
+  EXPECT_LT(test::ReadBytes(skeleton).size(), test::ReadBytes(gguf).size() / 4);
+  EXPECT_EQ(test::ReadBytes(expanded).size(), test::ReadBytes(gguf).size());
+
+  const std::string check = dir + "/check_expanded.py";
+  ASSERT_TRUE(test::WriteBytes(check, reinterpret_cast<const uint8_t*>(kCheckExpanded),
+                               sizeof(kCheckExpanded) - 1));
+  EXPECT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + check + " " + gguf + " " +
+                                 expanded),
+            "");
+  const ProcessResult convert = test::Convert({expanded, kes, "--weights", "keep"});
+  ASSERT_TRUE(convert.exited && convert.exit_code == 0) << Describe(convert);
+  const ProcessResult bench =
+      test::Cli({"bench", kes, "-p", "8", "-n", "2", "-t", "1", "-r", "1", "--json"});
+  ASSERT_TRUE(bench.exited && bench.exit_code == 0) << Describe(bench);
+  EXPECT_NE(bench.out.find("\"tokens_per_second\""), std::string::npos) << bench.out;
+
+  for (const std::string& path : {gguf, skeleton, expanded, kes, check, dir + ".paths"}) {
+    std::remove(path.c_str());
+  }
+  ::rmdir(dir.c_str());
+}
+
 }  // namespace
 }  // namespace kestrel
