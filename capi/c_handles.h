@@ -12,13 +12,11 @@
 
 #include "capi/handle_arena.h"
 #include "kestrel/kestrel.h"
-#include "runtime/audio/log_mel.h"
 #include "runtime/encoder.h"
 #include "runtime/chat_conversation.h"
 #include "runtime/model.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
-#include "runtime/transcriber.h"
 
 struct kes_model {
   std::unique_ptr<kestrel::Model> model;
@@ -76,16 +74,5 @@ struct kes_encoder {
   mutable std::string error;
 };
 
-// capi/transcribe_c.cc. The spectrogram, the segment text and the options are sized by
-// kes_transcriber_create, so that transcribing 16 kHz samples allocates nothing.
-struct kes_transcriber {
-  const kes_model* model = nullptr;
-  std::unique_ptr<kestrel::Transcriber> transcriber;
-  std::unique_ptr<kestrel::audio::LogMelSpectrogram> mel;
-  kestrel::TranscriberOptions options;
-  std::vector<float> features;   // the recording's log-mel spectrogram; grows past its size
-  std::vector<float> resampled;  // samples at 16 kHz, for other rates
-  std::string text;              // one segment's text, reserved for the longest
-
-  mutable std::string error;  // kes_transcriber_last_error (as kes_encoder's)
-};
+// kes_transcriber is defined in capi/transcribe_c.cc, its only user: a build without audio
+// (KESTREL_WITH_AUDIO=OFF) compiles capi/transcribe_without_audio_c.cc instead and has none.

@@ -2,8 +2,11 @@
 // handed to a callback. The steps are `kestrel transcribe`'s (tools/cmd_transcribe.cc): the
 // samples resampled to 16 kHz when they are not, the log-mel spectrogram of the whole recording,
 // then Transcriber::Transcribe; a segment's text is its text tokens' as the CLI decodes them.
+// Compiled with KESTREL_WITH_AUDIO=ON only (else capi/transcribe_without_audio_c.cc); the
+// parameters' defaults, the same in both, are in capi/transcribe_params_c.cc.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "runtime/audio/wav_file.h"
 #include "runtime/cpu_count.h"
 #include "runtime/executor.h"
+#include "runtime/transcriber.h"
 #include "runtime/whisper_vocabulary.h"
 
 using kestrel::capi::CallStatus;
@@ -26,12 +30,19 @@ using kestrel::capi::Guard;
 using kestrel::capi::NullArgument;
 using kestrel::capi::Ok;
 
-static_assert(offsetof(kes_transcriber_params, max_audio_seconds) + sizeof(size_t) ==
-                  sizeof(kes_transcriber_params),
-              "kes_transcriber_params must not end in padding (c_call.h ReadParams)");
-static_assert(offsetof(kes_transcribe_params, reserved0) + sizeof(int32_t) ==
-                  sizeof(kes_transcribe_params),
-              "kes_transcribe_params must not end in padding (c_call.h ReadParams)");
+// The spectrogram, the segment text and the options are sized by kes_transcriber_create, so
+// that transcribing 16 kHz samples allocates nothing.
+struct kes_transcriber {
+  const kes_model* model = nullptr;
+  std::unique_ptr<kestrel::Transcriber> transcriber;
+  std::unique_ptr<kestrel::audio::LogMelSpectrogram> mel;
+  kestrel::TranscriberOptions options;
+  std::vector<float> features;   // the recording's log-mel spectrogram; grows past its size
+  std::vector<float> resampled;  // samples at 16 kHz, for other rates
+  std::string text;              // one segment's text, reserved for the longest
+
+  mutable std::string error;  // kes_transcriber_last_error (as kes_encoder's)
+};
 
 namespace {
 
@@ -138,20 +149,6 @@ CallStatus ToWhisperRate(kes_transcriber* t, std::vector<float> samples, uint32_
 }  // namespace
 
 extern "C" {
-
-kes_transcriber_params kes_transcriber_default_params(void) {
-  kes_transcriber_params p = kestrel::capi::ZeroedStruct<kes_transcriber_params>();
-  p.n_threads = 0;
-  p.max_audio_seconds = 30;
-  return p;
-}
-
-kes_transcribe_params kes_transcribe_default_params(void) {
-  kes_transcribe_params p = kestrel::capi::ZeroedStruct<kes_transcribe_params>();
-  p.language = nullptr;
-  p.task = KES_TASK_TRANSCRIBE;
-  return p;
-}
 
 kes_status kes_transcriber_create(const kes_model* model, const kes_transcriber_params* params,
                                   kes_transcriber** transcriber) {

@@ -23,8 +23,11 @@ endif()
 # libraries were already compiled into ($<TARGET_OBJECTS> of a static library, CMake 3.15+):
 # nothing is compiled twice, and no archiver script (ar -M) ties it to GNU ar. Code Kestrel
 # builds from source goes in (Highway's runtime, kissfft and libsamplerate in KESTREL_STATIC
-# builds); libraries found on the system stay link dependencies.
-set(kestrel_static_parts kestrel_c_objects kestrel_converter kestrel_runtime kestrel_ops)
+# builds); libraries found on the system stay link dependencies. Without audio
+# (KESTREL_WITH_AUDIO=OFF) there is no kestrel_audio, and the transcriber's objects are the
+# refusals (KESTREL_C_TRANSCRIBE).
+set(kestrel_static_parts kestrel_c_objects ${KESTREL_C_TRANSCRIBE} kestrel_converter
+    ${KESTREL_AUDIO_TARGETS} kestrel_runtime kestrel_ops)
 foreach(part kestrel_hwy kestrel_kissfft kestrel_samplerate)
   if(TARGET ${part})
     list(APPEND kestrel_static_parts ${part})
@@ -59,7 +62,9 @@ endif()
 list(APPEND kestrel_static_links $<BUILD_INTERFACE:${KESTREL_UTF8PROC_LIB}>
      $<INSTALL_INTERFACE:utf8proc>)
 list(APPEND kestrel_pc_libs_private -lutf8proc)
-if(TARGET kestrel_kissfft)
+if(NOT KESTREL_WITH_AUDIO)
+  # A text-only library links neither kissfft nor libsamplerate.
+elseif(TARGET kestrel_kissfft)
   list(APPEND kestrel_static_links m)
 else()
   list(APPEND kestrel_static_links $<BUILD_INTERFACE:${KESTREL_KISSFFT_LIB}>
