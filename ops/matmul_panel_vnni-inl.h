@@ -35,8 +35,10 @@ inline constexpr size_t kPanelMaxK = 2048;  // 32 KiB of quants + 8 KiB of scale
 inline constexpr size_t kPanelGroups = 4;
 // Panels a row tile serves per pass: the tile's weight side (decoded quants, scales, each block's
 // -128 * sum(w) start) is prepared once for all of them: 4 panels (164 KiB of stack) made
-// Gemma-shaped 512-token Q4_1 / Q6_K matmuls 20-30% faster than one, MiniLM q8 8-12%.
-inline constexpr size_t kPanelGroupMax = 4;
+// Gemma-shaped 512-token Q4_1 / Q6_K matmuls 20-30% faster than one, MiniLM q8 8-12%; 8 panels
+// (328 KiB) the kept types' 512 x 2048 -> 8192 and 512 x 8192 -> 2048 another 8-14% and Q8_0's
+// 5%, no shape of bench/matmul_bench slower (one Zen 5 core).
+inline constexpr size_t kPanelGroupMax = 8;
 inline constexpr size_t kPanelRun = 8;  // sub-blocks whose weight side is prepared at a time
 inline constexpr size_t kPanelGroupBlockBytes = kQuantGroupRows * kQ8BlockBytes;
 // Fewer tokens than this take the tiles: a padded panel lane costs as much as a used one.
