@@ -133,10 +133,11 @@ void BM_MatMulQuant(benchmark::State& state) {
   ReportRates(state, 2.0 * n_tokens * k * n_out, static_cast<double>(layout.TotalBytes()));
 }
 
-// A kept GGUF type (ops/block_layout.h), with the activation quantization as above. Quant bits
-// vary; every scale record byte is 0x11, so the f16 scales are normal numbers (no subnormal
+// A kept GGUF type (ops/block_layout.h), with the activations quantized as a converted plan
+// quantizes them for it (a scale per 256 for Q4_K, Q5_K and Q6_K, PreferredActivationScaleBlock;
+// kScaleBlock 32 forces one per 32). Quant bits vary; every scale record byte is 0x11, so the f16 scales are normal numbers (no subnormal
 // slow paths) and the 6-bit K-quant scales non-zero.
-template <GgmlBlockType kType>
+template <GgmlBlockType kType, size_t kScaleBlock = PreferredActivationScaleBlock(kType)>
 void BM_MatMulBlocks(benchmark::State& state) {
   const size_t n_tokens = state.range(0), k = state.range(1), n_out = state.range(2);
   const BlockLayout layout(kType, n_out, k);
@@ -152,8 +153,9 @@ void BM_MatMulBlocks(benchmark::State& state) {
   auto y = hwy::AllocateAligned<float>(n_tokens * n_out);
   for (size_t i = 0; i < n_tokens * k; ++i) x[i] = 0.5f - static_cast<float>(i % 7) / 8;
   const auto matmul = ResolveBlockMatMul(kType);
+  const auto quantize = kScaleBlock == 256 && k % 256 == 0 ? QuantizeRowsQ8Super : QuantizeRowsQ8;
   for (auto _ : state) {
-    QuantizeRowsQ8(x.get(), n_tokens, k, xq.get());
+    quantize(x.get(), n_tokens, k, xq.get());
     matmul(w.get(), xq.get(), y.get(), n_tokens, k, n_out, 0, n_out);
     benchmark::DoNotOptimize(y.get());
     benchmark::ClobberMemory();
@@ -234,6 +236,15 @@ BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_WhisperMatMul<q8>")->Apply(W
       ->Apply(LargeModelShapes);
 KESTREL_BLOCK_TYPES(KESTREL_BENCH_BLOCKS)
 #undef KESTREL_BENCH_BLOCKS
+// The K-quants with a scale per 32 activations, as files converted before scale_block 256 run.
+#define KESTREL_BENCH_PER32(T)                                          \
+  BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T, 32)          \
+      ->Name("BM_LargeMatMul<" #T ",per32>")                            \
+      ->Apply(LargeModelShapes);
+KESTREL_BENCH_PER32(Q4_K)
+KESTREL_BENCH_PER32(Q5_K)
+KESTREL_BENCH_PER32(Q6_K)
+#undef KESTREL_BENCH_PER32
 
 // The activation quantizer alone (ops/quantize_rows.h), plain and with SmoothQuant's channel
 // factors, at MiniLM's 128-token rows (k = 384: Q/K/V, attention output, FFN up; 1536: FFN

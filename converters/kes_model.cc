@@ -1,5 +1,7 @@
 #include "converters/kes_model.h"
 
+#include "ops/matmul_blocks.h"
+#include "runtime/dtype_table.h"
 #include "runtime/format.h"
 
 namespace kestrel {
@@ -146,7 +148,14 @@ void PlanBuilder::MatMul(uint32_t in, uint32_t out, uint32_t weight, uint32_t bi
       const uint32_t q = AddBuffer(x.name + ".q8", fb::DType::Q8_ACT, x.row_elems, true, 0);
       std::vector<uint32_t> factors;
       if (input_factor != kNone) factors.push_back(input_factor);
-      AddOp(fb::QuantizeRowsT{}, {in}, {q}, std::move(factors));
+      // A scale per 256 where the first reader's kernels are fastest with it (the K-quants:
+      // ops/matmul_blocks.h); later readers of the copy are correct with either.
+      fb::QuantizeRowsT params;
+      ops::GgmlBlockType block;
+      if (input_factor == kNone && x.row_elems % 256 == 0 && KeptBlockType(w.dtype, &block)) {
+        params.scale_block = static_cast<uint32_t>(ops::PreferredActivationScaleBlock(block));
+      }
+      AddOp(std::move(params), {in}, {q}, std::move(factors));
       it = quantized_.emplace(std::make_pair(in, input_factor), q).first;
     }
     in = it->second;

@@ -377,7 +377,8 @@ HWY_INLINE __m512 K4Quarter(__m512i bytes, __m512 d) {
       _mm512_permutexvar_ps(rows, d));
 }
 
-HWY_INLINE K4GroupScales DecodeK4GroupScales(const uint8_t* HWY_RESTRICT rec, float min_factor) {
+// The four rows' 6-bit scales and mins as bytes: scale j of row r at 8r + j, min j at 32 + 8r + j.
+HWY_INLINE __m512i UnpackK4GroupBytes(const uint8_t* HWY_RESTRICT rec) {
   const auto table = [](const uint8_t* bytes) { return _mm512_load_si512(bytes); };
   const __m512i records = _mm512_loadu_si512(rec);
   const __m512i low = _mm512_permutexvar_epi8(table(kK4Unpack.low_source), records);
@@ -387,8 +388,13 @@ HWY_INLINE K4GroupScales DecodeK4GroupScales(const uint8_t* HWY_RESTRICT rec, fl
   const __m512i low_bits = _mm512_mask_blend_epi8(
       kMinHighNibble, _mm512_and_si512(low, table(kK4Unpack.low_mask)),
       _mm512_and_si512(_mm512_srli_epi16(low, 4), _mm512_set1_epi8(0x0F)));
-  const __m512i bytes = _mm512_or_si512(
+  return _mm512_or_si512(
       low_bits, _mm512_and_si512(_mm512_srli_epi16(high, 2), table(kK4Unpack.high_mask)));
+}
+
+HWY_INLINE K4GroupScales DecodeK4GroupScales(const uint8_t* HWY_RESTRICT rec, float min_factor) {
+  const __m512i records = _mm512_loadu_si512(rec);
+  const __m512i bytes = UnpackK4GroupBytes(rec);
   // d of the four rows, then dmin (words 8r and 8r + 1), dmin times -min_factor.
   const __m512i dwords = _mm512_permutexvar_epi16(
       _mm512_setr_epi32(8 << 16, 24 << 16 | 16, 9 << 16 | 1, 25 << 16 | 17, 0, 0, 0, 0, 0, 0,
@@ -756,6 +762,8 @@ struct BlockPanelSource {
 
   static_assert(T != GgmlBlockType::kQ2_K, "Q2_K stays on the tiles (MatMulBlocksTokens)");
   static constexpr bool kK4 = T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K;
+  // PanelSuperTileMx16_Avx512Vnni: the types with integer scales per super-block.
+  static constexpr bool kSuperBlockTiles = PreferredActivationScaleBlock(T) == 256;
   // DecodeScales (ops/block_layout.h) with F16C and vector instructions: the same values.
   static HWY_INLINE void RowScales(const uint8_t* HWY_RESTRICT rec, float* HWY_RESTRICT scale,
                                    float* HWY_RESTRICT min) {
@@ -776,8 +784,9 @@ struct BlockPanelSource {
     }
   }
 
-  template <size_t kGroups>
-  void Load(size_t sub, size_t n, PanelRun<kGroups>* run) const {
+  // Sub-blocks sub .. sub + n - 1 of the tile's kGroups groups into Q8_0's group-block layout.
+  template <size_t kGroups, class Run>
+  void LoadQuants(size_t sub, size_t n, Run* run) const {
     for (size_t g = 0; g < kGroups; ++g) {
       const uint8_t* group = w + layout->GroupOffset(r0 + kQuantGroupRows * g);
       for (size_t i = 0; i < n; ++i) {
@@ -792,6 +801,44 @@ struct BlockPanelSource {
         run->quants[i][g] = reinterpret_cast<const uint8_t*>(run->decoded[i][g]);
       }
     }
+  }
+
+  // Super-block sub / 8 (sub a multiple of 8): quants, integer scales and mins, d and dmin.
+  template <size_t kGroups>
+  void LoadSuper(size_t sub, PanelSuperRun<kGroups, kHalves>* run) const {
+    static_assert(kSuperBlockTiles);
+    LoadQuants<kGroups>(sub, kSuperBlocks, run);
+    const size_t block = sub / kSuperBlocks;
+    for (size_t g = 0; g < kGroups; ++g) {
+      const size_t first = r0 + kQuantGroupRows * g;
+      if constexpr (kK4) {
+        // The four rows' records are one 64-byte run (DecodeK4GroupScales reads it so).
+        const uint8_t* rec = w + layout->RecordOffset(first, block);
+        const __m512i bytes = UnpackK4GroupBytes(rec);  // scales [row][8], then mins [row][8]
+        for (size_t half = 0; half < 2; ++half) {
+          _mm512_store_si512(run->scale[4 * g + 2 * half],
+                             _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(bytes, half)));
+        }
+        _mm512_store_si512(run->min_pairs[4 * g],
+                           _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(bytes, 1)));
+        for (size_t r = 0; r < kQuantGroupRows; ++r) {
+          run->d[4 * g + r] = HalfAt(rec + 16 * r);
+          run->dmin[4 * g + r] = HalfAt(rec + 16 * r + 2);
+        }
+      } else {  // Q6_K: 16 signed scales, then d
+        for (size_t r = 0; r < kQuantGroupRows; ++r) {
+          const uint8_t* rec = w + layout->RecordOffset(first + r, block);
+          _mm512_store_si512(run->scale[4 * g + r], _mm512_cvtepi8_epi32(_mm_loadu_si128(
+                                                       reinterpret_cast<const __m128i*>(rec))));
+          run->d[4 * g + r] = HalfAt(rec + 16);
+        }
+      }
+    }
+  }
+
+  template <size_t kGroups>
+  void Load(size_t sub, size_t n, PanelRun<kGroups>* run) const {
+    LoadQuants<kGroups>(sub, n, run);
     if constexpr (kK4) {
       // Four rows' scales and mins at a time (DecodeK4GroupScales), [row][sub-block].
       HWY_ALIGN float scale[kQuantGroupRows][8], min[kQuantGroupRows][8];

@@ -18,6 +18,17 @@ namespace kestrel::ops {
 KESTREL_BLOCK_TYPES(KESTREL_DECLARE_BLOCK_MATMUL)
 #undef KESTREL_DECLARE_BLOCK_MATMUL
 
+// Elements per activation scale these kernels run fastest with: 256 for the K-quants whose
+// integer scales let the AVX-512 VNNI token panels sum a whole super-block in int32 (Q4_K, Q5_K,
+// Q6_K) when every block of a super-block shares its scale (QuantizeRowsQ8Super); 32 for the
+// others. Every kernel is correct with either: it reads each block's scale.
+constexpr size_t PreferredActivationScaleBlock(GgmlBlockType type) {
+  return type == GgmlBlockType::kQ4_K || type == GgmlBlockType::kQ5_K ||
+                 type == GgmlBlockType::kQ6_K
+             ? 256
+             : 32;
+}
+
 // The kernel above for a kept type, resolved to this CPU's target; null for Q4_0 and Q8_0,
 // which have their own layout and kernels (ops/matmul_quant.h).
 decltype(&MatMulQ4_1) ResolveBlockMatMul(GgmlBlockType type);

@@ -463,6 +463,7 @@ template <bool kQ4>
 struct QuantPanelSource {
   static constexpr size_t kHalves = 1;
   static constexpr bool kHasMin = false;
+  static constexpr bool kSuperBlockTiles = false;
   const uint8_t* w;  // the tile's first group, block 0; groups group_stride bytes apart
   size_t group_stride;
   const hwy::float16_t* ws;  // the scale of its first row's block 0; groups scale_stride apart

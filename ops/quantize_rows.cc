@@ -146,6 +146,17 @@ HWY_INLINE void QuantizeBatch(DF df, const float* HWY_RESTRICT x, const float* H
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
+// Where row r of a Q8_ACT buffer keeps its quants, block scales and block sums.
+struct Q8ActRowOut {
+  int8_t* q;
+  uint8_t* scale;  // k / 32 f32, stored with memcpy (the buffer promises no alignment)
+  uint8_t* sum;    // k / 32 int32, likewise
+};
+inline Q8ActRowOut Q8ActRowOutAt(uint8_t* out, size_t r, size_t k) {
+  uint8_t* dst = out + r * Q8ActRowBytes(k);
+  return {reinterpret_cast<int8_t*>(dst), dst + k, dst + k + k / 32 * sizeof(float)};
+}
+
 // factor: nullptr, or k per-channel multipliers applied to every row before it is quantized.
 template <bool kScaled>
 void QuantizeRowsQ8Body(const float* HWY_RESTRICT x, size_t n_rows, size_t k,
@@ -160,10 +171,10 @@ void QuantizeRowsQ8Body(const float* HWY_RESTRICT x, size_t n_rows, size_t k,
   const size_t blocks = k / 32;
   for (size_t r = 0; r < n_rows; ++r) {
     const float* HWY_RESTRICT row = x + r * k;
-    uint8_t* HWY_RESTRICT dst = out + r * Q8ActRowBytes(k);
-    int8_t* HWY_RESTRICT q = reinterpret_cast<int8_t*>(dst);
-    uint8_t* scale_out = dst + k;
-    uint8_t* sum_out = dst + k + blocks * sizeof(float);
+    const Q8ActRowOut o = Q8ActRowOutAt(out, r, k);
+    int8_t* HWY_RESTRICT q = o.q;
+    uint8_t* scale_out = o.scale;
+    uint8_t* sum_out = o.sum;
     size_t b = 0;
 #if HWY_TARGET != HWY_SCALAR
     if (batched) {
@@ -175,6 +186,34 @@ void QuantizeRowsQ8Body(const float* HWY_RESTRICT x, size_t n_rows, size_t k,
     (void)batched;
 #endif
     QuantizeBlocks<kScaled>(df, row, factor, b, blocks - b, q, scale_out, sum_out);
+  }
+}
+
+// One scale per super-block of 256 (k % 256 == 0), written to each of its 8 blocks: the max |x|
+// of the super-block / 127, so that the K-quants' kernels may sum a super-block in integers.
+void QuantizeRowsQ8SuperPerTarget(const float* HWY_RESTRICT x, size_t n_rows, size_t k,
+                                  uint8_t* HWY_RESTRICT out) {
+  const hn::CappedTag<float, kMaxBatchLanes> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  constexpr size_t kBlocks = 8;  // of 32 per super-block
+  const size_t blocks = k / 32;
+  for (size_t r = 0; r < n_rows; ++r) {
+    const float* HWY_RESTRICT row = x + r * k;
+    const Q8ActRowOut o = Q8ActRowOutAt(out, r, k);
+    for (size_t b0 = 0; b0 < blocks; b0 += kBlocks) {
+      auto amax = hn::Zero(df);
+      for (size_t b = b0; b < b0 + kBlocks; ++b) {
+        amax = hn::Max(amax, BlockAbsMax<false>(df, row, nullptr, b));
+      }
+      const float scale = hn::GetLane(hn::MaxOfLanes(df, amax)) / 127.0f;
+      const auto inv = hn::Set(df, scale != 0.0f ? 1.0f / scale : 0.0f);
+      for (size_t b = b0; b < b0 + kBlocks; ++b) {
+        const int32_t quant_sum =
+            hn::GetLane(hn::SumOfLanes(di, QuantizeBlock<false>(df, row, nullptr, b, inv, o.q)));
+        memcpy(o.scale + b * sizeof(float), &scale, sizeof(float));
+        memcpy(o.sum + b * sizeof(int32_t), &quant_sum, sizeof(int32_t));
+      }
+    }
   }
 }
 
@@ -202,6 +241,14 @@ void QuantizeRowsQ8(const float* x, size_t n_rows, size_t k, uint8_t* out) {
 }
 
 KESTREL_DEFINE_RESOLVE(QuantizeRowsQ8)
+
+HWY_EXPORT(QuantizeRowsQ8SuperPerTarget);
+
+void QuantizeRowsQ8Super(const float* x, size_t n_rows, size_t k, uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(QuantizeRowsQ8SuperPerTarget)(x, n_rows, k, out);
+}
+
+KESTREL_DEFINE_RESOLVE(QuantizeRowsQ8Super)
 
 HWY_EXPORT(QuantizeRowsQ8ScaledPerTarget);
 

@@ -62,6 +62,12 @@ inline void ForEachTokenBlock(size_t n_tokens, size_t k, const Run& run, size_t 
 // x: [n_rows, k] f32, out: n_rows rows of Q8ActRowBytes(k) bytes. k % 32 == 0.
 void QuantizeRowsQ8(const float* x, size_t n_rows, size_t k, uint8_t* out);
 
+// The same with one scale per super-block of 256 elements (k % 256 == 0), stored in each of its
+// 8 block scales: coarser steps where a super-block's blocks differ in size (the K-quants'
+// activations in llama.cpp, Q8_K, are quantized so), and the K-quants' token panels can then sum
+// a super-block in integers (ops/matmul_panel_vnni-inl.h).
+void QuantizeRowsQ8Super(const float* x, size_t n_rows, size_t k, uint8_t* out);
+
 // The same for x[r][j] * factor[j] (factor: k f32). A converter that smooths activation outliers
 // (SmoothQuant) stores 1 / s_j here and the weight's input channel j multiplied by s_j: the product
 // is unchanged, and a channel whose values are far larger than its block's others no longer
@@ -71,6 +77,7 @@ void QuantizeRowsQ8Scaled(const float* x, size_t n_rows, size_t k, const float* 
 
 // Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
 decltype(&QuantizeRowsQ8) ResolveQuantizeRowsQ8();
+decltype(&QuantizeRowsQ8Super) ResolveQuantizeRowsQ8Super();
 decltype(&QuantizeRowsQ8Scaled) ResolveQuantizeRowsQ8Scaled();
 
 }  // namespace kestrel::ops

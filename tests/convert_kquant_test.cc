@@ -207,6 +207,22 @@ TEST_P(ConvertKquant, TypesValuesAndLogits) {
   std::unique_ptr<Model> fake;
   ASSERT_NO_FATAL_FAILURE(ConvertAndOpen(fake_gguf, fake_kes, "f32", &fake));
 
+  // The K-quants' matmuls get activations with a scale per 256 where their rows allow it
+  // (QuantizeRows scale_block 256: ops/matmul_blocks.h PreferredActivationScaleBlock), the
+  // others a scale per 32: the FFN's 320-wide input here.
+  size_t per_256 = 0, per_32 = 0;
+  for (const fb::Plan* plan : *model->meta().plans()) {
+    for (const fb::Op* op : *plan->ops()) {
+      const fb::QuantizeRows* q = op->params_as_QuantizeRows();
+      if (q == nullptr) continue;
+      const uint64_t row = plan->buffers()->Get(op->inputs()->Get(0))->row_elems();
+      EXPECT_EQ(q->scale_block(), row % 256 == 0 ? 256u : 32u) << "rows of " << row;
+      ++(q->scale_block() == 256 ? per_256 : per_32);
+    }
+  }
+  EXPECT_GT(per_256, 0u);
+  EXPECT_GT(per_32, 0u);
+
   const std::vector<int32_t> tokens = Tokens(model->vocab_size());
   const std::vector<float> logits = Score(*model, tokens);
   for (float v : logits) ASSERT_TRUE(std::isfinite(v));

@@ -152,18 +152,22 @@ std::vector<test::QuantMatMulCase> Cases(GgmlBlockType t) {
   return cases;
 }
 
+// Activations with a scale per 32 (QuantizeRowsQ8) and per super-block of 256
+// (QuantizeRowsQ8Super, which the K-quants' token panels sum in integers): the same reference.
 TEST(OpsMatMulBlocks, MatchesExactReferenceForEveryKeptType) {
   std::mt19937 rng(21);
   for (const TypeCase& tc : Types()) {
-    SCOPED_TRACE(tc.name);
+    for (const bool super : {false, true}) {
+    SCOPED_TRACE(std::string(tc.name) + (super ? " (a scale per 256)" : " (a scale per 32)"));
     ForEachTarget([&](const char*) {
       for (const test::QuantMatMulCase& c : Cases(tc.type)) {
+        if (super && c.k % 256 != 0) continue;
         const std::vector<uint8_t> blocks = RandomBlocks(tc.type, c.n_out, c.k, rng);
         const std::vector<uint8_t> packed = Pack(tc.type, blocks, c.n_out, c.k);
         const std::vector<float> w = Dequantize(tc.type, blocks);
         const std::vector<float> x = test::RandomFloats(c.n_tokens * c.k, -3.0f, 3.0f, rng);
         std::vector<uint8_t> xq(c.n_tokens * Q8ActRowBytes(c.k));
-        QuantizeRowsQ8(x.data(), c.n_tokens, c.k, xq.data());
+        (super ? QuantizeRowsQ8Super : QuantizeRowsQ8)(x.data(), c.n_tokens, c.k, xq.data());
         std::vector<float> y(c.n_tokens * c.n_out, kSentinel);
         tc.matmul(packed.data(), xq.data(), y.data(), c.n_tokens, c.k, c.n_out, c.row_begin,
                   c.row_end);
@@ -203,6 +207,7 @@ TEST(OpsMatMulBlocks, MatchesExactReferenceForEveryKeptType) {
         }
       }
     });
+    }
   }
 }
 

@@ -132,6 +132,17 @@ TEST(SmoothQuantConversion, EveryTargetCalibratesToTheSameBytes) {
 }
 
 // A factor of the wrong length is refused when the model is opened, naming the tensor.
+// Model::FromMemory on a copy of bytes at the alignment a mapped file has.
+Status OpenCopy(const std::vector<uint8_t>& bytes) {
+  void* aligned = std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64);
+  std::memcpy(aligned, bytes.data(), bytes.size());
+  std::unique_ptr<Model> opened;
+  const Status s = Model::FromMemory(static_cast<uint8_t*>(aligned), bytes.size(), &opened);
+  opened.reset();
+  std::free(aligned);
+  return s;
+}
+
 TEST(SmoothQuantConversion, AFactorOfTheWrongLengthIsRefused) {
   KesModel model;
   std::vector<uint8_t> bytes;
@@ -148,17 +159,34 @@ TEST(SmoothQuantConversion, AFactorOfTheWrongLengthIsRefused) {
     }
   }
   ASSERT_TRUE(KesBytes(&model, &bytes).ok());
-  void* aligned = std::aligned_alloc(64, (bytes.size() + 63) / 64 * 64);
-  std::memcpy(aligned, bytes.data(), bytes.size());
-  std::unique_ptr<Model> opened;
-  const Status s = Model::FromMemory(static_cast<uint8_t*>(aligned), bytes.size(), &opened);
+  const Status s = OpenCopy(bytes);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("channel factors 'encoder.layer.0.intermediate.dense.bias'"),
             std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("expected f32 ["), std::string::npos) << s.message();
-  opened.reset();
-  std::free(aligned);
+}
+
+// A QuantizeRows scale_block other than 32 and 256, or 256 where it cannot be (channel factors,
+// rows not a multiple of 256), is a malformed file: refused when the model opens, saying why.
+TEST(SmoothQuantConversion, AScaleBlockTheKernelsCannotTakeIsRefused) {
+  for (const uint32_t block : {64u, 256u}) {
+    KesModel model;
+    std::vector<uint8_t> bytes;
+    ASSERT_TRUE(Convert("", &model, &bytes).ok());
+    for (auto& op : model.meta.plans[0]->ops) {
+      if (op->params.type == fb::OpParams::QuantizeRows && !op->weights.empty()) {
+        op->params.AsQuantizeRows()->scale_block = block;
+        break;
+      }
+    }
+    ASSERT_TRUE(KesBytes(&model, &bytes).ok());
+    const Status s = OpenCopy(bytes);
+    EXPECT_FALSE(s.ok());
+    const std::string expected = block == 64 ? "expected scale_block 32 or 256, found 64"
+                                             : "scale_block 256 needs rows of a multiple of 256";
+    EXPECT_NE(s.message().find(expected), std::string::npos) << s.message();
+  }
 }
 
 TEST(SmoothQuantConversion, BadCalibrationFilesAreClearErrors) {

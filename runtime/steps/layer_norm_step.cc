@@ -3,6 +3,7 @@
 #include "ops/layernorm.h"
 #include "ops/quantize_rows.h"
 #include "runtime/format.h"
+#include "runtime/steps/quantize_rows_step.h"
 #include "runtime/steps/steps.h"
 
 namespace kestrel {
@@ -74,7 +75,7 @@ void Bind(const BindContext& b, Step* step) {
     a.factor = reinterpret_cast<const float*>(b.model().TensorData(next->weights()->Get(0)));
     step->Set(Run<true, true>, Parallelism::kMultiToken, a);
   } else {
-    a.quantize = ops::ResolveQuantizeRowsQ8();
+    a.quantize = ResolveQuantizeRows(*next->params_as_QuantizeRows());
     step->Set(Run<true, false>, Parallelism::kMultiToken, a);
   }
 }

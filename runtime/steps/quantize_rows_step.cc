@@ -2,8 +2,10 @@
 // rows, the input of quantized matmuls.
 #include "ops/quantize_rows.h"
 #include "runtime/format.h"
+#include "runtime/steps/quantize_rows_step.h"
 #include "runtime/steps/steps.h"
 
+#include <string>
 #include <type_traits>
 
 namespace kestrel {
@@ -47,6 +49,8 @@ Status Check(const OpCheck& c) {
   const uint64_t row = c.In(0).row_elems();
   KES_RETURN_IF_ERROR(c.Activation(c.In(0), row, "input"));
   if (c.n_weights() == 1) KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(0), row, "channel factors"));
+  KES_RETURN_IF_ERROR(CheckQuantizeScaleBlock(*c.op().params_as_QuantizeRows(), row,
+                                              c.n_weights() == 1));
   return c.QuantizedActivation(c.Out(0), row, "output");
 }
 
@@ -58,12 +62,33 @@ void Bind(const BindContext& b, Step* step) {
     step->Set(Run<true>, Parallelism::kMultiToken, a);
   } else {
     QuantizeRowsArgs<false> a = ArgsFor<false>(b);
-    a.kernel = ops::ResolveQuantizeRowsQ8();
+    a.kernel = ResolveQuantizeRows(*b.op().params_as_QuantizeRows());
     step->Set(Run<false>, Parallelism::kMultiToken, a);
   }
 }
 
 }  // namespace
+
+Status CheckQuantizeScaleBlock(const fb::QuantizeRows& params, uint64_t row_elems,
+                               bool has_factors) {
+  const uint32_t block = params.scale_block();
+  KES_CHECK_OR_RETURN(block == 32 || block == 256,
+                      "QuantizeRows: expected scale_block 32 or 256, found " +
+                          std::to_string(block));
+  if (block == 256) {
+    KES_CHECK_OR_RETURN(row_elems % 256 == 0,
+                        "QuantizeRows: scale_block 256 needs rows of a multiple of 256 "
+                        "elements, found " + std::to_string(row_elems));
+    KES_CHECK_OR_RETURN(!has_factors,
+                        "QuantizeRows: scale_block 256 with channel factors is not supported");
+  }
+  return OkStatus();
+}
+
+decltype(&ops::QuantizeRowsQ8) ResolveQuantizeRows(const fb::QuantizeRows& params) {
+  return params.scale_block() == 256 ? ops::ResolveQuantizeRowsQ8Super()
+                                     : ops::ResolveQuantizeRowsQ8();
+}
 
 const OpKind kQuantizeRowsOp = {fb::OpParams::QuantizeRows, 1, 1, 0, 1, Check, Bind};
 
