@@ -14,10 +14,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/memory_release.h"
 #include "server/request.h"
 #include "server/server_state.h"
 #include "server/utf8.h"
@@ -126,6 +128,11 @@ json StreamChoice(const Job& job, const json& delta, std::string_view text,
   return chunk;
 }
 
+// The test-only pause after a token (ServerState::test_token_delay); none in use.
+void TestPause(const ServerState& state) {
+  if (state.test_token_delay.count() > 0) std::this_thread::sleep_for(state.test_token_delay);
+}
+
 bool SendEvent(httplib::DataSink& sink, const std::string& data) {
   const std::string event = "data: " + data + "\n\n";
   return sink.write(event.data(), event.size());
@@ -142,6 +149,7 @@ void Account(ServerState& state, const GenerationOutcome& out) {
 
 bool Stream(Job& job, httplib::DataSink& sink) {
   ServerState& state = *job.state;
+  const ComputeScope computing(state.computing);
   if (job.request.chat &&
       !SendEvent(sink, Dump(StreamChoice(job, {{"role", "assistant"}, {"content", ""}}, "",
                                          nullptr)))) {
@@ -152,6 +160,7 @@ bool Stream(Job& job, httplib::DataSink& sink) {
       *state.text_model, job.lease->slot(), job.prompt, job.request, job.max_tokens,
       state.stopping,
       [&](std::string_view delta) {
+        TestPause(state);
         if (delta.empty()) return true;
         const std::string text = ValidUtf8(delta);
         return SendEvent(sink, Dump(StreamChoice(job, {{"content", text}}, text, nullptr)));
@@ -180,12 +189,14 @@ bool Stream(Job& job, httplib::DataSink& sink) {
 
 bool Answer(Job& job, httplib::DataSink& sink) {
   ServerState& state = *job.state;
+  const ComputeScope computing(state.computing);
   GenerationOutcome out;
   Clock::time_point last_write = Clock::now();
   RunGeneration(
       *state.text_model, job.lease->slot(), job.prompt, job.request, job.max_tokens,
       state.stopping,
       [&](std::string_view) {
+        TestPause(state);
         if (Clock::now() - last_write < std::chrono::milliseconds(500)) return true;
         last_write = Clock::now();
         return sink.write(" ", 1);

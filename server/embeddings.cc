@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/memory_release.h"
 #include "server/server_state.h"
 
 namespace kestrel::server {
@@ -247,6 +248,7 @@ std::string LoadEmbedModel(ServerState& state) {
 
 void AddEmbeddingRoutes(httplib::Server& http, ServerState& state) {
   http.Post("/v1/embeddings", [&state](const httplib::Request& req, httplib::Response& res) {
+    const ComputeScope computing(state.computing);
     Embed(state, req, res);
   });
 }

@@ -4,12 +4,15 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <mutex>
+#include <cstdlib>
 #include <ctime>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -23,6 +26,10 @@ namespace kestrel::server {
 namespace {
 
 using nlohmann::json;
+
+// Connections the kernel queues until the server accepts them: a burst of every client of a
+// busy board at once.
+constexpr int kListenBacklog = 512;
 
 // Opens the text model and makes the slots; "" or what failed.
 std::string Load(ServerState& state) {
@@ -89,6 +96,25 @@ std::string Load(ServerState& state) {
   std::string error = o.embed_model_path.empty() ? "" : LoadEmbedModel(state);
   if (error.empty() && !o.whisper_model_path.empty()) error = LoadWhisperModel(state);
   return error;
+}
+
+// Test-only hooks, read from the environment by the server alone (tests/py/server_queue_check.py
+// uses them; they are not flags and not documented for users): KESTREL_SERVE_TEST_LOAD_GATE=PATH
+// holds the loading until PATH exists, so that a test sees the server while it loads however
+// fast the model loads; KESTREL_SERVE_TEST_TOKEN_DELAY_MS=N pauses N ms after each generated
+// token, so that a test holds a slot for as long as it needs without a race.
+void WaitForTestLoadGate(const std::atomic<bool>& stopping) {
+  const char* gate = std::getenv("KESTREL_SERVE_TEST_LOAD_GATE");
+  if (gate == nullptr || *gate == '\0') return;
+  struct stat st;
+  while (::stat(gate, &st) != 0 && !stopping) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+std::chrono::milliseconds TestTokenDelay() {
+  const char* ms = std::getenv("KESTREL_SERVE_TEST_TOKEN_DELAY_MS");
+  return std::chrono::milliseconds(ms != nullptr ? std::strtol(ms, nullptr, 10) : 0);
 }
 
 // http.stop() before the server runs would be lost, so callers wait for it to run (or for
@@ -235,11 +261,21 @@ int RunServer(const ServeOptions& options) {
 
   ServerState state(options);
   state.started = static_cast<int64_t>(std::time(nullptr));
+  state.test_token_delay = TestTokenDelay();
   httplib::Server http;
   // Threads for the requests that may generate or wait, and for idle keep-alive connections.
   const size_t threads = std::max<size_t>(16, 2 * (options.parallel + options.queue) + 8);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_payload_max_length(options.max_body_bytes);
+  // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's
+  // library): 64 clients connecting at once overflowed it (the kernel's ListenOverflows), and on
+  // a loaded machine some of those connections were reset. Listening again on the bound socket
+  // raises the backlog (the kernel caps it at net.core.somaxconn).
+  std::atomic<int> listen_socket{-1};
+  http.set_socket_options([&listen_socket](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_socket = sock;  // the last one made is the one bound
+  });
   http.set_pre_routing_handler([&state](const httplib::Request& req, httplib::Response& res) {
     return PreRoute(state, req, res);
   });
@@ -270,6 +306,7 @@ int RunServer(const ServeOptions& options) {
   } else if (!http.bind_to_port(options.host, port)) {
     port = -1;
   }
+  if (port >= 0 && listen_socket >= 0) ::listen(listen_socket, kListenBacklog);
   if (port < 0) {
     std::fprintf(stderr, "kestrel: error: cannot listen on %s port %d (in use, or not an address "
                  "of this machine)\n", options.host.c_str(), options.port);
@@ -282,6 +319,7 @@ int RunServer(const ServeOptions& options) {
   int exit_code = 0;
   std::mutex ready_mutex;
   std::thread loader([&] {
+    WaitForTestLoadGate(state.stopping);
     const std::string error = Load(state);
     WaitUntilRunning(http, state.stopping);
     if (!error.empty()) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -62,6 +63,13 @@ struct ServerState {
   std::unique_ptr<TranscriberPool> transcribers;
   std::atomic<uint64_t> next_id{0};
   Metrics metrics;
+  // Requests computing now (server/memory_release.h): the last to end gives back the free heap.
+  std::atomic<size_t> computing{0};
+
+  // Test-only (tests/py/server_queue_check.py), from KESTREL_SERVE_TEST_TOKEN_DELAY_MS: a pause
+  // after each generated token, so that a test holds a slot for as long as it needs without a
+  // race. Not a flag, not documented for users; 0 (no pause) unless that variable is set.
+  std::chrono::milliseconds test_token_delay{0};
 };
 
 // The id a model file is served under: its file name without the directory and ".kes".

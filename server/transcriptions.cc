@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/memory_release.h"
 #include "server/server_state.h"
 #include "server/utf8.h"
 
@@ -203,6 +204,7 @@ std::string LoadWhisperModel(ServerState& state) {
 void AddTranscriptionRoutes(httplib::Server& http, ServerState& state) {
   http.Post("/v1/audio/transcriptions",
             [&state](const httplib::Request& req, httplib::Response& res) {
+              const ComputeScope computing(state.computing);
               Transcribe(state, req, res);
             });
 }

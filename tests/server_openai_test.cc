@@ -50,6 +50,23 @@ TEST(ServerOpenAi, OfficialClientAgainstTinyModel) {
   EXPECT_EQ(RunHostCommand(command), "");
 }
 
+// /health and the other endpoints while the model loads, the bounded queue's 503 with
+// Retry-After, and clients that hang up mid-answer freeing their slot, on one --parallel 1
+// --queue 1 server paced by test-only environment variables (tests/py/server_queue_check.py).
+TEST(ServerOpenAi, LoadingBusyAndHangUps) {
+  if (KESTREL_CROSS_BUILD) GTEST_SKIP() << "the Python client runs on the host";
+  const ProcessResult help = Cli({"serve", "--help"});
+  if (help.exit_code != 0) GTEST_SKIP() << "built without the server";
+  TinyModel tiny;
+  ASSERT_EQ(MakeTinyModel(&tiny), "");
+  const std::string scratch = TmpPath("server-queue");  // its folder holds the loading gate
+  const std::string command = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                              "/tests/py/server_queue_check.py --kestrel " + KESTREL_CLI_BIN +
+                              " --model " + tiny.kes + " --template gemma --tmp " +
+                              scratch.substr(0, scratch.rfind('/'));
+  EXPECT_EQ(RunHostCommand(command), "");
+}
+
 TEST(ServerOpenAi, BadFlagsAreClearErrors) {
   const ProcessResult help = Cli({"serve", "--help"});
   if (help.exit_code != 0) GTEST_SKIP() << "built without the server";
