@@ -21,7 +21,7 @@ ArchitectureConverter FindArchitecture(std::string_view name);
 std::string SupportedArchitectures();
 
 Status ConvertGemma3(const gguf::File& file, const ConvertOptions& options, KesModel* out);
-// GGUF architectures llama and qwen2.
+// GGUF architectures llama, qwen2 and qwen3.
 Status ConvertLlama(const gguf::File& file, const ConvertOptions& options, KesModel* out);
 
 }  // namespace kestrel

@@ -36,7 +36,7 @@ struct DecoderConfig {
   bool rope_freq_factors = false;     // rope_freqs.weight divides the frequencies (Llama 3)
   uint32_t window = 0;                // sliding window of local layers
   std::vector<bool> sliding;          // per layer
-  bool qk_norm = false;               // RMSNorm of q and k per head before RoPE (Gemma 3)
+  bool qk_norm = false;               // RMSNorm of q and k per head before RoPE (Gemma 3, Qwen3)
   bool post_norms = false;            // RMSNorm of the attention and FFN outputs (Gemma 2/3)
 };
 

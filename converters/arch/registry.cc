@@ -11,6 +11,7 @@ constexpr Entry kArchitectures[] = {
     {"gemma3", ConvertGemma3},
     {"llama", ConvertLlama},
     {"qwen2", ConvertLlama},
+    {"qwen3", ConvertLlama},
 };
 
 }  // namespace

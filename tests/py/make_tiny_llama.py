@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes a tiny, random-weight, Llama-family GGUF (architecture `llama` or `qwen2`) for tests
-that need a whole model quickly.
+"""Writes a tiny, random-weight, Llama-family GGUF (architecture `llama`, `qwen2` or `qwen3`) for
+tests that need a whole model quickly.
 
 The file has the keys and tensor names llama.cpp reads for these architectures, with the real
 layout (GGUF ne = [in, out]) but tiny sizes: 4 layers, d_model 64, 4 query heads and 2 KV heads
@@ -13,6 +13,13 @@ because their 256-value blocks do not divide rows of 64 or 160.
                  first (ids 0-2, as in SmolLM2), RoPE theta 10000 (NORM layout in llama.cpp).
   --arch qwen2   attn_q/attn_k/attn_v biases, tied LM head (no output.weight), pre "qwen2",
                  control tokens last (as in Qwen2), RoPE theta 1e6 (NEOX layout in llama.cpp).
+  --arch qwen3   Qwen2's file without the biases, with QK-norm weights blk.N.attn_q_norm /
+                 attn_k_norm ([head_dim], random around 1, stored as is: Qwen3's RMSNorm has no
+                 +1), attention.key_length always written, tied head as Qwen3-0.6B's.
+  --untied       a separate output.weight for qwen2 / qwen3 too (llama always has one).
+  --context N    context_length (default 256)
+  --merges N     BPE merges (default 320): a smaller vocabulary (256 bytes + merges + 3 control
+                 tokens) keeps a logits fixture small (tests/convert_qwen3_test.cc).
   --rope-scaling none | linear (rope.scaling.type "linear", factor 4) | llama3 (Llama 3
                  frequency factors in rope_freqs.weight, as convert_hf_to_gguf.py writes them:
                  factor 8, low/high freq factors 1/4, original context 64; llama only).
@@ -38,10 +45,13 @@ The same arguments always give the same bytes.
                  rows of 256, 64 and 320), and every matrix F32, the source llama.cpp's quantize
                  tool starts from (tests/convert_kquant_test.cc).
   --head-dim N   another head size (default 16); 32 lets an int8 KV cache in
-                 (tests/session_concurrency_test.cc).
+                 (tests/session_concurrency_test.cc). With the 4 heads, any size but
+                 d_model / 4 makes n_heads * head_dim differ from d_model (Qwen3-0.6B: 1024,
+                 16 heads of 128): attn_q is [d_model -> 4 * head_dim], attn_output the reverse.
 
-usage: make_tiny_llama.py OUT.gguf [--arch llama|qwen2] [--rope-scaling none|linear|llama3]
+usage: make_tiny_llama.py OUT.gguf [--arch llama|qwen2|qwen3] [--rope-scaling none|linear|llama3]
                           [--seed N] [--d-model N] [--ffn N] [--head-dim N] [--f32]
+                          [--untied] [--context N] [--merges N]
                           [--fake-quant LIST] [--ggml-quant LIST]
 """
 import argparse
@@ -60,7 +70,7 @@ N_KV_HEADS = 2
 HEAD_DIM = 16
 CONTEXT = 256
 RMS_EPS = 1e-5
-ROPE_BASE = {"llama": 10000.0, "qwen2": 1e6}
+ROPE_BASE = {"llama": 10000.0, "qwen2": 1e6, "qwen3": 1e6}
 LINEAR_FACTOR = 4.0
 # Llama 3 rope_scaling (HF config keys) scaled down to this model's context.
 LLAMA3_FACTOR = 8.0
@@ -166,11 +176,11 @@ def learn_merges(n_merges):
     return merges
 
 
-def build_vocab(arch):
+def build_vocab(arch, n_merges=N_MERGES):
     """Returns (tokens, token_types, merges as 'a b' strings, special ids)."""
     alphabet = bytes_to_unicode()
     tokens = [alphabet[b] for b in range(256)]
-    merges = learn_merges(N_MERGES)
+    merges = learn_merges(n_merges)
     for a, b in merges:
         if a + b not in tokens:  # a different split can rebuild an existing token
             tokens.append(a + b)
@@ -178,7 +188,7 @@ def build_vocab(arch):
     if arch == "llama":   # SmolLM2: <|endoftext|> 0, <|im_start|> 1, <|im_end|> 2
         tokens = CONTROL_TOKENS + tokens
         types = [CONTROL] * len(CONTROL_TOKENS) + types
-    else:                 # Qwen2: the control tokens follow the BPE vocabulary
+    else:                 # Qwen2 and Qwen3: the control tokens follow the BPE vocabulary
         tokens = tokens + CONTROL_TOKENS
         types = types + [CONTROL] * len(CONTROL_TOKENS)
     assert len(set(tokens)) == len(tokens), "duplicate tokens"
@@ -188,7 +198,7 @@ def build_vocab(arch):
     if arch == "llama":   # as SmolLM2's GGUF: bos <|im_start|>, eos <|im_end|>, unk/pad
         special = {"bos": index["<|im_start|>"], "eos": index["<|im_end|>"],
                    "unk": index["<|endoftext|>"], "pad": index["<|im_end|>"]}
-    else:                 # as Qwen2's GGUF: bos/pad <|endoftext|>, eos <|im_end|>, no unk
+    else:                 # as Qwen2's (and Qwen3's) GGUF: bos/pad <|endoftext|>, eos <|im_end|>
         special = {"bos": index["<|endoftext|>"], "eos": index["<|im_end|>"],
                    "pad": index["<|endoftext|>"]}
     return tokens, types, [f"{a} {b}" for a, b in merges], special
@@ -225,13 +235,16 @@ def quantize(values, qtype):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
-    parser.add_argument("--arch", choices=["llama", "qwen2"], default="llama")
+    parser.add_argument("--arch", choices=["llama", "qwen2", "qwen3"], default="llama")
     parser.add_argument("--rope-scaling", choices=["none", "linear", "llama3"], default="none")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--d-model", type=int, default=D_MODEL)
     parser.add_argument("--ffn", type=int, default=FFN_DIM)
     parser.add_argument("--head-dim", type=int, default=HEAD_DIM)
     parser.add_argument("--f32", action="store_true", help="every matrix F32")
+    parser.add_argument("--untied", action="store_true", help="output.weight for qwen2/qwen3")
+    parser.add_argument("--merges", type=int, default=N_MERGES)
+    parser.add_argument("--context", type=int, default=CONTEXT)
     parser.add_argument("--fake-quant", help="lines NAME TYPE: matrices to quantize-dequantize")
     parser.add_argument("--ggml-quant", help="lines NAME TYPE: matrices stored as ggml's blocks")
     args = parser.parse_args()
@@ -270,19 +283,19 @@ def main():
     w.add_uint32(f"{arch}.feed_forward_length", ffn_dim)
     w.add_uint32(f"{arch}.attention.head_count", N_HEADS)
     w.add_uint32(f"{arch}.attention.head_count_kv", N_KV_HEADS)
-    w.add_uint32(f"{arch}.context_length", CONTEXT)
+    w.add_uint32(f"{arch}.context_length", args.context)
     w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{arch}.rope.freq_base", ROPE_BASE[arch])
     w.add_uint32(f"{arch}.rope.dimension_count", head_dim)
     # Real Llama GGUFs leave key_length out (= d_model / heads); test both. Other widths need it.
-    if arch == "qwen2" or d_model != N_HEADS * head_dim:
+    if arch != "llama" or d_model != N_HEADS * head_dim:
         w.add_uint32(f"{arch}.attention.key_length", head_dim)
         w.add_uint32(f"{arch}.attention.value_length", head_dim)
     if args.rope_scaling == "linear":
         w.add_string(f"{arch}.rope.scaling.type", "linear")
         w.add_float32(f"{arch}.rope.scaling.factor", LINEAR_FACTOR)
 
-    tokens, types, merges, special = build_vocab(arch)
+    tokens, types, merges, special = build_vocab(arch, args.merges)
     vocab_size = len(tokens)
     w.add_uint32(f"{arch}.vocab_size", vocab_size)
     w.add_tokenizer_model("gpt2")
@@ -305,11 +318,11 @@ def main():
     def vector(n, mean, std):
         return (mean + std * rng.standard_normal(n)).astype(np.float32)
 
-    # token_embd: [vocab, d_model] rows (Q8_0, like SmolLM2's); qwen2's tied LM head reads it too.
+    # token_embd: [vocab, d_model] rows (Q8_0, like SmolLM2's); a tied LM head reads it too.
     add_matrix("token_embd.weight", matrix(vocab_size, d_model, std=0.1),
                Q.F32 if args.f32 else Q.Q8_0)
     w.add_tensor("output_norm.weight", vector(d_model, 1.0, 0.1))
-    if arch == "llama":
+    if arch == "llama" or args.untied:
         add_matrix("output.weight", matrix(vocab_size, d_model, std=0.1),
                    Q.F32 if args.f32 else Q.Q4_1)
         if args.rope_scaling == "llama3":
@@ -332,6 +345,9 @@ def main():
         if arch == "qwen2":
             for name, width in [("attn_q", q_dim), ("attn_k", kv_dim), ("attn_v", kv_dim)]:
                 w.add_tensor(p + name + ".bias", vector(width, 0.0, 0.1))
+        if arch == "qwen3":  # wide enough a spread that a skipped or misplaced norm shows
+            w.add_tensor(p + "attn_q_norm.weight", vector(head_dim, 1.0, 0.3))
+            w.add_tensor(p + "attn_k_norm.weight", vector(head_dim, 1.0, 0.3))
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
