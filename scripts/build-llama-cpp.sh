@@ -3,7 +3,9 @@
 # llama-bench, llama-perplexity and llama-quantize. The source is llama.cpp's, from the
 # llama-cpp-python sdist pinned below (vendor/llama.cpp: the same llama.cpp that
 # scripts/setup-bench.sh and scripts/fetch-ggml-oracle.sh use), configured for this machine
-# (GGML_NATIVE=ON: AVX2 with its repack and llamafile kernels where the CPU has them).
+# (GGML_NATIVE=ON: AVX2 with its repack and llamafile kernels where the CPU has them), or with
+# PEER_CPU=avx512 for any x86 core with AVX-512 VNNI and VBMI, to be copied to the machine that
+# measures (scripts/build-ik-llama-cpp.sh says why; the libraries find each other via $ORIGIN).
 #
 #   scripts/build-llama-cpp.sh [DIR]     DIR defaults to build/llama.cpp (git-ignored)
 #
@@ -14,6 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=0.3.36
+suffix=""  # the stamp of a PEER_CPU=avx512 build: built-VERSION-avx512
+if [ "${PEER_CPU:-native}" != native ]; then suffix="-$PEER_CPU"; fi
 tools=(llama-bench llama-perplexity llama-quantize)
 
 root=${1:-build/llama.cpp}
@@ -24,7 +28,7 @@ exec 9> "$root/.lock"
 flock 9
 
 built() {
-  [ -f "$root/built-$version" ] || return 1
+  [ -f "$root/built-$version$suffix" ] || return 1
   for t in "${tools[@]}"; do [ -x "$bin/$t" ] || return 1; done
 }
 
@@ -41,20 +45,27 @@ if ! built; then
     "${pip[@]}" download --quiet --no-deps --no-binary llama-cpp-python \
       "llama-cpp-python==$version" -d "$root" >&2
   fi
-  rm -rf "$root/src" "$root/build" "$root/built-$version"
+  rm -rf "$root/src" "$root/build" "$root"/built-"$version"*
   mkdir -p "$root/src"
   tar xzf "$sdist" -C "$root/src" --strip-components=3 \
     "llama_cpp_python-$version/vendor/llama.cpp"
   generator=()
   if command -v ninja > /dev/null; then generator=(-G Ninja); fi
-  cmake -S "$root/src" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DLLAMA_CURL=OFF -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF \
-    -DLLAMA_OPENSSL=OFF >&2
+  cpu=(-DGGML_NATIVE=ON)
+  if [ "${PEER_CPU:-native}" = avx512 ]; then
+    cpu=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+         -DGGML_BMI2=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON
+         -DGGML_AVX_VNNI=OFF "-DCMAKE_BUILD_RPATH=\$ORIGIN")
+  elif [ "${PEER_CPU:-native}" != native ]; then
+    echo "build-llama-cpp.sh: PEER_CPU must be native or avx512, found '$PEER_CPU'" >&2; exit 2
+  fi
+  cmake -S "$root/src" -B "$root/build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${cpu[@]}" \
+    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF >&2
   cmake --build "$root/build" -j "${JOBS:-$(nproc)}" --target "${tools[@]}" >&2
   for t in "${tools[@]}"; do
     [ -x "$bin/$t" ] || { echo "build-llama-cpp.sh: $bin/$t was not built" >&2; exit 1; }
   done
-  touch "$root/built-$version"
+  touch "$root/built-$version$suffix"
   echo "build-llama-cpp.sh: built ${tools[*]} in $(( $(date +%s) - start )) s" >&2
 fi
 echo "$bin"
