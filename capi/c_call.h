@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -88,6 +89,31 @@ CallStatus ReadParams(const T* in, const T& defaults, const char* name, T* out) 
 // The error for a NULL pointer argument.
 inline CallStatus NullArgument(const char* name) {
   return Error(KES_INVALID_ARGUMENT, std::string(name) + " is NULL");
+}
+
+// KES_BUFFER_TOO_SMALL for the caller's buffer `name` ("tokens"), which holds `capacity` of the
+// `need` elements (`unit`: "tokens", "bytes") the call has for it.
+inline CallStatus BufferTooSmall(const char* name, size_t need, size_t capacity,
+                                 const char* unit) {
+  return Error(KES_BUFFER_TOO_SMALL, std::string(name) + ": expected a capacity of at least " +
+                                         std::to_string(need) + " " + unit + ", found " +
+                                         std::to_string(capacity));
+}
+
+// What a caller's buffer counts: ids in tokens, text in bytes.
+inline const char* BufferUnit(const int32_t*) { return "tokens"; }
+inline const char* BufferUnit(const char*) { return "bytes"; }
+
+// A call's result data[n] into the caller's buf[capacity] (named `name` in the message), as
+// kestrel.h promises: *n_out gets n either way, and a short buffer is left untouched with
+// KES_BUFFER_TOO_SMALL.
+template <typename T>
+CallStatus CopyOut(const T* data, size_t n, T* buf, size_t capacity, size_t* n_out,
+                   const char* name) {
+  *n_out = n;
+  if (n > capacity) return BufferTooSmall(name, n, capacity, BufferUnit(buf));
+  if (n > 0) std::memcpy(buf, data, n * sizeof(T));
+  return Ok();
 }
 
 // Whether this CPU can run the library (KES_UNSUPPORTED if not) and then `n_threads` threads of

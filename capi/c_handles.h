@@ -69,6 +69,10 @@ struct kes_encoder {
   std::vector<size_t> step_lengths;      // [max_batch]
   std::vector<int32_t> text_ids;         // [max_sequence_tokens], one text's
 
+  // kes_encoder_abort sets it from any thread; the encoder reads it before each step
+  // (EncoderOptions::stop), and the call it stops clears it.
+  std::atomic<bool> abort{false};
+
   // kes_encoder_last_error; mutable, so that calls taking a const encoder keep theirs too (one
   // thread at a time uses an encoder, whatever the call).
   mutable std::string error;

@@ -66,13 +66,21 @@ CallStatus CheckOutput(const kes_encoder* e, size_t n, const float* out, size_t 
   return Ok();
 }
 
+// Encode's status as the call's: KES_ABORTED when it stopped at kes_encoder_abort's request,
+// which this answer clears; otherwise `code_if_failed` for a failure.
+CallStatus EncodeStatus(kes_encoder* e, kes_status code_if_failed, const kestrel::Status& s) {
+  if (s.ok() || !e->encoder->stopped()) return FromStatus(code_if_failed, s);
+  e->abort.store(false);
+  return Error(KES_ABORTED, "aborted by kes_encoder_abort");
+}
+
 // Embeds the texts tokenized into the step buffers so far (one step of the encoder) into their
 // rows of out, starting at row `first`.
 CallStatus Flush(kes_encoder* e, size_t first, size_t count, float* out) {
   if (count == 0) return Ok();
-  return FromStatus(KES_INTERNAL,
-                    e->encoder->Encode(e->step_seq.data(), e->step_lengths.data(), count,
-                                       out + first * e->encoder->embedding_dim()));
+  return EncodeStatus(e, KES_INTERNAL,
+                      e->encoder->Encode(e->step_seq.data(), e->step_lengths.data(), count,
+                                         out + first * e->encoder->embedding_dim()));
 }
 
 }  // namespace
@@ -103,16 +111,13 @@ kes_status kes_encoder_create(const kes_model* model, const kes_encoder_params* 
     *encoder = nullptr;
     kestrel::EncoderOptions options;
     KES_C_RETURN_IF_ERROR(ResolveEncoder(model, params, &options));
-    KES_C_RETURN_IF_ERROR(kestrel::capi::CheckCanRunThreads(options.n_threads));
     auto handle = std::make_unique<kes_encoder>();
     handle->model = model;
+    options.stop = &handle->abort;
     const size_t need = kestrel::PlanEncoderMemory(*model->model).arena_bytes;
-    KES_C_RETURN_IF_ERROR(
-        kestrel::capi::TakeArena("encoder", need, &arena, &arena_bytes, &handle->owned_arena));
-    options.arena = arena;
-    options.arena_bytes = arena_bytes;
-    KES_C_RETURN_IF_ERROR(FromStatus(
-        KES_BAD_MODEL, kestrel::Encoder::Create(*model->model, options, &handle->encoder)));
+    KES_C_RETURN_IF_ERROR(kestrel::capi::CreateOnArena("encoder", need, arena, arena_bytes,
+                                                        options, handle.get(),
+                                                        &handle->encoder));
     const kestrel::Encoder& e = *handle->encoder;
     handle->step_ids.resize(e.max_step_tokens());
     handle->step_seq.resize(e.max_batch());
@@ -160,14 +165,7 @@ kes_status kes_encoder_tokenize(const kes_encoder* encoder, const char* text, si
     std::vector<int32_t> tokens;
     KES_C_RETURN_IF_ERROR(FromStatus(
         KES_INVALID_ARGUMENT, encoder->encoder->Tokenize(std::string_view(text, len), &tokens)));
-    *n_ids = tokens.size();
-    if (tokens.size() > capacity) {
-      return Error(KES_BUFFER_TOO_SMALL, "ids: the text is " + std::to_string(tokens.size()) +
-                                             " tokens, the buffer holds " +
-                                             std::to_string(capacity));
-    }
-    std::memcpy(ids, tokens.data(), tokens.size() * sizeof(int32_t));
-    return Ok();
+    return kestrel::capi::CopyOut(tokens.data(), tokens.size(), ids, capacity, n_ids, "ids");
   });
 }
 
@@ -225,8 +223,15 @@ kes_status kes_embed_tokens(kes_encoder* encoder, const int32_t* const* ids,
     if (lengths == nullptr && n > 0) return NullArgument("lengths");
     KES_C_RETURN_IF_ERROR(CheckOutput(encoder, n, out, dim));
     // Encode checks every sequence and id before it runs anything.
-    return FromStatus(KES_INVALID_ARGUMENT, encoder->encoder->Encode(ids, lengths, n, out));
+    return EncodeStatus(encoder, KES_INVALID_ARGUMENT,
+                        encoder->encoder->Encode(ids, lengths, n, out));
   });
+}
+
+kes_status kes_encoder_abort(kes_encoder* encoder) {
+  if (encoder == nullptr) return kestrel::capi::NullHandle("encoder");
+  encoder->abort.store(true);
+  return KES_OK;
 }
 
 }  // extern "C"

@@ -178,9 +178,7 @@ CallStatus NextToken(kes_session* s, const kes_sampler_params* sampler, int32_t*
   if (piece_len != nullptr) *piece_len = piece.size();
   if (piece_buf != nullptr && piece.size() > piece_capacity) {
     s->sampler = before;
-    return Error(KES_BUFFER_TOO_SMALL, "piece_buf: the piece is " + std::to_string(piece.size()) +
-                                           " bytes, the buffer holds " +
-                                           std::to_string(piece_capacity));
+    return kestrel::capi::BufferTooSmall("piece_buf", piece.size(), piece_capacity, "bytes");
   }
   if (piece_buf != nullptr && !piece.empty()) std::memcpy(piece_buf, piece.data(), piece.size());
   s->pending = sampled;

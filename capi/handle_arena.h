@@ -1,4 +1,5 @@
-// The arena a session or an encoder runs on: the caller's, checked, or one allocated here.
+// The arena a session or an encoder runs on: the caller's, checked, or one allocated here; and
+// the runtime object made on it.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,20 @@ inline CallStatus TakeArena(const char* handle, size_t need, void** arena, size_
   *arena = owned->get();
   *arena_bytes = bytes;
   return Ok();
+}
+
+// The runtime object of a handle that runs on an arena (a session's, an encoder's): the
+// threads checked, the arena taken as TakeArena takes it (into handle->owned_arena when the
+// caller gave none), then Runtime::Create(*handle->model->model, options, out) on it. `options`
+// were checked by the caller, so what fails in Create is the model's plans: KES_BAD_MODEL.
+template <typename Runtime, typename Options, typename Handle>
+CallStatus CreateOnArena(const char* name, size_t need, void* arena, size_t arena_bytes,
+                         Options options, Handle* handle, std::unique_ptr<Runtime>* out) {
+  KES_C_RETURN_IF_ERROR(CheckCanRunThreads(options.n_threads));
+  KES_C_RETURN_IF_ERROR(TakeArena(name, need, &arena, &arena_bytes, &handle->owned_arena));
+  options.arena = arena;
+  options.arena_bytes = arena_bytes;
+  return FromStatus(KES_BAD_MODEL, Runtime::Create(*handle->model->model, options, out));
 }
 
 }  // namespace kestrel::capi

@@ -11,6 +11,7 @@
 
 using kestrel::capi::CallStatus;
 using kestrel::capi::CanOpenRegularFile;
+using kestrel::capi::CopyOut;
 using kestrel::capi::Error;
 using kestrel::capi::Guard;
 using kestrel::capi::NullArgument;
@@ -173,14 +174,7 @@ kes_status kes_tokenize(const kes_model* model, const char* text, size_t len, ui
         (flags & KES_TOKENIZE_PARSE_SPECIAL) != 0, &ids);
     // Encode fails only for a vocabulary that cannot spell a character: the model's fault.
     if (!s.ok()) return Error(KES_BAD_MODEL, s.message());
-    *n_tokens = ids.size();
-    if (ids.size() > capacity) {
-      return Error(KES_BUFFER_TOO_SMALL, "tokens: the text is " + std::to_string(ids.size()) +
-                                             " tokens, the buffer holds " +
-                                             std::to_string(capacity));
-    }
-    if (!ids.empty()) std::memcpy(tokens, ids.data(), ids.size() * sizeof(int32_t));
-    return Ok();
+    return CopyOut(ids.data(), ids.size(), tokens, capacity, n_tokens, "tokens");
   });
 }
 
@@ -197,14 +191,7 @@ kes_status kes_detokenize(const kes_model* model, const int32_t* tokens, size_t 
     }
     const std::vector<int32_t> ids(tokens, tokens + n);
     const std::string text = model->model->tokenizer().Decode(ids);
-    *n_bytes = text.size();
-    if (text.size() > capacity) {
-      return Error(KES_BUFFER_TOO_SMALL, "buf: the text is " + std::to_string(text.size()) +
-                                             " bytes, the buffer holds " +
-                                             std::to_string(capacity));
-    }
-    if (!text.empty()) std::memcpy(buf, text.data(), text.size());
-    return Ok();
+    return CopyOut(text.data(), text.size(), buf, capacity, n_bytes, "buf");
   });
 }
 

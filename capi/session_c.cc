@@ -110,16 +110,11 @@ kes_status kes_session_create(const kes_model* model, const kes_session_params* 
     kestrel::SessionOptions options;
     kestrel::MemoryPlan plan;
     KES_C_RETURN_IF_ERROR(ResolveSession(model, params, &options, &plan));
-    KES_C_RETURN_IF_ERROR(kestrel::capi::CheckCanRunThreads(options.n_threads));
     auto handle = std::make_unique<kes_session>();
     handle->model = model;
-    KES_C_RETURN_IF_ERROR(kestrel::capi::TakeArena("session", plan.arena_bytes, &arena,
-                                                    &arena_bytes, &handle->owned_arena));
-    options.arena = arena;
-    options.arena_bytes = arena_bytes;
-    // The options were checked above: what fails now is the model's plans.
-    KES_C_RETURN_IF_ERROR(FromStatus(
-        KES_BAD_MODEL, kestrel::Session::Create(*model->model, options, &handle->session)));
+    KES_C_RETURN_IF_ERROR(kestrel::capi::CreateOnArena("session", plan.arena_bytes, arena,
+                                                        arena_bytes, options, handle.get(),
+                                                        &handle->session));
     handle->prefill_chunk = model->model->FindPlan("prefill")->max_tokens();
     *session = handle.release();
     return Ok();

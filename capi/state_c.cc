@@ -24,9 +24,7 @@ CallStatus Save(kes_session* s, void* buf, size_t capacity, size_t* size) {
   const size_t need = s->session->StateBytes(s->pending);
   *size = need;
   if (buf == nullptr || capacity < need) {
-    return Error(KES_BUFFER_TOO_SMALL, "buf: the state is " + std::to_string(need) +
-                                           " bytes, the buffer holds " +
-                                           std::to_string(capacity));
+    return kestrel::capi::BufferTooSmall("buf", need, capacity, "bytes");
   }
   kestrel::SequenceExtras extras;
   extras.pending = s->pending;

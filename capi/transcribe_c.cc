@@ -5,6 +5,7 @@
 // Compiled with KESTREL_WITH_AUDIO=ON only (else capi/transcribe_without_audio_c.cc); the
 // parameters' defaults, the same in both, are in capi/transcribe_params_c.cc.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -40,6 +41,9 @@ struct kes_transcriber {
   std::vector<float> features;   // the recording's log-mel spectrogram; grows past its size
   std::vector<float> resampled;  // samples at 16 kHz, for other rates
   std::string text;              // one segment's text, reserved for the longest
+  // kes_transcriber_abort sets it from any thread; the transcriber reads it before each window
+  // (TranscriberOptions::stop, pointing here), and the call it stops clears it.
+  std::atomic<bool> abort{false};
 
   mutable std::string error;  // kes_transcriber_last_error (as kes_encoder's)
 };
@@ -136,8 +140,12 @@ CallStatus Run(kes_transcriber* t, const float* samples, size_t n, kes_segment_c
   if (t->features.size() < n_mels * frames) t->features.resize(n_mels * frames);
   t->mel->Compute(samples, n, t->features.data());
   SegmentContext context{t, callback, user_data};
-  return FromStatus(KES_INTERNAL, t->transcriber->Transcribe(t->features.data(), frames,
-                                                             SendSegment, &context));
+  kestrel::TranscribeStats stats;
+  const kestrel::Status s =
+      t->transcriber->Transcribe(t->features.data(), frames, SendSegment, &context, &stats);
+  if (s.ok() || !stats.stopped) return FromStatus(KES_INTERNAL, s);
+  t->abort.store(false);  // answered
+  return Error(KES_ABORTED, "aborted by kes_transcriber_abort");
 }
 
 // Resamples samples[n] at `rate` into the transcriber's buffer, as the CLI resamples a WAV file.
@@ -169,6 +177,7 @@ kes_status kes_transcriber_create(const kes_model* model, const kes_transcriber_
     auto handle = std::make_unique<kes_transcriber>();
     handle->model = model;
     handle->options.n_threads = p.n_threads == 0 ? kestrel::PhysicalCores() : p.n_threads;
+    handle->options.stop = &handle->abort;
     KES_C_RETURN_IF_ERROR(kestrel::capi::CheckCanRunThreads(handle->options.n_threads));
     const kestrel::Model& m = *model->model;
     KES_C_RETURN_IF_ERROR(FromStatus(
@@ -234,6 +243,12 @@ kes_status kes_transcribe_file(kes_transcriber* transcriber, const char* wav_pat
     return Run(transcriber, transcriber->resampled.data(), transcriber->resampled.size(),
                callback, user_data);
   });
+}
+
+kes_status kes_transcriber_abort(kes_transcriber* transcriber) {
+  if (transcriber == nullptr) return kestrel::capi::NullHandle("transcriber");
+  transcriber->abort.store(true);
+  return KES_OK;
 }
 
 kes_status kes_transcriber_language(const kes_transcriber* transcriber, const char** code,

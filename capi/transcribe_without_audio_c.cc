@@ -41,6 +41,8 @@ kes_status kes_transcribe_file(kes_transcriber*, const char*, const kes_transcri
   return WithoutAudio();
 }
 
+kes_status kes_transcriber_abort(kes_transcriber*) { return WithoutAudio(); }
+
 kes_status kes_transcriber_language(const kes_transcriber*, const char** code, size_t* len) {
   if (code != nullptr) *code = "";
   if (len != nullptr) *len = 0;

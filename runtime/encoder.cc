@@ -22,6 +22,7 @@ Status Encoder::Create(const Model& model, const EncoderOptions& options,
                             "Session)");
   KES_RETURN_IF_ERROR(CheckCanRun(options.n_threads));
   std::unique_ptr<Encoder> e(new Encoder(model, options.n_threads));
+  e->stop_ = options.stop;
   e->memory_ = PlanEncoderMemory(model);
   KES_RETURN_IF_ERROR(e->arena_.Acquire(options.arena, options.arena_bytes,
                                         e->memory_.arena_bytes).WithContext("the encoder"));
@@ -58,6 +59,7 @@ Encoder::~Encoder() = default;
 Status Encoder::Encode(const int32_t* const* ids, const size_t* lengths, size_t n, float* out) {
   KES_CHECK_OR_RETURN(n == 0 || (ids != nullptr && lengths != nullptr && out != nullptr),
                       "null sequence, length or output pointer");
+  stopped_ = false;
   const size_t vocab = model_.vocab_size();
   // Messages are built only on failure: this runs inside the zero-allocation loop.
   for (size_t i = 0; i < n; ++i) {
@@ -74,6 +76,11 @@ Status Encoder::Encode(const int32_t* const* ids, const size_t* lengths, size_t 
   }
   // Steps take sequences in order, as many as fit the step's sequence and token bounds.
   for (size_t first = 0; first < n;) {
+    if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
+      stopped_ = true;
+      return Status::Error("stopped after " + Num(first) + " of " + Num(n) +
+                           " sequences: EncoderOptions::stop was set");
+    }
     size_t count = 0, tokens = 0;
     while (first + count < n && count < max_batch_ &&
            tokens + lengths[first + count] <= max_step_tokens()) {

@@ -9,6 +9,7 @@
 // Lifetime: the Model and a caller-provided arena must outlive the Encoder.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,6 +33,9 @@ struct EncoderOptions {
   // Matmuls run their GELU and residual adds on each block of output rows as they make it
   // (BoundPlan::Bind); false binds one step per plan op, the same values more slowly.
   bool fuse_epilogues = true;
+  // Read before every step of Encode; another thread may set it (the C API's abort). Once
+  // true, Encode stops there with an error and stopped() says why.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 class Encoder {
@@ -44,7 +48,8 @@ class Encoder {
 
   // Embeds n sequences: sequence i is ids[i][0..lengths[i]), special tokens included, 1 to
   // max_sequence_tokens() ids below the vocabulary size. out receives n rows of
-  // embedding_dim() floats. On error nothing is written to out.
+  // embedding_dim() floats. On error nothing is written to out, except when stopped (above):
+  // the rows of the steps before the stop are.
   Status Encode(const int32_t* const* ids, const size_t* lengths, size_t n, float* out);
 
   // The ids of one text as the checkpoint's pipeline makes them (sentence-transformers): the
@@ -71,6 +76,7 @@ class Encoder {
   size_t max_step_tokens() const { return plan_.max_tokens(); }  // tokens per step
   size_t n_threads() const { return pool_.size(); }
   size_t n_steps() const { return plan_.n_steps(); }  // bound steps of the encode plan
+  bool stopped() const { return stopped_; }  // the last Encode ended at EncoderOptions::stop
   const MemoryPlan& memory() const { return memory_; }
   const Model& model() const { return model_; }
 
@@ -94,6 +100,8 @@ class Encoder {
   size_t embedding_dim_ = 0;
   ProgressFn progress_ = nullptr;
   void* progress_context_ = nullptr;
+  const std::atomic<bool>* stop_ = nullptr;
+  bool stopped_ = false;
 };
 
 }  // namespace kestrel

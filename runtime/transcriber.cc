@@ -181,6 +181,12 @@ Status Transcriber::Transcribe(const float* mel, size_t frames, SegmentSink sink
   n_previous_ = 0;
   size_t seek = 0;
   while (seek < content_frames) {
+    if (options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed)) {
+      st.stopped = true;
+      return Status::Error("stopped at frame " + std::to_string(seek) + " of " +
+                           std::to_string(content_frames) +
+                           ": TranscriberOptions::stop was set");
+    }
     const size_t segment_size = std::min(window, content_frames - seek);
     audio::CopyMelFrames(mel, static_cast<int>(n_mels()), frames, seek, segment_size, window,
                          window_.data());

@@ -10,6 +10,7 @@
 // states, the token buffers); Transcribe allocates nothing.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -39,6 +40,9 @@ struct TranscriberOptions {
   // average token log-probability at most the second (faster-whisper's defaults).
   float no_speech_threshold = 0.6f;
   float log_prob_threshold = -1.0f;
+  // Read before every window; another thread may set it (the C API's abort). Once true,
+  // Transcribe stops there with an error and TranscribeStats::stopped.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct TranscriptSegment {
@@ -60,6 +64,7 @@ struct TranscribeStats {
   size_t tokens = 0;           // tokens generated, end tokens included
   double encoder_seconds = 0;  // the encoder, language detection excluded
   double decoder_seconds = 0;  // cross K/V, prompt, steps and the rules
+  bool stopped = false;        // by TranscriberOptions::stop
 };
 
 class Transcriber {
@@ -68,7 +73,8 @@ class Transcriber {
                        std::unique_ptr<Transcriber>* out);
 
   // mel: the whole recording, n_mels() rows of `frames` values (audio::LogMelSpectrogram).
-  // Fails only on a decoder error.
+  // Fails only on a decoder error, or when stopped (TranscriberOptions::stop) after the
+  // segments of the windows before.
   Status Transcribe(const float* mel, size_t frames, SegmentSink sink, void* context,
                     TranscribeStats* stats = nullptr);
 

@@ -113,6 +113,8 @@ TEST(CApiChat, AppliesTheModelsTemplateIntoCallerBuffers) {
   EXPECT_EQ(kes_chat_apply_template(model.get(), nullptr, first.data(), first.size(), 1, small,
                                     sizeof(small), &n),
             KES_BUFFER_TOO_SMALL);
+  EXPECT_EQ(std::string(kes_last_error()),
+            "buf: expected a capacity of at least " + std::to_string(n) + " bytes, found 8");
   EXPECT_EQ(n, Apply(model.get(), nullptr, first, 1).size());
   EXPECT_EQ(kes_chat_apply_template(model.get(), "vicuna", first.data(), first.size(), 1, nullptr,
                                     0, &n),
@@ -150,6 +152,8 @@ std::vector<int32_t> ChatIds(const kes_model* model, const char* format,
   kes_status s = kes_chat_tokenize(model, format, messages.data(), messages.size(), 1, nullptr,
                                    0, &n);
   EXPECT_EQ(s, KES_BUFFER_TOO_SMALL) << kes_last_error();
+  EXPECT_EQ(std::string(kes_last_error()),
+            "tokens: expected a capacity of at least " + std::to_string(n) + " tokens, found 0");
   std::vector<int32_t> ids(n);
   s = kes_chat_tokenize(model, format, messages.data(), messages.size(), 1, ids.data(),
                         ids.size(), &n);

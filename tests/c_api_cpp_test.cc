@@ -1,7 +1,8 @@
 // The C++ API (include/kestrel/kestrel.hpp, header-only over the C API) on the tiny random-weight
 // models: failures as Status codes with the C API's messages, Result<T> holding a value or a
 // status, tokens round-tripped, Generate and pulled NextToken giving the tokens the C calls give,
-// a callback that stops generation, and a session in a caller arena.
+// a callback that stops generation, a session in a caller arena, and Encoder and Transcriber
+// (their Abort too).
 // First: tests/support declares the runtime's own kestrel::Model, which the public
 // kestrel::Model (kestrel::api_v1::Model) would make ambiguous there if it were seen before.
 #include "tests/support/c_api_test_support.h"
@@ -273,8 +274,19 @@ TEST(CppApi, EncoderEmbedsAsTheCCall) {
   kes_encoder_destroy(c_encoder);
   EXPECT_EQ(*vectors, expected);
 
-  EXPECT_EQ(encoder->Embed(texts, expected.data(), dim + 1).code(),
-            kapi::StatusCode::kInvalidArgument);
+  // Abort: the next Embed stops with kAborted and the C message, and the one after works.
+  EXPECT_TRUE(encoder->Abort().ok());
+  kapi::Result<std::vector<float>> aborted = encoder->Embed(texts);
+  EXPECT_EQ(aborted.status().code(), kapi::StatusCode::kAborted);
+  EXPECT_EQ(aborted.status().message(), "aborted by kes_encoder_abort");
+  kapi::Result<std::vector<float>> after = encoder->Embed(texts);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(*after, expected);
+
+  const kapi::Status refused = encoder->Embed(texts, expected.data(), dim + 1);
+  EXPECT_EQ(refused.code(), kapi::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("dim: expected the model's"), std::string::npos)
+      << "the message of this call: " << refused.ToString();
   kapi::Result<kapi::Model> decoder = kapi::Model::Open(TinyPath(t::kTinyGemma3));
   ASSERT_TRUE(decoder.ok());
   kapi::Result<kapi::Encoder> wrong = kapi::Encoder::Create(*decoder);
@@ -325,6 +337,17 @@ TEST(CppApi, TranscriberGivesTheCCallsSegments) {
   }
   EXPECT_FALSE(segments->empty()) << "nothing to compare";
   EXPECT_EQ(got, expected);
+
+  // Abort: the next Transcribe stops with kAborted and the C message, and the one after works.
+  EXPECT_TRUE(transcriber->Abort().ok());
+  kapi::Result<std::vector<kapi::Transcriber::Segment>> aborted =
+      transcriber->Transcribe(samples.data(), samples.size(), 16000);
+  EXPECT_EQ(aborted.status().code(), kapi::StatusCode::kAborted);
+  EXPECT_EQ(aborted.status().message(), "aborted by kes_transcriber_abort");
+  kapi::Result<std::vector<kapi::Transcriber::Segment>> after =
+      transcriber->Transcribe(samples.data(), samples.size(), 16000);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->size(), segments->size());
 
   kapi::Result<std::vector<kapi::Transcriber::Segment>> missing =
       transcriber->TranscribeFile(t::ScratchPath("cpp-api-no-such.wav"));

@@ -2,9 +2,11 @@
 // tests/py/make_tiny_bert.py: embeddings bit for bit equal to `kestrel embed --json` for a
 // batch that takes several encoder steps and a text cut to the model's limit, from texts and
 // from kes_encoder_tokenize's ids; caller arenas; the model kinds it refuses, and the one a
-// session refuses; argument errors; and two encoders of one model on two threads (TSan-able).
+// session refuses; argument errors; kes_encoder_abort before a call and from another thread;
+// and two encoders of one model on two threads (TSan-able).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -259,7 +261,7 @@ TEST(CApiEmbed, ArgumentErrorsSayWhatWasExpected) {
             KES_BUFFER_TOO_SMALL);
   EXPECT_EQ(n_ids, 4u) << "[CLS] the cat [SEP]";
   EXPECT_EQ(std::string(kes_encoder_last_error(encoder.get())),
-            "ids: the text is 4 tokens, the buffer holds 0");
+            "ids: expected a capacity of at least 4 tokens, found 0");
 
   const int32_t good[] = {2, 10, 3};
   const int32_t bad[] = {2, 1 << 30, 3};
@@ -296,6 +298,97 @@ TEST(CApiEmbed, ArgumentErrorsSayWhatWasExpected) {
             KES_OK);
   EXPECT_EQ(old.embedding_dim, dim);
   EXPECT_EQ(old.canary, 12345u);
+}
+
+// An encoder of the tiny BERT on `threads` threads with the texts of Texts(): as pointers and
+// lengths for kes_embed, as ids (kes_encoder_tokenize) for kes_embed_tokens, and their
+// embeddings; ok() when all of that was made.
+struct EncoderBatch {
+  test::ModelPtr model = test::Open(TinyBertPath());
+  test::EncoderPtr encoder;
+  size_t dim = 0;
+  std::vector<std::string> texts = Texts();
+  std::vector<const char*> pointers;
+  std::vector<size_t> lengths;
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<const int32_t*> id_pointers;
+  std::vector<size_t> id_lengths;
+  std::vector<float> expected;
+
+  explicit EncoderBatch(size_t threads) {
+    if (model == nullptr || (encoder = Create(model.get(), threads)) == nullptr) return;
+    dim = Dim(encoder.get());
+    for (const std::string& t : texts) {
+      pointers.push_back(t.data());
+      lengths.push_back(t.size());
+      std::vector<int32_t> one(64);
+      size_t n = 0;
+      EXPECT_EQ(kes_encoder_tokenize(encoder.get(), t.data(), t.size(), one.data(), one.size(),
+                                     &n),
+                KES_OK);
+      one.resize(n);
+      ids.push_back(one);
+    }
+    for (const std::vector<int32_t>& one : ids) {
+      id_pointers.push_back(one.data());
+      id_lengths.push_back(one.size());
+    }
+    expected.resize(texts.size() * dim);
+    EXPECT_EQ(Embed(&expected), KES_OK) << kes_encoder_last_error(encoder.get());
+  }
+  bool ok() const { return encoder != nullptr && !::testing::Test::HasFailure(); }
+  std::string error() const { return kes_encoder_last_error(encoder.get()); }
+
+  kes_status Embed(std::vector<float>* out) const {
+    return kes_embed(encoder.get(), pointers.data(), lengths.data(), texts.size(), out->data(),
+                     dim);
+  }
+  kes_status EmbedTokens(std::vector<float>* out) const {
+    return kes_embed_tokens(encoder.get(), id_pointers.data(), id_lengths.data(), ids.size(),
+                            out->data(), dim);
+  }
+};
+
+// An abort requested before a call stops it at its first step (nothing is embedded), with
+// KES_ABORTED and a message that names the abort; the answer clears the request, so that the
+// next call embeds as ever.
+TEST(CApiEmbed, AbortStopsTheNextCallAtItsFirstStep) {
+  const EncoderBatch b(1);
+  ASSERT_TRUE(b.ok());
+  using Call = kes_status (EncoderBatch::*)(std::vector<float>*) const;
+  for (Call call : {&EncoderBatch::Embed, &EncoderBatch::EmbedTokens}) {
+    SCOPED_TRACE(call == &EncoderBatch::Embed ? "kes_embed" : "kes_embed_tokens");
+    std::vector<float> out(b.expected.size(), -1.0f);
+    ASSERT_EQ(kes_encoder_abort(b.encoder.get()), KES_OK);
+    EXPECT_EQ((b.*call)(&out), KES_ABORTED);
+    EXPECT_EQ(b.error(), "aborted by kes_encoder_abort");
+    EXPECT_EQ(out, std::vector<float>(b.expected.size(), -1.0f)) << "stopped before any step";
+    EXPECT_EQ((b.*call)(&out), KES_OK) << b.error();
+    EXPECT_EQ(out, b.expected);
+  }
+  EXPECT_EQ(kes_encoder_abort(nullptr), KES_INVALID_ARGUMENT);
+  EXPECT_STREQ(kes_last_error(), "encoder is NULL");
+}
+
+// Another thread's abort stops the call under way (or, when it comes as a call ends, the next
+// one) with KES_ABORTED; the encoder then embeds as ever. TSan-able.
+TEST(CApiEmbedConcurrency, AbortFromAnotherThreadStopsTheCallUnderWay) {
+  const EncoderBatch b(2);
+  ASSERT_TRUE(b.ok());
+  std::vector<float> out(b.expected.size());
+  std::atomic<bool> embedding{false};
+  std::thread aborter([&] {
+    while (!embedding.load()) std::this_thread::yield();
+    EXPECT_EQ(kes_encoder_abort(b.encoder.get()), KES_OK);
+  });
+  embedding.store(true);
+  kes_status s = KES_OK;
+  for (int calls = 0; s == KES_OK && calls < 10000; ++calls) s = b.EmbedTokens(&out);
+  aborter.join();
+  EXPECT_EQ(s, KES_ABORTED) << b.error();
+  EXPECT_EQ(b.error(), "aborted by kes_encoder_abort");
+  ASSERT_EQ(b.EmbedTokens(&out), KES_OK) << b.error();
+  EXPECT_EQ(out, b.expected);
 }
 
 // Encoders are used by one thread each; one model serves them all at once. Each thread's

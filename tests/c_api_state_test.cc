@@ -79,6 +79,8 @@ std::vector<uint8_t> Save(kes_session* s) {
   size_t size = 0;
   EXPECT_EQ(kes_session_save_state(s, nullptr, 0, &size), KES_BUFFER_TOO_SMALL);
   EXPECT_EQ(size, need);
+  EXPECT_EQ(std::string(kes_session_last_error(s)),
+            "buf: expected a capacity of at least " + std::to_string(need) + " bytes, found 0");
   std::vector<uint8_t> state(need);
   EXPECT_EQ(kes_session_save_state(s, state.data(), state.size(), &size), KES_OK)
       << kes_session_last_error(s);

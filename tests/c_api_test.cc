@@ -210,6 +210,9 @@ TEST_P(CApiTest, TokenizeDetokenizeIntoCallerBuffers) {
             KES_BUFFER_TOO_SMALL);
   ASSERT_GT(n, 1u);
   EXPECT_EQ(one, -1) << "a short buffer is left alone";
+  EXPECT_EQ(std::string(kes_model_last_error(model.get())),
+            "tokens: expected a capacity of at least " + std::to_string(n) +
+                " tokens, found 1");
   std::vector<int32_t> tokens(n);
   size_t n_again = 0;
   ASSERT_EQ(kes_tokenize(model.get(), text.data(), text.size(), 0, tokens.data(), n, &n_again),
@@ -221,6 +224,9 @@ TEST_P(CApiTest, TokenizeDetokenizeIntoCallerBuffers) {
   ASSERT_EQ(kes_detokenize(model.get(), tokens.data(), n, small, sizeof(small), &bytes),
             KES_BUFFER_TOO_SMALL);
   EXPECT_EQ(bytes, text.size());
+  EXPECT_EQ(std::string(kes_model_last_error(model.get())),
+            "buf: expected a capacity of at least " + std::to_string(text.size()) +
+                " bytes, found 4");
   std::string back(bytes, '\0');
   ASSERT_EQ(kes_detokenize(model.get(), tokens.data(), n, &back[0], back.size(), &bytes), KES_OK);
   EXPECT_EQ(back, text);
@@ -340,6 +346,9 @@ TEST_P(CApiTest, LogitsAndShortPieceBuffers) {
     if (s == KES_BUFFER_TOO_SMALL) {
       ++refused;
       EXPECT_EQ(Position(session.get()), position) << "no token taken";
+      EXPECT_EQ(std::string(kes_session_last_error(session.get())),
+                "piece_buf: expected a capacity of at least " + std::to_string(len) +
+                    " bytes, found 0");
       s = kes_session_next_token(session.get(), &sampled, &token, piece, len, &len);
     }
     ASSERT_EQ(s, KES_OK) << kes_session_last_error(session.get());

@@ -5,13 +5,16 @@
 // window makes several windows of a 6-second clip) everywhere, and in native builds without
 // sanitizers on the real Whisper-tiny (scripts/fetch-model.sh whisper) with language detection.
 // The speech is espeak-ng's at 22.05 kHz, as the Whisper tests have it. Also the model kinds it
-// refuses, and its argument and file errors.
+// refuses, its argument and file errors, and kes_transcriber_abort (before a call, from the
+// segment callback and from another thread).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kestrel/kestrel.h"
@@ -217,6 +220,98 @@ TEST(CApiTranscribe, ErrorsSayWhatWasExpected) {
   kes_transcriber* refused = nullptr;
   EXPECT_EQ(kes_transcriber_create(model.get(), &bad, &refused), KES_INVALID_ARGUMENT);
   EXPECT_EQ(refused, nullptr);
+}
+
+// The segment callback of a transcription that its first segment aborts.
+struct AbortAtFirstSegment {
+  kes_transcriber* t;
+  Printed printed;
+  static void Add(void* user_data, const kes_segment* s) {
+    auto& a = *static_cast<AbortAtFirstSegment*>(user_data);
+    Printed::Add(&a.printed, s);
+    if (a.printed.segments == 1) {
+      EXPECT_EQ(kes_transcriber_abort(a.t), KES_OK);
+    }
+  }
+};
+
+// An abort requested before a call stops it before its first window (no segment), with
+// KES_ABORTED and a message that names the abort; one requested during the call (here by the
+// segment callback) stops it before its next window, after the segments of those before; the
+// answer clears the request, so that the next call transcribes the whole clip again.
+TEST(CApiTranscribe, AbortStopsTheCallBeforeItsNextWindow) {
+  test::ModelPtr model = test::Open(TinyWhisper());
+  ASSERT_NE(model, nullptr);
+  test::TranscriberPtr t = Create(model.get(), 1);
+  ASSERT_NE(t, nullptr);
+  auto error = [&] { return std::string(kes_transcriber_last_error(t.get())); };
+  audio::WavInfo info;
+  std::vector<float> samples;
+  ASSERT_TRUE(audio::ReadWav(Clip(), &info, &samples).ok());
+  kes_transcribe_params params = kes_transcribe_default_params();
+  params.timestamps = 1;
+  auto transcribe = [&](kes_segment_callback callback, void* user_data) {
+    return kes_transcribe_pcm(t.get(), samples.data(), samples.size(), info.sample_rate, &params,
+                              callback, user_data);
+  };
+  Printed whole;
+  whole.timestamps = true;
+  ASSERT_EQ(transcribe(Printed::Add, &whole), KES_OK) << error();
+  ASSERT_GE(whole.segments, 2u);
+
+  ASSERT_EQ(kes_transcriber_abort(t.get()), KES_OK);
+  Printed none;
+  EXPECT_EQ(transcribe(Printed::Add, &none), KES_ABORTED);
+  EXPECT_EQ(error(), "aborted by kes_transcriber_abort");
+  EXPECT_EQ(none.segments, 0u) << "stopped before the first window";
+  ASSERT_EQ(kes_transcriber_abort(t.get()), KES_OK);
+  EXPECT_EQ(kes_transcribe_file(t.get(), Clip().c_str(), &params, Printed::Add, &none),
+            KES_ABORTED);
+  EXPECT_EQ(none.segments, 0u);
+
+  AbortAtFirstSegment first{t.get(), {}};
+  first.printed.timestamps = true;
+  EXPECT_EQ(transcribe(AbortAtFirstSegment::Add, &first), KES_ABORTED) << error();
+  EXPECT_LT(first.printed.segments, whole.segments) << "the clip's later windows were skipped";
+  EXPECT_EQ(whole.out.compare(0, first.printed.out.size(), first.printed.out), 0)
+      << "the segments before the stop are the whole run's";
+
+  Printed again;
+  again.timestamps = true;
+  ASSERT_EQ(transcribe(Printed::Add, &again), KES_OK) << error();
+  EXPECT_EQ(again.out, whole.out);
+  EXPECT_EQ(kes_transcriber_abort(nullptr), KES_INVALID_ARGUMENT);
+  EXPECT_STREQ(kes_last_error(), "transcriber is NULL");
+}
+
+// Another thread's abort stops the call under way (or, when it comes as a call ends, the next
+// one) with KES_ABORTED. TSan-able.
+TEST(CApiTranscribe, AbortFromAnotherThreadStopsTheCallUnderWay) {
+  test::ModelPtr model = test::Open(TinyWhisper());
+  ASSERT_NE(model, nullptr);
+  test::TranscriberPtr t = Create(model.get(), 1);
+  ASSERT_NE(t, nullptr);
+  audio::WavInfo info;
+  std::vector<float> samples, at_16k;
+  ASSERT_TRUE(audio::ReadWav(Clip(), &info, &samples).ok());
+  ASSERT_TRUE(audio::Resample(samples, info.sample_rate, 16000, &at_16k).ok());
+  std::atomic<bool> transcribing{false};
+  std::thread aborter([&] {
+    while (!transcribing.load()) std::this_thread::yield();
+    EXPECT_EQ(kes_transcriber_abort(t.get()), KES_OK);
+  });
+  transcribing.store(true);
+  kes_status s = KES_OK;
+  for (int calls = 0; s == KES_OK && calls < 100; ++calls) {
+    s = kes_transcribe_pcm(t.get(), at_16k.data(), at_16k.size(), 16000, nullptr, nullptr,
+                           nullptr);
+  }
+  aborter.join();
+  EXPECT_EQ(s, KES_ABORTED) << kes_transcriber_last_error(t.get());
+  EXPECT_EQ(kes_transcribe_pcm(t.get(), at_16k.data(), at_16k.size(), 16000, nullptr, nullptr,
+                               nullptr),
+            KES_OK)
+      << kes_transcriber_last_error(t.get());
 }
 
 TEST(CApiTranscribe, EachHandleTakesItsOwnKindOfModel) {

@@ -54,7 +54,8 @@ typedef enum kes_status {
   KES_BUFFER_TOO_SMALL = 5, /* a caller buffer is short; the size needed was stored */
   KES_CONTEXT_FULL = 6,     /* a prompt longer than the session's context */
   KES_OUT_OF_MEMORY = 7,
-  KES_ABORTED = 8,  /* kes_session_abort stopped the call */
+  KES_ABORTED = 8,  /* kes_session_abort (kes_encoder_abort, kes_transcriber_abort) stopped
+                       the call */
   KES_INTERNAL = 9, /* a bug: please report the message */
   KES_BAD_STATE = 10 /* a saved session state that is damaged, cut short, of another format
                         version, or saved by another model or a session of other parameters */
@@ -297,8 +298,9 @@ KES_API kes_status kes_convert(const char* src, const char* dst,
  * vectors `kestrel embed` prints, bit for bit, pooled and (when the checkpoint's pipeline ends
  * in a Normalize module, as all-MiniLM-L6-v2's does) L2-normalized as the converter recorded.
  * Its activations live in one arena, sized before anything runs. Used by one thread at a time
- * (any thread, one after another); encoders of one model are independent of each other, so
- * threads embed at once with an encoder each. */
+ * (any thread, one after another), except kes_encoder_abort, which any thread may call at any
+ * time; encoders of one model are independent of each other, so threads embed at once with an
+ * encoder each. */
 typedef struct kes_encoder kes_encoder;
 
 typedef struct kes_encoder_params {
@@ -353,14 +355,20 @@ KES_API kes_status kes_encoder_tokenize(const kes_encoder* encoder, const char* 
 KES_API kes_status kes_embed_tokens(kes_encoder* encoder, const int32_t* const* ids,
                                     const size_t* lengths, size_t n, float* out, size_t dim);
 
+/* Asks the kes_embed or kes_embed_tokens running in `encoder` (or, if none is, the next one to
+ * run) to stop before its next step of the encoder (kes_encoder_info.max_batch texts at most):
+ * it then returns KES_ABORTED, which clears the request, and the rows of out are unspecified.
+ * Any thread may call it at any time; it only sets a flag. */
+KES_API kes_status kes_encoder_abort(kes_encoder* encoder);
+
 /* ---- Transcription ------------------------------------------------------------------------ */
 
 /* Speech to text with a Whisper model, decoded as `kestrel transcribe` decodes it (faster-
  * whisper's greedy decoding: beam size 1, temperature 0), with the same text and times. Creating
  * one allocates everything (the audio encoder's and the decoder's arenas, the spectrogram of
  * recordings up to max_audio_seconds); transcribing 16 kHz samples then allocates nothing. Used
- * by one thread at a time (any thread, one after another); transcribers of one model are
- * independent of each other. */
+ * by one thread at a time (any thread, one after another), except kes_transcriber_abort, which
+ * any thread may call at any time; transcribers of one model are independent of each other. */
 typedef struct kes_transcriber kes_transcriber;
 
 typedef struct kes_transcriber_params {
@@ -429,6 +437,13 @@ KES_API kes_status kes_transcribe_pcm(kes_transcriber* transcriber, const float*
 KES_API kes_status kes_transcribe_file(kes_transcriber* transcriber, const char* wav_path,
                                        const kes_transcribe_params* params,
                                        kes_segment_callback callback, void* user_data);
+
+/* Asks the kes_transcribe_pcm or kes_transcribe_file running in `transcriber` (or, if none is,
+ * the next one to run) to stop before its next window of Whisper's (30 seconds of the
+ * recording at most): it then returns KES_ABORTED, which clears the request, after the
+ * segments of the windows before. Any thread may call it at any time, the segment callback
+ * too; it only sets a flag. */
+KES_API kes_status kes_transcriber_abort(kes_transcriber* transcriber);
 
 /* The language code of the last transcription ("en": given, detected, or the English-only
  * model's), *len bytes at *code, inside the model (valid while it is open); "" before any. */

@@ -17,7 +17,7 @@
 //    names, and their symbols in a program linked with the static library, apart from them.)
 //  - Thread safety is the C API's: a Model is immutable and its const calls may run on any
 //    number of threads at once; a Session, Encoder or Transcriber is used by one thread at a
-//    time, except Session::Abort(), which any thread may call at any time.
+//    time, except its Abort(), which any thread may call at any time.
 #ifndef KESTREL_KESTREL_HPP_
 #define KESTREL_KESTREL_HPP_
 
@@ -387,9 +387,7 @@ class Encoder {
       data[i] = texts[i].data();
       lengths[i] = texts[i].size();
     }
-    return Status::FromC(kes_embed(encoder_.get(), data.data(), lengths.data(), texts.size(), out,
-                                   dim),
-                         kes_encoder_last_error(encoder_.get()));
+    return Check(kes_embed(encoder_.get(), data.data(), lengths.data(), texts.size(), out, dim));
   }
   // The same, into a vector of texts.size() * embedding_dim floats.
   Result<std::vector<float>> Embed(const std::vector<std::string_view>& texts) {
@@ -401,6 +399,10 @@ class Encoder {
     return out;
   }
 
+  // Any thread, any time: the running Embed stops before its next step of the encoder with
+  // kAborted (kes_encoder_abort).
+  Status Abort() { return Check(kes_encoder_abort(encoder_.get())); }
+
   kes_encoder* get() { return encoder_.get(); }
 
  private:
@@ -408,6 +410,11 @@ class Encoder {
     void operator()(kes_encoder* encoder) const { kes_encoder_destroy(encoder); }
   };
   explicit Encoder(kes_encoder* encoder) : encoder_(encoder) {}
+  // The status of a call made before (as an argument, the message could be read before the
+  // call wrote it).
+  Status Check(kes_status s) const {
+    return Status::FromC(s, kes_encoder_last_error(encoder_.get()));
+  }
 
   std::unique_ptr<kes_encoder, Destroy> encoder_;
 };
@@ -446,6 +453,13 @@ class Transcriber {
         kes_transcribe_file(transcriber_.get(), wav_path.c_str(), params, &Collect, &segments);
     if (s != KES_OK) return Status::FromC(s, kes_transcriber_last_error(transcriber_.get()));
     return segments;
+  }
+
+  // Any thread, any time: the running Transcribe stops before its next window with kAborted
+  // (kes_transcriber_abort).
+  Status Abort() {
+    const kes_status s = kes_transcriber_abort(transcriber_.get());
+    return Status::FromC(s, kes_transcriber_last_error(transcriber_.get()));
   }
 
   // The language of the last transcription ("en"), "" before any.

@@ -455,6 +455,9 @@ class EncoderHandle {
     return ids;
   }
 
+  // Any thread, any time: only sets a flag (the embed under way stops before its next step).
+  void Abort() { Check(kes_encoder_abort(encoder_)); }
+
  private:
   nb::object model_ref_;  // the model outlives the encoder
   kes_encoder* encoder_ = nullptr;
@@ -518,6 +521,10 @@ class TranscriberHandle {
     Check(s);
     return {ToList(segments), Language()};
   }
+
+  // Any thread, any time: only sets a flag (the transcription under way stops before its next
+  // window).
+  void Abort() { Check(kes_transcriber_abort(transcriber_)); }
 
  private:
   static kes_transcribe_params Params(const std::optional<std::string>& language, int32_t task,
@@ -627,7 +634,8 @@ NB_MODULE(_kestrel, m) {
       .def(nb::init<nb::object, size_t>(), nb::arg("model"), nb::arg("n_threads"))
       .def("info", &EncoderHandle::Info)
       .def("embed", &EncoderHandle::Embed, nb::arg("texts"), nb::arg("out"))
-      .def("tokenize", &EncoderHandle::Tokenize, nb::arg("text"));
+      .def("tokenize", &EncoderHandle::Tokenize, nb::arg("text"))
+      .def("abort", &EncoderHandle::Abort);
 
   nb::class_<TranscriberHandle>(m, "TranscriberHandle")
       .def(nb::init<nb::object, size_t, size_t>(), nb::arg("model"), nb::arg("n_threads"),
@@ -636,5 +644,6 @@ NB_MODULE(_kestrel, m) {
            nb::arg("sample_rate"), nb::arg("language"), nb::arg("task"), nb::arg("timestamps"),
            nb::arg("previous_text"))
       .def("transcribe_file", &TranscriberHandle::File, nb::arg("path"), nb::arg("language"),
-           nb::arg("task"), nb::arg("timestamps"), nb::arg("previous_text"));
+           nb::arg("task"), nb::arg("timestamps"), nb::arg("previous_text"))
+      .def("abort", &TranscriberHandle::Abort);
 }

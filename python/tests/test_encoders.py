@@ -71,3 +71,30 @@ def test_transcribe_errors(whisper_kes, tmp_path):
         model.transcribe(np.zeros((2, 100), dtype=np.float32))
     with pytest.raises(kestrel.InvalidArgumentError, match="xx"):
         model.transcribe(np.zeros(1600, dtype=np.float32), language="xx")
+
+
+def test_abort_stops_the_next_embed_and_transcription(bert_kes, whisper_kes, tone_wav):
+    # kestrel._kestrel's abort bindings, as the session's: any thread may call them; a request
+    # made before a call stops it at its first step (window), and the call after it works.
+    from kestrel import _kestrel
+
+    model = kestrel.Model(bert_kes, n_threads=1)
+    encoder = _kestrel.EncoderHandle(model._model(), 1)
+    out = np.zeros((len(TEXTS), encoder.info()["embedding_dim"]), dtype=np.float32)
+    encoder.abort()
+    with pytest.raises(kestrel.AbortedError, match="aborted by kes_encoder_abort"):
+        encoder.embed(TEXTS, out)
+    encoder.embed(TEXTS, out)
+    assert out.view(np.uint32).tolist() == model.embed(TEXTS).view(np.uint32).tolist()
+
+    speech = kestrel.Model(whisper_kes, n_threads=1)
+    transcriber = _kestrel.TranscriberHandle(speech._model(), 1, 0)
+    transcriber.abort()
+    with pytest.raises(kestrel.AbortedError, match="aborted by kes_transcriber_abort"):
+        transcriber.transcribe_file(str(tone_wav), None, 0, False, False)
+    segments, language = transcriber.transcribe_file(str(tone_wav), None, 0, False, False)
+    expected = speech.transcribe(tone_wav)
+    assert [s[2].decode("utf-8", errors="replace") for s in segments] == [
+        s.text for s in expected
+    ]
+    assert language == "en"
