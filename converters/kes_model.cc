@@ -210,9 +210,9 @@ void PlanBuilder::KvStore(uint32_t layer, uint32_t k, uint32_t v) {
 
 void PlanBuilder::Attention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads,
                             uint32_t n_kv_heads, uint32_t head_dim, float scale,
-                            uint32_t window) {
+                            uint32_t window, float logit_softcap) {
   AddAttention(window > 0 ? fb::AttentionMask::SlidingWindow : fb::AttentionMask::Causal, window,
-               layer, q, out, n_heads, n_kv_heads, head_dim, scale);
+               layer, q, out, n_heads, n_kv_heads, head_dim, scale, logit_softcap);
 }
 
 void PlanBuilder::CrossAttention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads,
@@ -222,7 +222,7 @@ void PlanBuilder::CrossAttention(uint32_t layer, uint32_t q, uint32_t out, uint3
 
 void PlanBuilder::AddAttention(fb::AttentionMask mask, uint32_t window, uint32_t layer,
                                uint32_t q, uint32_t out, uint32_t n_heads, uint32_t n_kv_heads,
-                               uint32_t head_dim, float scale) {
+                               uint32_t head_dim, float scale, float logit_softcap) {
   fb::AttentionT params;
   params.layer = layer;
   params.n_heads = n_heads;
@@ -231,6 +231,7 @@ void PlanBuilder::AddAttention(fb::AttentionMask mask, uint32_t window, uint32_t
   params.scale = scale;
   params.mask = mask;
   params.window = window;
+  params.logit_softcap = logit_softcap;
   AddOp(std::move(params), {q}, {out}, {});
 }
 
@@ -251,9 +252,10 @@ void PlanBuilder::LayerNorm(uint32_t in, uint32_t out, uint32_t gamma, uint32_t 
   AddOp(std::move(params), {in}, {out}, {gamma, beta});
 }
 
-void PlanBuilder::Activate(fb::Activation activation, uint32_t in, uint32_t out) {
+void PlanBuilder::Activate(fb::Activation activation, uint32_t in, uint32_t out, float cap) {
   fb::ActivateT params;
   params.activation = activation;
+  params.cap = cap;
   AddOp(std::move(params), {in}, {out}, {});
 }
 

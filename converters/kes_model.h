@@ -86,9 +86,9 @@ class PlanBuilder {
   // Writes k, v [tokens, n_kv_heads * head_dim] into KV layer `layer`.
   void KvStore(uint32_t layer, uint32_t k, uint32_t v);
   // out [tokens, n_heads * head_dim] = attention of q over KV layer `layer`; window > 0 makes the
-  // mask a sliding window of that many positions.
+  // mask a sliding window of that many positions; logit_softcap > 0 soft-caps the scaled scores.
   void Attention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads, uint32_t n_kv_heads,
-                 uint32_t head_dim, float scale, uint32_t window);
+                 uint32_t head_dim, float scale, uint32_t window, float logit_softcap = 0.0f);
   // out [tokens, n_heads * head_dim] = attention of q over every key of cross-attention KV layer
   // `layer` (the encoder's positions), whatever the tokens' positions.
   void CrossAttention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads,
@@ -99,8 +99,8 @@ class PlanBuilder {
   void Add(uint32_t a, uint32_t b, uint32_t out);
   // out = LayerNorm(in) * gamma + beta, all [tokens, n]; gamma, beta [n]. out may be in.
   void LayerNorm(uint32_t in, uint32_t out, uint32_t gamma, uint32_t beta, float eps);
-  // out = activation(in), element by element, all [tokens, n]. out may be in.
-  void Activate(fb::Activation activation, uint32_t in, uint32_t out);
+  // out = activation(in), element by element, all [tokens, n]. out may be in. cap: SoftCap's.
+  void Activate(fb::Activation activation, uint32_t in, uint32_t out, float cap = 0.0f);
   // out [tokens, n_heads * head_dim]: bidirectional attention of q over k, v within each
   // sequence of the table.
   void SequenceAttention(uint32_t q, uint32_t k, uint32_t v, uint32_t sequences, uint32_t out,
@@ -117,7 +117,7 @@ class PlanBuilder {
   void AddMatMul(fb::MatMulT params, uint32_t in, uint32_t out, uint32_t weight, uint32_t bias);
   void AddAttention(fb::AttentionMask mask, uint32_t window, uint32_t layer, uint32_t q,
                     uint32_t out, uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim,
-                    float scale);
+                    float scale, float logit_softcap = 0.0f);
   template <typename Params>
   void AddOp(Params params, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs,
              std::vector<uint32_t> weights);

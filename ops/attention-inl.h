@@ -155,6 +155,19 @@ HWY_INLINE void AttentionBlockScores(const float* const* HWY_RESTRICT q, const A
   }
 }
 
+// row[j] = cap * tanh(row[j] / cap) for j < n. A scalar tail rather than whole vectors: the lanes
+// past n are not written yet.
+HWY_INLINE void AttentionSoftCap(float* HWY_RESTRICT row, size_t n, float cap) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto vcap = hn::Set(d, cap), inv_cap = hn::Set(d, 1.0f / cap);
+  size_t j = 0;
+  for (; j + N <= n; j += N) {
+    hn::Store(hn::Mul(hn::Tanh(d, hn::Mul(hn::Load(d, row + j), inv_cap)), vcap), d, row + j);
+  }
+  for (; j < n; ++j) row[j] = cap * std::tanh(row[j] * (1.0f / cap));
+}
+
 // Replaces row[0, n) (scores) by exp(row[j] - max) and returns their sum.
 HWY_INLINE float AttentionExpShifted(float* HWY_RESTRICT row, size_t n, float max) {
   const hn::ScalableTag<float> d;
@@ -289,6 +302,9 @@ HWY_INLINE void AttentionPassBlock(const AttentionArgs& a, const AttentionVisibi
   alignas(HWY_MAX_BYTES) float weights[kQueries][kAttentionMaxBlockKeys + kAttentionBlockPadding];
   float correction[kQueries];
   AttentionBlockScores<kQueries>(qb.q + first, kv, n, a.scale, weights);
+  if (a.logit_softcap > 0.0f) {
+    for (size_t i = 0; i < kQueries; ++i) AttentionSoftCap(weights[i], n, a.logit_softcap);
+  }
   const int64_t last_key = key_pos + static_cast<int64_t>(n) - 1;
   for (size_t i = 0; i < kQueries; ++i) {
     const int64_t p = qb.pos[first + i];

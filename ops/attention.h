@@ -53,6 +53,9 @@ struct AttentionArgs {
   // are rotated further, per query position, in a stack tile.
   const RopeFrequencies* sink_rope = nullptr;
   float scale = 1.0f;  // multiplies q.k before the softmax
+  // >0: each scaled score s becomes cap * tanh(s / cap) before the softmax (Gemma 2's attention
+  // logit soft-capping). 0: scores go to the softmax as they are.
+  float logit_softcap = 0.0f;
   // Keys are summed in partitions, each with a softmax state of its own, and the states are folded
   // in ascending order: the sinks form partition 0, and recent position j >= sinks is in
   // partition 1 + (j - sinks) / partition_keys. Key blocks never straddle a partition. Because the

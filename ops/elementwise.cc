@@ -114,6 +114,15 @@ void GeluErfMulPerTarget(const float* gate, const float* up, float* out, size_t 
       out, n, [](auto df, auto g, auto u) { return hn::Mul(GeluErfVec(df, g), u); }, gate, up);
 }
 
+void SoftCapPerTarget(const float* in, float* out, size_t n, float cap) {
+  MapVectors(
+      out, n,
+      [cap](auto df, auto x) {
+        return hn::Mul(hn::Tanh(df, hn::Mul(x, hn::Set(df, 1.0f / cap))), hn::Set(df, cap));
+      },
+      in);
+}
+
 void AddPerTarget(const float* a, const float* b, float* out, size_t n) {
   MapVectors(out, n, [](auto, auto x, auto y) { return hn::Add(x, y); }, a, b);
 }
@@ -168,6 +177,7 @@ HWY_EXPORT(SiluMulPerTarget);
 HWY_EXPORT(ErfPerTarget);
 HWY_EXPORT(GeluErfPerTarget);
 HWY_EXPORT(GeluErfMulPerTarget);
+HWY_EXPORT(SoftCapPerTarget);
 HWY_EXPORT(AddPerTarget);
 HWY_EXPORT(AddBiasRowsPerTarget);
 HWY_EXPORT(BiasGeluErfRowsPerTarget);
@@ -187,6 +197,9 @@ void GeluErf(const float* in, float* out, size_t n) {
 void GeluErfMul(const float* gate, const float* up, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(GeluErfMulPerTarget)(gate, up, out, n);
 }
+void SoftCap(const float* in, float* out, size_t n, float cap) {
+  HWY_DYNAMIC_DISPATCH(SoftCapPerTarget)(in, out, n, cap);
+}
 void Add(const float* a, const float* b, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(AddPerTarget)(a, b, out, n);
 }
@@ -204,6 +217,7 @@ KESTREL_DEFINE_RESOLVE(SiluMul)
 KESTREL_DEFINE_RESOLVE(Erf)
 KESTREL_DEFINE_RESOLVE(GeluErf)
 KESTREL_DEFINE_RESOLVE(GeluErfMul)
+KESTREL_DEFINE_RESOLVE(SoftCap)
 KESTREL_DEFINE_RESOLVE(Add)
 KESTREL_DEFINE_RESOLVE(AddBiasRows)
 KESTREL_DEFINE_RESOLVE(BiasGeluErfRows)

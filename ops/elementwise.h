@@ -25,6 +25,10 @@ void GeluErf(const float* in, float* out, size_t n);
 // up.
 void GeluErfMul(const float* gate, const float* up, float* out, size_t n);
 
+// out[i] = cap * tanh(in[i] / cap), cap > 0: Gemma 2's logit soft-capping, which bounds the
+// values to (-cap, cap) and leaves those much smaller than cap nearly unchanged. out may equal in.
+void SoftCap(const float* in, float* out, size_t n, float cap);
+
 // out[i] = a[i] + b[i]. out may alias a or b.
 void Add(const float* a, const float* b, float* out, size_t n);
 
@@ -45,6 +49,7 @@ decltype(&SiluMul) ResolveSiluMul();
 decltype(&Erf) ResolveErf();
 decltype(&GeluErf) ResolveGeluErf();
 decltype(&GeluErfMul) ResolveGeluErfMul();
+decltype(&SoftCap) ResolveSoftCap();
 decltype(&Add) ResolveAdd();
 decltype(&AddBiasRows) ResolveAddBiasRows();
 decltype(&BiasGeluErfRows) ResolveBiasGeluErfRows();

@@ -748,6 +748,9 @@ const std::vector<Corruption>& Corruptions() {
          DecodeOp(m, Kind::Attention).params.AsAttention()->mask = fb::AttentionMask::Causal;
        },
        {"Attention", "causal attention over a sliding-window KV layer"}},
+      {"AttentionNegativeSoftCap", Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, Kind::Attention).params.AsAttention()->logit_softcap = -1; },
+       {"Attention", "logit_softcap must be 0 (off) or positive and finite, found -1"}},
       {"MatMulLastRowIntoTokenRows", Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::MatMul).params.AsMatMul()->last_row_only = true; },
        {"last-row output must be one f32 row"}},

@@ -118,6 +118,7 @@ struct Problem {
   std::vector<float> q;       // [n_tokens, n_heads * head_dim]
   std::vector<float> k_ring;  // [capacity, n_kv_heads * head_dim]
   std::vector<float> v_ring;  // [capacity, n_kv_heads * head_dim]
+  float softcap;              // AttentionArgs::logit_softcap
 
   size_t RowWidth() const { return shape.n_heads * shape.head_dim; }
   size_t KvWidth() const { return shape.n_kv_heads * shape.head_dim; }
@@ -140,6 +141,7 @@ struct Problem {
     a.pos0 = step.pos0;
     a.window = step.window;
     a.scale = scale;
+    a.logit_softcap = softcap;
     return a;
   }
 };
@@ -155,7 +157,7 @@ float DefaultValue(int64_t pos, size_t kv_head, size_t x) {
 // Queries in [-3, 3] with scale 1/sqrt(head_dim) give scores of standard deviation about 1.
 Problem MakeProblem(const Shape& shape, const Step& step, KvFn key = DefaultKey,
                     KvFn value = DefaultValue, QueryFn query = nullptr, float scale = 0.0f) {
-  Problem pr{shape, step, scale, std::move(key), std::move(value), {}, {}, {}};
+  Problem pr{shape, step, scale, std::move(key), std::move(value), {}, {}, {}, 0.0f};
   if (pr.scale == 0.0f) pr.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
   if (!query) {
     query = [](size_t t, size_t h, size_t x) { return 3.0f * test::HashNoise(3, t, h * 4096 + x); };
@@ -225,6 +227,10 @@ std::vector<double> Reference(const Problem& pr) {
         double dot = 0.0;
         for (size_t x = 0; x < s.head_dim; ++x) dot += double{q[x]} * keys[j * s.head_dim + x];
         scores[t * n_keys + j] = double{pr.scale} * dot;
+        if (pr.softcap > 0.0f) {
+          const double cap = pr.softcap;
+          scores[t * n_keys + j] = cap * std::tanh(scores[t * n_keys + j] / cap);
+        }
       }
     }
     for (size_t t = 0; t < n_tokens; ++t) {
@@ -487,6 +493,40 @@ TEST(AttentionTest, MultiBlockWalkMatchesSingleBlock) {
     ExpectMatches(pr, ref, RunAttention(pr, 0, pr.Tasks()), 0, pr.Tasks(), log, "default blocks");
   });
   std::printf("[ blocks   ] max |multi-block - single-block| = %.3g\n", max_block_difference);
+  log.Print();
+}
+
+// Gemma 2's attention logit soft-capping: scores of up to about +-30 (queries scaled up) squashed
+// by a cap of 5, so most of them sit on the tanh's flat part, through decode, prefill, sliding
+// windows and walks of several block sizes. The uncapped softmax would give other outputs: the
+// test checks that it does, so that a kernel ignoring the cap cannot pass.
+TEST(AttentionTest, LogitSoftCapMatchesReference) {
+  RunLog log;
+  const QueryFn loud = [](size_t t, size_t h, size_t x) {
+    return 24.0f * test::HashNoise(3, t, h * 4096 + x);
+  };
+  const Step steps[] = {{1, 300, 0, 301}, {9, 1000003, 200, 208}, {37, 0, 0, 37}, {1, 70, 16, 16}};
+  for (const Shape shape : {Shape{8, 2, 64}, Shape{4, 4, 17}}) {
+    for (const Step& step : steps) {
+      Problem pr = MakeProblem(shape, step, DefaultKey, DefaultValue, loud);
+      const std::vector<double> uncapped = Reference(pr);
+      pr.softcap = 5.0f;
+      const std::vector<double> ref = Reference(pr);
+      double cap_effect = 0.0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        cap_effect = std::max(cap_effect, std::fabs(ref[i] - uncapped[i]));
+      }
+      const std::string what = Describe(shape, step) + " cap 5";
+      ASSERT_GT(cap_effect / MaxAbsValue(pr), 100 * kTolerance) << what << ": the cap must matter";
+      ForEachTarget(log, [&] {
+        for (size_t block_keys : {size_t{1}, size_t{7}, size_t{64}}) {
+          ExpectMatches(pr, ref, RunWithBlockKeys(pr, block_keys), 0, pr.Tasks(), log,
+                        (what + " blocks of " + std::to_string(block_keys)).c_str());
+        }
+        ExpectMatches(pr, ref, RunAttention(pr, 0, pr.Tasks()), 0, pr.Tasks(), log, what.c_str());
+      });
+    }
+  }
   log.Print();
 }
 

@@ -149,5 +149,39 @@ TEST(OpsElementwise, AddMatchesReference) { CheckAdd(0); }
 TEST(OpsElementwise, AddInPlaceOnA) { CheckAdd(1); }
 TEST(OpsElementwise, AddInPlaceOnB) { CheckAdd(2); }
 
+// Error bound of out = cap * T(x * fl(1 / cap)), relative to cap: fl(1 / cap) and the product
+// round twice, z = x / cap is within 2 kU relative, and T moves by (1 - T^2) |z| 2 kU <= 0.9 kU;
+// hn::Tanh is within 3 ulp (<= 3 kU absolute, |T| <= 1); the product with cap rounds once. 5 kU
+// of cap, 8 with margin.
+void CheckSoftCap(bool in_place) {
+  std::mt19937 rng(13);
+  ForEachTarget([&](const char*) {
+    for (const float cap : {30.0f, 50.0f, 0.75f}) {
+      for (size_t n : test::AwkwardSizes()) {
+        auto in = test::RandomFloats(n, -4.0f * cap, 4.0f * cap, rng);
+        const float special[] = {0.0f, -0.0f, 1e-6f, 1e30f, -1e30f, cap, -cap};
+        for (size_t i = 0; i < n; i += 5) in[i] = special[(i / 5) % std::size(special)];
+        std::vector<float> buf = in;
+        std::vector<float> out(n + 16, kSentinel);
+        float* out_ptr = in_place ? buf.data() : out.data();
+        SoftCap(buf.data(), out_ptr, n, cap);
+        for (size_t i = 0; i < n; ++i) {
+          const double want = cap * std::tanh(double{in[i]} / cap);
+          ASSERT_LE(std::fabs(out_ptr[i] - want), 8 * kU * cap)
+              << "i " << i << " in " << in[i] << " cap " << cap << " got " << out_ptr[i]
+              << " want " << want << " n " << n;
+          ASSERT_LE(std::fabs(out_ptr[i]), cap) << "i " << i << " in " << in[i];
+        }
+        if (!in_place) {
+          for (size_t i = n; i < out.size(); ++i) ASSERT_EQ(out[i], kSentinel) << "n " << n;
+        }
+      }
+    }
+  });
+}
+
+TEST(OpsElementwise, SoftCapMatchesReference) { CheckSoftCap(false); }
+TEST(OpsElementwise, SoftCapInPlace) { CheckSoftCap(true); }
+
 }  // namespace
 }  // namespace kestrel::ops

@@ -20,6 +20,7 @@ ArchitectureConverter FindArchitecture(std::string_view name);
 // Supported names, comma-separated, for error messages.
 std::string SupportedArchitectures();
 
+Status ConvertGemma2(const gguf::File& file, const ConvertOptions& options, KesModel* out);
 Status ConvertGemma3(const gguf::File& file, const ConvertOptions& options, KesModel* out);
 // GGUF architectures llama, qwen2 and qwen3.
 Status ConvertLlama(const gguf::File& file, const ConvertOptions& options, KesModel* out);

@@ -43,12 +43,14 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool
       b.RmsNorm(q, q, lw.q_norm, c.head_dim, eps);
       b.RmsNorm(k, k, lw.k_norm, c.head_dim, eps);
     }
-    b.Rope(q, c.rope_style, c.n_heads, c.head_dim, theta, freq_scale, w.rope_freqs);
-    b.Rope(k, c.rope_style, c.n_kv_heads, c.head_dim, theta, freq_scale, w.rope_freqs);
+    if (!c.no_rope[l]) {
+      b.Rope(q, c.rope_style, c.n_heads, c.head_dim, theta, freq_scale, w.rope_freqs);
+      b.Rope(k, c.rope_style, c.n_kv_heads, c.head_dim, theta, freq_scale, w.rope_freqs);
+    }
     b.KvStore(l, k, v);
     const uint32_t attn = b.Activation(p + "attn", q_dim);  // [tokens, n_heads * head_dim]
     b.Attention(l, q, attn, c.n_heads, c.n_kv_heads, c.head_dim, c.attention_scale,
-                sliding ? c.window : 0);
+                sliding ? c.window : 0, c.attn_softcap);
     const uint32_t attn_out = b.Activation(p + "attn_out", d);
     b.MatMul(attn, attn_out, lw.o);
     if (c.post_norms) b.RmsNorm(attn_out, attn_out, lw.post_attn_norm, d, eps);
@@ -74,6 +76,7 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool
   const uint32_t logits = all_logits ? b.Activation("logits", c.vocab)  // [tokens, vocab]
                                      : b.Fixed("logits", 1, c.vocab);   // [1, vocab]
   b.MatMul(final_norm, logits, w.output, PlanBuilder::kNone, !all_logits);
+  if (c.final_softcap > 0) b.Activate(fb::Activation::SoftCap, logits, logits, c.final_softcap);
   b.LogitsOutput(logits);
   return b.Finish();
 }
@@ -150,6 +153,7 @@ Status ReadDecoderConfig(const gguf::File& f, DecoderConfig* c) {
     KES_RETURN_IF_ERROR(ReadFloat(f, a + ".attention.scale", &c->attention_scale));
   }
   c->sliding.assign(c->n_layers, false);
+  c->no_rope.assign(c->n_layers, false);
   c->rope_freq_factors = f.FindTensor("rope_freqs.weight") != nullptr;
   return ReadRopeScaling(f, c);
 }

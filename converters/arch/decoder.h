@@ -5,9 +5,10 @@
 //
 // Per layer, in order (optional parts in brackets):
 //   h = attn_norm(x); q, k, v = h Wq [+ bq], h Wk [+ bk], h Wv [+ bv]; [q, k = q_norm(q), k_norm(k)]
-//   q, k = rope(q), rope(k); store k, v; a = attention(q) Wo; [a = post_attn_norm(a)]; x = x + a
+//   [q, k = rope(q), rope(k)]; store k, v; a = attention(q) Wo; [a = post_attn_norm(a)]; x = x + a
 //   h = ffn_norm(x); f = (act(h Wgate) * h Wup) Wdown; [f = post_ffn_norm(f)]; x = x + f
-// then logits = output_norm(x) Wout (Wout: output.weight, or the embedding table when tied).
+// then logits = output_norm(x) Wout (Wout: output.weight, or the embedding table when tied),
+// [logits = c tanh(logits / c)].
 #pragma once
 
 #include <cstdint>
@@ -36,8 +37,11 @@ struct DecoderConfig {
   bool rope_freq_factors = false;     // rope_freqs.weight divides the frequencies (Llama 3)
   uint32_t window = 0;                // sliding window of local layers
   std::vector<bool> sliding;          // per layer
+  std::vector<bool> no_rope;          // per layer: q, k not rotated (SmolLM3's every 4th)
   bool qk_norm = false;               // RMSNorm of q and k per head before RoPE (Gemma 3, Qwen3)
   bool post_norms = false;            // RMSNorm of the attention and FFN outputs (Gemma 2/3)
+  float attn_softcap = 0;             // > 0: scores = c tanh(scores / c) (Gemma 2)
+  float final_softcap = 0;            // > 0: logits = c tanh(logits / c) (Gemma 2)
 };
 
 inline constexpr uint32_t kNoTensor = PlanBuilder::kNone;

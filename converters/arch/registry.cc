@@ -8,10 +8,12 @@ struct Entry {
   ArchitectureConverter convert;
 };
 constexpr Entry kArchitectures[] = {
+    {"gemma2", ConvertGemma2},
     {"gemma3", ConvertGemma3},
     {"llama", ConvertLlama},
     {"qwen2", ConvertLlama},
     {"qwen3", ConvertLlama},
+    {"smollm3", ConvertLlama},
 };
 
 }  // namespace

@@ -184,6 +184,10 @@ Status Check(const OpCheck& c) {
   }
   KES_RETURN_IF_ERROR(c.Expect(std::isfinite(p.scale()) && p.scale() > 0.0f,
                                "scale must be positive and finite"));
+  KES_RETURN_IF_ERROR(c.Expect(std::isfinite(p.logit_softcap()) && p.logit_softcap() >= 0.0f, [&] {
+    return "logit_softcap must be 0 (off) or positive and finite, found " +
+           std::to_string(p.logit_softcap());
+  }));
   const uint64_t q_row = uint64_t{p.n_heads()} * p.head_dim();
   KES_RETURN_IF_ERROR(c.Activation(c.In(0), q_row, "query"));
   return c.Activation(c.Out(0), q_row, "output");
@@ -212,6 +216,7 @@ void Bind(const BindContext& b, Step* step) {
   a.context = static_cast<int64_t>(b.memory().context_length);
   a.sinks = ring.sinks;
   a.scale = p.scale();
+  a.logit_softcap = p.logit_softcap();
   a.partition_keys = ops::AttentionPartitionKeys(ring.reach);
   args.partials_kernel = ops::ResolveAttentionPartials();
   args.merge_kernel = ops::ResolveAttentionMergePartials();

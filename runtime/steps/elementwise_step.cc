@@ -1,4 +1,7 @@
 // Add, GatedActivation and Activate: element-wise over per-token inputs of one row length.
+#include <cmath>
+#include <string>
+
 #include "ops/elementwise.h"
 #include "runtime/steps/steps.h"
 
@@ -37,16 +40,25 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
 using UnaryFn = void (*)(const float* in, float* out, size_t n);
 
 struct UnaryArgs {
-  UnaryFn kernel;
+  UnaryFn kernel;  // null for SoftCap, which takes cap
+  decltype(&ops::SoftCap) softcap;
+  float cap;
   const float* in;  // [tokens, row]
   float* out;       // [tokens, row]
   size_t row;
+  size_t fixed_rows;  // > 0: in and out are fixed buffers of this many rows, whatever the step
 };
 
 void RunUnary(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
   const auto& a = *static_cast<const UnaryArgs*>(args);
+  if (a.fixed_rows > 0) n = a.fixed_rows;
   size_t b, e;
-  if (ThreadShare(n * a.row, thread, n_threads, &b, &e)) a.kernel(a.in + b, a.out + b, e - b);
+  if (!ThreadShare(n * a.row, thread, n_threads, &b, &e)) return;
+  if (a.kernel != nullptr) {
+    a.kernel(a.in + b, a.out + b, e - b);
+  } else {
+    a.softcap(a.in + b, a.out + b, e - b, a.cap);
+  }
 }
 
 // The activations that have an element-wise (not gated) kernel.
@@ -55,11 +67,26 @@ UnaryFn UnaryKernel(fb::Activation activation) {
 }
 
 Status CheckUnary(const OpCheck& c) {
-  const fb::Activation act = c.op().params_as_Activate()->activation();
-  KES_RETURN_IF_ERROR(c.Expect(UnaryKernel(act) != nullptr, [&] {
+  const fb::Activate& p = *c.op().params_as_Activate();
+  const fb::Activation act = p.activation();
+  if (act == fb::Activation::SoftCap) {
+    KES_RETURN_IF_ERROR(c.Expect(std::isfinite(p.cap()) && p.cap() > 0.0f, [&] {
+      return "SoftCap needs a positive finite cap, found " + std::to_string(p.cap());
+    }));
+  }
+  KES_RETURN_IF_ERROR(c.Expect(act == fb::Activation::SoftCap || UnaryKernel(act) != nullptr, [&] {
     return std::string("no element-wise kernel for activation ") + fb::EnumNameActivation(act);
   }));
   const uint64_t row = c.In(0).row_elems();
+  if (act == fb::Activation::SoftCap && !c.In(0).per_token()) {
+    // A fixed buffer: the logits of prefill's last row.
+    const fb::Buffer& in = c.In(0);
+    const fb::Buffer& out = c.Out(0);
+    return c.Expect(in.dtype() == fb::DType::F32 && out.dtype() == fb::DType::F32 &&
+                        !out.per_token() && out.row_elems() == row &&
+                        out.fixed_rows() == in.fixed_rows(),
+                    "SoftCap of a fixed buffer: expected f32 input and output of the same shape");
+  }
   KES_RETURN_IF_ERROR(c.Activation(c.In(0), row, "input"));
   return c.Activation(c.Out(0), row, "output");
 }
@@ -67,9 +94,12 @@ Status CheckUnary(const OpCheck& c) {
 void BindUnary(const BindContext& b, Step* step) {
   UnaryArgs a{};
   a.kernel = UnaryKernel(b.op().params_as_Activate()->activation());
+  a.softcap = ops::ResolveSoftCap();
+  a.cap = b.op().params_as_Activate()->cap();
   a.in = reinterpret_cast<const float*>(b.In(0));
   a.out = reinterpret_cast<float*>(b.Out(0));
   a.row = b.InBuffer(0).row_elems();
+  a.fixed_rows = b.InBuffer(0).per_token() ? 0 : b.InBuffer(0).fixed_rows();
   step->Set(RunUnary, Parallelism::kMultiToken, a);
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes a tiny, random-weight, Llama-family GGUF (architecture `llama`, `qwen2` or `qwen3`) for
-tests that need a whole model quickly.
+"""Writes a tiny, random-weight, Llama-family GGUF (architecture `llama`, `qwen2`, `qwen3` or
+`smollm3`) for tests that need a whole model quickly.
 
 The file has the keys and tensor names llama.cpp reads for these architectures, with the real
 layout (GGUF ne = [in, out]) but tiny sizes: 4 layers, d_model 64, 4 query heads and 2 KV heads
@@ -16,7 +16,13 @@ because their 256-value blocks do not divide rows of 64 or 160.
   --arch qwen3   Qwen2's file without the biases, with QK-norm weights blk.N.attn_q_norm /
                  attn_k_norm ([head_dim], random around 1, stored as is: Qwen3's RMSNorm has no
                  +1), attention.key_length always written, tied head as Qwen3-0.6B's.
-  --untied       a separate output.weight for qwen2 / qwen3 too (llama always has one).
+  --arch smollm3 Llama's permuted q/k (NORM RoPE) and no biases, with Llama 3's tokenizer
+                 layout: pre "llama-bpe", control tokens last; RoPE theta 5e6 and a tied head
+                 as SmolLM3-3B's. llama.cpp leaves q and k unrotated in every 4th layer (a fixed
+                 step: the file has no key for it).
+  --untied       a separate output.weight for qwen2 / qwen3 / smollm3 too (llama always has
+                 one).
+  --layers N     block_count (default 4); 8 gives smollm3 two unrotated layers (3 and 7).
   --context N    context_length (default 256)
   --merges N     BPE merges (default 320): a smaller vocabulary (256 bytes + merges + 3 control
                  tokens) keeps a logits fixture small (tests/convert_qwen3_test.cc).
@@ -49,8 +55,9 @@ The same arguments always give the same bytes.
                  d_model / 4 makes n_heads * head_dim differ from d_model (Qwen3-0.6B: 1024,
                  16 heads of 128): attn_q is [d_model -> 4 * head_dim], attn_output the reverse.
 
-usage: make_tiny_llama.py OUT.gguf [--arch llama|qwen2|qwen3] [--rope-scaling none|linear|llama3]
-                          [--seed N] [--d-model N] [--ffn N] [--head-dim N] [--f32]
+usage: make_tiny_llama.py OUT.gguf [--arch llama|qwen2|qwen3|smollm3]
+                          [--rope-scaling none|linear|llama3] [--seed N] [--layers N]
+                          [--d-model N] [--ffn N] [--head-dim N] [--f32]
                           [--untied] [--context N] [--merges N]
                           [--fake-quant LIST] [--ggml-quant LIST]
 """
@@ -70,7 +77,7 @@ N_KV_HEADS = 2
 HEAD_DIM = 16
 CONTEXT = 256
 RMS_EPS = 1e-5
-ROPE_BASE = {"llama": 10000.0, "qwen2": 1e6, "qwen3": 1e6}
+ROPE_BASE = {"llama": 10000.0, "qwen2": 1e6, "qwen3": 1e6, "smollm3": 5e6}
 LINEAR_FACTOR = 4.0
 # Llama 3 rope_scaling (HF config keys) scaled down to this model's context.
 LLAMA3_FACTOR = 8.0
@@ -235,14 +242,17 @@ def quantize(values, qtype):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
-    parser.add_argument("--arch", choices=["llama", "qwen2", "qwen3"], default="llama")
+    parser.add_argument("--arch", choices=["llama", "qwen2", "qwen3", "smollm3"],
+                        default="llama")
     parser.add_argument("--rope-scaling", choices=["none", "linear", "llama3"], default="none")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--layers", type=int, default=N_LAYERS)
     parser.add_argument("--d-model", type=int, default=D_MODEL)
     parser.add_argument("--ffn", type=int, default=FFN_DIM)
     parser.add_argument("--head-dim", type=int, default=HEAD_DIM)
     parser.add_argument("--f32", action="store_true", help="every matrix F32")
-    parser.add_argument("--untied", action="store_true", help="output.weight for qwen2/qwen3")
+    parser.add_argument("--untied", action="store_true",
+                        help="output.weight for qwen2/qwen3/smollm3")
     parser.add_argument("--merges", type=int, default=N_MERGES)
     parser.add_argument("--context", type=int, default=CONTEXT)
     parser.add_argument("--fake-quant", help="lines NAME TYPE: matrices to quantize-dequantize")
@@ -278,7 +288,7 @@ def main():
 
     w = gguf.GGUFWriter(args.out, arch)
     w.add_name(f"tiny-{arch}-random")
-    w.add_uint32(f"{arch}.block_count", N_LAYERS)
+    w.add_uint32(f"{arch}.block_count", args.layers)
     w.add_uint32(f"{arch}.embedding_length", d_model)
     w.add_uint32(f"{arch}.feed_forward_length", ffn_dim)
     w.add_uint32(f"{arch}.attention.head_count", N_HEADS)
@@ -299,7 +309,7 @@ def main():
     vocab_size = len(tokens)
     w.add_uint32(f"{arch}.vocab_size", vocab_size)
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("smollm" if arch == "llama" else "qwen2")
+    w.add_tokenizer_pre({"llama": "smollm", "smollm3": "llama-bpe"}.get(arch, "qwen2"))
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
@@ -333,7 +343,7 @@ def main():
                 ("attn_v", kv_dim, d_model), ("attn_output", d_model, q_dim),
                 ("ffn_gate", ffn_dim, d_model), ("ffn_up", ffn_dim, d_model),
                 ("ffn_down", d_model, ffn_dim)]
-    for layer in range(N_LAYERS):
+    for layer in range(args.layers):
         p = f"blk.{layer}."
         w.add_tensor(p + "attn_norm.weight", vector(d_model, 1.0, 0.1))
         w.add_tensor(p + "ffn_norm.weight", vector(d_model, 1.0, 0.1))

@@ -10,11 +10,19 @@ scripts/build-llama-cpp.sh (llama.cpp of the pinned llama-cpp-python sdist):
 (Seed 2: llama.cpp's top two logits are at least 7.8e-4 apart at every position, so the top-token
 check cannot hinge on a near-tie; seed 1 has one 1.3e-5 apart. The script prints the gap.)
 
-It writes the GGUF with tests/py/make_tiny_llama.py MAKE_ARGS (the same arguments always give
-the same bytes), compiles tests/py/llama_cpp_logits.cc against build/llama.cpp, runs it on a
-fixed text of plain English, digits, punctuation and ChatML control tokens, and keeps the first
---tokens positions. The fixture (little-endian) holds everything the test needs to rebuild the
-GGUF and score the same tokens:
+tests/data/smollm3_tiny_llama_cpp_logits.bin (tests/convert_smollm3_test.cc; top-2 gap 6.7e-3):
+
+  --make-args "--arch smollm3 --f32 --head-dim 32 --merges 64 --context 512 --layers 8 --seed 2"
+
+tests/data/gemma2_tiny_llama_cpp_logits.bin (tests/convert_gemma2_test.cc; top-2 gap 4.3e-4):
+
+  --maker make_tiny_gemma2.py --make-args "--seed 3 --final-softcap 2"
+
+It writes the GGUF with tests/py/make_tiny_llama.py MAKE_ARGS, or with --maker's script (the
+same arguments always give the same bytes), compiles tests/py/llama_cpp_logits.cc against
+build/llama.cpp, runs it on a fixed text of plain English, digits, punctuation and ChatML control
+tokens, and keeps the first --tokens positions. The fixture (little-endian) holds everything the
+test needs to rebuild the GGUF and score the same tokens:
 
   char[8] "KESLGT1\\0"
   uint32 n, then n bytes, four times: the make_tiny_llama.py arguments, the text, the
@@ -71,6 +79,8 @@ def main():
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--make-args", required=True)
     ap.add_argument("--tokens", type=int, default=300)
+    ap.add_argument("--maker", default="make_tiny_llama.py",
+                    help="the tests/py script that writes the GGUF (make_tiny_gemma2.py: Gemma 2)")
     ap.add_argument("--llama-cpp", type=Path, default=REPO / "build" / "llama.cpp")
     args = ap.parse_args()
     src, lib = args.llama_cpp / "src", args.llama_cpp / "build" / "bin"
@@ -78,7 +88,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         gguf_path, tool = tmp / "model.gguf", tmp / "llama_cpp_logits"
-        subprocess.run([sys.executable, str(REPO / "tests/py/make_tiny_llama.py"), str(gguf_path)]
+        subprocess.run([sys.executable, str(REPO / "tests/py" / args.maker), str(gguf_path)]
                        + args.make_args.split(), check=True)
         subprocess.run(["c++", "-std=c++17", "-O1", "-I", str(src / "include"),
                         "-I", str(src / "ggml/include"), str(REPO / "tests/py/llama_cpp_logits.cc"),
