@@ -39,16 +39,16 @@ bash scripts/build.sh asan
 
 # ThreadSanitizer on the threaded code: the thread pool, two sessions (and two encoders) on one
 # model from two threads, a decode step's attention split across a session's threads, the
-# tiny-model logits with 2 threads. Only these tests are built: 2 to 3.5 minutes, then 30-45 s
+# tiny-model logits with 2 threads, the abort calls from another thread. Only these tests are built: 2 to 3.5 minutes, then 30-45 s
 # of tests, measured on 2 cores that other builds kept busy (about 150 s of CPU in all). Any
 # report fails the run (halt_on_error; otherwise TSan's exit code 66 at the end would).
 tsan_start=$(date +%s)
 bash scripts/build.sh tsan thread_pool_test session_concurrency_test ops_attention_kv_test \
-  tiny_model_logits_test c_api_test c_api_embed_test
+  tiny_model_logits_test c_api_test c_api_embed_test c_api_transcribe_test
 tsan_built=$(date +%s)
 (cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   ctest --output-on-failure --timeout 900 -j "$(nproc)" \
-  -R '^(ThreadPool\.|SplitRange\.|SharedModel/SessionConcurrency\.|EncoderConcurrency\.|AttentionKvTest\.Partitions|TinyModel/TinyModelLogits\.|.*CApiTest\.(TwoSessionsOfOneModelOnTwoThreads|AbortFromAnotherThread)|CApiEmbedConcurrency\.)')
+  -R '^(ThreadPool\.|SplitRange\.|SharedModel/SessionConcurrency\.|EncoderConcurrency\.|AttentionKvTest\.Partitions|TinyModel/TinyModelLogits\.|.*CApiTest\.(TwoSessionsOfOneModelOnTwoThreads|AbortFromAnotherThread)|CApiEmbedConcurrency\.|CApiTranscribe\.AbortFromAnotherThread)')
 echo "== tsan: built in $(( tsan_built - tsan_start )) s, tests ran in $(( $(date +%s) - tsan_built )) s"
 
 # Fuzz smoke: every libFuzzer target (fuzz/: the .kes loader, GGUF conversion, Hugging Face

@@ -37,12 +37,8 @@ constexpr char kRecord[] = "tests/py/record_llama_cpp_logits.py";
 class SmolLm3Test : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    error_ = test::ReadLlamaCppLogits(kFixture, &fixture_);
-    if (!error_.empty()) return;
     gguf_ = test::ScratchPath("smollm3.gguf");
-    error_ = test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                                  "/tests/py/make_tiny_llama.py " + gguf_ + " " +
-                                  fixture_.make_args);
+    error_ = test::ReadLlamaCppLogitsAndModel(kFixture, "make_tiny_llama.py", gguf_, &fixture_);
   }
   static void TearDownTestSuite() { std::remove(gguf_.c_str()); }
 

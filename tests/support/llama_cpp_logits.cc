@@ -72,6 +72,14 @@ std::string ReadLlamaCppLogits(const std::string& path, LlamaCppLogits* f) {
   return r.AtEnd() ? "" : path + ": bytes after the last row";
 }
 
+std::string ReadLlamaCppLogitsAndModel(const std::string& path, const std::string& maker,
+                                       const std::string& gguf, LlamaCppLogits* f) {
+  const std::string error = ReadLlamaCppLogits(path, f);
+  if (!error.empty()) return error;
+  return RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR + "/tests/py/" +
+                        maker + " " + gguf + " " + f->make_args);
+}
+
 uint64_t Fnv1a64(const std::vector<uint8_t>& bytes) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (uint8_t b : bytes) h = (h ^ b) * 0x100000001b3ull;

@@ -24,6 +24,11 @@ std::string ReadLlamaCppLogits(const std::string& path, LlamaCppLogits* f);
 
 uint64_t Fnv1a64(const std::vector<uint8_t>& bytes);
 
+// Reads the fixture at path and writes the tiny model it was recorded from to gguf with
+// tests/py/<maker> and the fixture's arguments: "" or what went wrong.
+std::string ReadLlamaCppLogitsAndModel(const std::string& path, const std::string& maker,
+                                       const std::string& gguf, LlamaCppLogits* f);
+
 struct LogitAgreement {
   double kl_mean = 0, kl_max = 0, logit_diff_max = 0;
   int top_differ = 0;
