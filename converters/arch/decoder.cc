@@ -111,6 +111,27 @@ Status ReadFloat(const gguf::File& f, const std::string& key, float* out) {
 
 }  // namespace
 
+Status ReadSlidingLayers(const gguf::File& f, int64_t default_pattern, DecoderConfig* c) {
+  const std::string key = c->arch + ".attention.sliding_window_pattern";
+  gguf::ValueType type;
+  if (f.Has(key) && f.GetType(key, &type).ok() && type == gguf::ValueType::ARRAY) {
+    std::vector<int64_t> flags;
+    KES_RETURN_IF_ERROR(f.GetIntArray(key, &flags));
+    KES_CHECK_OR_RETURN(flags.size() == c->n_layers,
+                        key + ": expected one flag per layer (" + std::to_string(c->n_layers) +
+                            "), found " + std::to_string(flags.size()));
+    for (uint32_t l = 0; l < c->n_layers; ++l) c->sliding[l] = flags[l] != 0;
+    return OkStatus();
+  }
+  int64_t pattern = default_pattern;
+  if (f.Has(key)) {
+    KES_RETURN_IF_ERROR(f.GetInt(key, &pattern));
+    KES_CHECK_OR_RETURN(pattern >= 1, key + " must be >= 1");
+  }
+  for (uint32_t l = 0; l < c->n_layers; ++l) c->sliding[l] = (l % pattern) != (pattern - 1);
+  return OkStatus();
+}
+
 Status ReadDecoderConfig(const gguf::File& f, DecoderConfig* c) {
   const std::string& a = c->arch;
   KES_RETURN_IF_ERROR(GetDimension(f, a + ".block_count", 1024, &c->n_layers));

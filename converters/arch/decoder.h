@@ -69,6 +69,11 @@ struct DecoderWeights {
 // passes allow_scaling). attention_scale defaults to 1/sqrt(head_dim), all layers global.
 Status ReadDecoderConfig(const gguf::File& file, DecoderConfig* config);
 
+// config->sliding from <arch>.attention.sliding_window_pattern: one flag per layer (an array),
+// or a period N whose every Nth layer is global (default_pattern when the key is absent: Gemma 2
+// alternates, 2; Gemma 3 has five sliding layers per global one, 6).
+Status ReadSlidingLayers(const gguf::File& file, int64_t default_pattern, DecoderConfig* config);
+
 // Imports token_embd, output_norm, output (or ties it to token_embd when absent) and every
 // layer's blk.N.* tensors: the ones every decoder has, plus attn_q/k/v biases when the file has
 // them, attn_q_norm/attn_k_norm with config.qk_norm, post_attention_norm/post_ffw_norm with

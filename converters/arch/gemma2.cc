@@ -15,29 +15,6 @@
 namespace kestrel {
 namespace {
 
-// llama.cpp's load_swa_pattern(ml, 2): a per-layer flag array, or a period n whose last layer of
-// each period is global.
-Status ReadSlidingLayers(const gguf::File& f, DecoderConfig* c) {
-  const std::string key = "gemma2.attention.sliding_window_pattern";
-  gguf::ValueType type;
-  if (f.Has(key) && f.GetType(key, &type).ok() && type == gguf::ValueType::ARRAY) {
-    std::vector<int64_t> flags;
-    KES_RETURN_IF_ERROR(f.GetIntArray(key, &flags));
-    KES_CHECK_OR_RETURN(flags.size() == c->n_layers,
-                        key + ": expected one flag per layer (" + std::to_string(c->n_layers) +
-                            "), found " + std::to_string(flags.size()));
-    for (uint32_t l = 0; l < c->n_layers; ++l) c->sliding[l] = flags[l] != 0;
-    return OkStatus();
-  }
-  int64_t pattern = 2;
-  if (f.Has(key)) {
-    KES_RETURN_IF_ERROR(f.GetInt(key, &pattern));
-    KES_CHECK_OR_RETURN(pattern >= 1, key + " must be >= 1");
-  }
-  for (uint32_t l = 0; l < c->n_layers; ++l) c->sliding[l] = (l % pattern) != (pattern - 1);
-  return OkStatus();
-}
-
 // A soft-cap from the file, or llama.cpp's default when it has none; 0 turns it off.
 Status ReadSoftCap(const gguf::File& f, const std::string& key, double fallback, float* out) {
   double v = fallback;
@@ -58,7 +35,7 @@ Status ConvertGemma2(const gguf::File& f, const ConvertOptions& options, KesMode
   if (f.Has("gemma2.attention.sliding_window")) {
     KES_RETURN_IF_ERROR(GetDimension(f, "gemma2.attention.sliding_window", 1 << 24, &c.window));
   }
-  KES_RETURN_IF_ERROR(ReadSlidingLayers(f, &c));
+  KES_RETURN_IF_ERROR(ReadSlidingLayers(f, 2, &c));
   double theta_local = c.rope_theta;
   if (f.Has("gemma2.rope.freq_base_swa")) {
     KES_RETURN_IF_ERROR(f.GetFloat("gemma2.rope.freq_base_swa", &theta_local));

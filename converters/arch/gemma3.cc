@@ -10,37 +10,13 @@
 #include "converters/arch/decoder.h"
 
 namespace kestrel {
-namespace {
-
-Status ReadSlidingLayers(const gguf::File& f, DecoderConfig* c) {
-  const std::string key = c->arch + ".attention.sliding_window_pattern";
-  gguf::ValueType type;
-  if (f.Has(key) && f.GetType(key, &type).ok() && type == gguf::ValueType::ARRAY) {
-    std::vector<int64_t> flags;
-    KES_RETURN_IF_ERROR(f.GetIntArray(key, &flags));
-    KES_CHECK_OR_RETURN(flags.size() == c->n_layers,
-                        key + ": expected one flag per layer (" + std::to_string(c->n_layers) +
-                            "), found " + std::to_string(flags.size()));
-    for (uint32_t l = 0; l < c->n_layers; ++l) c->sliding[l] = flags[l] != 0;
-    return OkStatus();
-  }
-  int64_t pattern = 6;
-  if (f.Has(key)) {
-    KES_RETURN_IF_ERROR(f.GetInt(key, &pattern));
-    KES_CHECK_OR_RETURN(pattern >= 1, key + " must be >= 1");
-  }
-  for (uint32_t l = 0; l < c->n_layers; ++l) c->sliding[l] = (l % pattern) != (pattern - 1);
-  return OkStatus();
-}
-
-}  // namespace
 
 Status ConvertGemma3(const gguf::File& f, const ConvertOptions& options, KesModel* m) {
   DecoderConfig c;
   c.arch = "gemma3";
   KES_RETURN_IF_ERROR(ReadDecoderConfig(f, &c));
   KES_RETURN_IF_ERROR(GetDimension(f, "gemma3.attention.sliding_window", 1 << 24, &c.window));
-  KES_RETURN_IF_ERROR(ReadSlidingLayers(f, &c));
+  KES_RETURN_IF_ERROR(ReadSlidingLayers(f, 6, &c));
   // llama.cpp's default for Gemma 3's local layers when the file does not say.
   double theta_local = 10000.0;
   if (f.Has("gemma3.rope.freq_base_swa")) {
