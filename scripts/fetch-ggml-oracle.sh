@@ -2,7 +2,7 @@
 # Builds ggml's own quantizers as a shared library, the oracle the K-quant tests compare the
 # converter against bit for bit (tests/py/ggml_oracle.py calls ggml_quantize_chunk, the function
 # llama_model_quantize calls per tensor). The source is llama.cpp's, from the llama-cpp-python
-# sdist pinned below (the same llama.cpp README's comparisons use). Only ggml-base is built
+# sdist pinned below (the llama.cpp that docs/performance.md's comparisons use). Only ggml-base is built
 # (ggml.c and ggml-quants.c: the reference quantizers, no CPU backend), for plain x86-64 / the
 # host's baseline (GGML_NATIVE=OFF), so no FMA or F16C instruction enters the oracle.
 #

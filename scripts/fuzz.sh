@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets (fuzz/, README "Fuzzing"), libFuzzer's own output on the terminal:
+# Runs the libFuzzer targets (fuzz/, docs/fuzzing.md), libFuzzer's own output on the terminal:
 #   scripts/fuzz.sh [--jobs N] [TARGET|all] [SECONDS]
 # TARGET: kes_loader, gguf_convert, hf_checkpoint, tokenizer, ct2_model or all (default); SECONDS per
 # target (default 60). --jobs N runs N targets at once, each line prefixed with its target.

@@ -18,7 +18,7 @@
 #   armv7 (NEON, chosen at compile time): the same suite, which includes the refusal to start
 #            on a CPU without NEON or VFPv4, the static board binaries also on an ARMv6 one
 #            (tests/armv7_without_neon_test.sh).
-# Then it builds the static board binaries the README describes (scripts/build-board.sh) and
+# Then it builds the static board binaries docs/boards.md describes (scripts/build-board.sh) and
 # runs them (`kestrel run` and `kestrel bench`) on the tiny model, with no ARM libraries on the
 # library path, and the armv7 ones on CPUs without NEON or VFPv4, which they must refuse.
 # Needs scripts/install-deps.sh --cross, and the native Release build's tests run first: the
@@ -97,7 +97,7 @@ for arch in aarch64 armv7; do
   echo "== $arch: tests ran in $(( $(date +%s) - start )) s"
 done
 
-# The README's board binaries: statically linked, run here with nothing but the emulator.
+# The board binaries (docs/boards.md): statically linked, run here with nothing but the emulator.
 tiny=build/release/test-tmp/reference/tiny.kes
 for board in "aarch64 -mcpu=cortex-a76 qemu-aarch64" "armv7 -mtune=cortex-a7 qemu-arm"; do
   read -r arch flags emu <<< "$board"

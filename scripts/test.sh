@@ -53,8 +53,8 @@ echo "== tsan: built in $(( tsan_built - tsan_start )) s, tests ran in $(( $(dat
 
 # Fuzz smoke: every libFuzzer target (fuzz/: the .kes loader, GGUF conversion, Hugging Face
 # checkpoints, tokenizers, CTranslate2 model.bin) for 60 s from its seed corpus, all five at once
-# on the two cores, so they take one minute (scripts/fuzz.sh; longer runs by hand, README
-# "Fuzzing"). Any crash, leak or sanitizer report fails the run.
+# on the two cores, so they take one minute (scripts/fuzz.sh; longer runs by hand,
+# docs/fuzzing.md). Any crash, leak or sanitizer report fails the run.
 fuzz_start=$(date +%s)
 bash scripts/fuzz.sh --jobs 5 all 60
 echo "== fuzz: built and ran in $(( $(date +%s) - fuzz_start )) s"
