@@ -337,6 +337,21 @@ struct K4LaneTables {
 };
 inline constexpr K4LaneTables kK4Lanes;
 
+// Two consecutive Q4_K / Q5_K records (32 bytes) unpacked: per 128-bit lane, one row's 8 scales
+// (bytes 0-7) and 8 mins (8-15), as bytes.
+HWY_INLINE __m256i K4PairBytes(const uint8_t* HWY_RESTRICT two_records) {
+  const auto table = [](const uint8_t* bytes) {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes));
+  };
+  const __m256i records = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(two_records));
+  const __m256i low = _mm256_shuffle_epi8(records, table(kK4Lanes.low_source));
+  const __m256i high = _mm256_shuffle_epi8(records, table(kK4Lanes.high_source));
+  return _mm256_or_si256(
+      _mm256_or_si256(_mm256_and_si256(low, table(kK4Lanes.low_mask)),
+                      _mm256_and_si256(_mm256_srli_epi16(low, 4), table(kK4Lanes.nibble_mask))),
+      _mm256_and_si256(_mm256_srli_epi16(high, 2), table(kK4Lanes.high_mask)));
+}
+
 #if HWY_TARGET == HWY_AVX3_DL
 // Q4_K / Q5_K: the four records of a full group's block (16 bytes each: d, dmin, then the 12
 // bytes of 6-bit scales and mins that ScaleMinK4 unpacks) decoded together with byte permutes,
@@ -425,23 +440,12 @@ HWY_INLINE void GroupScaleRows(const uint8_t* HWY_RESTRICT rec, __m256 lo[4], __
     hi[2] = _mm512_castps512_ps256(g.min23);
     hi[3] = _mm512_extractf32x8_ps(g.min23, 1);
 #else
-    const auto table = [](const uint8_t* bytes) {
-      return _mm256_load_si256(reinterpret_cast<const __m256i*>(bytes));
-    };
     const auto widen = [](__m128i bytes, float factor) {
       return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)),
                            _mm256_set1_ps(factor));
     };
     for (int pair = 0; pair < 2; ++pair) {
-      const __m256i records =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + 32 * pair));
-      const __m256i low = _mm256_shuffle_epi8(records, table(kK4Lanes.low_source));
-      const __m256i high = _mm256_shuffle_epi8(records, table(kK4Lanes.high_source));
-      const __m256i bytes = _mm256_or_si256(
-          _mm256_or_si256(
-              _mm256_and_si256(low, table(kK4Lanes.low_mask)),
-              _mm256_and_si256(_mm256_srli_epi16(low, 4), table(kK4Lanes.nibble_mask))),
-          _mm256_and_si256(_mm256_srli_epi16(high, 2), table(kK4Lanes.high_mask)));
+      const __m256i bytes = K4PairBytes(rec + 32 * pair);
       for (int half = 0; half < 2; ++half) {
         const int r = 2 * pair + half;
         const __m128i row =
@@ -716,6 +720,9 @@ HWY_NOINLINE void BlocksTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const BlockL
   }
 }
 
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+#include "ops/matmul_blocks_super_avx2-inl.h"
+#endif
 #if HWY_TARGET == HWY_AVX3_DL
 #include "ops/matmul_blocks_decode_vnni-inl.h"
 #include "ops/matmul_blocks_decode_lowbit_vnni-inl.h"
@@ -888,8 +895,19 @@ struct BlockGroups {
   size_t k, x_row_bytes, n_out;
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // Every token's activations have one scale per super-block (KQuantSuperTile4xN_Avx2).
+  bool super_activations = false;
+
   template <size_t kTokens>
   void TileX86(size_t r, const uint8_t* x, float* y) const {
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+    if constexpr (kTokens <= 4 && PreferredActivationScaleBlock(T) == kGgmlSuperBlockElems) {
+      if (super_activations) {
+        KQuantSuperTile4xN_Avx2<T, kTokens>(w, layout, r, x, x_row_bytes, k, y + r, n_out);
+        return;
+      }
+    }
+#endif
     if constexpr (kTokens == kX86TokenTile) {
       BlocksTile4xN_Avx2<T, kTokens>(w, layout, r, x, x_row_bytes, k, y + r, n_out);
     } else {
@@ -920,7 +938,13 @@ template <GgmlBlockType T>
 void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                        size_t row_begin, size_t row_end) {
-  const BlockGroups<T> groups{w, BlockLayout(T, n_out, k), k, Q8ActRowBytes(k), n_out};
+  BlockGroups<T> groups{w, BlockLayout(T, n_out, k), k, Q8ActRowBytes(k), n_out};
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+  if constexpr (PreferredActivationScaleBlock(T) == kGgmlSuperBlockElems) {
+    groups.super_activations =
+        OneActivationScalePerSuperBlock(x, groups.x_row_bytes, n_tokens, k);
+  }
+#endif
   MatMulGroupTiles(groups, x, y, n_tokens, row_begin, row_end);
 }
 
