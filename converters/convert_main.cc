@@ -36,9 +36,12 @@ std::string HelpLines(const std::string& text) {
 
 const char kUsageHead[] =
     "usage: kestrel-convert INPUT OUTPUT.kes [options]\n"
-    "INPUT is a GGUF file (decoders: Gemma 3, Llama, Qwen2) or a Hugging Face checkpoint folder\n"
-    "(config.json, model.safetensors, tokenizer files; encoders: BERT, with the\n"
-    "sentence-transformers pooling and normalization when the folder has them).\n"
+    "INPUT is one of:\n"
+    "  a GGUF file of a decoder (gemma3, gemma2, llama, qwen2, qwen3, smollm3);\n"
+    "  a Hugging Face BERT encoder folder (config.json, model.safetensors, tokenizer files,\n"
+    "    with the sentence-transformers pooling and normalization when the folder has them);\n"
+    "  a Whisper folder: CTranslate2 (model.bin, as faster-whisper runs it) or Hugging Face\n"
+    "    (config.json, model.safetensors, tokenizer.json).\n"
     "  --weights keep|f32|f16|bf16|q8|q4|q4_k_m|q4_k|q5_k|q6_k\n";
 
 const char kUsageTail[] =
