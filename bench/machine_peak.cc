@@ -19,7 +19,7 @@
 #include <hwy/aligned_allocator.h>
 #include <hwy/highway.h>
 
-#include "ops/dispatch.h"
+#include "ops/simd_helpers-inl.h"
 #include "ops/weight_prefetch.h"
 
 #if defined(__aarch64__)

@@ -11,7 +11,7 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
-#include "ops/dispatch.h"
+#include "ops/simd_helpers-inl.h"
 #include "ops/exp2-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -214,9 +214,7 @@ void BiasGeluErfRows(float* y, size_t stride, size_t rows, const float* bias,
 
 KESTREL_DEFINE_RESOLVE(GeluTanhMul)
 KESTREL_DEFINE_RESOLVE(SiluMul)
-KESTREL_DEFINE_RESOLVE(Erf)
 KESTREL_DEFINE_RESOLVE(GeluErf)
-KESTREL_DEFINE_RESOLVE(GeluErfMul)
 KESTREL_DEFINE_RESOLVE(SoftCap)
 KESTREL_DEFINE_RESOLVE(Add)
 KESTREL_DEFINE_RESOLVE(AddBiasRows)

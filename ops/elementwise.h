@@ -46,9 +46,7 @@ void BiasGeluErfRows(float* y, size_t stride, size_t rows, const float* bias,
 // Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
 decltype(&GeluTanhMul) ResolveGeluTanhMul();
 decltype(&SiluMul) ResolveSiluMul();
-decltype(&Erf) ResolveErf();
 decltype(&GeluErf) ResolveGeluErf();
-decltype(&GeluErfMul) ResolveGeluErfMul();
 decltype(&SoftCap) ResolveSoftCap();
 decltype(&Add) ResolveAdd();
 decltype(&AddBiasRows) ResolveAddBiasRows();

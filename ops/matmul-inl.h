@@ -25,7 +25,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
-#include "ops/dispatch.h"
+#include "ops/simd_helpers-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kestrel::ops {

@@ -29,7 +29,7 @@
 #endif
 
 #include "ops/block_layout.h"
-#include "ops/dispatch.h"
+#include "ops/simd_helpers-inl.h"
 #include "ops/matmul_blocks_dotprod.h"
 #include "ops/matmul_blocks_i8mm.h"
 #include "ops/matmul_quant_dotprod.h"

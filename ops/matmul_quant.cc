@@ -27,7 +27,7 @@
 #include <immintrin.h>
 #endif
 
-#include "ops/dispatch.h"
+#include "ops/simd_helpers-inl.h"
 #include "ops/matmul_quant_dotprod.h"
 #include "ops/matmul_quant_i8mm.h"
 #include "ops/quant_layout.h"

@@ -10,7 +10,7 @@
 
 #include <hwy/highway.h>
 
-#include "ops/dispatch.h"
+#include "ops/simd_helpers-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kestrel::ops {

@@ -1,7 +1,7 @@
 // One entry per op kind of the plan contract (schema/kestrel.fbs, union OpParams): how many
 // operands it takes, how a plan's use of it is checked against the model (once, at load), and
 // how it is bound to a kernel and to resolved arena and weight pointers (once, at session
-// creation). Each kind lives in runtime/steps/<op>_step.cc; runtime/op_table.cc lists them.
+// creation). Each kind lives in runtime/steps/<op>_step.cc; runtime/steps/op_table.cc lists them.
 //
 // Running a bound step is a call through Step::run with no lookups or dtype switches: bind picks
 // the kernel for the operands' dtypes and stores the op's resolved arguments in Step::args.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The x86 kernels' int8 dot products must use the EVEX (AVX-512 VNNI) encoding of vpdpbusd:
 # Highway 1.0.3's AVX3_DL target lets GCC emit the VEX (AVX-VNNI) one, which Ice Lake and Zen 4
-# do not have (ops/dispatch.h, DotBytesAccumulate). This disassembles the kernels' library and
+# do not have (ops/simd_helpers-inl.h, DotBytesAccumulate). This disassembles the kernels' library and
 # fails on any VEX-encoded VNNI instruction, or when no EVEX vpdpbusd is there at all (the
 # AVX3_DL kernels were not built).
 #   no_vex_vnni_test.sh LIBRARY

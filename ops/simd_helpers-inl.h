@@ -6,11 +6,11 @@
 // Include after hwy/highway.h from a file compiled per target (foreach_target.h): the toggle
 // guard below lets each target's pass re-include this file.
 
-#if defined(KESTREL_OPS_DISPATCH_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef KESTREL_OPS_DISPATCH_H_
-#undef KESTREL_OPS_DISPATCH_H_
+#if defined(KESTREL_OPS_SIMD_HELPERS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KESTREL_OPS_SIMD_HELPERS_INL_H_
+#undef KESTREL_OPS_SIMD_HELPERS_INL_H_
 #else
-#define KESTREL_OPS_DISPATCH_H_
+#define KESTREL_OPS_SIMD_HELPERS_INL_H_
 #endif
 
 #include <cstring>
@@ -139,4 +139,4 @@ HWY_INLINE float SumOfSquares(DF df, const float* HWY_RESTRICT x, size_t n) {
 }  // namespace kestrel::ops
 HWY_AFTER_NAMESPACE();
 
-#endif  // KESTREL_OPS_DISPATCH_H_ toggle
+#endif  // KESTREL_OPS_SIMD_HELPERS_INL_H_ toggle
