@@ -21,37 +21,17 @@
 
 #include "runtime/model.h"
 #include "runtime/session.h"
-#include "tests/support/llama_cpp_logits.h"
+#include "tests/support/llama_cpp_arch_test.h"
 #include "tests/support/test_support.h"
 
 namespace kestrel {
 namespace {
 
-using test::Describe;
-using test::ProcessResult;
+constexpr char kArch[] = "gemma2";
+constexpr char kMaker[] = "make_tiny_gemma2.py";
 
-const char kFixture[] = KESTREL_SOURCE_DIR "/tests/data/gemma2_tiny_llama_cpp_logits.bin";
-constexpr char kRecord[] = "tests/py/record_llama_cpp_logits.py --maker make_tiny_gemma2.py";
-
-class Gemma2Test : public ::testing::Test {
+class Gemma2Test : public test::LlamaCppArchTest<kArch, kMaker> {
  protected:
-  static void SetUpTestSuite() {
-    gguf_ = test::ScratchPath("gemma2.gguf");
-    error_ = test::ReadLlamaCppLogitsAndModel(kFixture, "make_tiny_gemma2.py", gguf_, &fixture_);
-  }
-  static void TearDownTestSuite() { std::remove(gguf_.c_str()); }
-
-  // Converts gguf (f32 weights) and opens it.
-  static void Open(const std::string& gguf, std::unique_ptr<Model>* model) {
-    const std::string kes = test::ScratchPath("gemma2.kes");
-    const ProcessResult r = test::Convert({gguf, kes, "--weights", "f32"});
-    ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
-    const Status opened = Model::Open(kes, model);
-    std::remove(kes.c_str());
-    ASSERT_TRUE(opened.ok()) << opened.message();
-    ASSERT_EQ((*model)->vocab_size(), fixture_.vocab);
-  }
-
   // The fixture's GGUF with one key changed, scored over every position.
   static void ScoreEdited(const std::string& set, test::LogitAgreement* out) {
     const std::string edited = test::ScratchPath("gemma2-edited.gguf");
@@ -60,44 +40,21 @@ class Gemma2Test : public ::testing::Test {
                                    set),
               "");
     std::unique_ptr<Model> model;
-    Open(edited, &model);
+    OpenF32(edited, &model);
     std::remove(edited.c_str());
     if (model == nullptr) return;
     std::vector<float> ours;
     ASSERT_EQ(test::ScoreAll(*model, fixture_.tokens, 2, 512, &ours), "");
     *out = test::CompareWithLlamaCpp(fixture_, ours, 0, fixture_.n_tokens);
   }
-
-  static std::string error_, gguf_;
-  static test::LlamaCppLogits fixture_;
 };
-std::string Gemma2Test::error_, Gemma2Test::gguf_;
-test::LlamaCppLogits Gemma2Test::fixture_;
 
 TEST_F(Gemma2Test, LogitsMatchLlamaCpp) {
   ASSERT_EQ(error_, "");
-  const test::LlamaCppLogits& f = fixture_;
-  ASSERT_EQ(test::Fnv1a64(test::ReadBytes(gguf_)), f.gguf_hash)
-      << "make_tiny_gemma2.py " << f.make_args << " no longer writes the GGUF the fixture was "
-      << "recorded from; record it again with " << kRecord;
   std::unique_ptr<Model> model;
-  Open(gguf_, &model);
+  OpenF32(gguf_, &model);
   ASSERT_NE(model, nullptr);
-
-  std::vector<int32_t> ids;
-  ASSERT_TRUE(model->tokenizer().Encode(f.text, false, true, &ids).ok());
-  ASSERT_EQ(ids.size(), f.text_tokens);
-  ids.resize(f.n_tokens);
-  ASSERT_EQ(ids, f.tokens);
-
-  std::vector<float> ours;
-  ASSERT_EQ(test::ScoreAll(*model, f.tokens, 2, 512, &ours), "");
-  const test::LogitAgreement a = test::CompareWithLlamaCpp(f, ours, 0, f.n_tokens);
-  std::printf("gemma2 vs llama.cpp (%s), score plan: %u positions, mean KL %.3g, max KL %.3g, "
-              "top token differs at %d\n",
-              f.provenance.c_str(), f.n_tokens, a.kl_mean, a.kl_max, a.top_differ);
-  EXPECT_LT(a.kl_mean, 1e-5);
-  EXPECT_EQ(a.top_differ, 0);
+  ExpectMatchesLlamaCpp(*model);
 }
 
 // Prefill of the first half, then one decode step per token: the prefill and decode plans, whose
@@ -106,7 +63,7 @@ TEST_F(Gemma2Test, PrefillAndDecodeMatchLlamaCpp) {
   ASSERT_EQ(error_, "");
   const test::LlamaCppLogits& f = fixture_;
   std::unique_ptr<Model> model;
-  Open(gguf_, &model);
+  OpenF32(gguf_, &model);
   ASSERT_NE(model, nullptr);
   SessionOptions options;
   options.context_length = 512;

@@ -1,0 +1,77 @@
+// The fixture the architecture tests (tests/convert_<arch>_test.cc) share: llama.cpp's recorded
+// logits for a tiny random model (tests/data/<arch>_tiny_llama_cpp_logits.bin), the model's GGUF
+// made again once per suite by tests/py/<maker>, its conversion with f32 weights, and the check
+// every architecture must pass against llama.cpp: the GGUF is the one the logits were recorded
+// from, Kestrel's tokenizer gives llama.cpp's ids, and the score plan's logits have a mean
+// KL(llama.cpp || Kestrel) below 1e-5 nats with the same top token at every position.
+// Header-only: the support library does not link GoogleTest.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/model.h"
+#include "tests/support/llama_cpp_logits.h"
+#include "tests/support/test_support.h"
+
+namespace kestrel::test {
+
+// kArch names the fixture file and the scratch files; kMaker is the tests/py script that writes
+// the tiny model (with the fixture's own arguments).
+template <const char* kArch, const char* kMaker>
+class LlamaCppArchTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    gguf_ = ScratchPath(std::string(kArch) + ".gguf");
+    error_ = ReadLlamaCppLogitsAndModel(
+        std::string(KESTREL_SOURCE_DIR "/tests/data/") + kArch + "_tiny_llama_cpp_logits.bin",
+        kMaker, gguf_, &fixture_);
+  }
+  static void TearDownTestSuite() { std::remove(gguf_.c_str()); }
+
+  // gguf converted with --weights f32 and opened; *model stays null on a failure (reported).
+  static void OpenF32(const std::string& gguf, std::unique_ptr<Model>* model) {
+    const std::string kes = ScratchPath(std::string(kArch) + ".kes");
+    const ProcessResult r = Convert({gguf, kes, "--weights", "f32"});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
+    const Status opened = Model::Open(kes, model);
+    std::remove(kes.c_str());
+    ASSERT_TRUE(opened.ok()) << opened.message();
+    ASSERT_EQ((*model)->vocab_size(), fixture_.vocab);
+  }
+
+  // The fixture's GGUF, the tokenizer's ids and the score plan's logits against llama.cpp's.
+  static void ExpectMatchesLlamaCpp(const Model& model) {
+    const LlamaCppLogits& f = fixture_;
+    const std::string maker = kMaker;
+    ASSERT_EQ(Fnv1a64(ReadBytes(gguf_)), f.gguf_hash)
+        << maker << " " << f.make_args << " no longer writes the GGUF the fixture was recorded "
+        << "from; record it again with tests/py/record_llama_cpp_logits.py"
+        << (maker == "make_tiny_llama.py" ? "" : " --maker " + maker);
+    std::vector<int32_t> ids;
+    ASSERT_TRUE(model.tokenizer().Encode(f.text, false, true, &ids).ok());
+    ASSERT_EQ(ids.size(), f.text_tokens);
+    ids.resize(f.n_tokens);
+    ASSERT_EQ(ids, f.tokens);
+
+    std::vector<float> ours;
+    ASSERT_EQ(ScoreAll(model, f.tokens, 2, 512, &ours), "");
+    const LogitAgreement a = CompareWithLlamaCpp(f, ours, 0, f.n_tokens);
+    std::printf("%s vs llama.cpp (%s), score plan: %u positions, mean KL %.3g, max KL %.3g, "
+                "max |logit diff| %.3g, top token differs at %d\n",
+                kArch, f.provenance.c_str(), f.n_tokens, a.kl_mean, a.kl_max, a.logit_diff_max,
+                a.top_differ);
+    EXPECT_LT(a.kl_mean, 1e-5);
+    EXPECT_EQ(a.top_differ, 0) << a.first_differences;
+  }
+
+  static inline std::string error_, gguf_;
+  static inline LlamaCppLogits fixture_;
+};
+
+}  // namespace kestrel::test
