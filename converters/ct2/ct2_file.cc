@@ -105,26 +105,12 @@ size_t DTypeBytes(DType t) {
 }
 
 Status File::Open(const std::string& path, std::unique_ptr<File>* out) {
-  std::unique_ptr<File> file(new File());
-  file->path_ = path;
-  KES_RETURN_IF_ERROR(MappedFile::Open(path, &file->mapping_));
-  file->base_ = file->mapping_->data();
-  file->size_ = file->mapping_->size();
-  KES_RETURN_IF_ERROR(file->Parse().WithContext(Quoted(path)));
-  *out = std::move(file);
-  return OkStatus();
+  return OpenMapped(path, out);
 }
 
 Status File::OpenFromMemory(const uint8_t* data, size_t size, const std::string& name,
                             std::unique_ptr<File>* out) {
-  if (data == nullptr && size != 0) return Status::Error(Quoted(name) + ": data is null");
-  std::unique_ptr<File> file(new File());
-  file->path_ = name;
-  file->base_ = data;
-  file->size_ = size;
-  KES_RETURN_IF_ERROR(file->Parse().WithContext(Quoted(name)));
-  *out = std::move(file);
-  return OkStatus();
+  return OpenBuffer(data, size, name, out);
 }
 
 Status File::Parse() {

@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/mapped_file.h"
+#include "converters/mapped_input.h"
 #include "runtime/status.h"
 
 namespace kestrel::ct2 {
@@ -53,7 +53,7 @@ struct Variable {
   size_t bytes = 0;
 };
 
-class File {
+class File : private MappedInput {
  public:
   // Maps the file read-only and validates it; the mapping lives as long as the File.
   static Status Open(const std::string& path, std::unique_ptr<File>* out);
@@ -81,14 +81,11 @@ class File {
   Status ReadScalarInt(const Variable& v, int64_t* out) const;
 
  private:
+  friend class MappedInput;
   File() = default;
   Status Parse();
   Status CheckOwned(const Variable& v, const std::string& where) const;
 
-  std::string path_;
-  std::unique_ptr<MappedFile> mapping_;  // null for OpenFromMemory
-  const uint8_t* base_ = nullptr;
-  size_t size_ = 0;
   uint32_t binary_version_ = 0;
   std::string spec_;
   uint32_t spec_revision_ = 0;

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "runtime/mapped_file.h"
+#include "converters/mapped_input.h"
 #include "runtime/status.h"
 
 namespace kestrel::safetensors {
@@ -47,7 +47,7 @@ struct TensorInfo {
   const uint8_t* data = nullptr;  // end - begin bytes inside the file, checked at Open
 };
 
-class File {
+class File : private MappedInput {
  public:
   // Maps the file read-only and validates it; the mapping lives as long as the File.
   static Status Open(const std::string& path, std::unique_ptr<File>* out);
@@ -69,15 +69,12 @@ class File {
   Status ReadF32(const TensorInfo& t, std::vector<float>* out) const;
 
  private:
+  friend class MappedInput;
   File() = default;
   Status Parse();
   Status ParseTensor(const std::string& name, const nlohmann::json& entry, TensorInfo* t) const;
   Status CheckTiling() const;
 
-  std::string path_;
-  std::unique_ptr<MappedFile> mapping_;  // null for OpenFromMemory
-  const uint8_t* base_ = nullptr;
-  size_t size_ = 0;
   uint64_t data_offset_ = 0;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> index_;  // name -> position in tensors_
