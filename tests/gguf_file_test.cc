@@ -363,7 +363,7 @@ TEST(GgufTensors, OpenReportsPathProblems) {
   { std::ofstream out(empty); }
   const Status s = File::Open(empty, &file);
   std::remove(empty.c_str());
-  ExpectHas(s, {empty, "24 bytes", "found a file of 0 bytes"});
+  ExpectHas(s, {empty, "24 bytes", "found 0 bytes"});
 }
 
 // ---- Malformed files ----

@@ -1,11 +1,5 @@
 #include "converters/gguf/gguf_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -334,43 +328,10 @@ const char* ValueTypeName(ValueType t) {
 }
 
 Status File::Open(const std::string& path, std::unique_ptr<File>* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Status::Error("cannot open GGUF file '" + path + "': " + std::strerror(errno));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::Error("cannot stat GGUF file '" + path + "': " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::Error("GGUF file '" + path + "': expected a regular file");
-  }
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (size < kHeaderBytes) {
-    ::close(fd);
-    return Status::Error("GGUF file '" + path + "': expected at least " + Num(kHeaderBytes) +
-                         " bytes of header, found a file of " + Num(size) + " bytes");
-  }
-  if (size > std::numeric_limits<size_t>::max()) {
-    ::close(fd);
-    return Status::Error("GGUF file '" + path + "' of " + Num(size) +
-                         " bytes does not fit the address space");
-  }
-  void* mapping = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_errno = errno;
-  ::close(fd);  // the mapping keeps the file alive
-  if (mapping == MAP_FAILED) {
-    return Status::Error("cannot map GGUF file '" + path + "' (" + Num(size) +
-                         " bytes): " + std::strerror(map_errno));
-  }
   std::unique_ptr<File> file(new File());
-  file->mapping_ = mapping;
-  file->mapping_size_ = static_cast<size_t>(size);
-  file->base_ = static_cast<const uint8_t*>(mapping);
-  file->size_ = static_cast<size_t>(size);
+  KES_RETURN_IF_ERROR(MappedFile::Open(path, &file->mapping_));
+  file->base_ = file->mapping_->data();
+  file->size_ = file->mapping_->size();
   KES_RETURN_IF_ERROR(file->Parse().WithContext("GGUF file '" + path + "'"));
   *out = std::move(file);
   return OkStatus();
@@ -384,10 +345,6 @@ Status File::OpenFromMemory(const uint8_t* data, size_t size, std::unique_ptr<Fi
   KES_RETURN_IF_ERROR(file->Parse());
   *out = std::move(file);
   return OkStatus();
-}
-
-File::~File() {
-  if (mapping_ != nullptr) ::munmap(mapping_, mapping_size_);
 }
 
 Status File::Parse() {

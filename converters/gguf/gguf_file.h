@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ops/ggml_blocks.h"
+#include "runtime/mapped_file.h"
 #include "runtime/status.h"
 
 namespace kestrel::gguf {
@@ -61,7 +62,6 @@ class File {
   static Status Open(const std::string& path, std::unique_ptr<File>* out);
   // Same from a caller-owned buffer, which must outlive the File (tests use synthetic files).
   static Status OpenFromMemory(const uint8_t* data, size_t size, std::unique_ptr<File>* out);
-  ~File();
   File(const File&) = delete;
   File& operator=(const File&) = delete;
 
@@ -110,8 +110,7 @@ class File {
 
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
-  void* mapping_ = nullptr;  // non-null when Open mapped the file; unmapped in the destructor
-  size_t mapping_size_ = 0;
+  std::unique_ptr<MappedFile> mapping_;  // null for OpenFromMemory
 
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
