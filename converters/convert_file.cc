@@ -9,6 +9,7 @@
 #include "converters/ct2/ct2_file.h"
 #include "converters/ct2/whisper_convert.h"
 #include "converters/gguf/gguf_file.h"
+#include "converters/gguf_import.h"
 #include "converters/kes_model.h"
 #include "runtime/output_file.h"
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "converters/gguf_import.h"
+#include "converters/convert_options.h"
 #include "converters/hf/hf_import.h"
 #include "converters/weight_recipe.h"
 #include "runtime/model.h"

@@ -6,23 +6,12 @@
 #include <map>
 #include <string>
 
+#include "converters/convert_options.h"
 #include "converters/gguf/gguf_file.h"
 #include "converters/kes_model.h"
 #include "runtime/status.h"
 
 namespace kestrel {
-
-struct ConvertOptions {
-  fb::DType weight_dtype = fb::DType::F32;  // matmul and embedding weights; norms stay f32
-  // --weights keep: every matmul and embedding weight keeps its GGUF type (weight_dtype unused).
-  bool keep_types = false;
-  // --weights q4_k_m, q4_k, q5_k, q6_k: the GGUF type of each weight, by name, as llama.cpp's
-  // quantize tool would choose it (ChooseWeightTypes, converters/weight_recipe.h); a weight
-  // absent from it keeps its own type, as llama.cpp keeps it. Used when not empty.
-  std::map<std::string, gguf::GgmlType> tensor_types;
-  uint32_t prefill_tokens = 512;            // max tokens per prefill step (the "chunk")
-  uint32_t score_tokens = 8;                // max tokens per step of the all-logits "score" plan
-};
 
 // Stores GGUF tensor `name` as `dtype` with the .kes shape (outermost first, i.e. GGUF's ne
 // reversed); expected_shape (outermost first) must match. Returns the tensor id. A tensor already

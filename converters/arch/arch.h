@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "converters/gguf/gguf_file.h"
-#include "converters/gguf_import.h"
+#include "converters/convert_options.h"
 #include "converters/kes_model.h"
 #include "runtime/status.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "converters/gguf_import.h"
+#include "converters/convert_options.h"
 #include "converters/kes_model.h"
 
 namespace kestrel {

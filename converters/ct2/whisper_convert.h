@@ -8,7 +8,7 @@
 #include <string>
 
 #include "converters/ct2/ct2_file.h"
-#include "converters/gguf_import.h"
+#include "converters/convert_options.h"
 #include "converters/kes_model.h"
 
 namespace kestrel::ct2 {

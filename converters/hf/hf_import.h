@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "converters/gguf_import.h"
+#include "converters/convert_options.h"
 #include "converters/kes_model.h"
 #include "runtime/status.h"
 
