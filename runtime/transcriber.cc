@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "runtime/audio/log_mel.h"
-#include "runtime/whisper_step.h"
+#include "runtime/whisper_token_rules.h"
 
 namespace kestrel {
 namespace {

@@ -18,7 +18,7 @@
 #include "runtime/audio_encoder.h"
 #include "runtime/session.h"
 #include "runtime/transcriber.h"
-#include "runtime/whisper_step.h"
+#include "runtime/whisper_token_rules.h"
 #include "runtime/whisper_vocabulary.h"
 #include "tests/support/test_support.h"
 

@@ -13,7 +13,7 @@
 #include "runtime/audio/log_mel.h"
 #include "runtime/audio_encoder.h"
 #include "runtime/session.h"
-#include "runtime/whisper_step.h"
+#include "runtime/whisper_token_rules.h"
 #include "runtime/whisper_vocabulary.h"
 #include "tools/bench_stats.h"
 #include "tools/cli.h"

@@ -1,4 +1,4 @@
-#include "runtime/whisper_step.h"
+#include "runtime/whisper_token_rules.h"
 
 #include <algorithm>
 #include <cmath>
