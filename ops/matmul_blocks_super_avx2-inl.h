@@ -35,11 +35,12 @@ HWY_INLINE bool OneActivationScalePerSuperBlock(const uint8_t* HWY_RESTRICT x, s
 }
 
 // A block's integer scales of the group's four rows, one row per 64-bit quarter (the chunk
-// vectors' row order): Q4_K / Q5_K scales 0-7 in lo and mins 0-7 in hi (bytes); Q6_K scales
-// 0-7 in lo and 8-15 in hi (signed bytes). d and dmin (the min's factor, Q4_K / Q5_K) in the
-// lanes [r0 r0 r1 r1 | r2 r2 r3 r3] where the kernel sums each row.
+// vectors' row order): scales 0-7 in lo (bytes), Q6_K's 8-15 in hi (signed bytes). Q4_K / Q5_K
+// mins 0-7 as int16, one row per 128-bit lane: rows 0-1 in mins01, 2-3 in mins23 (decoded once
+// per block, not per token: MinTerms). d and dmin (the min's factor, Q4_K / Q5_K) in the lanes
+// [r0 r0 r1 r1 | r2 r2 r3 r3] where the kernel sums each row.
 struct SuperBlockScales {
-  __m256i lo, hi;
+  __m256i lo, hi, mins01, mins23;
   __m256 d, dmin;
 };
 
@@ -70,6 +71,7 @@ HWY_INLINE SuperBlockScales DecodeSuperBlockScales(const uint8_t* HWY_RESTRICT r
                                           half_bits(rec + 52), half_bits(rec + 70), 0, 0, 0, 0);
     out.d = _mm256_permutevar8x32_ps(_mm256_cvtph_ps(halves),
                                      _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+    out.mins01 = out.mins23 = _mm256_setzero_si256();
     out.dmin = _mm256_setzero_ps();
   } else {
     static_assert(T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K, "Q4_K, Q5_K, Q6_K");
@@ -79,8 +81,11 @@ HWY_INLINE SuperBlockScales DecodeSuperBlockScales(const uint8_t* HWY_RESTRICT r
     constexpr int kRowOrder = _MM_SHUFFLE(3, 1, 2, 0);
     out.lo = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(pair_bytes[0], pair_bytes[1]),
                                       kRowOrder);
-    out.hi = _mm256_permute4x64_epi64(_mm256_unpackhi_epi64(pair_bytes[0], pair_bytes[1]),
-                                      kRowOrder);
+    const __m256i mins = _mm256_permute4x64_epi64(
+        _mm256_unpackhi_epi64(pair_bytes[0], pair_bytes[1]), kRowOrder);
+    out.hi = _mm256_setzero_si256();
+    out.mins01 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(mins));
+    out.mins23 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(mins, 1));
     // d and dmin: the first 4 bytes of each row's record.
     const __m256 d_dmin = _mm256_cvtph_ps(
         _mm_setr_epi32(word(rec), word(rec + 16), word(rec + 32), word(rec + 48)));
@@ -111,10 +116,8 @@ HWY_INLINE __m256i MinTerms(const SuperBlockScales& s, const int32_t* HWY_RESTRI
   // |sum| <= 32 * 127 fits int16: [s0..s7 | s0..s7].
   const __m256i sums16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(sums, sums),
                                                   _MM_SHUFFLE(2, 0, 2, 0));
-  const __m256i m01 = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(s.hi)),
-                                        sums16);  // [r0: 4 pair sums | r1: 4]
-  const __m256i m23 = _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(s.hi, 1)),
-                                        sums16);
+  const __m256i m01 = _mm256_madd_epi16(s.mins01, sums16);  // [r0: 4 pair sums | r1: 4]
+  const __m256i m23 = _mm256_madd_epi16(s.mins23, sums16);
   // hadd: [r0 r0 r2 r2 | r1 r1 r3 r3]; then the rows in order.
   return _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(m01, m23),
                                      _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
@@ -162,7 +165,8 @@ HWY_NOINLINE void KQuantSuperTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const B
         for (size_t t = 0; t < kTokens; ++t) {
           const int8_t* xb = act[t].q + sub * kGgmlSubBlockElems;
           const auto dot = [&](int e) {
-            return _mm256_maddubs_epi16(magnitude[e], _mm256_sign_epi8(Broadcast8(xb + 8 * e), c[e]));
+            return _mm256_maddubs_epi16(magnitude[e],
+                                        _mm256_sign_epi8(Broadcast8(xb + 8 * e), c[e]));
           };
           const __m256i half0 = _mm256_madd_epi16(_mm256_add_epi16(dot(0), dot(1)), half_scale0);
           const __m256i half1 = _mm256_madd_epi16(_mm256_add_epi16(dot(2), dot(3)), half_scale1);
