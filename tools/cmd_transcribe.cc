@@ -29,6 +29,7 @@ const char kTranscribeUsage[] =
     KESTREL_THREADS_USAGE
     "  --json              print {\"language\", \"text\", \"segments\": [{\"start\", \"end\",\n"
     "                      \"text\", \"tokens\"}], and the timings}\n"
+    "  --disable-targets T SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n"
     "Greedy decoding as faster-whisper's beam_size 1, temperature 0.\n";
 
 struct Segment {
@@ -101,6 +102,8 @@ int TranscribeCommand(const std::vector<std::string>& args) {
       // taken, s says whether its value was valid
     } else if (arg == "--json") {
       json = true;
+    } else if (arg == "--disable-targets") {
+      s = flags.DisableTargets(arg);
     } else if (!model_path.empty() && audio_path.empty() && !arg.empty() && arg[0] != '-') {
       audio_path = arg;
     } else {
