@@ -174,8 +174,8 @@ HWY_INLINE __m256i ShiftLanePairs(__m256i v) {
 }
 
 // Sub-block `p` of a full group as four chunk vectors (elements 0-7, 8-15, 16-23, 24-31 of
-// each row): unsigned quants, or q - center for Q6_K and Q3_K.
-template <GgmlBlockType T>
+// each row): unsigned quants, or q - center for Q6_K and Q3_K unless kUncentered.
+template <GgmlBlockType T, bool kUncentered = false>
 HWY_INLINE void LoadGroupSubBlock(const uint8_t* HWY_RESTRICT p, __m256i c[4]) {
   constexpr BlockFormat F = FormatOf(T);
   if constexpr (F.low_bits == 2) {
@@ -218,7 +218,7 @@ HWY_INLINE void LoadGroupSubBlock(const uint8_t* HWY_RESTRICT p, __m256i c[4]) {
     c[2] = _mm256_or_si256(c[2], _mm256_and_si256(h, mask));
     c[3] = _mm256_or_si256(c[3], _mm256_and_si256(_mm256_srli_epi16(h, 2), mask));
   }
-  if constexpr (F.centered()) {
+  if constexpr (F.centered() && !kUncentered) {
     const __m256i bias = _mm256_set1_epi8(static_cast<char>(F.center));
     for (int e = 0; e < 4; ++e) c[e] = _mm256_sub_epi8(c[e], bias);
   }
@@ -271,10 +271,9 @@ HWY_INLINE __m256 BytesTimes(const void* bytes, float factor) {
   return _mm256_mul_ps(_mm256_cvtepi32_ps(wide), _mm256_set1_ps(factor));
 }
 
-// A Q3_K record's 16 scales (DecodeScales: d * (sc - 32), sc from ScaleQ3K) with vector
-// instructions: scales 0-7 in lo, 8-15 in hi. Scalar decoding made Q3_K decode 5x slower per
-// byte than Q8_0.
-HWY_INLINE void Q3KScales(const uint8_t* HWY_RESTRICT rec, __m256* lo, __m256* hi) {
+// A Q3_K record's 16 integer scales sc - 32 (ScaleQ3K) as signed bytes, with vector
+// instructions: scalar decoding made Q3_K decode 5x slower per byte than Q8_0.
+HWY_INLINE __m128i Q3KScaleBytes(const uint8_t* HWY_RESTRICT rec) {
   // The record's 12 scale bytes (d follows) as one 8-byte and one 4-byte load: through a stack
   // copy, the 16-byte reload waited for the copy's stores (2.5x slower Q3_K decode).
   int32_t bytes8_11;
@@ -289,8 +288,12 @@ HWY_INLINE void Q3KScales(const uint8_t* HWY_RESTRICT rec, __m256* lo, __m256* h
       _mm_shuffle_epi8(b, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
   const __m128i high =
       _mm_and_si128(_mm_srlv_epi32(copies, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
-  const __m128i sc =
-      _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+  return _mm_sub_epi8(_mm_or_si128(low, _mm_slli_epi16(high, 4)), _mm_set1_epi8(32));
+}
+
+// A Q3_K record's 16 scales (DecodeScales: d * (sc - 32)): scales 0-7 in lo, 8-15 in hi.
+HWY_INLINE void Q3KScales(const uint8_t* HWY_RESTRICT rec, __m256* lo, __m256* hi) {
+  const __m128i sc = Q3KScaleBytes(rec);
   const __m256 d = _mm256_set1_ps(HalfAt(rec + 12));
   *lo = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc)), d);
   *hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8))), d);
@@ -769,8 +772,9 @@ struct BlockPanelSource {
 
   static_assert(T != GgmlBlockType::kQ2_K, "Q2_K stays on the tiles (MatMulBlocksTokens)");
   static constexpr bool kK4 = T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K;
-  // PanelSuperTileMx16_Avx512Vnni: the types with integer scales per super-block.
-  static constexpr bool kSuperBlockTiles = PreferredActivationScaleBlock(T) == 256;
+  // PanelSuperTileMx16_Avx512Vnni: the types with integer scales per super-block it covers.
+  static constexpr bool kSuperBlockTiles = T == GgmlBlockType::kQ4_K ||
+                                           T == GgmlBlockType::kQ5_K || T == GgmlBlockType::kQ6_K;
   // DecodeScales (ops/block_layout.h) with F16C and vector instructions: the same values.
   static HWY_INLINE void RowScales(const uint8_t* HWY_RESTRICT rec, float* HWY_RESTRICT scale,
                                    float* HWY_RESTRICT min) {

@@ -19,13 +19,14 @@ KESTREL_BLOCK_TYPES(KESTREL_DECLARE_BLOCK_MATMUL)
 #undef KESTREL_DECLARE_BLOCK_MATMUL
 
 // Elements per activation scale these kernels run fastest with: 256 for the K-quants whose
-// integer scales let a kernel sum a whole super-block in int32 (Q4_K, Q5_K, Q6_K: the AVX-512
-// VNNI token panels, and the AVX2 tiles of KQuantSuperTile4xN_Avx2) when every block of a
-// super-block shares its scale (QuantizeRowsQ8Super); 32 for the others. Every kernel is correct
-// with either: those tiles run only where the activations have it, the others read each block's
-// scale.
+// integer scales let a kernel sum a whole super-block in int32 (Q2_K to Q6_K: the
+// AVX2 tiles of KQuantSuperTile4xN_Avx2, and for Q4_K-Q6_K the AVX-512 VNNI token panels) when
+// every block of a super-block shares its scale (QuantizeRowsQ8Super); 32 for the others. Every
+// kernel is correct with either: those tiles run only where the activations have it, the others
+// read each block's scale.
 constexpr size_t PreferredActivationScaleBlock(GgmlBlockType type) {
-  return type == GgmlBlockType::kQ4_K || type == GgmlBlockType::kQ5_K ||
+  return type == GgmlBlockType::kQ2_K || type == GgmlBlockType::kQ3_K ||
+                 type == GgmlBlockType::kQ4_K || type == GgmlBlockType::kQ5_K ||
                  type == GgmlBlockType::kQ6_K
              ? 256
              : 32;

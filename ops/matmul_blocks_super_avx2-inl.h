@@ -1,4 +1,4 @@
-// Q4_K, Q5_K and Q6_K against 1 to 4 tokens on x86 without VNNI (Highway's AVX2 and AVX3
+// Q3_K, Q4_K, Q5_K and Q6_K against 1 to 4 tokens on x86 without VNNI (Highway's AVX2 and AVX3
 // targets: Zen 2/3, Intel client cores, Skylake-SP), for activations with one scale per
 // super-block of 256 (QuantizeRowsQ8Super, which the converter gives these matmuls' inputs).
 // Included by ops/matmul_blocks.cc inside its x86 namespace (no include guard), after
@@ -7,7 +7,9 @@
 // Why a kernel of its own: with the token's scale xs constant over a block, row r's block is
 //   d * xs * sum_j sc_j * dot_j  -  dmin * xs * sum_j m_j * sum(x_j)
 // with sc_j, m_j the 6-bit integer scales and mins (Q6_K: d * xs * sum_h sc_h * dot_h over its
-// 16 signed scales, no min). The vpmaddwd that widens each sub-block's int16 pair sums to int32
+// 16 signed scales of halves of 16, no min; Q2_K: its 16 scales and mins of halves, the min
+// terms on the activations' sums of 16, HalfSums; Q3_K as Q2_K with unsigned quants 0..7, its
+// center 4 the min). The vpmaddwd that widens each sub-block's int16 pair sums to int32
 // multiplies them by the sub-block's integer scale instead of by 1, so a sub-block costs its
 // four vpmaddubsw, the adds and one vpmaddwd; the int32 sums are converted and scaled once per
 // block, and the min terms are two vpmaddwd per block on the activations' block sums. The tile
@@ -15,8 +17,8 @@
 // adds an FMA and a min term per sub-block, and turns the block's f32 scales into lanes with
 // two 8 x 8 transposes: on one Zen 3 core it ran Q4_K decode at 65% of the read bandwidth.
 // Integer sums stay in range: a sub-block's int16 lane is at most 4 * 2 * 31 * 127 (Q5_K) or
-// 2 * 2 * 32 * 127 (Q6_K's halves), times a scale of at most 63 (|sc| <= 128 for Q6_K), eight
-// sub-blocks summed: below 2^27.
+// 2 * 2 * 32 * 127 (Q6_K's halves; Q3_K's 2 * 2 * 7 * 127), times a scale of at most 63 (|sc|
+// <= 128 for Q6_K, 32 for Q3_K), eight sub-blocks summed: below 2^27.
 
 // True when each token's eight block scales of every super-block are the same float, as
 // QuantizeRowsQ8Super writes them: the condition of KQuantSuperTile4xN_Avx2.
@@ -35,12 +37,14 @@ HWY_INLINE bool OneActivationScalePerSuperBlock(const uint8_t* HWY_RESTRICT x, s
 }
 
 // A block's integer scales of the group's four rows, one row per 64-bit quarter (the chunk
-// vectors' row order): scales 0-7 in lo (bytes), Q6_K's 8-15 in hi (signed bytes). Q4_K / Q5_K
+// vectors' row order): scales 0-7 in lo (bytes), Q6_K's / Q3_K's 8-15 in hi (signed). Q4_K / Q5_K
 // mins 0-7 as int16, one row per 128-bit lane: rows 0-1 in mins01, 2-3 in mins23 (decoded once
 // per block, not per token: MinTerms). d and dmin (the min's factor, Q4_K / Q5_K) in the lanes
 // [r0 r0 r1 r1 | r2 r2 r3 r3] where the kernel sums each row.
 struct SuperBlockScales {
   __m256i lo, hi, mins01, mins23;
+  // Q2_K: row r's 16 mins as int16 in the order of HalfSums, [m0 m2 .. m14 | m1 m3 .. m15].
+  __m256i half_mins[4];
   __m256 d, dmin;
 };
 
@@ -57,24 +61,60 @@ HWY_INLINE SuperBlockScales DecodeSuperBlockScales(const uint8_t* HWY_RESTRICT r
     memcpy(&v, p, 2);
     return v;
   };
-  if constexpr (T == GgmlBlockType::kQ6_K) {
-    static_assert(FormatOf(T).record_bytes == 18, "16 int8 scales, then d");
+  const __m128i evens_then_odds =
+      _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  if constexpr (FormatOf(T).centered()) {
+    // Q6_K: 16 int8 scales, then d; Q3_K: 12 bytes of 6-bit scales, then d.
+    constexpr size_t kRecord = FormatOf(T).record_bytes, kDAt = kRecord - 2;
+    static_assert(T == GgmlBlockType::kQ6_K ? kRecord == 18 : kRecord == 14, "record, then d");
     __m128i rows[4];
     for (int r = 0; r < 4; ++r) {
-      rows[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + 18 * r));
+      if constexpr (T == GgmlBlockType::kQ6_K) {
+        rows[r] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + kRecord * r));
+      } else {
+        // The quants stay unsigned (0..7); the center's 4 * sum_h sc_h * S_h is subtracted as
+        // Q2_K's mins are, with sc_h as the min and 4 * d as dmin.
+        rows[r] = Q3KScaleBytes(rec + kRecord * r);
+        out.half_mins[r] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(rows[r], evens_then_odds));
+      }
     }
     out.lo = _mm256_set_m128i(_mm_unpacklo_epi64(rows[2], rows[3]),
                               _mm_unpacklo_epi64(rows[0], rows[1]));
     out.hi = _mm256_set_m128i(_mm_unpackhi_epi64(rows[2], rows[3]),
                               _mm_unpackhi_epi64(rows[0], rows[1]));
-    const __m128i halves = _mm_setr_epi16(half_bits(rec + 16), half_bits(rec + 34),
-                                          half_bits(rec + 52), half_bits(rec + 70), 0, 0, 0, 0);
+    const __m128i halves =
+        _mm_setr_epi16(half_bits(rec + kDAt), half_bits(rec + kRecord + kDAt),
+                       half_bits(rec + 2 * kRecord + kDAt), half_bits(rec + 3 * kRecord + kDAt),
+                       0, 0, 0, 0);
     out.d = _mm256_permutevar8x32_ps(_mm256_cvtph_ps(halves),
                                      _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
     out.mins01 = out.mins23 = _mm256_setzero_si256();
-    out.dmin = _mm256_setzero_ps();
+    out.dmin = T == GgmlBlockType::kQ3_K ? _mm256_mul_ps(out.d, _mm256_set1_ps(4.0f))
+                                         : _mm256_setzero_ps();
+  } else if constexpr (T == GgmlBlockType::kQ2_K) {
+    // d, dmin, then 16 bytes: a half's scale in the low nibble, its min in the high one.
+    constexpr size_t kRecord = FormatOf(T).record_bytes;
+    static_assert(kRecord == 20, "d, dmin, 16 scale bytes");
+    const __m128i nibble = _mm_set1_epi8(0x0F);
+    __m128i rows[4];
+    for (int r = 0; r < 4; ++r) {
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rec + kRecord * r + 4));
+      rows[r] = _mm_and_si128(b, nibble);
+      out.half_mins[r] = _mm256_cvtepu8_epi16(
+          _mm_shuffle_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), nibble), evens_then_odds));
+    }
+    out.lo = _mm256_set_m128i(_mm_unpacklo_epi64(rows[2], rows[3]),
+                              _mm_unpacklo_epi64(rows[0], rows[1]));
+    out.hi = _mm256_set_m128i(_mm_unpackhi_epi64(rows[2], rows[3]),
+                              _mm_unpackhi_epi64(rows[0], rows[1]));
+    const __m256 d_dmin = _mm256_cvtph_ps(_mm_setr_epi32(
+        word(rec), word(rec + kRecord), word(rec + 2 * kRecord), word(rec + 3 * kRecord)));
+    out.d = _mm256_permutevar8x32_ps(d_dmin, _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6));
+    out.dmin = _mm256_permutevar8x32_ps(d_dmin, _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7));
+    out.mins01 = out.mins23 = _mm256_setzero_si256();
   } else {
-    static_assert(T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K, "Q4_K, Q5_K, Q6_K");
+    static_assert(T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K,
+                  "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K");
     // Per pair of rows, [row: sc0-7 m0-7] per 128-bit lane.
     const __m256i pair_bytes[2] = {K4PairBytes(rec), K4PairBytes(rec + 32)};
     // [r0 | r2 || r1 | r3] quarters, then rows in order.
@@ -123,6 +163,33 @@ HWY_INLINE __m256i MinTerms(const SuperBlockScales& s, const int32_t* HWY_RESTRI
                                      _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
 }
 
+// A token's 16 sums of 16 quants over one super-block (x: its 256 quants) as int16, in the
+// order two rounds of vphaddd leave them: [S0 S2 .. S14 | S1 S3 .. S15]. |S| <= 16 * 127.
+HWY_INLINE __m256i HalfSums(const int8_t* HWY_RESTRICT x) {
+  const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+  __m256i v[8];  // sub-block s: lanes 0-3 sum to S_2s, 4-7 to S_2s+1
+  for (int s = 0; s < 8; ++s) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 32 * s));
+    v[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
+  }
+  // [S0 S2 S4 S6 | S1 S3 S5 S7], then the same for sub-blocks 4-7.
+  const __m256i first = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]),
+                                          _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i second = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]),
+                                           _mm256_hadd_epi32(v[6], v[7]));
+  return _mm256_packs_epi32(first, second);
+}
+
+// Q2_K: row r's min term sum_h m_h * S_h of one block in lanes 2r, 2r + 1 (halves of it).
+HWY_INLINE __m256i HalfMinTerms(const SuperBlockScales& s, __m256i half_sums) {
+  __m256i t[4];
+  for (int r = 0; r < 4; ++r) t[r] = _mm256_madd_epi16(s.half_mins[r], half_sums);
+  // [r0 r1 r2 r3 (sums of lanes 0-3) | r0 r1 r2 r3 (lanes 4-7)], then the rows in order.
+  const __m256i rows = _mm256_hadd_epi32(_mm256_hadd_epi32(t[0], t[1]),
+                                         _mm256_hadd_epi32(t[2], t[3]));
+  return _mm256_permutevar8x32_epi32(rows, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 template <GgmlBlockType T, size_t kTokens>
 HWY_NOINLINE void KQuantSuperTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
                                           size_t r0, const uint8_t* HWY_RESTRICT x,
@@ -130,7 +197,11 @@ HWY_NOINLINE void KQuantSuperTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const B
                                           size_t n_out) {
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr BlockFormat F = FormatOf(T);
+  // Q6_K: signed quants q - 32, a signed scale per half of 16, no min.
   constexpr bool kQ6K = T == GgmlBlockType::kQ6_K;
+  // Q2_K and Q3_K: unsigned quants (0..3, 0..7) and a scale per half of 16 (Q3_K's signed),
+  // with a min per half (Q3_K's center, 4 * scale) subtracted on the activations' half sums.
+  constexpr bool kHalfMins = T == GgmlBlockType::kQ2_K || T == GgmlBlockType::kQ3_K;
   constexpr size_t kSubBytes = FullGroup<T>::kSubBytes;
   static_assert(F.SubBlocks() == 8, "super-blocks of 8 sub-blocks");
   const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
@@ -152,7 +223,7 @@ HWY_NOINLINE void KQuantSuperTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const B
       hwy::Prefetch(p + kWeightPrefetchBytes);
       if constexpr (kSubBytes > 64) hwy::Prefetch(p + kWeightPrefetchBytes + 64);
       __m256i c[4];
-      LoadGroupSubBlock<T>(p, c);
+      LoadGroupSubBlock<T, /*kUncentered=*/kHalfMins>(p, c);
       if constexpr (kQ6K) {
         // Signed quants (q - 32) as |q - 32| against x carrying their sign (vpsignb), each half
         // of 16 with its own scale.
@@ -167,6 +238,21 @@ HWY_NOINLINE void KQuantSuperTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const B
           const auto dot = [&](int e) {
             return _mm256_maddubs_epi16(magnitude[e],
                                         _mm256_sign_epi8(Broadcast8(xb + 8 * e), c[e]));
+          };
+          const __m256i half0 = _mm256_madd_epi16(_mm256_add_epi16(dot(0), dot(1)), half_scale0);
+          const __m256i half1 = _mm256_madd_epi16(_mm256_add_epi16(dot(2), dot(3)), half_scale1);
+          sums[t] = _mm256_add_epi32(sums[t], _mm256_add_epi32(half0, half1));
+        }
+      } else if constexpr (kHalfMins) {
+        constexpr bool kSignedScales = T == GgmlBlockType::kQ3_K;
+        const __m256i half_scale0 = RowScale16<kSignedScales>(s < 4 ? scales.lo : scales.hi,
+                                                              static_cast<int>(2 * s % 8));
+        const __m256i half_scale1 = RowScale16<kSignedScales>(
+            s < 4 ? scales.lo : scales.hi, static_cast<int>((2 * s + 1) % 8));
+        for (size_t t = 0; t < kTokens; ++t) {
+          const int8_t* xb = act[t].q + sub * kGgmlSubBlockElems;
+          const auto dot = [&](int e) {
+            return _mm256_maddubs_epi16(c[e], Broadcast8(xb + 8 * e));
           };
           const __m256i half0 = _mm256_madd_epi16(_mm256_add_epi16(dot(0), dot(1)), half_scale0);
           const __m256i half1 = _mm256_madd_epi16(_mm256_add_epi16(dot(2), dot(3)), half_scale1);
@@ -189,7 +275,11 @@ HWY_NOINLINE void KQuantSuperTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const B
       const __m256 x_scale = _mm256_broadcast_ss(act[t].scale + blk * 8);
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(scales.d, x_scale),
                                acc[t]);
-      if constexpr (!kQ6K) {
+      if constexpr (kHalfMins) {
+        const __m256i mins = HalfMinTerms(scales, HalfSums(act[t].q + blk * kGgmlSuperBlockElems));
+        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(scales.dmin, x_scale),
+                                  acc[t]);
+      } else if constexpr (!kQ6K) {
         acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(MinTerms(scales, act[t].sum + blk * 8)),
                                   _mm256_mul_ps(scales.dmin, x_scale), acc[t]);
       }
