@@ -1,6 +1,6 @@
 // A C API session allocates nothing once created: kes_session_prefill, kes_generate (its
-// callback included), kes_session_next_token with its pieces, kes_session_logits, the position
-// and a reset, counted on every thread (tests/support/alloc_counter.h) on the tiny Gemma 3 with 1
+// callback included), kes_session_next_token with its pieces, kes_session_logits, the position,
+// a reset and a rewind (what a server does between requests), counted on every thread (tests/support/alloc_counter.h) on the tiny Gemma 3 with 1
 // and 2 threads, past its context of 16 so that every KV ring wraps. The C API's own layer
 // (parameter structs, status values, the pending token) must keep the runtime's promise.
 // The same for an encoder's kes_embed_tokens (the tiny BERT, a batch of several steps) and a
@@ -68,7 +68,7 @@ TEST(CApiZeroAlloc, SessionCallsAllocateNothing) {
     size_t len = 0, position = 0, n_vocab = 0;
     int32_t token = -1;
     const float* logits = nullptr;
-    kes_status s[8];
+    kes_status s[9];
 
     test::StartCountingAllocations();
     s[0] = kes_session_prefill(session, prompt.data(), 4);
@@ -83,7 +83,8 @@ TEST(CApiZeroAlloc, SessionCallsAllocateNothing) {
     s[4] = kes_session_position(session, &position);
     s[5] = kes_session_reset(session);
     s[6] = kes_session_prefill(session, prompt.data(), prompt.size());
-    s[7] = kes_generate(session, nullptr, 0, &sampler, 8, Received::Add, received.get());
+    s[7] = kes_session_rewind(session, 6);  // inside the context: the cache still holds 0-5
+    s[8] = kes_generate(session, nullptr, 0, &sampler, 8, Received::Add, received.get());
     const long calls = test::StopCountingAllocations();
 
     for (kes_status status : s) EXPECT_EQ(status, KES_OK) << kes_session_last_error(session);

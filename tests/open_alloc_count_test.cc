@@ -5,8 +5,10 @@
 // interposed, any thread), over Model::Open plus Session::Create (decoders: Gemma 3 270M with
 // 262,144 pieces, SmolLM2-135M with a byte-level BPE merge list), Encoder::Create
 // (all-MiniLM-L6-v2, WordPiece) or Transcriber::Create (Whisper tiny: its audio encoder, decoder
-// session and suppressed-token sets, which encode about a hundred short texts). Each figure is
-// printed for the docs. Built only without sanitizers, which own malloc themselves.
+// session and suppressed-token sets, which encode about a hundred short texts); the same through
+// the C API (kes_model_open and kes_session_create / kes_encoder_create / kes_transcriber_create,
+// the handles' own bookkeeping included). Each figure is printed for the docs. Built only without
+// sanitizers, which own malloc themselves.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kestrel/kestrel.h"
 #include "runtime/encoder.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
@@ -71,13 +74,49 @@ std::string OpenAndCreate(const std::string& path, Runner runner, Counted* count
   return s.ok() ? "" : s.message();
 }
 
+// OpenAndCreate through the C API: the handles an embedding program makes.
+std::string OpenAndCreateThroughCApi(const std::string& path, Runner runner, Counted* counted) {
+  kes_model* model = nullptr;
+  kes_session* session = nullptr;
+  kes_encoder* encoder = nullptr;
+  kes_transcriber* transcriber = nullptr;
+  kes_session_params session_params = kes_session_default_params();
+  session_params.context_length = 1024;
+  session_params.n_threads = 2;
+  kes_encoder_params encoder_params = kes_encoder_default_params();
+  encoder_params.n_threads = 2;
+  kes_transcriber_params transcriber_params = kes_transcriber_default_params();
+  transcriber_params.n_threads = 2;
+  test::StartCountingAllocations();
+  kes_status s = kes_model_open(path.c_str(), nullptr, &model);
+  if (s == KES_OK && runner == Runner::kSession) {
+    s = kes_session_create(model, &session_params, nullptr, 0, &session);
+  } else if (s == KES_OK && runner == Runner::kEncoder) {
+    s = kes_encoder_create(model, &encoder_params, nullptr, 0, &encoder);
+  } else if (s == KES_OK) {
+    s = kes_transcriber_create(model, &transcriber_params, &transcriber);
+  }
+  const long calls = test::StopCountingAllocations();
+  counted->frees = test::CountedFrees();
+  counted->allocations = calls - counted->frees;
+  const std::string error = s == KES_OK ? "" : kes_last_error();
+  kes_session_destroy(session);
+  kes_encoder_destroy(encoder);
+  kes_transcriber_destroy(transcriber);
+  kes_model_close(model);
+  return error;
+}
+
 // gtest prints a case by its name.
 inline void PrintTo(const OpenCase& c, std::ostream* os) { *os << c.name; }
 
 class OpenAllocCountTest : public ::testing::TestWithParam<OpenCase> {};
 
-TEST_P(OpenAllocCountTest, OpenAndCreateAllocateASmallConstant) {
-  const OpenCase& c = GetParam();
+// Opens and creates the case's runner twice with `open_and_create` and checks the second count
+// (the first open pays for one-time set-ups of the process: the SIMD dispatch, locale and stream
+// buffers, which are not the model's).
+void CheckOpenAndCreate(const OpenCase& c, const char* api,
+                        std::string (*open_and_create)(const std::string&, Runner, Counted*)) {
   std::string path = std::string(KESTREL_TEST_TMP) + "/" + c.kes;
   if (c.runner == Runner::kTranscriber) {
     path = test::ScratchPath("whisper-tiny-q8.kes");
@@ -86,22 +125,29 @@ TEST_P(OpenAllocCountTest, OpenAndCreateAllocateASmallConstant) {
     ASSERT_TRUE(r.exited && r.exit_code == 0)
         << test::Describe(r) << " (fetch the model with scripts/fetch-model.sh whisper)";
   }
-  // The first open pays for one-time set-ups of the process (the SIMD dispatch, locale and
-  // stream buffers): they are not the model's, so the second open is the one counted.
   Counted first, counted;
-  ASSERT_EQ(OpenAndCreate(path, c.runner, &first), "")
+  ASSERT_EQ(open_and_create(path, c.runner, &first), "")
       << "(the ctest fixture converts the model first)";
-  ASSERT_EQ(OpenAndCreate(path, c.runner, &counted), "");
+  ASSERT_EQ(open_and_create(path, c.runner, &counted), "");
   if (c.runner == Runner::kTranscriber) std::remove(path.c_str());
 
-  std::printf("%s: open + create: %ld heap allocations, %ld frees (first open in the process: "
-              "%ld allocations)\n",
-              c.name, counted.allocations, counted.frees, first.allocations);
-  RecordProperty("allocations", static_cast<int>(counted.allocations));
+  std::printf("%s, %s: open + create: %ld heap allocations, %ld frees (first open in the "
+              "process: %ld allocations)\n",
+              c.name, api, counted.allocations, counted.frees, first.allocations);
+  ::testing::Test::RecordProperty(std::string(api) == "C" ? "allocations_c_api" : "allocations",
+                                  static_cast<int>(counted.allocations));
   EXPECT_LE(counted.allocations, kMaxAllocations)
-      << c.name << ": heap allocations opening the model and creating its runner";
+      << c.name << ", " << api << ": heap allocations opening the model and creating its runner";
   EXPECT_LE(first.allocations, kMaxAllocations + 100)
-      << c.name << ": the process's first open pays little more than a later one";
+      << c.name << ", " << api << ": the process's first open pays little more than a later one";
+}
+
+TEST_P(OpenAllocCountTest, OpenAndCreateAllocateASmallConstant) {
+  CheckOpenAndCreate(GetParam(), "C++", OpenAndCreate);
+}
+
+TEST_P(OpenAllocCountTest, ThroughTheCApiTooAllocateASmallConstant) {
+  CheckOpenAndCreate(GetParam(), "C", OpenAndCreateThroughCApi);
 }
 
 INSTANTIATE_TEST_SUITE_P(

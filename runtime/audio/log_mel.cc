@@ -68,13 +68,14 @@ Status LogMelSpectrogram::Create(int n_mels, std::unique_ptr<LogMelSpectrogram>*
     edge_hz[i] = MelToHz(mel);
   }
   s->first_bin_.assign(n_mels, 0);
-  s->weights_.assign(n_mels, {});
+  s->weight_begin_.assign(n_mels + 1, 0);
+  s->weights_.reserve(static_cast<size_t>(n_mels) * kBins);
   for (int m = 0; m < n_mels; ++m) {
     const double lower_width = edge_hz[m + 1] - edge_hz[m];
     const double upper_width = edge_hz[m + 2] - edge_hz[m + 1];
     const double norm = 2.0 / (edge_hz[m + 2] - edge_hz[m]);
     int first = -1;
-    std::vector<float>& w = s->weights_[m];
+    std::vector<float>& w = s->weights_;
     for (int k = 0; k < kBins; ++k) {
       const double hz = static_cast<double>(k) * kWhisperSampleRate / kWhisperFftSize;
       const double rising = (hz - edge_hz[m]) / lower_width;
@@ -83,8 +84,9 @@ Status LogMelSpectrogram::Create(int n_mels, std::unique_ptr<LogMelSpectrogram>*
       if (weight > 0 && first < 0) first = k;
       if (first >= 0) w.push_back(static_cast<float>(weight));
     }
-    while (!w.empty() && w.back() == 0.0f) w.pop_back();
+    while (w.size() > s->weight_begin_[m] && w.back() == 0.0f) w.pop_back();
     s->first_bin_[m] = first < 0 ? 0 : first;
+    s->weight_begin_[m + 1] = w.size();
   }
 
   size_t plan_bytes = 0;
@@ -127,10 +129,11 @@ void LogMelSpectrogram::Compute(const float* samples, size_t n, float* out) {
   for (size_t f = 0; f < frames; ++f) {
     PowerSpectrum(samples, n, f, power_.data());
     for (int m = 0; m < n_mels_; ++m) {
-      const std::vector<float>& w = weights_[m];
+      const float* w = weights_.data() + weight_begin_[m];
+      const size_t count = weight_begin_[m + 1] - weight_begin_[m];
       const float* p = power_.data() + first_bin_[m];
       double energy = 0;
-      for (size_t k = 0; k < w.size(); ++k) energy += static_cast<double>(w[k]) * p[k];
+      for (size_t k = 0; k < count; ++k) energy += static_cast<double>(w[k]) * p[k];
       const float value = static_cast<float>(std::log10(std::max(energy, 1e-10)));
       out[m * frames + f] = value;
       largest = std::max(largest, value);
@@ -143,8 +146,8 @@ void LogMelSpectrogram::Compute(const float* samples, size_t n, float* out) {
 std::vector<float> LogMelSpectrogram::DenseFilters() const {
   std::vector<float> dense(static_cast<size_t>(n_mels_) * kBins, 0.0f);
   for (int m = 0; m < n_mels_; ++m) {
-    for (size_t k = 0; k < weights_[m].size(); ++k) {
-      dense[m * kBins + first_bin_[m] + k] = weights_[m][k];
+    for (size_t i = weight_begin_[m]; i < weight_begin_[m + 1]; ++i) {
+      dense[m * kBins + first_bin_[m] + (i - weight_begin_[m])] = weights_[i];
     }
   }
   return dense;

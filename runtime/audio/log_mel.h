@@ -49,9 +49,11 @@ class LogMelSpectrogram {
   int n_mels_;
   std::vector<float> window_;
   // Each mel filter is non-zero over a few consecutive FFT bins: filter m covers bins
-  // first_bin_[m] .. first_bin_[m] + weights_[m].size() - 1.
+  // first_bin_[m] onwards with the weights weights_[weight_begin_[m] .. weight_begin_[m + 1]).
+  // One array for all filters: a vector each took ~5 reallocations per filter as it grew.
   std::vector<int> first_bin_;
-  std::vector<std::vector<float>> weights_;
+  std::vector<size_t> weight_begin_;  // n_mels + 1
+  std::vector<float> weights_;
   std::unique_ptr<std::max_align_t[]> fft_plan_memory_;
   void* fft_plan_ = nullptr;  // kiss_fftr_cfg, placed in fft_plan_memory_
   std::vector<float> frame_;
