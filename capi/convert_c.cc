@@ -82,7 +82,9 @@ CallStatus Convert(const std::string& input, const std::string& output,
   size_t total = 0;
   if (p.progress != nullptr) {
     hooks.on_total = [&](size_t n) { total = n; };
-    hooks.on_tensor = [&](size_t done) { p.progress(p.progress_user_data, done, total); };
+    hooks.on_tensor = [&](size_t done, uint64_t) {
+      p.progress(p.progress_user_data, done, total);
+    };
   }
   const kestrel::ConvertResult done = kestrel::ConvertFile(input, output, &choices, "weights",
                                                            hooks);

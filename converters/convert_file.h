@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,7 +37,8 @@ bool SetWeights(const std::string& value, ConvertChoices* choices);
 // What the caller hears while converting; any may be empty.
 struct ConvertHooks {
   std::function<void(size_t total)> on_total;  // a GGUF file's tensor count, once it is read
-  std::function<void(size_t done)> on_tensor;  // tensors converted so far
+  // Tensors converted so far, and their bytes in the .kes.
+  std::function<void(size_t done, uint64_t bytes)> on_tensor;
   std::function<void()> on_imported;           // before the file is planned and written
 };
 

@@ -158,8 +158,8 @@ int main(int argc, char** argv) {
   hooks.on_total = [](size_t total) {
     progress = std::make_unique<Progress>("converting tensor", total);
   };
-  hooks.on_tensor = [](size_t tensors) {
-    if (progress) progress->Update(tensors);
+  hooks.on_tensor = [](size_t tensors, uint64_t bytes) {
+    if (progress) progress->Update(tensors, bytes);
   };
   hooks.on_imported = [] { progress.reset(); };
   const ConvertResult done = ConvertFile(input, output, &choices, "--weights", hooks);

@@ -13,9 +13,10 @@ uint32_t KesModel::AddTensor(const std::string& name, fb::DType dtype, std::vect
   t->dtype = dtype;
   t->shape = std::move(shape);
   t->size = bytes.size();
+  bytes_added += bytes.size();
   meta.tensors.push_back(std::move(t));
   tensor_bytes.push_back(std::move(bytes));
-  if (on_tensor_added) on_tensor_added(meta.tensors.size());
+  if (on_tensor_added) on_tensor_added(meta.tensors.size(), bytes_added);
   return static_cast<uint32_t>(meta.tensors.size() - 1);
 }
 

@@ -20,8 +20,10 @@ class AtomicOutput;  // runtime/output_file.h
 struct KesModel {
   fb::ModelT meta;
   std::vector<std::vector<uint8_t>> tensor_bytes;  // parallel to meta.tensors
-  // Called by AddTensor with the number of tensors so far (kestrel-convert's progress line).
-  std::function<void(size_t tensors)> on_tensor_added;
+  // Called by AddTensor with the number of tensors and their bytes so far (kestrel-convert's
+  // progress line).
+  std::function<void(size_t tensors, uint64_t bytes)> on_tensor_added;
+  uint64_t bytes_added = 0;
 
   // Adds a tensor; shape is outermost first. Returns its id.
   uint32_t AddTensor(const std::string& name, fb::DType dtype, std::vector<uint64_t> shape,

@@ -240,6 +240,8 @@ TEST_F(IntegrityTest, ConversionShowsProgressOnATerminalOnly) {
   const std::string seen = RunOnTerminal({KESTREL_CONVERT_BIN, tiny_->gguf, out}, &exit_code);
   EXPECT_EQ(exit_code, 0) << seen;
   EXPECT_TRUE(Contains(seen, "\rconverting tensor 1/")) << seen;
+  // The bytes converted and their rate after the count.
+  EXPECT_TRUE(Contains(seen, " MiB, ") && Contains(seen, " MiB/s\033[K")) << seen;
   ASSERT_GE(seen.size(), 4u);
   // Erased at the end: the line's last write is the erase.
   EXPECT_EQ(seen.substr(seen.size() - 4), "\r\033[K") << seen;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace kestrel {
@@ -25,9 +26,12 @@ Progress::Progress(const char* what, size_t total)
     : what_(what),
       total_(total),
       enabled_(isatty(STDERR_FILENO) == 1),
-      last_draw_(std::chrono::steady_clock::now()) {}
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
-void Progress::Update(size_t done) {
+void Progress::Update(size_t done) { Update(done, UINT64_MAX); }
+
+void Progress::Update(size_t done, uint64_t bytes) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   // The first update draws at once (a line that says the work started), later ones at most
@@ -42,6 +46,17 @@ void Progress::Update(size_t done) {
                       total_, done * 100 / total_);
   } else {
     n = std::snprintf(line, sizeof(line), "\r%s %zu\033[K", what_.c_str(), done);
+  }
+  if (n > 0 && bytes != UINT64_MAX && static_cast<size_t>(n) < sizeof(line)) {
+    // Backs over the erase-to-end that ends the count, then appends the bytes and their rate.
+    n -= 3;
+    const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+    // At least a millisecond: the first draw comes at once.
+    const double seconds =
+        std::max(std::chrono::duration<double>(now - start_).count(), 1e-3);
+    const int more = std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n),
+                                   ", %.1f MiB, %.1f MiB/s\033[K", mib, mib / seconds);
+    n = more > 0 ? n + more : 0;
   }
   if (n <= 0) return;
   WriteStderr(line, static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n)
