@@ -127,6 +127,15 @@ def check_embeddings(a, client, server, embed_id):
     assert s == 200, b
     n = json.loads(b)["usage"]["prompt_tokens"]
     assert n == expected["token_counts"][0]
+    # ... and those ids (`kestrel tokenize`: the encoder's own, special tokens included) as input
+    # give the text's vector, one list of ids per input.
+    ids = json.loads(cli(a.kestrel, ["tokenize", a.embed_model, "--ids", "-p", texts[0]]))
+    assert len(ids) == n, (ids, n)
+    s, _, b = server.request("POST", "/v1/embeddings", json.dumps(
+        {"model": embed_id, "input": [ids, ids], "encoding_format": "float"}))
+    assert s == 200, b
+    by_ids = np.array([d["embedding"] for d in json.loads(b)["data"]], dtype=np.float32)
+    assert np.array_equal(by_ids, np.stack([want[0], want[0]])), (by_ids, want[0])
     s, _, b = server.request("POST", "/v1/embeddings", json.dumps(
         {"model": embed_id, "input": [], "encoding_format": "float"}))
     check_error(s, b, 400, param="input")
@@ -209,6 +218,23 @@ def check_transcriptions(a, client, server, whisper_id):
         os.unlink(wav)
 
 
+def check_memory_banner(a, banner):
+    """The memory figures the server prints at start are `kestrel inspect`'s at its context
+    (the attention scratch aside: it depends on the threads, which inspect does not take)."""
+    def figures(text):
+        out = {}
+        for line in text.splitlines():
+            name, sep, rest = line.strip().partition(":")
+            if sep and " B " in rest:  # "  KV cache:     28508160 B (27.19 MiB) ..."
+                out.setdefault(name, rest.split(" B ")[0].strip())  # the text model's: first
+        return out
+
+    inspect = figures(cli(a.kestrel, ["inspect", a.model, "--ctx", CTX]).decode())
+    served = figures(banner)
+    for name in ("weights", "activations", "KV cache", "sampler"):
+        assert name in served and served[name] == inspect.get(name), (name, served, inspect)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--kestrel", required=True)
@@ -226,6 +252,9 @@ def main():
         embed_flags += ["--whisper-model", a.whisper_model]
     server = Server(a.kestrel, a.model, ["--template", a.template] + embed_flags)
     banner = "".join(server.banner)
+    # No --host given: loopback only.
+    assert f"listening on http://127.0.0.1:{server.port}" in banner, banner
+    check_memory_banner(a, banner)
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="anything",
                            max_retries=0, timeout=30)
 
@@ -275,6 +304,24 @@ def main():
         assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens == r.usage.total_tokens
         assert len({c.id for c in chunks}) == 1 and chunks[0].object == "chat.completion.chunk"
 
+    # The raw stream: server-sent events, the last one `data: [DONE]`.
+    s, headers, b = server.request("POST", "/v1/chat/completions", json.dumps(
+        {"model": model_id, "messages": [{"role": "user", "content": "Hello there"}],
+         "temperature": 0, "max_tokens": 8, "stream": True}))
+    assert s == 200 and headers.get("Content-Type", "").startswith("text/event-stream"), headers
+    events = [e for e in b.decode("utf-8", "replace").split("\n\n") if e]
+    assert all(e.startswith("data: ") for e in events), events
+    assert events[-1] == "data: [DONE]" and "[DONE]" not in "".join(events[:-1]), events
+
+    # max_completion_tokens (the newer name of max_tokens) bounds the reply the same way.
+    messages = [{"role": "user", "content": "Tell me a story about a kestrel"}]
+    by_old = client.chat.completions.create(model=model_id, messages=messages, temperature=0,
+                                            max_tokens=5)
+    by_new = client.chat.completions.create(model=model_id, messages=messages, temperature=0,
+                                            max_completion_tokens=5)
+    assert by_new.choices[0].message.content == by_old.choices[0].message.content
+    assert by_new.usage.completion_tokens == by_old.usage.completion_tokens <= 5, by_new.usage
+
     # A second turn: equal to `kestrel chat`'s second reply, and prefilled after what the slot
     # holds (the first prompt and reply), when the reply's text gives back its tokens.
     turns = ["Hello there", "How are you?"]
@@ -290,9 +337,14 @@ def main():
     second = client.chat.completions.create(model=model_id, messages=messages, temperature=0,
                                             max_tokens=24)
     assert second.choices[0].message.content == replies[1], (second, replies)
+    cached = second.usage.prompt_tokens_details.cached_tokens
     if "\ufffd" not in replies[0]:
-        cached = second.usage.prompt_tokens_details.cached_tokens
         assert cached == first.usage.total_tokens, (cached, first.usage)
+    else:
+        # A reply cut inside a character does not give back its tokens as text: only the first
+        # prompt is reused for sure.
+        assert first.usage.prompt_tokens <= cached <= first.usage.total_tokens, (cached,
+                                                                                 first.usage)
 
     # Greedy completions equal `kestrel run --temp 0` (which echoes the prompt).
     stop_checked = False
@@ -435,6 +487,9 @@ def main():
     assert float(metrics["kestrel_tokens_predicted_total"]) == r.usage.completion_tokens, metrics
     assert float(metrics["kestrel_prompt_tokens_total"]) == r.usage.prompt_tokens, metrics
     assert metrics["kestrel_requests_processing"] == "0", metrics
+    # Time was spent prefilling and generating (the seconds counters move with the tokens).
+    assert float(metrics["kestrel_prompt_seconds_total"]) > 0, metrics
+    assert float(metrics["kestrel_tokens_predicted_seconds_total"]) > 0, metrics
     keyed.close()
     server.stop()
 
