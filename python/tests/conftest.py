@@ -14,6 +14,8 @@ import os
 import struct
 import subprocess
 import sys
+import threading
+import time
 import wave
 from pathlib import Path
 
@@ -149,3 +151,26 @@ def tone_wav(models: Path) -> Path:
     path = models / "tone.wav"
     write_tone_wav(path, 16000, 3.0)
     return path
+
+
+def ticks_during(call) -> tuple[int, float]:
+    """Runs call() while another Python thread counts; returns the counts made while the call
+    was inside the library (between its first and last quarter) and the call's seconds."""
+    stamps: list[float] = []
+    stop = threading.Event()
+
+    def count() -> None:
+        while not stop.is_set():
+            stamps.append(time.perf_counter())
+
+    thread = threading.Thread(target=count)
+    thread.start()
+    time.sleep(0.05)
+    start = time.perf_counter()
+    call()
+    end = time.perf_counter()
+    stop.set()
+    thread.join()
+    quarter = (end - start) / 4
+    inside = [t for t in stamps if start + quarter < t < end - quarter]
+    return len(inside), end - start

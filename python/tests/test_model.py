@@ -4,12 +4,11 @@ library runs, closing."""
 from __future__ import annotations
 
 import pickle
-import threading
-import time
 
 import pytest
 
 import kestrel
+from conftest import ticks_during
 
 PROMPT = "the quick brown fox"
 
@@ -77,36 +76,13 @@ def test_close(tiny_kes):
         model.tokenize(PROMPT)
 
 
-def _ticks_during(call) -> tuple[int, float]:
-    """Runs call() while another Python thread counts; returns the counts made while the call
-    was inside the library (between its first and last quarter) and the call's seconds."""
-    stamps: list[float] = []
-    stop = threading.Event()
-
-    def count() -> None:
-        while not stop.is_set():
-            stamps.append(time.perf_counter())
-
-    thread = threading.Thread(target=count)
-    thread.start()
-    time.sleep(0.05)
-    start = time.perf_counter()
-    call()
-    end = time.perf_counter()
-    stop.set()
-    thread.join()
-    quarter = (end - start) / 4
-    inside = [t for t in stamps if start + quarter < t < end - quarter]
-    return len(inside), end - start
-
-
 def test_the_gil_is_released_while_generating(tiny_kes):
     # One call into the library (kes_generate) long enough to watch: 4000 tokens (the tiny
     # model runs past its context with attention sinks; its greedy text has no end token).
     # Were the GIL held, the counting thread could not run inside the call at all.
     model = kestrel.Model(tiny_kes, n_threads=1)
     model.generate(PROMPT, max_tokens=1)  # the session is made before the timing
-    ticks, seconds = _ticks_during(
+    ticks, seconds = ticks_during(
         lambda: model.generate(PROMPT, max_tokens=4000, temperature=0)
     )
     assert seconds > 0.04, "the call is too short to tell"
