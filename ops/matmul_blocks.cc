@@ -826,10 +826,11 @@ struct BlockPanelSource {
         // The four rows' records are one 64-byte run (DecodeK4GroupScales reads it so).
         const uint8_t* rec = w + layout->RecordOffset(first, block);
         const __m512i bytes = UnpackK4GroupBytes(rec);  // scales [row][8], then mins [row][8]
-        for (size_t half = 0; half < 2; ++half) {
-          _mm512_store_si512(run->scale[4 * g + 2 * half],
-                             _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(bytes, half)));
-        }
+        // Each half by its own immediate: without optimization a loop's index is no constant.
+        _mm512_store_si512(run->scale[4 * g],
+                           _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(bytes, 0)));
+        _mm512_store_si512(run->scale[4 * g + 2],
+                           _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(bytes, 1)));
         _mm512_store_si512(run->min_pairs[4 * g],
                            _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(bytes, 1)));
         for (size_t r = 0; r < kQuantGroupRows; ++r) {
