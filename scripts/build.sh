@@ -10,6 +10,9 @@
 #            static target; see KESTREL_TSAN in CMakeLists.txt). scripts/test.sh builds only the
 #            threaded tests in it (thread pool, sessions and encoders sharing a model, the split
 #            attention, tiny-model logits with 2 threads) and fails on any ThreadSanitizer report;
+#   o0:      Debug at -O0, no tests: what a program's Debug build (or add_subdirectory with no
+#            build type) compiles Kestrel with; intrinsics that take an immediate must get a
+#            literal there, where -O1 and up would fold a loop index into one;
 #   aarch64: Release cross-compiled for 64-bit ARM (tests run under qemu-aarch64);
 #   armv7:   Release cross-compiled for 32-bit ARMv7 with NEON (tests run under qemu-arm);
 #   fuzz:    the libFuzzer targets (fuzz/), clang with ASan and UBSan at -O1; kernels compiled
@@ -25,7 +28,7 @@
 # see scripts/build-board.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-flavour=${1:?usage: scripts/build.sh release|asan|tsan|aarch64|armv7|fuzz [targets...]}
+flavour=${1:?usage: scripts/build.sh release|asan|tsan|o0|aarch64|armv7|fuzz [targets...]}
 shift
 fuzz_cpu_flags=""
 if [ "$(uname -m)" = x86_64 ]; then fuzz_cpu_flags="-march=x86-64-v3 -maes -mpclmul"; fi
@@ -35,6 +38,8 @@ case "$flavour" in
                -DKESTREL_BUILD_BENCH=OFF) ;;
   tsan) flags=(-DCMAKE_BUILD_TYPE=Debug -DKESTREL_TSAN=ON "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1"
                -DKESTREL_BUILD_BENCH=OFF) ;;
+  o0) flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0" -DKESTREL_BUILD_TESTS=OFF
+             -DKESTREL_BUILD_BENCH=OFF) ;;
   aarch64) flags=(-DCMAKE_BUILD_TYPE=Release
                   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake) ;;
   armv7) flags=(-DCMAKE_BUILD_TYPE=Release
@@ -43,7 +48,7 @@ case "$flavour" in
               -DKESTREL_FUZZ=ON "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1"
               "-DCMAKE_CXX_FLAGS=-DHWY_COMPILE_ONLY_STATIC=1 $fuzz_cpu_flags"
               -DKESTREL_BUILD_TESTS=OFF -DKESTREL_BUILD_BENCH=OFF) ;;
-  *) echo "scripts/build.sh: error: unknown flavour '$flavour' (release, asan, tsan, aarch64, armv7 or fuzz)" >&2
+  *) echo "scripts/build.sh: error: unknown flavour '$flavour' (release, asan, tsan, o0, aarch64, armv7 or fuzz)" >&2
      exit 2 ;;
 esac
 cmake -S . -B "build/$flavour" -G Ninja -DKESTREL_WERROR=ON "${flags[@]}" > /dev/null

@@ -29,6 +29,12 @@ echo "== python: built and tested in $(( $(date +%s) - python_start )) s"
 find build/release/test-tmp -maxdepth 1 -type f \( -name '*.kes' -o -name '*.f32' \) -delete
 echo "== disk after the Release tests: $(df -h --output=avail . | tail -1) free"
 
+# The kernels at -O0, as a program's Debug build compiles them (build.sh o0): compiled only.
+o0_start=$(date +%s)
+bash scripts/build.sh o0 kestrel_ops
+rm -rf build/o0  # nothing runs from it; CI's disk is better spent on the ASan build
+echo "== o0: kernels compiled in $(( $(date +%s) - o0_start )) s"
+
 bash scripts/build.sh asan
 # The real-model tests (label model) run in Release only, and so do the real GGUF's every tensor
 # against gguf-py (half a minute under ASan; RandomBlocksTest checks every type's dequantizer bit
