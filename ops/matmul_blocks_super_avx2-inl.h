@@ -1,4 +1,4 @@
-// Q3_K, Q4_K, Q5_K and Q6_K against 1 to 4 tokens on x86 without VNNI (Highway's AVX2 and AVX3
+// The K-quants (Q2_K to Q6_K) against 1 to 4 tokens on x86 without VNNI (Highway's AVX2 and AVX3
 // targets: Zen 2/3, Intel client cores, Skylake-SP), for activations with one scale per
 // super-block of 256 (QuantizeRowsQ8Super, which the converter gives these matmuls' inputs).
 // Included by ops/matmul_blocks.cc inside its x86 namespace (no include guard), after
@@ -37,16 +37,26 @@ HWY_INLINE bool OneActivationScalePerSuperBlock(const uint8_t* HWY_RESTRICT x, s
 }
 
 // A block's integer scales of the group's four rows, one row per 64-bit quarter (the chunk
-// vectors' row order): scales 0-7 in lo (bytes), Q6_K's / Q3_K's 8-15 in hi (signed). Q4_K / Q5_K
-// mins 0-7 as int16, one row per 128-bit lane: rows 0-1 in mins01, 2-3 in mins23 (decoded once
-// per block, not per token: MinTerms). d and dmin (the min's factor, Q4_K / Q5_K) in the lanes
-// [r0 r0 r1 r1 | r2 r2 r3 r3] where the kernel sums each row.
+// vectors' row order): scales 0-7 in lo, the per-16 types' 8-15 in hi (bytes; signed for Q6_K
+// and Q3_K). Q4_K / Q5_K mins 0-7 as int16, one row per 128-bit lane: rows 0-1 in mins01, 2-3
+// in mins23 (decoded once per block, not per token: MinTerms). d and dmin (the min terms'
+// factor; Q3_K's 4 * d) in the lanes [r0 r0 r1 r1 | r2 r2 r3 r3] where the kernel sums each row.
 struct SuperBlockScales {
   __m256i lo, hi, mins01, mins23;
-  // Q2_K: row r's 16 mins as int16 in the order of HalfSums, [m0 m2 .. m14 | m1 m3 .. m15].
+  // Q2_K (its mins) and Q3_K (its scales, for the center): row r's 16 per-half factors as int16
+  // in the order of HalfSums, [m0 m2 .. m14 | m1 m3 .. m15].
   __m256i half_mins[4];
   __m256 d, dmin;
 };
+
+// Four rows' 16 per-half scale bytes (one row per __m128i) as the chunk vectors' quarters:
+// bytes 0-7 of each row into *lo, 8-15 into *hi.
+HWY_INLINE void RowsToQuarters(const __m128i rows[4], __m256i* lo, __m256i* hi) {
+  *lo = _mm256_set_m128i(_mm_unpacklo_epi64(rows[2], rows[3]),
+                         _mm_unpacklo_epi64(rows[0], rows[1]));
+  *hi = _mm256_set_m128i(_mm_unpackhi_epi64(rows[2], rows[3]),
+                         _mm_unpackhi_epi64(rows[0], rows[1]));
+}
 
 template <GgmlBlockType T>
 HWY_INLINE SuperBlockScales DecodeSuperBlockScales(const uint8_t* HWY_RESTRICT rec) {
@@ -78,10 +88,7 @@ HWY_INLINE SuperBlockScales DecodeSuperBlockScales(const uint8_t* HWY_RESTRICT r
         out.half_mins[r] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(rows[r], evens_then_odds));
       }
     }
-    out.lo = _mm256_set_m128i(_mm_unpacklo_epi64(rows[2], rows[3]),
-                              _mm_unpacklo_epi64(rows[0], rows[1]));
-    out.hi = _mm256_set_m128i(_mm_unpackhi_epi64(rows[2], rows[3]),
-                              _mm_unpackhi_epi64(rows[0], rows[1]));
+    RowsToQuarters(rows, &out.lo, &out.hi);
     const __m128i halves =
         _mm_setr_epi16(half_bits(rec + kDAt), half_bits(rec + kRecord + kDAt),
                        half_bits(rec + 2 * kRecord + kDAt), half_bits(rec + 3 * kRecord + kDAt),
@@ -103,10 +110,7 @@ HWY_INLINE SuperBlockScales DecodeSuperBlockScales(const uint8_t* HWY_RESTRICT r
       out.half_mins[r] = _mm256_cvtepu8_epi16(
           _mm_shuffle_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), nibble), evens_then_odds));
     }
-    out.lo = _mm256_set_m128i(_mm_unpacklo_epi64(rows[2], rows[3]),
-                              _mm_unpacklo_epi64(rows[0], rows[1]));
-    out.hi = _mm256_set_m128i(_mm_unpackhi_epi64(rows[2], rows[3]),
-                              _mm_unpackhi_epi64(rows[0], rows[1]));
+    RowsToQuarters(rows, &out.lo, &out.hi);
     const __m256 d_dmin = _mm256_cvtph_ps(_mm_setr_epi32(
         word(rec), word(rec + kRecord), word(rec + 2 * kRecord), word(rec + 3 * kRecord)));
     out.d = _mm256_permutevar8x32_ps(d_dmin, _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6));
@@ -180,7 +184,8 @@ HWY_INLINE __m256i HalfSums(const int8_t* HWY_RESTRICT x) {
   return _mm256_packs_epi32(first, second);
 }
 
-// Q2_K: row r's min term sum_h m_h * S_h of one block in lanes 2r, 2r + 1 (halves of it).
+// Q2_K and Q3_K: row r's min term sum_h m_h * S_h of one block in lanes 2r, 2r + 1 (halves of
+// it).
 HWY_INLINE __m256i HalfMinTerms(const SuperBlockScales& s, __m256i half_sums) {
   __m256i t[4];
   for (int r = 0; r < 4; ++r) t[r] = _mm256_madd_epi16(s.half_mins[r], half_sums);

@@ -2,8 +2,8 @@
 // decoding as faster-whisper does with beam size 1 and temperature 0: window by window from a
 // seek position, each window's encoder states fed to a decoder Session, the prompt
 // (<|startoftranscript|>, language, task, <|notimestamps|>), greedy steps under Whisper's rules
-// (runtime/whisper_token_rules.h), segments split at timestamp pairs, the seek advanced past what was
-// transcribed, windows of silence skipped (the no-speech probability), and optionally the
+// (runtime/whisper_token_rules.h), segments split at timestamp pairs, the seek advanced past what
+// was transcribed, windows of silence skipped (the no-speech probability), and optionally the
 // previous text as a prompt.
 //
 // Create allocates everything (the encoder's and the session's arenas, one window, the encoder

@@ -1,7 +1,8 @@
 // A C API session allocates nothing once created: kes_session_prefill, kes_generate (its
 // callback included), kes_session_next_token with its pieces, kes_session_logits, the position,
-// a reset and a rewind (what a server does between requests), counted on every thread (tests/support/alloc_counter.h) on the tiny Gemma 3 with 1
-// and 2 threads, past its context of 16 so that every KV ring wraps. The C API's own layer
+// a reset and a rewind (what a server does between requests), counted on every thread
+// (tests/support/alloc_counter.h) on the tiny Gemma 3 with 1 and 2 threads, past its context of
+// 16 so that every KV ring wraps. The C API's own layer
 // (parameter structs, status values, the pending token) must keep the runtime's promise.
 // The same for an encoder's kes_embed_tokens (the tiny BERT, a batch of several steps) and a
 // transcriber's kes_transcribe_pcm at 16 kHz (the tiny Whisper, several windows, each call with
