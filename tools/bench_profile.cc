@@ -91,8 +91,10 @@ std::string StepProfile::Table(const std::string& test, size_t calls) const {
   for (const Label* label : order) {
     char rate[32] = "";
     if (label->streams_weights && label->seconds > 0) {
-      std::snprintf(rate, sizeof(rate), "%.1f",
-                    static_cast<double>(label->weight_bytes) / label->seconds / 1e9);
+      // Three significant digits, not a fixed one decimal: a tiny model's matmuls on a slow or
+      // busy machine read well under 0.05 GB/s, which "%.1f" printed as a rate of 0.0.
+      const double gb_per_s = static_cast<double>(label->weight_bytes) / label->seconds / 1e9;
+      std::snprintf(rate, sizeof(rate), gb_per_s >= 100 ? "%.0f" : "%#.3g", gb_per_s);
     }
     Append(&out, "| %-26s | %5.0f | %11.3f | %4.1f%% | %12s |\n", label->name.c_str(),
            static_cast<double>(label->steps) * per_call, label->seconds * per_call * 1e3,
