@@ -39,9 +39,11 @@ run_one() {  # target
   local t=$1
   mkdir -p "build/fuzz/work/$t" "build/fuzz/artifacts/$t"
   # -rss_limit_mb: the harnesses cap what they run (fuzz/fuzz_support.h), so more is a leak.
-  # -timeout: one input taking 30 s is a hang. Inputs up to 256 KiB: the seeds are smaller.
+  # -timeout: one input taking 300 s is a hang. The limit is wall-clock time, and with --jobs
+  # the five ASan targets share CI's 2 slow cores, where 30 s for one input proves no hang.
+  # Inputs up to 256 KiB: the seeds are smaller.
   "build/fuzz/fuzz/fuzz_$t" "build/fuzz/work/$t" "fuzz/corpus/$t" \
-    -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2560 -max_len=262144 \
+    -max_total_time="$seconds" -timeout=300 -rss_limit_mb=2560 -max_len=262144 \
     -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$t/" 2>&1
 }
 

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -321,9 +322,11 @@ TEST(Progress, WritesOnlyToATerminalAndErasesItsLine) {
   ASSERT_GE(saved, 0);
   ::dup2(slave, 2);
   {
-    Progress progress("embedding text", 40);
+    // An hour between draws, not the default 100 ms: on a loaded machine the thread may be
+    // preempted that long between the two updates, and the second would draw too.
+    Progress progress("embedding text", 40, std::chrono::hours(1));
     progress.Update(1);   // the first update draws at once
-    progress.Update(2);   // later ones at most every 100 ms
+    progress.Update(2);   // later ones only once the interval has passed
   }
   ::dup2(saved, 2);
   ::close(saved);

@@ -322,11 +322,13 @@ TEST(OutputFiles, SignalsRemoveTheTemporary) {
                                "--calibration", fifo},
                               log + ".out", log + ".err");
     ASSERT_GE(child.pid, 0);
-    // Waits (at most 10 s) for the temporary to appear beside the FIFO.
-    bool appeared = false;
-    for (int i = 0; i < 2000 && !appeared; ++i) {
+    // Waits for the temporary to appear beside the FIFO: at most 120 s, room for a slow, loaded
+    // machine to start kestrel-convert and read the model.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    bool appeared = FolderEntries(folder).size() > 1;
+    while (!appeared && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
       appeared = FolderEntries(folder).size() > 1;
-      if (!appeared) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     EXPECT_TRUE(appeared) << "no temporary appeared in " << folder;
     ::kill(child.pid, sig);

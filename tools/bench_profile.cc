@@ -89,6 +89,7 @@ std::string StepProfile::Table(const std::string& test, size_t calls) const {
   out += "| op                         | steps | ms per call | share | weights GB/s |\n";
   out += "|:---------------------------|------:|------------:|------:|-------------:|\n";
   for (const Label* label : order) {
+    // Left empty where the clock was too coarse to time the op at all (0 s): no rate to give.
     char rate[32] = "";
     if (label->streams_weights && label->seconds > 0) {
       // Three significant digits, not a fixed one decimal: a tiny model's matmuls on a slow or

@@ -8,8 +8,6 @@
 namespace kestrel {
 namespace {
 
-constexpr std::chrono::milliseconds kRedrawInterval(100);
-
 // write(2) straight to the terminal: stderr's stdio buffer may hold a caller's partial line.
 void WriteStderr(const char* data, size_t n) {
   while (n > 0) {
@@ -22,9 +20,11 @@ void WriteStderr(const char* data, size_t n) {
 
 }  // namespace
 
-Progress::Progress(const char* what, size_t total)
+Progress::Progress(const char* what, size_t total,
+                   std::chrono::steady_clock::duration redraw_interval)
     : what_(what),
       total_(total),
+      redraw_interval_(redraw_interval),
       enabled_(isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
@@ -35,8 +35,8 @@ void Progress::Update(size_t done, uint64_t bytes) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   // The first update draws at once (a line that says the work started), later ones at most
-  // every kRedrawInterval.
-  if (shown_ && now - last_draw_ < kRedrawInterval) return;
+  // every redraw_interval_.
+  if (shown_ && now - last_draw_ < redraw_interval_) return;
   last_draw_ = now;
   if (total_ > 0 && done > total_) done = total_;
   char line[256];

@@ -103,12 +103,13 @@ def test_abort_stops_the_next_embed_and_transcription(bert_kes, whisper_kes, ton
 def test_the_gil_is_released_while_embedding_and_transcribing(bert_kes, whisper_kes):
     # One long call into the library each (kes_embed over 15,000 texts; kes_transcribe_pcm over
     # twenty 30-second windows: 0.4 and 0.6 s on a 2-core Zen 3, well above the 0.04 s needed
-    # on faster cores); were the GIL held, the counting thread could not run inside it.
+    # on faster cores); were the GIL held, the counting thread could not run inside it, so a few
+    # counts prove it was released (a loaded machine may give that thread little time).
     encoder = kestrel.Model(bert_kes, n_threads=1)
     encoder.embed(TEXTS)  # the encoder is made before the timing
     ticks, seconds = ticks_during(lambda: encoder.embed(TEXTS * 5000))
     assert seconds > 0.04, "the call is too short to tell"
-    assert ticks > 100, (ticks, seconds)
+    assert ticks > 10, (ticks, seconds)
 
     whisper = kestrel.Model(whisper_kes, n_threads=1)
     t = np.arange(16000 * 600, dtype=np.float32) / 16000
@@ -116,4 +117,4 @@ def test_the_gil_is_released_while_embedding_and_transcribing(bert_kes, whisper_
     whisper.transcribe(samples[:16000])  # the transcriber is made before the timing
     ticks, seconds = ticks_during(lambda: whisper.transcribe(samples))
     assert seconds > 0.04, "the call is too short to tell"
-    assert ticks > 100, (ticks, seconds)
+    assert ticks > 10, (ticks, seconds)

@@ -79,14 +79,15 @@ def test_close(tiny_kes):
 def test_the_gil_is_released_while_generating(tiny_kes):
     # One call into the library (kes_generate) long enough to watch: 4000 tokens (the tiny
     # model runs past its context with attention sinks; its greedy text has no end token).
-    # Were the GIL held, the counting thread could not run inside the call at all.
+    # Were the GIL held, the counting thread could not run inside the call at all, so a few
+    # counts prove it was released; a loaded machine may give that thread little time.
     model = kestrel.Model(tiny_kes, n_threads=1)
     model.generate(PROMPT, max_tokens=1)  # the session is made before the timing
     ticks, seconds = ticks_during(
         lambda: model.generate(PROMPT, max_tokens=4000, temperature=0)
     )
     assert seconds > 0.04, "the call is too short to tell"
-    assert ticks > 100, (ticks, seconds)
+    assert ticks > 10, (ticks, seconds)
 
 
 def test_every_status_code_has_its_class():
