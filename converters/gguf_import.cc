@@ -47,10 +47,12 @@ Status WeightDType(const gguf::File& file, const std::string& name, const Conver
            : "; Kestrel cannot read this type yet, so no --weights choice converts the file"));
 }
 
-Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType dtype,
-                    const std::vector<uint64_t>& expected_shape, KesModel* model, uint32_t* id) {
-  const gguf::TensorInfo* info = file.FindTensor(name);
-  KES_CHECK_OR_RETURN(info != nullptr, "GGUF has no tensor '" + name + "'");
+namespace {
+
+// ImportTensor of one tensor's info (the whole tensor, or a run of its rows), stored as `name`.
+Status ImportTensorInfo(const gguf::TensorInfo* info, const std::string& name, fb::DType dtype,
+                        const std::vector<uint64_t>& expected_shape, KesModel* model,
+                        uint32_t* id) {
   const std::vector<uint64_t> shape(info->ne.rbegin(), info->ne.rend());
   KES_CHECK_OR_RETURN(shape == expected_shape, "tensor '" + name + "': expected shape " +
                                                    ShapeString(expected_shape) + ", found " +
@@ -73,6 +75,36 @@ Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType d
   std::vector<float> values;
   KES_RETURN_IF_ERROR(gguf::DequantizeTensor(*info, &values).WithContext("tensor '" + name + "'"));
   return StoreWeights(name, values, dtype, shape, model, id);
+}
+
+}  // namespace
+
+Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType dtype,
+                    const std::vector<uint64_t>& expected_shape, KesModel* model, uint32_t* id) {
+  const gguf::TensorInfo* info = file.FindTensor(name);
+  KES_CHECK_OR_RETURN(info != nullptr, "GGUF has no tensor '" + name + "'");
+  return ImportTensorInfo(info, name, dtype, expected_shape, model, id);
+}
+
+Status ImportTensorRows(const gguf::File& file, const std::string& name, uint64_t total_rows,
+                        uint64_t first_row, uint64_t rows, uint64_t cols, fb::DType dtype,
+                        const std::string& stored_name, KesModel* model, uint32_t* id) {
+  const gguf::TensorInfo* info = file.FindTensor(name);
+  KES_CHECK_OR_RETURN(info != nullptr, "GGUF has no tensor '" + name + "'");
+  const std::vector<uint64_t> shape(info->ne.rbegin(), info->ne.rend());
+  KES_CHECK_OR_RETURN(shape == std::vector<uint64_t>({total_rows, cols}),
+                      "tensor '" + name + "': expected shape " +
+                          ShapeString({total_rows, cols}) + ", found " + ShapeString(shape));
+  // Rows are whole runs of blocks in every ggml type, so a run of them is a tensor of its own.
+  const uint64_t row_bytes = info->n_bytes / total_rows;
+  gguf::TensorInfo part = *info;
+  part.name = stored_name;
+  part.ne = {cols, rows};
+  part.n_elements = cols * rows;
+  part.n_bytes = row_bytes * rows;
+  part.offset += row_bytes * first_row;
+  part.data += row_bytes * first_row;
+  return ImportTensorInfo(&part, stored_name, dtype, {rows, cols}, model, id);
 }
 
 Status GetDimension(const gguf::File& file, const std::string& key, uint64_t max, uint32_t* out) {

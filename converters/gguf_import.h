@@ -21,6 +21,12 @@ namespace kestrel {
 Status ImportTensor(const gguf::File& file, const std::string& name, fb::DType dtype,
                     const std::vector<uint64_t>& expected_shape, KesModel* model, uint32_t* id);
 
+// Rows [first_row, first_row + rows) of the [total_rows, cols] matrix `name`, stored as its own
+// tensor `stored_name` ([rows, cols]) as ImportTensor stores a whole one: how fused matrices
+// (Phi-3's attn_qkv and gate-and-up ffn_up) become the separate ones the plans multiply by.
+Status ImportTensorRows(const gguf::File& file, const std::string& name, uint64_t total_rows,
+                        uint64_t first_row, uint64_t rows, uint64_t cols, fb::DType dtype,
+                        const std::string& stored_name, KesModel* model, uint32_t* id);
 // The dtype weight matrix `name` is stored as: options.weight_dtype; with keep_types the GGUF
 // tensor's own type, or an error naming the type and the --weights choices that work; with
 // tensor_types the type chosen there.

@@ -30,24 +30,7 @@ namespace {
 constexpr char kArch[] = "gemma2";
 constexpr char kMaker[] = "make_tiny_gemma2.py";
 
-class Gemma2Test : public test::LlamaCppArchTest<kArch, kMaker> {
- protected:
-  // The fixture's GGUF with one key changed, scored over every position.
-  static void ScoreEdited(const std::string& set, test::LogitAgreement* out) {
-    const std::string edited = test::ScratchPath("gemma2-edited.gguf");
-    ASSERT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                                   "/tests/py/edit_gguf.py " + gguf_ + " " + edited + " --set " +
-                                   set),
-              "");
-    std::unique_ptr<Model> model;
-    OpenF32(edited, &model);
-    std::remove(edited.c_str());
-    if (model == nullptr) return;
-    std::vector<float> ours;
-    ASSERT_EQ(test::ScoreAll(*model, fixture_.tokens, 2, 512, &ours), "");
-    *out = test::CompareWithLlamaCpp(fixture_, ours, 0, fixture_.n_tokens);
-  }
-};
+using Gemma2Test = test::LlamaCppArchTest<kArch, kMaker>;
 
 TEST_F(Gemma2Test, LogitsMatchLlamaCpp) {
   ASSERT_EQ(error_, "");
@@ -61,33 +44,10 @@ TEST_F(Gemma2Test, LogitsMatchLlamaCpp) {
 // logits are a one-row buffer that the final soft-cap rewrites in place.
 TEST_F(Gemma2Test, PrefillAndDecodeMatchLlamaCpp) {
   ASSERT_EQ(error_, "");
-  const test::LlamaCppLogits& f = fixture_;
   std::unique_ptr<Model> model;
   OpenF32(gguf_, &model);
   ASSERT_NE(model, nullptr);
-  SessionOptions options;
-  options.context_length = 512;
-  options.n_threads = 2;
-  options.kv.type = ops::KvType::kF32;
-  std::unique_ptr<Session> session;
-  Status s = Session::Create(*model, options, &session);
-  ASSERT_TRUE(s.ok()) << s.message();
-  const uint32_t half = f.n_tokens / 2;
-  std::vector<float> ours(size_t{f.n_tokens} * f.vocab, 0.0f);
-  s = session->Prefill(f.tokens.data(), half);
-  ASSERT_TRUE(s.ok()) << s.message();
-  std::copy(session->logits(), session->logits() + f.vocab, &ours[size_t{half - 1} * f.vocab]);
-  for (uint32_t t = half; t < f.n_tokens; ++t) {
-    s = session->Decode(f.tokens[t]);
-    ASSERT_TRUE(s.ok()) << s.message();
-    std::copy(session->logits(), session->logits() + f.vocab, &ours[size_t{t} * f.vocab]);
-  }
-  const test::LogitAgreement a = test::CompareWithLlamaCpp(f, ours, half - 1, f.n_tokens);
-  std::printf("gemma2 vs llama.cpp, prefill %u + decode %u: mean KL %.3g, max KL %.3g, "
-              "top token differs at %d\n",
-              half, f.n_tokens - half, a.kl_mean, a.kl_max, a.top_differ);
-  EXPECT_LT(a.kl_mean, 1e-5);
-  EXPECT_EQ(a.top_differ, 0);
+  ExpectPrefillAndDecodeMatchLlamaCpp(*model);
 }
 
 // With either cap lifted far above anything the model reaches, or the window wider than the
@@ -99,7 +59,7 @@ TEST_F(Gemma2Test, SoftCapsAndWindowMatter) {
                           "gemma2.final_logit_softcapping=f32:1000000",
                           "gemma2.attention.sliding_window=u32:4096"}) {
     test::LogitAgreement a;
-    ScoreEdited(set, &a);
+    ScoreEdited(std::string("--set ") + set, &a);
     std::printf("%s: mean KL %.3g\n", set, a.kl_mean);
     EXPECT_GT(a.kl_mean, 1e-3) << set;
   }

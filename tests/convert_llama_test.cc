@@ -59,7 +59,7 @@ INSTANTIATE_TEST_SUITE_P(
         Edit{"yarn", "--set llama.rope.scaling.type=str:yarn --set llama.rope.scaling.factor=f32:4",
              {"unsupported RoPE scaling \"yarn\"", "linear"}},
         Edit{"architecture", "--set general.architecture=str:mamba",
-             {"unsupported architecture 'mamba'", "gemma3, llama, qwen2"}},
+             {"unsupported architecture 'mamba'", "gemma3, llama, phi3, qwen2"}},
         Edit{"pre_tokenizer", "--set tokenizer.ggml.pre=str:deepseek-coder",
              {"tokenizer.ggml.pre", "'deepseek-coder'", "smollm"}},
         Edit{"tokenizer_model", "--set tokenizer.ggml.model=str:bert",

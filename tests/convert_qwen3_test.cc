@@ -75,7 +75,7 @@ TEST_F(Qwen3Test, UnknownArchitectureListsQwen3) {
   std::remove(edited.c_str());
   ASSERT_TRUE(r.exited && r.exit_code == 1) << Describe(r);
   EXPECT_NE(r.err.find("unsupported architecture 'mamba'"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("gemma3, llama, qwen2, qwen3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gemma3, llama, phi3, qwen2, qwen3"), std::string::npos) << r.err;
   EXPECT_FALSE(test::Exists(out));
 }
 

@@ -22,7 +22,9 @@ std::string SupportedArchitectures();
 
 Status ConvertGemma2(const gguf::File& file, const ConvertOptions& options, KesModel* out);
 Status ConvertGemma3(const gguf::File& file, const ConvertOptions& options, KesModel* out);
-// GGUF architectures llama, qwen2 and qwen3.
+// GGUF architectures llama, qwen2, qwen3 and smollm3.
 Status ConvertLlama(const gguf::File& file, const ConvertOptions& options, KesModel* out);
+// GGUF architecture phi3 (Phi-3, Phi-3.5 mini).
+Status ConvertPhi3(const gguf::File& file, const ConvertOptions& options, KesModel* out);
 
 }  // namespace kestrel

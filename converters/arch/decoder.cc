@@ -44,8 +44,10 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool
       b.RmsNorm(k, k, lw.k_norm, c.head_dim, eps);
     }
     if (!c.no_rope[l]) {
-      b.Rope(q, c.rope_style, c.n_heads, c.head_dim, theta, freq_scale, w.rope_freqs);
-      b.Rope(k, c.rope_style, c.n_kv_heads, c.head_dim, theta, freq_scale, w.rope_freqs);
+      b.Rope(q, c.rope_style, c.n_heads, c.head_dim, theta, freq_scale, w.rope_freqs,
+             w.rope_long_freqs, c.long_rope_above);
+      b.Rope(k, c.rope_style, c.n_kv_heads, c.head_dim, theta, freq_scale, w.rope_freqs,
+             w.rope_long_freqs, c.long_rope_above);
     }
     b.KvStore(l, k, v);
     const uint32_t attn = b.Activation(p + "attn", q_dim);  // [tokens, n_heads * head_dim]
@@ -200,6 +202,12 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
     KES_RETURN_IF_ERROR(ImportTensor(f, "rope_freqs.weight", fb::DType::F32, {c.head_dim / 2}, m,
                                      &w->rope_freqs));
   }
+  if (c.long_rope_above > 0) {
+    KES_RETURN_IF_ERROR(ImportTensor(f, "rope_factors_short.weight", fb::DType::F32,
+                                     {c.head_dim / 2}, m, &w->rope_freqs));
+    KES_RETURN_IF_ERROR(ImportTensor(f, "rope_factors_long.weight", fb::DType::F32,
+                                     {c.head_dim / 2}, m, &w->rope_long_freqs));
+  }
   w->layers.resize(c.n_layers);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + Num(l) + ".";
@@ -213,10 +221,25 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
     const auto bias = [&](const char* name, uint64_t n, uint32_t* id) {
       return f.FindTensor(p + name) != nullptr ? vector(name, n, id) : OkStatus();
     };
+    // Rows [first, first + n) of fused matrix `name` ([total, in]) as the matrix `part`.
+    const auto rows = [&](const char* name, uint64_t total, uint64_t first, uint64_t n,
+                          uint64_t in, const char* part, uint32_t* id) {
+      fb::DType dtype;
+      KES_RETURN_IF_ERROR(WeightDType(f, p + name, options, &dtype));
+      return ImportTensorRows(f, p + name, total, first, n, in, dtype, p + part, m, id);
+    };
     KES_RETURN_IF_ERROR(vector("attn_norm.weight", d, &lw.attn_norm));
-    KES_RETURN_IF_ERROR(matrix("attn_q.weight", q_dim, d, &lw.q));
-    KES_RETURN_IF_ERROR(matrix("attn_k.weight", kv_dim, d, &lw.k));
-    KES_RETURN_IF_ERROR(matrix("attn_v.weight", kv_dim, d, &lw.v));
+    if (f.FindTensor(p + "attn_qkv.weight") != nullptr) {
+      const uint64_t qkv = q_dim + 2 * kv_dim;
+      const char* fused = "attn_qkv.weight";
+      KES_RETURN_IF_ERROR(rows(fused, qkv, 0, q_dim, d, "attn_q.weight", &lw.q));
+      KES_RETURN_IF_ERROR(rows(fused, qkv, q_dim, kv_dim, d, "attn_k.weight", &lw.k));
+      KES_RETURN_IF_ERROR(rows(fused, qkv, q_dim + kv_dim, kv_dim, d, "attn_v.weight", &lw.v));
+    } else {
+      KES_RETURN_IF_ERROR(matrix("attn_q.weight", q_dim, d, &lw.q));
+      KES_RETURN_IF_ERROR(matrix("attn_k.weight", kv_dim, d, &lw.k));
+      KES_RETURN_IF_ERROR(matrix("attn_v.weight", kv_dim, d, &lw.v));
+    }
     KES_RETURN_IF_ERROR(bias("attn_q.bias", q_dim, &lw.q_bias));
     KES_RETURN_IF_ERROR(bias("attn_k.bias", kv_dim, &lw.k_bias));
     KES_RETURN_IF_ERROR(bias("attn_v.bias", kv_dim, &lw.v_bias));
@@ -226,8 +249,13 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
     }
     KES_RETURN_IF_ERROR(matrix("attn_output.weight", d, q_dim, &lw.o));
     KES_RETURN_IF_ERROR(vector("ffn_norm.weight", d, &lw.ffn_norm));
-    KES_RETURN_IF_ERROR(matrix("ffn_gate.weight", ffn, d, &lw.gate));
-    KES_RETURN_IF_ERROR(matrix("ffn_up.weight", ffn, d, &lw.up));
+    if (c.fused_gate_up) {  // the gate's rows first, as ggml's swiglu reads them
+      KES_RETURN_IF_ERROR(rows("ffn_up.weight", 2 * ffn, 0, ffn, d, "ffn_gate.weight", &lw.gate));
+      KES_RETURN_IF_ERROR(rows("ffn_up.weight", 2 * ffn, ffn, ffn, d, "ffn_up.weight", &lw.up));
+    } else {
+      KES_RETURN_IF_ERROR(matrix("ffn_gate.weight", ffn, d, &lw.gate));
+      KES_RETURN_IF_ERROR(matrix("ffn_up.weight", ffn, d, &lw.up));
+    }
     KES_RETURN_IF_ERROR(matrix("ffn_down.weight", d, ffn, &lw.down));
     if (c.post_norms) {
       KES_RETURN_IF_ERROR(vector("post_attention_norm.weight", d, &lw.post_attn_norm));

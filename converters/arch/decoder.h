@@ -35,6 +35,10 @@ struct DecoderConfig {
   float rope_freq_scale = 1.0f;       // global-attention layers: 1 / linear scaling factor
   float rope_theta_local = 0;         // sliding-window layers (0: no such layers)
   bool rope_freq_factors = false;     // rope_freqs.weight divides the frequencies (Llama 3)
+  // LongRoPE (Phi-3): rope_factors_short/long.weight divide the frequencies, the long ones in a
+  // session of more than this many tokens (the model's original context); 0: no such factors.
+  uint32_t long_rope_above = 0;
+  bool fused_gate_up = false;         // ffn_up is [gate; up] and there is no ffn_gate (Phi-3)
   uint32_t window = 0;                // sliding window of local layers
   std::vector<bool> sliding;          // per layer
   std::vector<bool> no_rope;          // per layer: q, k not rotated (SmolLM3's every 4th)
@@ -56,7 +60,9 @@ struct DecoderLayerWeights {
 struct DecoderWeights {
   uint32_t embedding, output_norm;
   uint32_t output;                   // the embedding table when the head is tied
-  uint32_t rope_freqs = kNoTensor;   // [head_dim / 2] when config.rope_freq_factors
+  uint32_t rope_freqs = kNoTensor;   // [head_dim / 2] with config.rope_freq_factors, or the
+                                     // short LongRoPE factors with config.long_rope_above
+  uint32_t rope_long_freqs = kNoTensor;  // the long LongRoPE factors
   std::vector<DecoderLayerWeights> layers;
 };
 
@@ -77,7 +83,9 @@ Status ReadSlidingLayers(const gguf::File& file, int64_t default_pattern, Decode
 // Imports token_embd, output_norm, output (or ties it to token_embd when absent) and every
 // layer's blk.N.* tensors: the ones every decoder has, plus attn_q/k/v biases when the file has
 // them, attn_q_norm/attn_k_norm with config.qk_norm, post_attention_norm/post_ffw_norm with
-// config.post_norms, rope_freqs with config.rope_freq_factors.
+// config.post_norms, rope_freqs with config.rope_freq_factors, rope_factors_short/long with
+// config.long_rope_above. A fused attn_qkv (where the file has one) and, with
+// config.fused_gate_up, a fused ffn_up are split by rows into the separate matrices.
 Status ImportDecoderWeights(const gguf::File& file, const DecoderConfig& config,
                             const ConvertOptions& options, KesModel* model,
                             DecoderWeights* weights);

@@ -76,10 +76,7 @@ bool FindKeyRope(const BindContext& b, uint32_t layer, ops::RopeFrequencies* rop
                                                             : ops::RopeLayout::kNeox;
       rope->theta_base = r->theta();
       rope->freq_scale = r->freq_scale();
-      rope->freq_factors =
-          op.weights() && op.weights()->size() == 1
-              ? reinterpret_cast<const float*>(b.model().TensorData(op.weights()->Get(0)))
-              : nullptr;
+      rope->freq_factors = RopeFrequencyFactors(b.model(), op, b.memory().context_length);
       return true;
     }
     return false;

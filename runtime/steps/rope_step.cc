@@ -39,8 +39,14 @@ Status Check(const OpCheck& c) {
                                }));
   KES_RETURN_IF_ERROR(c.Expect(p.theta() > 0.0f && p.freq_scale() > 0.0f,
                                "theta and frequency scale must be positive"));
-  if (c.n_weights() == 1) {
-    KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(0), p.head_dim() / 2, "frequency factors"));
+  KES_RETURN_IF_ERROR(
+      c.Expect((c.n_weights() == 2) == (p.long_factors_above() > 0), [&] {
+        return "expected two sets of frequency factors exactly when long_factors_above is set "
+               "(LongRoPE), found " + std::to_string(c.n_weights()) + " and " +
+               std::to_string(p.long_factors_above());
+      }));
+  for (uint32_t i = 0; i < c.n_weights(); ++i) {
+    KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(i), p.head_dim() / 2, "frequency factors"));
   }
   return c.Activation(c.In(0), uint64_t{p.n_heads()} * p.head_dim(), "input");
 }
@@ -50,7 +56,7 @@ void Bind(const BindContext& b, Step* step) {
   RopeArgs a{};
   a.kernel = ops::ResolveRope();
   a.x = reinterpret_cast<float*>(b.In(0));
-  a.freq_factors = b.n_weights() == 1 ? reinterpret_cast<const float*>(b.WeightData(0)) : nullptr;
+  a.freq_factors = RopeFrequencyFactors(b.model(), b.op(), b.memory().context_length);
   a.n_heads = p.n_heads();
   a.head_dim = p.head_dim();
   a.layout = p.style() == fb::RopeStyle::Adjacent ? ops::RopeLayout::kAdjacent
@@ -62,6 +68,14 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kRopeOp = {fb::OpParams::Rope, 1, 0, 0, 1, Check, Bind};
+const float* RopeFrequencyFactors(const Model& model, const fb::Op& rope, size_t context_length) {
+  const size_t n = rope.weights() ? rope.weights()->size() : 0;
+  if (n == 0) return nullptr;
+  const uint32_t long_above = rope.params_as_Rope()->long_factors_above();
+  const bool long_factors = n == 2 && long_above > 0 && context_length > long_above;
+  return reinterpret_cast<const float*>(model.TensorData(rope.weights()->Get(long_factors ? 1 : 0)));
+}
+
+const OpKind kRopeOp = {fb::OpParams::Rope, 1, 0, 0, 2, Check, Bind};
 
 }  // namespace kestrel

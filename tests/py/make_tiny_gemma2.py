@@ -62,19 +62,7 @@ def main():
     w.add_float32(f"{ARCH}.attn_logit_softcapping", args.attn_softcap)
     w.add_float32(f"{ARCH}.final_logit_softcapping", args.final_softcap)
 
-    tokens, types, merges, special = tiny.build_vocab("qwen2", args.merges)
-    w.add_uint32(f"{ARCH}.vocab_size", len(tokens))
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen2")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(special["bos"])
-    w.add_eos_token_id(special["eos"])
-    w.add_pad_token_id(special["pad"])
-    w.add_add_bos_token(False)
-    w.add_add_space_prefix(False)
-    w.add_chat_template(tiny.CHAT_TEMPLATE)
+    vocab_size = tiny.add_qwen2_bpe_tokenizer(w, ARCH, args.merges)
 
     def matrix(out_features, in_features, std):
         return (rng.standard_normal((out_features, in_features)) * std).astype(np.float32)
@@ -82,7 +70,7 @@ def main():
     def vector(n, mean, std):
         return (mean + std * rng.standard_normal(n)).astype(np.float32)
 
-    w.add_tensor("token_embd.weight", matrix(len(tokens), D_MODEL, 0.2))  # also the LM head
+    w.add_tensor("token_embd.weight", matrix(vocab_size, D_MODEL, 0.2))  # also the LM head
     w.add_tensor("output_norm.weight", vector(D_MODEL, 1.0, 0.1))
     q_dim, kv_dim = N_HEADS * HEAD_DIM, N_KV_HEADS * HEAD_DIM
     for layer in range(N_LAYERS):

@@ -10,7 +10,14 @@ left out because their 256-value blocks do not divide rows of 64 or 160.
 
 The same seed always gives the same bytes.
 
-usage: make_tiny_gemma3.py OUT.gguf [--seed N]
+The options give the hyper-parameters by which the larger Gemma 3 files differ from 270M and 1B
+(the logits test against llama.cpp, tests/convert_gemma3_sizes_test.cc): --linear-rope F writes
+rope.scaling.type "linear" with factor F, which 4B, 12B and 27B have (8: their global layers
+only), --freq-base-swa B the sliding layers' own RoPE base, --window N another window (1024 in
+4B-27B, 512 in 1B), --context N, and --f32 every matrix F32.
+
+usage: make_tiny_gemma3.py OUT.gguf [--seed N] [--f32] [--context N] [--window N]
+                           [--linear-rope F] [--freq-base-swa B]
 """
 import argparse
 
@@ -88,6 +95,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--f32", action="store_true", help="every matrix F32")
+    parser.add_argument("--context", type=int, default=CONTEXT)
+    parser.add_argument("--window", type=int, default=WINDOW)
+    parser.add_argument("--linear-rope", type=float, default=0.0)
+    parser.add_argument("--freq-base-swa", type=float, default=0.0)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
 
@@ -100,10 +112,15 @@ def main():
     w.add_uint32(f"{ARCH}.attention.head_count_kv", N_KV_HEADS)
     w.add_uint32(f"{ARCH}.attention.key_length", HEAD_DIM)
     w.add_uint32(f"{ARCH}.attention.value_length", HEAD_DIM)
-    w.add_uint32(f"{ARCH}.context_length", CONTEXT)
-    w.add_uint32(f"{ARCH}.attention.sliding_window", WINDOW)
+    w.add_uint32(f"{ARCH}.context_length", args.context)
+    w.add_uint32(f"{ARCH}.attention.sliding_window", args.window)
     w.add_float32(f"{ARCH}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{ARCH}.rope.freq_base", ROPE_BASE)
+    if args.freq_base_swa:
+        w.add_float32(f"{ARCH}.rope.freq_base_swa", args.freq_base_swa)
+    if args.linear_rope:
+        w.add_string(f"{ARCH}.rope.scaling.type", "linear")
+        w.add_float32(f"{ARCH}.rope.scaling.factor", args.linear_rope)
 
     pieces, scores, types = build_vocab()
     vocab_size = len(pieces)
@@ -127,7 +144,7 @@ def main():
         return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
     # token_embd: [vocab, d_model] rows; the tied LM head reads it too. Q8_0, as in the real model.
-    emb, emb_type = quantize(matrix(vocab_size, D_MODEL, std=0.1), Q.Q8_0)
+    emb, emb_type = quantize(matrix(vocab_size, D_MODEL, std=0.1), Q.F32 if args.f32 else Q.Q8_0)
     w.add_tensor("token_embd.weight", emb, raw_dtype=emb_type)
     w.add_tensor("output_norm.weight", norm(D_MODEL))
 
@@ -146,6 +163,8 @@ def main():
         w.add_tensor(p + "post_ffw_norm.weight", norm(D_MODEL))
         for j, (name, out_features, in_features) in enumerate(matrices):
             qtype = MATRIX_TYPES[(layer * len(matrices) + j) % len(MATRIX_TYPES)]
+            if args.f32:
+                qtype = Q.F32
             data, raw = quantize(matrix(out_features, in_features), qtype)
             w.add_tensor(p + name + ".weight", data, raw_dtype=raw)
 

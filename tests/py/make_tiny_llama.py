@@ -211,6 +211,25 @@ def build_vocab(arch, n_merges=N_MERGES):
     return tokens, types, [f"{a} {b}" for a, b in merges], special
 
 
+def add_qwen2_bpe_tokenizer(w, arch, n_merges):
+    """Writes build_vocab's qwen2 layout as a byte-level BPE tokenizer (pre "qwen2", ChatML
+    template, no BOS) under `arch`, for the other architectures' tiny models; returns its size."""
+    tokens, types, merges, special = build_vocab("qwen2", n_merges)
+    w.add_uint32(f"{arch}.vocab_size", len(tokens))
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(special["bos"])
+    w.add_eos_token_id(special["eos"])
+    w.add_pad_token_id(special["pad"])
+    w.add_add_bos_token(False)
+    w.add_add_space_prefix(False)
+    w.add_chat_template(CHAT_TEMPLATE)
+    return len(tokens)
+
+
 def llama3_freq_factors(base, n_rot):
     """convert_hf_to_gguf.py's LlamaModel rope_freqs for rope_type 'llama3' (ggml divides by them)."""
     freqs = 1.0 / (base ** (np.arange(0, n_rot, 2, dtype=np.float64) / n_rot))

@@ -18,6 +18,18 @@ tests/data/gemma2_tiny_llama_cpp_logits.bin (tests/convert_gemma2_test.cc; top-2
 
   --maker make_tiny_gemma2.py --make-args "--seed 3 --final-softcap 2"
 
+tests/data/phi3_tiny_llama_cpp_logits.bin and phi3_long_tiny_llama_cpp_logits.bin
+(tests/convert_phi3_test.cc; top-2 gaps 8.2e-4 and 3.9e-3):
+
+  --maker make_tiny_phi3.py --make-args "--seed 2"
+  --maker make_tiny_phi3.py --make-args "--seed 2 --original-context 128"
+
+tests/data/gemma3_4b_tiny_llama_cpp_logits.bin (tests/convert_gemma3_sizes_test.cc; top-2 gap
+1.7e-3):
+
+  --maker make_tiny_gemma3.py --make-args "--seed 2 --f32 --context 512 --window 32
+      --linear-rope 8 --freq-base-swa 10000"
+
 It writes the GGUF with tests/py/make_tiny_llama.py MAKE_ARGS, or with --maker's script (the
 same arguments always give the same bytes), compiles tests/py/llama_cpp_logits.cc against
 build/llama.cpp, runs it on a fixed text of plain English, digits, punctuation and ChatML control

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "runtime/model.h"
+#include "runtime/session.h"
 #include "tests/support/llama_cpp_logits.h"
 #include "tests/support/test_support.h"
 
@@ -68,6 +70,53 @@ class LlamaCppArchTest : public ::testing::Test {
                 a.top_differ);
     EXPECT_LT(a.kl_mean, 1e-5);
     EXPECT_EQ(a.top_differ, 0) << a.first_differences;
+  }
+
+  // Prefill of the first half of the fixture's tokens, then one decode step per token (2
+  // threads, f32 KV): the prefill and decode plans, whose logits are a one-row buffer, and the
+  // keys the attention step rotates itself.
+  static void ExpectPrefillAndDecodeMatchLlamaCpp(const Model& model) {
+    const LlamaCppLogits& f = fixture_;
+    SessionOptions options;
+    options.context_length = 512;
+    options.n_threads = 2;
+    options.kv.type = ops::KvType::kF32;
+    std::unique_ptr<Session> session;
+    Status s = Session::Create(model, options, &session);
+    ASSERT_TRUE(s.ok()) << s.message();
+    const uint32_t half = f.n_tokens / 2;
+    std::vector<float> ours(size_t{f.n_tokens} * f.vocab, 0.0f);
+    s = session->Prefill(f.tokens.data(), half);
+    ASSERT_TRUE(s.ok()) << s.message();
+    std::copy(session->logits(), session->logits() + f.vocab, &ours[size_t{half - 1} * f.vocab]);
+    for (uint32_t t = half; t < f.n_tokens; ++t) {
+      s = session->Decode(f.tokens[t]);
+      ASSERT_TRUE(s.ok()) << s.message();
+      std::copy(session->logits(), session->logits() + f.vocab, &ours[size_t{t} * f.vocab]);
+    }
+    const LogitAgreement a = CompareWithLlamaCpp(f, ours, half - 1, f.n_tokens);
+    std::printf("%s vs llama.cpp, prefill %u + decode %u: mean KL %.3g, max KL %.3g, "
+                "top token differs at %d\n",
+                kArch, half, f.n_tokens - half, a.kl_mean, a.kl_max, a.top_differ);
+    EXPECT_LT(a.kl_mean, 1e-5);
+    EXPECT_EQ(a.top_differ, 0);
+  }
+
+  // The fixture's GGUF edited by tests/py/edit_gguf.py with `edit` ("--set KEY=TYPE:VALUE",
+  // "--drop-key KEY"), converted with f32 weights and scored over every position against
+  // llama.cpp's logits for the unedited file: what a test asserts when a key must matter.
+  static void ScoreEdited(const std::string& edit, LogitAgreement* out) {
+    const std::string edited = ScratchPath(std::string(kArch) + "-edited.gguf");
+    ASSERT_EQ(RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                             "/tests/py/edit_gguf.py " + gguf_ + " " + edited + " " + edit),
+              "");
+    std::unique_ptr<Model> model;
+    OpenF32(edited, &model);
+    std::remove(edited.c_str());
+    if (model == nullptr) return;
+    std::vector<float> ours;
+    ASSERT_EQ(ScoreAll(*model, fixture_.tokens, 2, 512, &ours), "");
+    *out = CompareWithLlamaCpp(fixture_, ours, 0, fixture_.n_tokens);
   }
 
   static inline std::string error_, gguf_;

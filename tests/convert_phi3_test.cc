@@ -1,0 +1,105 @@
+// Phi-3 (GGUF architecture phi3) against llama.cpp itself: tiny random Phi-3 models
+// (tests/py/make_tiny_phi3.py: fused attn_qkv with GQA, fused gate-and-up ffn_up, NEOX RoPE, a
+// separate LM head) converted with --weights f32 score 300 tokens of a fixed text; llama.cpp's
+// logits for the same files and tokens are the fixtures tests/data/phi3_tiny_llama_cpp_logits.bin
+// (plain RoPE) and phi3_long_tiny_llama_cpp_logits.bin (LongRoPE: short and long frequency
+// factors, an original context of 128 under the 512 both runtimes run at, so the long factors
+// apply, and an attention factor of 1.3), recorded by hand with
+// tests/py/record_llama_cpp_logits.py --maker make_tiny_phi3.py (CI cannot build llama.cpp).
+// Mean KL(llama.cpp || Kestrel) below 1e-5 nats and the same top token at every position,
+// through the score plan and through prefill + decode. The long file with the short factors
+// chosen, or without its attention factor, must be far off; a Q8_0 file's fused attn_qkv split
+// at conversion gives the same model as the same rows stored apart.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/model.h"
+#include "runtime/session.h"
+#include "tests/support/llama_cpp_arch_test.h"
+#include "tests/support/test_support.h"
+
+namespace kestrel {
+namespace {
+
+constexpr char kMaker[] = "make_tiny_phi3.py";
+constexpr char kPlain[] = "phi3";
+constexpr char kLong[] = "phi3_long";
+
+using Phi3Test = test::LlamaCppArchTest<kPlain, kMaker>;
+
+using Phi3LongRopeTest = test::LlamaCppArchTest<kLong, kMaker>;
+
+TEST_F(Phi3Test, LogitsMatchLlamaCpp) {
+  ASSERT_EQ(error_, "");
+  std::unique_ptr<Model> model;
+  OpenF32(gguf_, &model);
+  ASSERT_NE(model, nullptr);
+  ExpectMatchesLlamaCpp(*model);
+}
+
+TEST_F(Phi3LongRopeTest, LogitsMatchLlamaCpp) {
+  ASSERT_EQ(error_, "");
+  std::unique_ptr<Model> model;
+  OpenF32(gguf_, &model);
+  ASSERT_NE(model, nullptr);
+  ExpectMatchesLlamaCpp(*model);
+}
+
+// Prefill of the first half, then one decode step per token: the decode plan, and the keys the
+// attention step rotates itself, with the long factors too.
+TEST_F(Phi3LongRopeTest, PrefillAndDecodeMatchLlamaCpp) {
+  ASSERT_EQ(error_, "");
+  std::unique_ptr<Model> model;
+  OpenF32(gguf_, &model);
+  ASSERT_NE(model, nullptr);
+  ExpectPrefillAndDecodeMatchLlamaCpp(*model);
+}
+
+// An original context as long as the session's makes the short factors apply, and an attention
+// factor of 1 drops the scaling: either must move the logits well away from llama.cpp's, so the
+// fixture really exercises both.
+TEST_F(Phi3LongRopeTest, LongFactorsAndAttentionFactorMatter) {
+  ASSERT_EQ(error_, "");
+  for (const char* set : {"phi3.rope.scaling.original_context_length=u32:512",
+                          "phi3.rope.scaling.attn_factor=f32:1"}) {
+    test::LogitAgreement a;
+    ScoreEdited(std::string("--set ") + set, &a);
+    std::printf("%s: mean KL %.3g\n", set, a.kl_mean);
+    EXPECT_GT(a.kl_mean, 1e-3) << set;
+  }
+}
+
+// A Q8_0 file converted with --weights keep: attn_qkv's blocks split by rows give the model that
+// the same rows stored as attn_q, attn_k and attn_v give, logit for logit.
+TEST(Phi3FusedMatrices, SplitQ8RowsAreTheSeparateMatrices) {
+  std::vector<float> logits[2];
+  const char* layouts[2] = {"", " --split-qkv"};
+  for (int i = 0; i < 2; ++i) {
+    const std::string gguf = test::ScratchPath("phi3-q8-" + std::to_string(i) + ".gguf");
+    const std::string kes = test::ScratchPath("phi3-q8-" + std::to_string(i) + ".kes");
+    ASSERT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                                   "/tests/py/make_tiny_phi3.py " + gguf + " --q8" + layouts[i]),
+              "");
+    const test::ProcessResult r = test::Convert({gguf, kes, "--weights", "keep"});
+    std::remove(gguf.c_str());
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
+    std::unique_ptr<Model> model;
+    const Status opened = Model::Open(kes, &model);
+    std::remove(kes.c_str());
+    ASSERT_TRUE(opened.ok()) << opened.message();
+    std::vector<int32_t> tokens;
+    ASSERT_TRUE(model->tokenizer().Encode("The fused rows of phi3", false, true, &tokens).ok());
+    ASSERT_EQ(test::ScoreAll(*model, tokens, 1, 64, &logits[i]), "");
+  }
+  ASSERT_FALSE(logits[0].empty());
+  EXPECT_EQ(logits[0], logits[1]);
+}
+
+}  // namespace
+}  // namespace kestrel
