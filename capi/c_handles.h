@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <vector>
@@ -51,6 +52,7 @@ struct kes_session {
   std::unique_ptr<kestrel::ChatConversation> chat;
   uint64_t chat_version = 0;
   std::string chat_system, chat_format;
+  std::optional<bool> chat_thinking;  // kes_chat_params.thinking of the last chat start
   bool chat_has_system = false;
 
   std::string error;  // kes_session_last_error

@@ -14,12 +14,12 @@ constexpr size_t kMarkLen = 3;
 
 std::string Mark(size_t i) { return kMarkOpen + std::to_string(i) + kMarkClose; }
 
-// minja's trim: ASCII whitespace only.
-std::string_view TrimAscii(std::string_view s) {
-  const char* space = " \t\n\r";
-  const size_t first = s.find_first_not_of(space);
+// s without the leading and (with both) trailing characters of `chars`, as minja's trim,
+// strip(chars) and lstrip(chars) give it.
+std::string_view Strip(std::string_view s, const char* chars, bool both = true) {
+  const size_t first = s.find_first_not_of(chars);
   if (first == std::string_view::npos) return std::string_view();
-  return s.substr(first, s.find_last_not_of(space) - first + 1);
+  return both ? s.substr(first, s.find_last_not_of(chars) - first + 1) : s.substr(first);
 }
 
 // The marked rendering as literal text and message slots (index >= 0; -1 for literal text).
@@ -66,7 +66,10 @@ bool SplitRendering(std::string_view real, const std::vector<Piece>& pieces,
                                       ? pieces[i + 1].text
                                       : std::string_view();
     bool found = false;
-    for (std::string_view candidate : {content, TrimAscii(content)}) {
+    // As written, trimmed (Gemma's), or with its newlines stripped on the left or on both
+    // sides (SmolLM3's and Qwen3's replies: content.lstrip('\n'), .strip('\n')).
+    for (std::string_view candidate : {content, Strip(content, " \t\n\r"), Strip(content, "\n"),
+                                       Strip(content, "\n", false)}) {
       if (real.compare(pos, candidate.size(), candidate) != 0) continue;
       if (real.compare(pos + candidate.size(), next.size(), next) != 0) continue;
       if (!candidate.empty()) out->push_back({std::string(candidate), false});

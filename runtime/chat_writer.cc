@@ -77,6 +77,10 @@ Status ChooseChatWriter(const Model& model, const std::string& format_name,
   return OkStatus();
 }
 
+void SetEnableThinking(ChatWriter* writer, std::optional<bool> enable_thinking) {
+  if (writer->jinja) writer->jinja->SetEnableThinking(enable_thinking);
+}
+
 std::unique_ptr<ChatConversation> MakeChatConversation(const Model& model, ChatWriter writer,
                                                        std::string system) {
   return std::make_unique<ChatConversation>(model.tokenizer(), std::move(writer.jinja),

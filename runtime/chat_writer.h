@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,11 @@ struct ChatWriter {
 // found out here rather than on the first turn.
 Status ChooseChatWriter(const Model& model, const std::string& format_name,
                         const std::string& system, ChatWriter* out);
+
+// Sets the enable_thinking variable of the writer's template (JinjaTemplate::SetEnableThinking:
+// false asks Qwen3 and SmolLM3 for a reply without a reasoning block, as `kestrel chat
+// --no-think` does); the built-in formats have no such block and are left as they are.
+void SetEnableThinking(ChatWriter* writer, std::optional<bool> enable_thinking);
 
 // A conversation written by `writer` (which it takes), for a Session of `model`.
 std::unique_ptr<ChatConversation> MakeChatConversation(const Model& model, ChatWriter writer,

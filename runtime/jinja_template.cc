@@ -27,6 +27,7 @@ struct JinjaTemplate::Impl {
   std::shared_ptr<minja::TemplateNode> root;
   std::string bos_token, eos_token;
   std::time_t now = 0;
+  std::optional<bool> enable_thinking;
 };
 
 JinjaTemplate::JinjaTemplate(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -64,6 +65,7 @@ Status JinjaTemplate::Render(const std::vector<ChatMessage>& messages,
     }
     auto context = minja::Context::make(minja::Value(nlohmann::ordered_json{
         {"messages", std::move(list)}, {"add_generation_prompt", add_generation_prompt}}));
+    if (impl_->enable_thinking) context->set("enable_thinking", *impl_->enable_thinking);
     context->set("bos_token", impl_->bos_token);
     context->set("eos_token", impl_->eos_token);
     const std::time_t now = impl_->now;
@@ -85,6 +87,10 @@ Status JinjaTemplate::Render(const std::vector<ChatMessage>& messages,
   } catch (...) {
     return Status::Error("the chat template fails");
   }
+}
+
+void JinjaTemplate::SetEnableThinking(std::optional<bool> enable_thinking) {
+  impl_->enable_thinking = enable_thinking;
 }
 
 }  // namespace kestrel

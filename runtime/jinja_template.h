@@ -10,6 +10,7 @@
 
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,12 @@ class JinjaTemplate {
   // turn opened. A template that raises (raise_exception) or fails gives an error saying why.
   Status Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                 std::string* out) const;
+
+  // The enable_thinking variable that Qwen3's and SmolLM3's templates read, for every later
+  // Render: undefined unless set (each template's own default, thinking on in both); false is
+  // what Qwen documents for a reply without a reasoning block (Qwen3 writes an empty
+  // <think></think>, SmolLM3 asks for /no_think). Templates that do not read it ignore it.
+  void SetEnableThinking(std::optional<bool> enable_thinking);
 
  private:
   struct Impl;

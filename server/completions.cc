@@ -35,26 +35,30 @@ std::string Dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// The conversation written by the model's template and tokenized as `kestrel chat` tokenizes
-// one (kes_chat_tokenize): the template's markup with control tokens, the messages' text
-// literally, so that a "<|im_end|>" typed in a message cannot close its turn.
-ApiError ChatPrompt(const ServerState& state, const std::vector<Message>& messages,
+// The conversation written by the model's template (with the request's enable_thinking) and
+// tokenized as `kestrel chat` tokenizes one (kes_chat_tokenize_params): the template's markup
+// with control tokens, the messages' text literally, so that a "<|im_end|>" typed in a message
+// cannot close its turn.
+ApiError ChatPrompt(const ServerState& state, const GenerationRequest& request,
                     std::vector<int32_t>* tokens) {
   std::vector<kes_chat_message> c_messages;
-  for (const Message& m : messages) {
+  for (const Message& m : request.messages) {
     c_messages.push_back({m.role.c_str(), m.content.data(), m.content.size()});
   }
   const kes_model* model = state.text_model->get();
-  const char* format =
-      state.options.chat_format.empty() ? nullptr : state.options.chat_format.c_str();
+  kes_chat_params params = kes_chat_default_params();
+  params.format = state.options.chat_format.empty() ? nullptr : state.options.chat_format.c_str();
+  if (request.enable_thinking) {
+    params.thinking = *request.enable_thinking ? KES_THINKING_ON : KES_THINKING_OFF;
+  }
   tokens->assign(4096, 0);
   size_t n = 0;
-  kes_status s = kes_chat_tokenize(model, format, c_messages.data(), c_messages.size(), 1,
-                                   tokens->data(), tokens->size(), &n);
+  kes_status s = kes_chat_tokenize_params(model, &params, c_messages.data(), c_messages.size(), 1,
+                                          tokens->data(), tokens->size(), &n);
   if (s == KES_BUFFER_TOO_SMALL) {
     tokens->assign(n, 0);
-    s = kes_chat_tokenize(model, format, c_messages.data(), c_messages.size(), 1,
-                          tokens->data(), tokens->size(), &n);
+    s = kes_chat_tokenize_params(model, &params, c_messages.data(), c_messages.size(), 1,
+                                 tokens->data(), tokens->size(), &n);
   }
   if (s == KES_INVALID_ARGUMENT) {
     return InvalidRequest(std::string("messages: the model's chat template refused them: ") +
@@ -248,7 +252,7 @@ void HandleGeneration(ServerState& state, const httplib::Request& req, httplib::
                      "model", "model_not_found");
   }
   if (error.ok()) {
-    error = chat ? ChatPrompt(state, job->request.messages, &job->prompt)
+    error = chat ? ChatPrompt(state, job->request, &job->prompt)
                  : CompletionPrompt(state, job->request, &job->prompt);
   }
   if (error.ok() && job->prompt.empty()) {

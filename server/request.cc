@@ -203,6 +203,17 @@ ApiError ParseGenerationRequest(const json& body, bool chat, GenerationRequest* 
   for (const char* field : {"max_tokens", "max_completion_tokens"}) {
     if (e = ReadInteger(body, field, 1, int64_t{1} << 30, &out->max_tokens); !e.ok()) return e;
   }
+  const auto kwargs = body.find("chat_template_kwargs");
+  if (const auto it = kwargs; chat && it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return WrongType("chat_template_kwargs", "an object", *it);
+    if (const auto thinking = it->find("enable_thinking");
+        thinking != it->end() && !thinking->is_null()) {
+      if (!thinking->is_boolean()) {
+        return WrongType("chat_template_kwargs.enable_thinking", "true or false", *thinking);
+      }
+      out->enable_thinking = thinking->get<bool>();
+    }
+  }
   return ReadStop(body, &out->stop);
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct GenerationRequest {
   uint64_t seed = 0;
   int64_t max_tokens = -1;  // -1: up to the end of the context
   std::vector<std::string> stop;
+  // chat_template_kwargs.enable_thinking (llama-server's extension; vLLM's too): the chat
+  // template's enable_thinking, unset when the request does not give it.
+  std::optional<bool> enable_thinking;
 };
 
 // Reads `body` (already parsed JSON) into *out.

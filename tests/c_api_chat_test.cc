@@ -279,6 +279,72 @@ TEST(CApiChat, TrimmingTemplateAndPastTheContextEqualKestrelChat) {
   EXPECT_GT(positions.back(), 40u) << "the chat went past the context";
 }
 
+// kes_chat_params.thinking sets the enable_thinking variable of Qwen3's own template
+// (tests/data/chat_templates/qwen3.jinja): off, the generation prompt ends with Qwen's empty
+// reasoning block, as `kestrel chat --no-think` writes it; on, as the default (the template
+// tests only for false). Out-of-range values are refused.
+TEST(CApiChat, ThinkingOffWritesQwen3sEmptyReasoningBlock) {
+  const std::vector<uint8_t> source =
+      test::ReadBytes(KESTREL_SOURCE_DIR "/tests/data/chat_templates/qwen3.jinja");
+  ASSERT_FALSE(source.empty());
+  std::string kes;
+  ASSERT_EQ(test::TinyWithTemplate("c-api-chat-qwen3",
+                                   std::string(source.begin(), source.end()), &kes),
+            "");
+  test::ModelPtr model = test::Open(kes);
+  const std::string user = "the cat sat";
+  const std::vector<kes_chat_message> messages = {Message("user", user)};
+  const auto ids = [&](int32_t thinking) {
+    kes_chat_params p = kes_chat_default_params();
+    p.thinking = thinking;
+    std::vector<int32_t> out(4096);
+    size_t n = 0;
+    EXPECT_EQ(kes_chat_tokenize_params(model.get(), &p, messages.data(), messages.size(), 1,
+                                       out.data(), out.size(), &n),
+              KES_OK)
+        << kes_last_error();
+    out.resize(n);
+    return out;
+  };
+  const std::string rendered = Apply(model.get(), nullptr, messages, 1);
+  EXPECT_EQ(rendered.find("<think>"), std::string::npos) << rendered;
+  EXPECT_EQ(ids(KES_THINKING_DEFAULT), ChatIds(model.get(), nullptr, messages));
+  EXPECT_EQ(ids(KES_THINKING_ON), ids(KES_THINKING_DEFAULT));
+  EXPECT_EQ(ids(KES_THINKING_OFF), TextIds(model.get(), rendered + "<think>\n\n</think>\n\n"));
+
+  kes_chat_params bad = kes_chat_default_params();
+  bad.thinking = 7;
+  size_t n = 0;
+  EXPECT_EQ(kes_chat_tokenize_params(model.get(), &bad, messages.data(), messages.size(), 1,
+                                     nullptr, 0, &n),
+            KES_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kes_last_error()).find("thinking"), std::string::npos) << kes_last_error();
+  bad = kes_chat_default_params();
+  bad.reserved0 = 1;
+  EXPECT_EQ(kes_chat_tokenize_params(model.get(), &bad, messages.data(), messages.size(), 1,
+                                     nullptr, 0, &n),
+            KES_INVALID_ARGUMENT);
+
+  // A conversation started with thinking off replies as `kestrel chat --no-think`.
+  const std::vector<std::string> turns = {"hello there", "and then what"};
+  const ProcessResult r = test::Cli(
+      {"chat", kes, "--temp", "0", "-n", "6", "-t", "1", "--no-think", "--verbose-prompt"},
+      Lines(turns));
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
+  EXPECT_NE(r.err.find("<think>\n\n</think>"), std::string::npos) << r.err;
+  test::SessionPtr session = Create(model.get());
+  kes_chat_params off = kes_chat_default_params();
+  off.thinking = KES_THINKING_OFF;
+  ASSERT_EQ(kes_session_chat_start(session.get(), &off), KES_OK)
+      << kes_session_last_error(session.get());
+  EXPECT_EQ(ChatOutput(session.get(), turns, 6), r.out);
+  const ProcessResult thinking =
+      test::Cli({"chat", kes, "--temp", "0", "-n", "6", "-t", "1", "--verbose-prompt"},
+                Lines(turns));
+  ASSERT_TRUE(thinking.exited && thinking.exit_code == 0) << Describe(thinking);
+  EXPECT_EQ(thinking.err.find("<think>"), std::string::npos) << thinking.err;
+}
+
 // A model without a template chats in the built-in format named, as `kestrel chat --template`.
 TEST(CApiChat, BuiltInFormatEqualsKestrelChatTemplate) {
   const std::string kes = test::TinyPath(test::kTinyGemma3);

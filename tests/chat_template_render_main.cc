@@ -2,8 +2,8 @@
 // (JinjaTemplate, then RenderChatSegments' split into markup and the messages' text), for
 // tests/py/compare_chat_templates.py, which compares the output with Python's jinja2.
 // CASES: {"cases": [{"template", "bos_token", "eos_token", "now", "messages": [{"role",
-// "content"}], "add_generation_prompt"}]}. Output, one per case: {"text", "segments":
-// [[markup, text], ...]} or {"error"}.
+// "content"}], "add_generation_prompt", optional "enable_thinking"}]}. Output, one per case:
+// {"text", "segments": [[markup, text], ...]} or {"error"}.
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -25,6 +25,7 @@ nlohmann::json RenderCase(const nlohmann::json& c) {
                                   c.at("eos_token").get<std::string>(),
                                   c.at("now").get<std::time_t>(), &jinja);
   if (!s.ok()) return {{"error", s.message()}};
+  if (c.contains("enable_thinking")) jinja->SetEnableThinking(c.at("enable_thinking").get<bool>());
   std::vector<ChatMessage> messages;
   for (const nlohmann::json& m : c.at("messages")) {
     messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});

@@ -31,6 +31,8 @@ const char kChatUsage[] =
     "  --system-file FILE  read the system prompt from FILE\n"
     "  --template NAME     write the chat in the built-in format gemma, chatml or llama3\n"
     "                      instead of by the model's own Jinja chat template\n"
+    "  --no-think          ask a thinking model (Qwen3, SmolLM3) to reply without its\n"
+    "                      reasoning block: its template's enable_thinking set to false\n"
     "  --verbose-prompt    print each turn's prompt, as the model gets it, to stderr\n"
     "  -n, --n-predict N   most tokens per reply (default 512)\n"
     KESTREL_THREADS_USAGE
@@ -50,7 +52,7 @@ void StreamAndKeep(void* reply, int32_t token, std::string_view text) {
 
 int ChatCommand(const std::vector<std::string>& args) {
   std::string model_path, system, system_file, template_name;
-  bool ctx_given = false, verbose_prompt = false;
+  bool ctx_given = false, verbose_prompt = false, no_think = false;
   SessionOptions session_options;
   session_options.n_threads = DefaultThreads();
   GenerateOptions gen;
@@ -72,6 +74,8 @@ int ChatCommand(const std::vector<std::string>& args) {
       }
     } else if (arg == "--template") {
       s = flags.Value(arg, &template_name);
+    } else if (arg == "--no-think") {
+      no_think = true;
     } else if (arg == "--verbose-prompt") {
       verbose_prompt = true;
     } else if (arg == "-n" || arg == "--n-predict") {
@@ -112,6 +116,7 @@ int ChatCommand(const std::vector<std::string>& args) {
   if (!writer.warning.empty()) {
     std::fprintf(stderr, "kestrel: warning: %s\n", writer.warning.c_str());
   }
+  if (no_think) SetEnableThinking(&writer, false);
   const std::string chat_format = writer.Describe();
   std::unique_ptr<ChatConversation> chat =
       MakeChatConversation(*model, std::move(writer), system);

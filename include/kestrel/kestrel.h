@@ -491,6 +491,16 @@ KES_API kes_status kes_chat_tokenize(const kes_model* model, const char* format,
                                      int add_generation_prompt, int32_t* tokens,
                                      size_t capacity, size_t* n_tokens);
 
+/* The enable_thinking variable of a thinking model's template (Qwen3's, SmolLM3's): left
+ * undefined (the template's default, thinking on in both), or set. KES_THINKING_OFF asks for a
+ * reply without a reasoning block (`kestrel chat --no-think`); templates that do not read the
+ * variable, and the built-in formats, write the same text with any of the three. */
+typedef enum kes_thinking {
+  KES_THINKING_DEFAULT = 0,
+  KES_THINKING_OFF = 1,
+  KES_THINKING_ON = 2
+} kes_thinking;
+
 typedef struct kes_chat_params {
   size_t struct_size;
   /* The system prompt, system_len bytes; NULL (default): none, and the template's own default
@@ -500,9 +510,19 @@ typedef struct kes_chat_params {
   /* NULL (default): the model's template; "gemma", "chatml", "llama3": a built-in format (see
    * kes_chat_apply_template). NUL-terminated; copied by kes_session_chat_start. */
   const char* format;
+  int32_t thinking; /* a kes_thinking; default KES_THINKING_DEFAULT */
+  int32_t reserved0;
 } kes_chat_params;
 
 KES_API kes_chat_params kes_chat_default_params(void);
+
+/* kes_chat_tokenize with the format and thinking of `params` (NULL: the defaults; its system
+ * prompt is not used: the messages carry theirs): what a server tokenizes for a request that
+ * sets the template's enable_thinking. Thread-safe on a shared model. */
+KES_API kes_status kes_chat_tokenize_params(const kes_model* model, const kes_chat_params* params,
+                                            const kes_chat_message* messages, size_t n_messages,
+                                            int add_generation_prompt, int32_t* tokens,
+                                            size_t capacity, size_t* n_tokens);
 
 /* Starts a conversation in `session`, after what its sequence holds (kes_session_reset first
  * for a fresh one), written as `params` says; a conversation already under way is dropped

@@ -293,7 +293,7 @@ class SessionHandle {
   }
 
   void ChatStart(const std::optional<std::string>& system,
-                 const std::optional<std::string>& format) {
+                 const std::optional<std::string>& format, std::optional<bool> thinking) {
     Busy busy(&busy_, "this session");
     kes_chat_params params = kes_chat_default_params();
     if (system) {
@@ -301,6 +301,7 @@ class SessionHandle {
       params.system_len = system->size();
     }
     if (format) params.format = format->c_str();
+    if (thinking) params.thinking = *thinking ? KES_THINKING_ON : KES_THINKING_OFF;
     kes_status s;
     {
       nb::gil_scoped_release release;
@@ -623,7 +624,7 @@ NB_MODULE(_kestrel, m) {
       .def("save_state_file", &SessionHandle::SaveStateFile, nb::arg("path"))
       .def("load_state_file", &SessionHandle::LoadStateFile, nb::arg("path"))
       .def("chat_start", &SessionHandle::ChatStart, nb::arg("system").none(),
-           nb::arg("format").none())
+           nb::arg("format").none(), nb::arg("thinking").none())
       .def("chat", &SessionHandle::Chat, nb::arg("user"), nb::arg("max_tokens"),
            nb::arg("temperature"), nb::arg("top_k"), nb::arg("top_p"), nb::arg("seed"),
            nb::arg("on_piece").none())

@@ -43,6 +43,15 @@ def test_sampled_turns_equal_kestrel_chat(tiny, tiny_kes, cli):
     assert "".join(r + "\n" for r in replies) == expected
 
 
+def test_thinking_off_equals_kestrel_chat_no_think(tiny, tiny_kes, cli):
+    # The built-in gemma format has no reasoning block: --no-think and thinking=False both keep
+    # the text as it is, and reach the same reply (Qwen3's template: tests/c_api_chat_test.cc).
+    expected = _kestrel_chat(cli, tiny_kes, TURNS[:2], 12, "--temp", "0", "--no-think")
+    with tiny.start_chat(template="gemma", thinking=False) as chat:
+        replies = [chat.send(t, temperature=0, max_tokens=12) for t in TURNS[:2]]
+    assert "".join(r + "\n" for r in replies) == expected
+
+
 def test_chat_of_messages_gives_the_first_turns_reply(tiny, tiny_kes, cli):
     first = _kestrel_chat(cli, tiny_kes, TURNS[:1], 16, "--temp", "0")
     messages = [{"role": "user", "content": TURNS[0]}]

@@ -6,8 +6,8 @@ strftime_now and a tojson that keeps non-ASCII), byte for byte.
 
 Templates: the real models' own (tokenizer.chat_template of the GGUFs given with --gguf; the
 Gemma 3 GGUF of scripts/fetch-model.sh carries none, so Gemma 3's comes from the fixtures), and
-the fixtures in tests/data/chat_templates (Gemma 3, Llama 3, Llama 3.2, Qwen2.5, Phi-3.5,
-ChatML, SmolLM2). Conversations: with and without a system prompt, one to three turns, with and
+the fixtures in tests/data/chat_templates (Gemma 3, Gemma 2, Llama 3, Llama 3.2, Qwen2.5,
+Qwen3, Phi-3.5, ChatML, SmolLM2, SmolLM3; Qwen3's and SmolLM3's also with enable_thinking false). Conversations: with and without a system prompt, one to three turns, with and
 without the generation prompt, Unicode, surrounding whitespace, typed control tokens and Jinja
 syntax. Also checks the split `kestrel chat` encodes by: the segments spell the rendering, and
 the last user message is one segment of text (never parsed for control tokens).
@@ -37,7 +37,13 @@ FIXTURES = {
     "phi3.5.jinja": ("<s>", "<|endoftext|>"),
     "chatml.jinja": ("", "<|im_end|>"),
     "smollm2.jinja": ("<|im_start|>", "<|im_end|>"),
+    "qwen3.jinja": ("", "<|im_end|>"),
+    "smollm3.jinja": ("", "<|im_end|>"),
+    "gemma2.jinja": ("<bos>", "<eos>"),
 }
+# Templates that read enable_thinking (Qwen3's, SmolLM3's) are rendered a second time with it
+# false, as `kestrel chat --no-think` and the server's chat_template_kwargs pass it.
+THINKING_VARIABLE = "enable_thinking"
 
 
 def hf_environment():
@@ -168,16 +174,21 @@ def main():
     cases, expected, labels = [], [], []
     for tname, source, bos, eos in templates:
         compiled = env.from_string(source)
-        for cname, messages, agp in conversations():
-            try:
-                want = compiled.render(messages=messages, tools=None, documents=None,
-                                       add_generation_prompt=agp, bos_token=bos, eos_token=eos)
-            except jinja2.exceptions.TemplateError as e:
-                want = ("error", str(e))
-            cases.append({"template": source, "bos_token": bos, "eos_token": eos, "now": NOW,
-                          "messages": messages, "add_generation_prompt": agp})
-            expected.append(want)
-            labels.append(f"{tname} / {cname}")
+        thinking_settings = [None] + ([False] if THINKING_VARIABLE in source else [])
+        for thinking in thinking_settings:
+            extra = {} if thinking is None else {THINKING_VARIABLE: thinking}
+            for cname, messages, agp in conversations():
+                try:
+                    want = compiled.render(messages=messages, tools=None, documents=None,
+                                           add_generation_prompt=agp, bos_token=bos,
+                                           eos_token=eos, **extra)
+                except jinja2.exceptions.TemplateError as e:
+                    want = ("error", str(e))
+                cases.append({"template": source, "bos_token": bos, "eos_token": eos,
+                              "now": NOW, "messages": messages, "add_generation_prompt": agp,
+                              **extra})
+                expected.append(want)
+                labels.append(f"{tname} / {cname}" + ("" if thinking is None else " / no think"))
 
     proc = subprocess.run([args.tool], input=json.dumps({"cases": cases}).encode("utf-8"),
                           capture_output=True, check=False)

@@ -346,6 +346,13 @@ def main():
                                             max_completion_tokens=5)
     assert by_new.choices[0].message.content == by_old.choices[0].message.content
     assert by_new.usage.completion_tokens == by_old.usage.completion_tokens <= 5, by_new.usage
+    # chat_template_kwargs.enable_thinking (llama-server's and vLLM's extension) goes to the
+    # template, which here does not read it: the same reply (tests/c_api_chat_test.cc checks
+    # Qwen3's template with it).
+    by_kwargs = client.chat.completions.create(
+        model=model_id, messages=messages, temperature=0, max_tokens=5,
+        extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    assert by_kwargs.choices[0].message.content == by_old.choices[0].message.content
 
     # A second turn: equal to `kestrel chat`'s second reply, and prefilled after what the slot
     # holds (the first prompt and reply), when the reply's text gives back its tokens.
@@ -433,6 +440,12 @@ def main():
     check_error(s, b, 400, param="max_tokens")
     s, _, b = server.request("POST", chat, json.dumps({"messages": hello, "stop": [1]}))
     check_error(s, b, 400, param="stop")
+    s, _, b = server.request("POST", chat, json.dumps(
+        {"messages": hello, "chat_template_kwargs": {"enable_thinking": "no"}}))
+    check_error(s, b, 400, param="chat_template_kwargs.enable_thinking")
+    s, _, b = server.request("POST", chat, json.dumps(
+        {"messages": hello, "chat_template_kwargs": [True]}))
+    check_error(s, b, 400, param="chat_template_kwargs")
     s, _, b = server.request("POST", chat, json.dumps({"messages": [{"role": "wizard",
                                                                       "content": "x"}]}))
     check_error(s, b, 400, param="messages[0].role")

@@ -47,7 +47,9 @@ class SessionHandle:
     def next_token(
         self, temperature: float, top_k: int, top_p: float, seed: int
     ) -> Tuple[int, bytes, bool]: ...
-    def chat_start(self, system: Optional[str], format: Optional[str]) -> None: ...
+    def chat_start(
+        self, system: Optional[str], format: Optional[str], thinking: Optional[bool]
+    ) -> None: ...
     def chat(
         self,
         user: str,

@@ -495,11 +495,17 @@ class Model:
         )
 
     def start_chat(
-        self, system: Optional[str] = None, *, template: Optional[str] = None
+        self,
+        system: Optional[str] = None,
+        *,
+        template: Optional[str] = None,
+        thinking: Optional[bool] = None,
     ) -> "Chat":
         """A conversation held turn by turn in a session of its own, as ``kestrel chat`` holds
-        it (the same replies at temperature 0, with the same threads and KV type): see Chat."""
-        return Chat(self, system, template)
+        it (the same replies at temperature 0, with the same threads and KV type): see Chat.
+        ``thinking``: the template's enable_thinking (Qwen3, SmolLM3); False is ``kestrel chat
+        --no-think``, None the template's default."""
+        return Chat(self, system, template, thinking)
 
     # ---- encoders ----------------------------------------------------------------------------
 
@@ -614,13 +620,19 @@ class Chat:
     is its own until close() (or the end of a ``with`` block) gives it back to the model.
     """
 
-    def __init__(self, model: Model, system: Optional[str], template: Optional[str]) -> None:
+    def __init__(
+        self,
+        model: Model,
+        system: Optional[str],
+        template: Optional[str],
+        thinking: Optional[bool] = None,
+    ) -> None:
         self._model = model
         self._session: Optional[Any] = model._acquire()
         self.history: List[Dict[str, str]] = []
         try:
             self._session.reset()
-            self._session.chat_start(system, template)
+            self._session.chat_start(system, template, thinking)
         except BaseException:
             self.close()
             raise
