@@ -63,8 +63,8 @@ Status BoundPlan::Bind(const Model& model, const fb::Plan& plan, uint8_t* arena,
   // encoder plan runs with the activations alone (PlanEncoderMemory).
   bool uses_kv = false;
   for (const fb::Op* op : *plan.ops()) {
-    uses_kv |= op->params_type() == fb::OpParams::KvStore ||
-               op->params_type() == fb::OpParams::Attention;
+    const OpKind* kind = FindOpKind(op->params_type());
+    uses_kv |= kind != nullptr && kind->uses_kv;
   }
   const auto* kv_layers = model.meta().kv()->layers();
   KES_CHECK_OR_RETURN(!uses_kv || memory.kv.size() == (kv_layers ? kv_layers->size() : 0),

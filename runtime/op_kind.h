@@ -155,14 +155,41 @@ class BindContext {
   const fb::Op* fused_next_;
 };
 
+// What the runtime knows of one op kind, each field named where its step file defines it:
+//   const OpKind kRopeOp =
+//       OpKind(fb::OpParams::Rope, Check, Bind).Operands(1, 0).Weights(0, 2);
 struct OpKind {
   fb::OpParams params;  // the union member this entry serves
-  uint32_t inputs, outputs, min_weights, max_weights;
   // Everything the op's bind and run rely on, beyond the operand counts and id ranges (checked
   // generically before this is called).
   Status (*check)(const OpCheck& c);
   // Fills step (run function, parallelism, args); called only on checked ops.
   void (*bind)(const BindContext& b, Step* step);
+  uint32_t inputs = 0, outputs = 0, min_weights = 0, max_weights = 0;
+  // Reads or writes the KV cache: a plan with such an op binds only with the memory plan of the
+  // model's KV layout (an encoder-decoder's encoder plan runs without one).
+  bool uses_kv = false;
+
+  constexpr OpKind(fb::OpParams params, Status (*check)(const OpCheck&),
+                   void (*bind)(const BindContext&, Step*))
+      : params(params), check(check), bind(bind) {}
+  constexpr OpKind Operands(uint32_t n_inputs, uint32_t n_outputs) const {
+    OpKind k = *this;
+    k.inputs = n_inputs;
+    k.outputs = n_outputs;
+    return k;
+  }
+  constexpr OpKind Weights(uint32_t min, uint32_t max) const {
+    OpKind k = *this;
+    k.min_weights = min;
+    k.max_weights = max;
+    return k;
+  }
+  constexpr OpKind UsesKv() const {
+    OpKind k = *this;
+    k.uses_kv = true;
+    return k;
+  }
 };
 
 }  // namespace kestrel

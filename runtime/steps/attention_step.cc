@@ -231,6 +231,6 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kAttentionOp = {fb::OpParams::Attention, 1, 1, 0, 0, Check, Bind};
+const OpKind kAttentionOp = OpKind(fb::OpParams::Attention, Check, Bind).Operands(1, 1).UsesKv();
 
 }  // namespace kestrel

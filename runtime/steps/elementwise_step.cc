@@ -145,9 +145,9 @@ void BindAdd(const BindContext& b, Step* step) { BindBinary(b, ops::ResolveAdd()
 
 }  // namespace
 
-const OpKind kAddOp = {fb::OpParams::Add, 2, 1, 0, 0, CheckBinary, BindAdd};
-const OpKind kActivateOp = {fb::OpParams::Activate, 1, 1, 0, 0, CheckUnary, BindUnary};
-const OpKind kGatedActivationOp = {fb::OpParams::GatedActivation, 2, 1, 0, 0, CheckGated,
-                                   BindGated};
+const OpKind kAddOp = OpKind(fb::OpParams::Add, CheckBinary, BindAdd).Operands(2, 1);
+const OpKind kActivateOp = OpKind(fb::OpParams::Activate, CheckUnary, BindUnary).Operands(1, 1);
+const OpKind kGatedActivationOp = OpKind(fb::OpParams::GatedActivation, CheckGated, BindGated)
+    .Operands(2, 1);
 
 }  // namespace kestrel

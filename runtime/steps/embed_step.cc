@@ -141,6 +141,6 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kEmbedOp = {fb::OpParams::Embed, 1, 1, 1, 1, Check, Bind};
+const OpKind kEmbedOp = OpKind(fb::OpParams::Embed, Check, Bind).Operands(1, 1).Weights(1, 1);
 
 }  // namespace kestrel

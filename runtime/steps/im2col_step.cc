@@ -81,6 +81,6 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kIm2ColOp = {fb::OpParams::Im2Col, 1, 1, 0, 0, Check, Bind};
+const OpKind kIm2ColOp = OpKind(fb::OpParams::Im2Col, Check, Bind).Operands(1, 1);
 
 }  // namespace kestrel

@@ -76,6 +76,6 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kKvStoreOp = {fb::OpParams::KvStore, 2, 0, 0, 0, Check, Bind};
+const OpKind kKvStoreOp = OpKind(fb::OpParams::KvStore, Check, Bind).Operands(2, 0).UsesKv();
 
 }  // namespace kestrel

@@ -82,6 +82,7 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kLayerNormOp = {fb::OpParams::LayerNorm, 1, 1, 2, 2, Check, Bind};
+const OpKind kLayerNormOp = OpKind(fb::OpParams::LayerNorm, Check, Bind)
+    .Operands(1, 1).Weights(2, 2);
 
 }  // namespace kestrel

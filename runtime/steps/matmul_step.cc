@@ -183,6 +183,6 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kMatMulOp = {fb::OpParams::MatMul, 1, 1, 1, 2, Check, Bind};
+const OpKind kMatMulOp = OpKind(fb::OpParams::MatMul, Check, Bind).Operands(1, 1).Weights(1, 2);
 
 }  // namespace kestrel

@@ -63,6 +63,6 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kPoolOp = {fb::OpParams::Pool, 2, 1, 0, 0, Check, Bind};
+const OpKind kPoolOp = OpKind(fb::OpParams::Pool, Check, Bind).Operands(2, 1);
 
 }  // namespace kestrel

@@ -90,6 +90,7 @@ decltype(&ops::QuantizeRowsQ8) ResolveQuantizeRows(const fb::QuantizeRows& param
                                      : ops::ResolveQuantizeRowsQ8();
 }
 
-const OpKind kQuantizeRowsOp = {fb::OpParams::QuantizeRows, 1, 1, 0, 1, Check, Bind};
+const OpKind kQuantizeRowsOp = OpKind(fb::OpParams::QuantizeRows, Check, Bind)
+    .Operands(1, 1).Weights(0, 1);
 
 }  // namespace kestrel

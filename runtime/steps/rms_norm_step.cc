@@ -49,6 +49,6 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kRmsNormOp = {fb::OpParams::RmsNorm, 1, 1, 1, 1, Check, Bind};
+const OpKind kRmsNormOp = OpKind(fb::OpParams::RmsNorm, Check, Bind).Operands(1, 1).Weights(1, 1);
 
 }  // namespace kestrel

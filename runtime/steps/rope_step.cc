@@ -73,9 +73,10 @@ const float* RopeFrequencyFactors(const Model& model, const fb::Op& rope, size_t
   if (n == 0) return nullptr;
   const uint32_t long_above = rope.params_as_Rope()->long_factors_above();
   const bool long_factors = n == 2 && long_above > 0 && context_length > long_above;
-  return reinterpret_cast<const float*>(model.TensorData(rope.weights()->Get(long_factors ? 1 : 0)));
+  const uint32_t factors = rope.weights()->Get(long_factors ? 1 : 0);
+  return reinterpret_cast<const float*>(model.TensorData(factors));
 }
 
-const OpKind kRopeOp = {fb::OpParams::Rope, 1, 0, 0, 2, Check, Bind};
+const OpKind kRopeOp = OpKind(fb::OpParams::Rope, Check, Bind).Operands(1, 0).Weights(0, 2);
 
 }  // namespace kestrel

@@ -107,6 +107,7 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kSequenceAttentionOp = {fb::OpParams::SequenceAttention, 4, 1, 0, 0, Check, Bind};
+const OpKind kSequenceAttentionOp = OpKind(fb::OpParams::SequenceAttention, Check, Bind)
+    .Operands(4, 1);
 
 }  // namespace kestrel
