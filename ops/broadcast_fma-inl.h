@@ -20,6 +20,8 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include "ops/kernel_inline.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace kestrel::ops {
 namespace HWY_NAMESPACE {
@@ -108,7 +110,7 @@ HWY_INLINE void BroadcastFmaStore(D d, V a, V b, const BroadcastFma& p, size_t i
 // so the accumulators are named (a_i for a row's first vector, b_i for its second); `if
 // constexpr` drops the unused ones.
 template <size_t kItems, size_t kVecs>
-HWY_INLINE void BroadcastFmaItems(const BroadcastFma& p) {
+KESTREL_KERNEL_INLINE void BroadcastFmaItems(const BroadcastFma& p) {
   static_assert(kItems >= 1 && kItems <= 8 && kVecs >= 1 && kVecs <= 2);
   const BroadcastFmaTag d;
   using V = hn::Vec<BroadcastFmaTag>;

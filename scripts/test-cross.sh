@@ -2,7 +2,8 @@
 # Builds Kestrel for 64-bit ARM (aarch64) and 32-bit ARMv7 and runs the tests under qemu-user,
 # once per emulated CPU, so that every Highway target an ARM board can dispatch to is tested:
 #   aarch64, qemu's default CPU (SVE2, 512-bit vectors): the whole suite but the real GGUF's
-#            tensors against gguf-py (host_only below); the ops tests run on SVE2, SVE and NEON
+#            tensors against gguf-py (host_only below) and the slowest tests of host logic
+#            (lp64_host_logic below); the ops tests run on SVE2, SVE and NEON
 #            in turn;
 #   aarch64, -cpu max,sve-default-vector-length=32 (SVE_256), =16 (SVE2_128), and cortex-a72
 #            (NEON only): the ops tests on that CPU's own target, the thread pool, the CLI and
@@ -41,6 +42,13 @@ no_dotprod_subset="$subset|^(Recipes/ConvertKquant\.TypesValuesAndLogits/llama_q
 # every type RandomBlocksTest checks bit for bit against gguf-py on every target; the real file
 # adds nothing under qemu but a minute of emulated SHA-256 over 1 GB of floats.
 host_only='^RealModel\.EveryTensorMatchesGgufPy$'
+# On aarch64 also: the slowest tests of host logic that runs the same on every 64-bit
+# little-endian CPU, the native build's as much as ARM's: the CLI's long generations
+# (--ignore-eos past the context, --timings, bench at depths: 475 s of emulated test time, a
+# fifth of the suite), the C API's transcription against the CLI's and its abort between
+# windows, its saved states and chat turns, and kestrel chat. The kernels they run are the ops,
+# attention-KV and tiny-model tests' here; armv7, the 32-bit build, runs them all.
+lp64_host_logic='^(Families/LongGenerationCliTest\.|CApiTranscribe\.(TinyWhisperEqualsKestrelTranscribe|AbortStopsTheCallBeforeItsNextWindow)$|CApiState\.|CApiChat\.|ChatCommand\.)'
 
 # Checks one line of `kestrel cpu` on the emulated CPU: check_cpu BUILD_DIR WHAT EXPECTED, WHAT
 # "target" (the Highway target chosen), "dotprod" or "i8mm" (yes or no: the sdot or smmla
@@ -71,7 +79,7 @@ for arch in aarch64 armv7; do
     check_cpu build/aarch64 target SVE2
     check_cpu build/aarch64 dotprod yes
     check_cpu build/aarch64 i8mm yes
-    (cd build/aarch64 && ctest --output-on-failure --timeout 900 -j "$(nproc)" -E "$host_only")
+    (cd build/aarch64 && ctest --output-on-failure --timeout 900 -j "$(nproc)" -E "$host_only|$lp64_host_logic")
     for config in "max,sve-default-vector-length=32 SVE_256 yes yes" \
                   "max,sve-default-vector-length=16 SVE2_128 yes yes" "cortex-a72 NEON no no" \
                   "cortex-a76 NEON yes no"; do

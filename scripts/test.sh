@@ -13,12 +13,16 @@ bash scripts/install-deps.sh --cross
 bash scripts/fetch-model.sh
 # ggml's own quantizers, the K-quant tests' oracle (cached in models/; about 35 s the first time).
 bash scripts/fetch-ggml-oracle.sh > /dev/null
+echo "== dependencies, models and oracle: $(( $(date +%s) - start )) s"
 
 # Two tests at a time (one per core): most tests are single-threaded, and the whole run must stay
 # under CI's 45 minutes on 2 cores with the TSan and fuzz stages. The tests are independent
 # processes (shared files are made once under a lock; scratch names carry the process id).
+stage_start=$(date +%s)
 bash scripts/build.sh release
+release_built=$(date +%s)
 (cd build/release && ctest --output-on-failure --timeout 1500 -j "$(nproc)")
+echo "== release: built in $(( release_built - stage_start )) s, tests ran in $(( $(date +%s) - release_built )) s"
 # The Python package (python/) built against this build's install, and its pytest suite.
 python_start=$(date +%s)
 bash scripts/test-python.sh
@@ -35,13 +39,16 @@ bash scripts/build.sh o0 kestrel_ops
 rm -rf build/o0  # nothing runs from it; CI's disk is better spent on the ASan build
 echo "== o0: kernels compiled in $(( $(date +%s) - o0_start )) s"
 
+stage_start=$(date +%s)
 bash scripts/build.sh asan
+asan_built=$(date +%s)
 # The real-model tests (label model) run in Release only, and so do the real GGUF's every tensor
 # against gguf-py (half a minute under ASan; RandomBlocksTest checks every type's dequantizer bit
 # for bit here) and the disassembly of the kernels for their VNNI encoding (no_vex_vnni: the
 # instructions do not depend on the sanitizers, and the Debug library is slow to disassemble).
 (cd build/asan && ctest --output-on-failure --timeout 1500 --label-exclude model \
   -E '^(RealModel\.EveryTensorMatchesGgufPy|no_vex_vnni)$' -j "$(nproc)")
+echo "== asan: built in $(( asan_built - stage_start )) s, tests ran in $(( $(date +%s) - asan_built )) s"
 
 # ThreadSanitizer on the threaded code: the thread pool, two sessions (and two encoders) on one
 # model from two threads, a decode step's attention split across a session's threads, the
