@@ -190,20 +190,14 @@ void PlanBuilder::Im2Col(uint32_t in, uint32_t out, uint32_t kernel, uint32_t st
   AddOp(std::move(params), {in}, {out}, {});
 }
 
-void PlanBuilder::Rope(uint32_t x, fb::RopeStyle style, uint32_t n_heads, uint32_t head_dim,
-                       float theta, float freq_scale, uint32_t freq_factors,
-                       uint32_t long_factors, uint32_t long_factors_above) {
-  fb::RopeT params;
-  params.style = style;
-  params.n_heads = n_heads;
-  params.head_dim = head_dim;
-  params.theta = theta;
-  params.freq_scale = freq_scale;
+void PlanBuilder::Rope(uint32_t x, fb::RopeT params, uint32_t freq_factors,
+                       uint32_t long_factors) {
   std::vector<uint32_t> weights;
   if (freq_factors != kNone) weights.push_back(freq_factors);
   if (long_factors != kNone) {
     weights.push_back(long_factors);
-    params.long_factors_above = long_factors_above;
+  } else {
+    params.long_factors_above = 0;
   }
   AddOp(std::move(params), {x}, {}, std::move(weights));
 }

@@ -82,11 +82,11 @@ class PlanBuilder {
   // (frames of `channels` values, f_in = stride * f_out), for a convolution as a matmul.
   void Im2Col(uint32_t in, uint32_t out, uint32_t kernel, uint32_t stride, uint32_t padding,
               uint32_t channels);
-  // Rotates x [tokens, n_heads * head_dim] in place (freq_factors [head_dim / 2] or kNone; with
-  // long_factors, the factors of a session longer than long_factors_above: LongRoPE).
-  void Rope(uint32_t x, fb::RopeStyle style, uint32_t n_heads, uint32_t head_dim, float theta,
-            float freq_scale, uint32_t freq_factors = kNone, uint32_t long_factors = kNone,
-            uint32_t long_factors_above = 0);
+  // Rotates x [tokens, n_heads * head_dim] in place as `params` say (freq_factors
+  // [rotary / 2] or kNone; with long_factors, the factors of a session longer than
+  // params.long_factors_above: LongRoPE).
+  void Rope(uint32_t x, fb::RopeT params, uint32_t freq_factors = kNone,
+            uint32_t long_factors = kNone);
   // Writes k, v [tokens, n_kv_heads * head_dim] into KV layer `layer`.
   void KvStore(uint32_t layer, uint32_t k, uint32_t v);
   // out [tokens, n_heads * head_dim] = attention of q over KV layer `layer`; window > 0 makes the

@@ -59,15 +59,17 @@ HWY_INLINE void RotateHeadAdjacent(float* HWY_RESTRICT head, const float* HWY_RE
 // x: [n_tokens, n_heads * head_dim], rotated in place.
 void RopePerTarget(float* HWY_RESTRICT x, size_t n_tokens, size_t n_heads, size_t head_dim,
                    int64_t pos0, const RopeFrequencies& f) {
+  const size_t rotary = f.rotary_dims != 0 ? f.rotary_dims : head_dim;
   HWY_DASSERT(head_dim % 2 == 0 && head_dim <= kRopeMaxHeadDim && pos0 >= 0);
+  HWY_DASSERT(rotary % 2 == 0 && rotary <= head_dim);
   const hn::ScalableTag<float> df;
-  const size_t half = head_dim / 2;
+  const size_t half = rotary / 2;
 
   // Angles in double: positions times frequencies reach 1e5 radians, where float rounding of
   // the angle alone would cost about 4e-3 radians. Only cos/sin are rounded to float.
-  double freq[kRopeMaxHeadDim / 2];  // freq_scale * theta_base^(-2i / head_dim) / factor[i]
+  double freq[kRopeMaxHeadDim / 2];  // freq_scale * theta_base^(-2i / rotary) / factor[i]
   for (size_t i = 0; i < half; ++i) {
-    const double exponent = -2.0 * static_cast<double>(i) / static_cast<double>(head_dim);
+    const double exponent = -2.0 * static_cast<double>(i) / static_cast<double>(rotary);
     freq[i] = static_cast<double>(f.freq_scale) *
               std::pow(static_cast<double>(f.theta_base), exponent);
     if (f.freq_factors != nullptr) freq[i] /= static_cast<double>(f.freq_factors[i]);
@@ -108,8 +110,8 @@ void RopePerTarget(float* HWY_RESTRICT x, size_t n_tokens, size_t n_heads, size_
       rotate_once();
     }
     for (size_t i = 0; i < half; ++i) {
-      cos_t[i] = static_cast<float>(cos_d[i]);
-      sin_t[i] = static_cast<float>(sin_d[i]);
+      cos_t[i] = static_cast<float>(cos_d[i] * f.magnitude);
+      sin_t[i] = static_cast<float>(sin_d[i] * f.magnitude);
     }
     float* HWY_RESTRICT row = x + t * n_heads * head_dim;
     for (size_t h = 0; h < n_heads; ++h) {

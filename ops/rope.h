@@ -19,14 +19,23 @@ struct RopeFrequencies {
   RopeLayout layout = RopeLayout::kNeox;
   float theta_base = 10000.0f;
   float freq_scale = 1.0f;              // 1 / linear scaling factor
-  const float* freq_factors = nullptr;  // [head_dim / 2] divisors (Llama 3 scaling) or null
+  const float* freq_factors = nullptr;  // [rotary_dims / 2] divisors (Llama 3 scaling) or null
+  // Partial rotary (Phi-4-mini, GPT-NeoX): only each head's first rotary_dims elements turn, as
+  // a head of that size would; the rest pass through. 0: the whole head.
+  size_t rotary_dims = 0;
+  // Multiplies the rotated elements, as llama.cpp's attn_factor scales its cosines and sines
+  // (Phi-3's LongRoPE): the pass-through ones of a partial rotary stay as they are. 1: a pure
+  // rotation.
+  float magnitude = 1.0f;
 };
 
-// Rotates x in place. x: [n_tokens, n_heads * head_dim]; row t is at position pos0 + t.
-// Pair i (i < head_dim / 2) turns by the angle
-//   (pos0 + t) * freq_scale * theta_base^(-2i / head_dim) / freq_factors[i]:
-// (a, b) <- (a cos - b sin, a sin + b cos), where (a, b) are the pair's two elements in `layout`.
-// head_dim must be even and at most kRopeMaxHeadDim. Angles are computed in double precision
+// Rotates x in place. x: [n_tokens, n_heads * head_dim]; row t is at position pos0 + t. With
+// R = rotary_dims (head_dim when 0), pair i (i < R / 2) of each head's first R elements turns by
+// the angle
+//   (pos0 + t) * freq_scale * theta_base^(-2i / R) / freq_factors[i]:
+// (a, b) <- (a cos - b sin, a sin + b cos), where (a, b) are the pair's two elements in `layout`
+// (NEOX: i and i + R / 2), both then times `magnitude`. head_dim and R must be even,
+// R <= head_dim <= kRopeMaxHeadDim. Angles are computed in double precision
 // (positions reach 1e5 radians, where a float angle would be off by ~1e-2).
 void Rope(float* x, size_t n_tokens, size_t n_heads, size_t head_dim, int64_t pos0,
           const RopeFrequencies& freqs);

@@ -65,8 +65,14 @@ INSTANTIATE_TEST_SUITE_P(
         Edit{"tokenizer_model", "--set tokenizer.ggml.model=str:bert",
              {"tokenizer.ggml.model", "\"bert\""}},
         Edit{"experts", "--set llama.expert_count=u32:8", {"mixture-of-experts"}},
+        Edit{"odd_rotary", "--set llama.rope.dimension_count=u32:7",
+             {"rope.dimension_count", "even count of at most the head size 16", "found 7"}},
+        Edit{"rotary_past_head", "--set llama.rope.dimension_count=u32:18",
+             {"rope.dimension_count", "found 18"}},
+        // Partial rotary converts, with factors for the pairs that turn (this file's are for
+        // all 16 dimensions).
         Edit{"partial_rotary", "--set llama.rope.dimension_count=u32:8",
-             {"partial rotary", "8 of the 16"}},
+             {"rope_freqs.weight", "expected shape [4], found [8]"}},
         Edit{"missing_tensor", "--drop-tensor blk.2.ffn_up.weight",
              {"no tensor 'blk.2.ffn_up.weight'"}},
         Edit{"bad_merge", "--set tokenizer.ggml.merges=str:x",

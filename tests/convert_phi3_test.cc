@@ -4,7 +4,9 @@
 // logits for the same files and tokens are the fixtures tests/data/phi3_tiny_llama_cpp_logits.bin
 // (plain RoPE) and phi3_long_tiny_llama_cpp_logits.bin (LongRoPE: short and long frequency
 // factors, an original context of 128 under the 512 both runtimes run at, so the long factors
-// apply, and an attention factor of 1.3), recorded by hand with
+// apply, and an attention factor of 1.3) and phi3_partial_tiny_llama_cpp_logits.bin (the same
+// LongRoPE with partial rotary, as Phi-4-mini: 12 of each head's 16 elements turn, the factors
+// 6 long), recorded by hand with
 // tests/py/record_llama_cpp_logits.py --maker make_tiny_phi3.py (CI cannot build llama.cpp).
 // Mean KL(llama.cpp || Kestrel) below 1e-5 nats and the same top token at every position,
 // through the score plan and through prefill + decode. The long file with the short factors
@@ -30,23 +32,21 @@ namespace {
 constexpr char kMaker[] = "make_tiny_phi3.py";
 constexpr char kPlain[] = "phi3";
 constexpr char kLong[] = "phi3_long";
+constexpr char kPartial[] = "phi3_partial";
 
 using Phi3Test = test::LlamaCppArchTest<kPlain, kMaker>;
 
 using Phi3LongRopeTest = test::LlamaCppArchTest<kLong, kMaker>;
+using Phi3PartialRotaryTest = test::LlamaCppArchTest<kPartial, kMaker>;
 
 TEST_F(Phi3Test, LogitsMatchLlamaCpp) {
-  ASSERT_EQ(error_, "");
-  std::unique_ptr<Model> model;
-  OpenF32(gguf_, &model);
+  const std::unique_ptr<Model> model = OpenFixtureF32();
   ASSERT_NE(model, nullptr);
   ExpectMatchesLlamaCpp(*model);
 }
 
 TEST_F(Phi3LongRopeTest, LogitsMatchLlamaCpp) {
-  ASSERT_EQ(error_, "");
-  std::unique_ptr<Model> model;
-  OpenF32(gguf_, &model);
+  const std::unique_ptr<Model> model = OpenFixtureF32();
   ASSERT_NE(model, nullptr);
   ExpectMatchesLlamaCpp(*model);
 }
@@ -54,9 +54,7 @@ TEST_F(Phi3LongRopeTest, LogitsMatchLlamaCpp) {
 // Prefill of the first half, then one decode step per token: the decode plan, and the keys the
 // attention step rotates itself, with the long factors too.
 TEST_F(Phi3LongRopeTest, PrefillAndDecodeMatchLlamaCpp) {
-  ASSERT_EQ(error_, "");
-  std::unique_ptr<Model> model;
-  OpenF32(gguf_, &model);
+  const std::unique_ptr<Model> model = OpenFixtureF32();
   ASSERT_NE(model, nullptr);
   ExpectPrefillAndDecodeMatchLlamaCpp(*model);
 }
@@ -65,14 +63,20 @@ TEST_F(Phi3LongRopeTest, PrefillAndDecodeMatchLlamaCpp) {
 // factor of 1 drops the scaling: either must move the logits well away from llama.cpp's, so the
 // fixture really exercises both.
 TEST_F(Phi3LongRopeTest, LongFactorsAndAttentionFactorMatter) {
-  ASSERT_EQ(error_, "");
-  for (const char* set : {"phi3.rope.scaling.original_context_length=u32:512",
-                          "phi3.rope.scaling.attn_factor=f32:1"}) {
-    test::LogitAgreement a;
-    ScoreEdited(std::string("--set ") + set, &a);
-    std::printf("%s: mean KL %.3g\n", set, a.kl_mean);
-    EXPECT_GT(a.kl_mean, 1e-3) << set;
-  }
+  ExpectEditsMatter({"--set phi3.rope.scaling.original_context_length=u32:512",
+                     "--set phi3.rope.scaling.attn_factor=f32:1"});
+}
+
+TEST_F(Phi3PartialRotaryTest, LogitsMatchLlamaCpp) {
+  const std::unique_ptr<Model> model = OpenFixtureF32();
+  ASSERT_NE(model, nullptr);
+  ExpectMatchesLlamaCpp(*model);
+}
+
+TEST_F(Phi3PartialRotaryTest, PrefillAndDecodeMatchLlamaCpp) {
+  const std::unique_ptr<Model> model = OpenFixtureF32();
+  ASSERT_NE(model, nullptr);
+  ExpectPrefillAndDecodeMatchLlamaCpp(*model);
 }
 
 // A Q8_0 file converted with --weights keep: attn_qkv's blocks split by rows give the model that

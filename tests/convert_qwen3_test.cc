@@ -33,9 +33,7 @@ constexpr char kMaker[] = "make_tiny_llama.py";
 using Qwen3Test = test::LlamaCppArchTest<kArch, kMaker>;
 
 TEST_F(Qwen3Test, LogitsMatchLlamaCpp) {
-  ASSERT_EQ(error_, "");
-  std::unique_ptr<Model> model;
-  OpenF32(gguf_, &model);
+  const std::unique_ptr<Model> model = OpenFixtureF32();
   ASSERT_NE(model, nullptr);
   // The heads do not split d_model: Q is [64 -> 4 * 32], attn_output [4 * 32 -> 64].
   EXPECT_EQ(model->hparams().d_model(), 64u);

@@ -33,9 +33,7 @@ constexpr char kMaker[] = "make_tiny_llama.py";
 using SmolLm3Test = test::LlamaCppArchTest<kArch, kMaker>;
 
 TEST_F(SmolLm3Test, LogitsMatchLlamaCpp) {
-  ASSERT_EQ(error_, "");
-  std::unique_ptr<Model> model;
-  OpenF32(gguf_, &model);
+  const std::unique_ptr<Model> model = OpenFixtureF32();
   ASSERT_NE(model, nullptr);
   // The heads do not split d_model: Q is [64 -> 4 * 32], attn_output [4 * 32 -> 64].
   EXPECT_EQ(model->hparams().d_model(), 64u);
@@ -48,9 +46,7 @@ TEST_F(SmolLm3Test, LogitsMatchLlamaCpp) {
 // The plans rotate the keys (and queries) of every layer but 3 and 7: what the logits test
 // checks through numbers, checked here per layer, in each decoder plan.
 TEST_F(SmolLm3Test, NoRopeInEveryFourthLayer) {
-  ASSERT_EQ(error_, "");
-  std::unique_ptr<Model> model;
-  OpenF32(gguf_, &model);
+  const std::unique_ptr<Model> model = OpenFixtureF32();
   ASSERT_NE(model, nullptr);
   for (const char* name : {"prefill", "decode", "score"}) {
     const fb::Plan* plan = model->FindPlan(name);

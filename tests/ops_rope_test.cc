@@ -1,12 +1,14 @@
-// Rope (NEOX and adjacent pairs, with and without frequency factors) against a float64 reference
-// written the way NumPy implementations compute it:
-// inv_freq = 1 / theta_base ** (arange(0, head_dim, 2) / head_dim) / factors;
-// angle = pos * freq_scale * inv_freq.
+// Rope (NEOX and adjacent pairs, with and without frequency factors, over whole heads or their
+// first R elements) against a float64 reference written the way NumPy implementations compute
+// it, with R = head_dim unless partial:
+// inv_freq = 1 / theta_base ** (arange(0, R, 2) / R) / factors;
+// angle = pos * freq_scale * inv_freq; a head's elements from R on pass through.
 #include "ops/rope.h"
 
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -24,7 +26,9 @@ struct RopeCase {
   int64_t pos0;
   float theta_base, freq_scale;
   RopeLayout layout = RopeLayout::kNeox;
-  const float* factors = nullptr;  // [head_dim / 2] or null
+  const float* factors = nullptr;  // [rotary / 2] or null
+  size_t rotary_dims = 0;          // partial rotary: the first ones of a head turn; 0: all
+  size_t Rotary() const { return rotary_dims != 0 ? rotary_dims : head_dim; }
 };
 
 // The two elements of pair i within a head.
@@ -32,24 +36,24 @@ size_t First(const RopeCase& c, size_t i) {
   return c.layout == RopeLayout::kNeox ? i : 2 * i;
 }
 size_t Second(const RopeCase& c, size_t i) {
-  return c.layout == RopeLayout::kNeox ? c.head_dim / 2 + i : 2 * i + 1;
+  return c.layout == RopeLayout::kNeox ? c.Rotary() / 2 + i : 2 * i + 1;
 }
-// The pair element e of a head belongs to.
+// The pair element e (< Rotary()) of a head belongs to.
 size_t PairOf(const RopeCase& c, size_t e) {
-  return c.layout == RopeLayout::kNeox ? e % (c.head_dim / 2) : e / 2;
+  return c.layout == RopeLayout::kNeox ? e % (c.Rotary() / 2) : e / 2;
 }
 
 // x: [n_tokens, n_heads * head_dim], in float64.
 std::vector<double> Reference(const std::vector<float>& x, const RopeCase& c) {
   std::vector<double> y(x.begin(), x.end());
-  const size_t half = c.head_dim / 2;
+  const size_t half = c.Rotary() / 2;
   for (size_t t = 0; t < c.n_tokens; ++t) {
     const double pos = static_cast<double>(c.pos0 + static_cast<int64_t>(t));
     for (size_t h = 0; h < c.n_heads; ++h) {
       const size_t base = (t * c.n_heads + h) * c.head_dim;
       for (size_t i = 0; i < half; ++i) {
         double inv_freq =
-            1.0 / std::pow(double{c.theta_base}, double(2 * i) / double(c.head_dim));
+            1.0 / std::pow(double{c.theta_base}, double(2 * i) / double(c.Rotary()));
         if (c.factors != nullptr) inv_freq /= c.factors[i];
         const double angle = pos * double{c.freq_scale} * inv_freq;
         const size_t a = base + First(c, i), b = base + Second(c, i);
@@ -76,9 +80,14 @@ void CheckCase(const RopeCase& c, std::mt19937& rng) {
   std::vector<float> got = x;
   got.resize(got.size() + 16, test::kSentinel);
   Rope(got.data(), c.n_tokens, c.n_heads, c.head_dim, c.pos0,
-       {c.layout, c.theta_base, c.freq_scale, c.factors});
+       {c.layout, c.theta_base, c.freq_scale, c.factors, c.rotary_dims});
   for (size_t j = 0; j < c.n_tokens * row; ++j) {
     const size_t head_start = j / c.head_dim * c.head_dim;
+    if (j - head_start >= c.Rotary()) {
+      ASSERT_EQ(got[j], x[j]) << "element " << j - head_start << " past the rotary "
+                              << c.Rotary() << " of a head of " << c.head_dim << " moved";
+      continue;
+    }
     const size_t i = PairOf(c, j - head_start);
     const double pair =
         std::fabs(x[head_start + First(c, i)]) + std::fabs(x[head_start + Second(c, i)]);
@@ -113,6 +122,26 @@ TEST(OpsRope, MatchesFloat64Reference) {
                 }
               }
             }
+          }
+        }
+      }
+    }
+  });
+}
+
+// Partial rotary (Phi-4-mini turns 96 of 128): the first R elements of each head turn as a head
+// of R would, the rest stay as they were.
+TEST(OpsRope, PartialRotaryTurnsTheFirstElementsOnly) {
+  std::mt19937 rng(5);
+  const auto factors = test::RandomFloats(kRopeMaxHeadDim / 2, 1.0f, 8.0f, rng);
+  ForEachTarget([&](const char*) {
+    for (const auto& [head_dim, rotary] : {std::pair<size_t, size_t>{16, 12}, {16, 2},
+                                           {128, 96}, {128, 64}, {256, 250}}) {
+      for (int64_t pos0 : {int64_t{0}, int64_t{37}, int64_t{32765}}) {
+        for (RopeLayout layout : {RopeLayout::kNeox, RopeLayout::kAdjacent}) {
+          for (const float* f : {static_cast<const float*>(nullptr), factors.data()}) {
+            CheckCase({5, 3, head_dim, pos0, 1e4f, 1.0f, layout, f, rotary}, rng);
+            if (::testing::Test::HasFatalFailure()) return;
           }
         }
       }

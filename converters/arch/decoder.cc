@@ -44,10 +44,18 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool
       b.RmsNorm(k, k, lw.k_norm, c.head_dim, eps);
     }
     if (!c.no_rope[l]) {
-      b.Rope(q, c.rope_style, c.n_heads, c.head_dim, theta, freq_scale, w.rope_freqs,
-             w.rope_long_freqs, c.long_rope_above);
-      b.Rope(k, c.rope_style, c.n_kv_heads, c.head_dim, theta, freq_scale, w.rope_freqs,
-             w.rope_long_freqs, c.long_rope_above);
+      fb::RopeT rope;
+      rope.style = c.rope_style;
+      rope.head_dim = c.head_dim;
+      rope.theta = theta;
+      rope.freq_scale = freq_scale;
+      rope.long_factors_above = c.long_rope_above;
+      rope.rotary_dim = c.rotary_dims;
+      rope.magnitude = c.rope_magnitude;
+      rope.n_heads = c.n_heads;
+      b.Rope(q, rope, w.rope_freqs, w.rope_long_freqs);
+      rope.n_heads = c.n_kv_heads;
+      b.Rope(k, rope, w.rope_freqs, w.rope_long_freqs);
     }
     b.KvStore(l, k, v);
     const uint32_t attn = b.Activation(p + "attn", q_dim);  // [tokens, n_heads * head_dim]
@@ -160,10 +168,10 @@ Status ReadDecoderConfig(const gguf::File& f, DecoderConfig* c) {
   if (f.Has(a + ".rope.dimension_count")) {
     uint32_t rot = 0;
     KES_RETURN_IF_ERROR(GetDimension(f, a + ".rope.dimension_count", 1024, &rot));
-    KES_CHECK_OR_RETURN(rot == c->head_dim,
-                        a + ".rope.dimension_count: RoPE over " + Num(rot) + " of the " +
-                            Num(c->head_dim) +
-                            " dimensions of a head (partial rotary) is not supported");
+    KES_CHECK_OR_RETURN(rot > 0 && rot % 2 == 0 && rot <= c->head_dim,
+                        a + ".rope.dimension_count: expected an even count of at most the head "
+                            "size " + Num(c->head_dim) + ", found " + Num(rot));
+    if (rot < c->head_dim) c->rotary_dims = rot;
   }
   KES_RETURN_IF_ERROR(GetDimension(f, a + ".feed_forward_length", 1 << 20, &c->ffn_dim));
   KES_RETURN_IF_ERROR(GetDimension(f, a + ".context_length", 1 << 24, &c->context));
@@ -198,15 +206,17 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
   if (f.FindTensor("output.weight") != nullptr) {
     KES_RETURN_IF_ERROR(weight("output.weight", c.vocab, d, &w->output));
   }
+  // One factor per pair of the rotated part of a head.
+  const uint32_t factors = (c.rotary_dims != 0 ? c.rotary_dims : c.head_dim) / 2;
   if (c.rope_freq_factors) {
-    KES_RETURN_IF_ERROR(ImportTensor(f, "rope_freqs.weight", fb::DType::F32, {c.head_dim / 2}, m,
-                                     &w->rope_freqs));
+    KES_RETURN_IF_ERROR(
+        ImportTensor(f, "rope_freqs.weight", fb::DType::F32, {factors}, m, &w->rope_freqs));
   }
   if (c.long_rope_above > 0) {
-    KES_RETURN_IF_ERROR(ImportTensor(f, "rope_factors_short.weight", fb::DType::F32,
-                                     {c.head_dim / 2}, m, &w->rope_freqs));
-    KES_RETURN_IF_ERROR(ImportTensor(f, "rope_factors_long.weight", fb::DType::F32,
-                                     {c.head_dim / 2}, m, &w->rope_long_freqs));
+    KES_RETURN_IF_ERROR(ImportTensor(f, "rope_factors_short.weight", fb::DType::F32, {factors}, m,
+                                     &w->rope_freqs));
+    KES_RETURN_IF_ERROR(ImportTensor(f, "rope_factors_long.weight", fb::DType::F32, {factors}, m,
+                                     &w->rope_long_freqs));
   }
   w->layers.resize(c.n_layers);
   for (uint32_t l = 0; l < c.n_layers; ++l) {

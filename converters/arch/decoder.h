@@ -35,6 +35,12 @@ struct DecoderConfig {
   float rope_freq_scale = 1.0f;       // global-attention layers: 1 / linear scaling factor
   float rope_theta_local = 0;         // sliding-window layers (0: no such layers)
   bool rope_freq_factors = false;     // rope_freqs.weight divides the frequencies (Llama 3)
+  // Partial rotary (rope.dimension_count below the head size: Phi-4-mini): each head's first
+  // rotary_dims elements turn, the rest pass through; 0: the whole head.
+  uint32_t rotary_dims = 0;
+  // Multiplies q's and k's rotated elements (Phi-3's rope.scaling.attn_factor, which llama.cpp
+  // applies to its cosines and sines).
+  float rope_magnitude = 1.0f;
   // LongRoPE (Phi-3): rope_factors_short/long.weight divide the frequencies, the long ones in a
   // session of more than this many tokens (the model's original context); 0: no such factors.
   uint32_t long_rope_above = 0;
@@ -60,7 +66,7 @@ struct DecoderLayerWeights {
 struct DecoderWeights {
   uint32_t embedding, output_norm;
   uint32_t output;                   // the embedding table when the head is tied
-  uint32_t rope_freqs = kNoTensor;   // [head_dim / 2] with config.rope_freq_factors, or the
+  uint32_t rope_freqs = kNoTensor;   // [rotary / 2] with config.rope_freq_factors, or the
                                      // short LongRoPE factors with config.long_rope_above
   uint32_t rope_long_freqs = kNoTensor;  // the long LongRoPE factors
   std::vector<DecoderLayerWeights> layers;
@@ -69,8 +75,8 @@ struct DecoderWeights {
 // Reads the keys every decoder family shares, under config->arch: block_count,
 // embedding_length, attention.head_count(_kv), attention.key_length / value_length (default
 // embedding_length / head_count), feed_forward_length, context_length,
-// attention.layer_norm_rms_epsilon, rope.freq_base (default 10000), rope.dimension_count (must
-// be the head size: partial rotary is not supported), attention.scale (when present), and
+// attention.layer_norm_rms_epsilon, rope.freq_base (default 10000), rope.dimension_count (the
+// head size, or fewer: partial rotary), attention.scale (when present), and
 // rope.scaling (none or linear here; a family that supports more reads it itself first and
 // passes allow_scaling). attention_scale defaults to 1/sqrt(head_dim), all layers global.
 Status ReadDecoderConfig(const gguf::File& file, DecoderConfig* config);

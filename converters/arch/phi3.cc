@@ -7,13 +7,14 @@
 // LongRoPE (the 128k models): rope_factors_short and rope_factors_long divide the frequencies,
 // the long ones when the session's context is longer than rope.scaling.original_context_length,
 // as llama.cpp chooses (llama_model::get_rope_factors); the runtime picks them per session. The
-// file's rope.scaling.attn_factor multiplies the cosines and sines of both q and k in llama.cpp,
-// so it scales every attention score by its square: folded into the attention scale here.
+// file's rope.scaling.attn_factor multiplies the cosines and sines of both q and k in llama.cpp:
+// the Rope ops' magnitude here. (Not the attention scale: with partial rotary the elements that
+// do not turn are not scaled.)
 //
 // Sliding window: llama.cpp reads attention.sliding_window for phi3 and then turns it off ("Phi
 // SWA is currently disabled"); every layer attends to the whole context here too, so both give
-// the same logits. Partial rotary (Phi-4-mini: rope.dimension_count 96 of head_dim 128) is
-// refused by ReadDecoderConfig, naming itself.
+// the same logits. Partial rotary (Phi-4-mini: rope.dimension_count 96 of head_dim 128) turns
+// each head's first 96 elements, its LongRoPE factors 48 long (ReadDecoderConfig).
 #include <cmath>
 #include <string>
 
@@ -53,7 +54,7 @@ Status ConvertPhi3(const gguf::File& f, const ConvertOptions& options, KesModel*
     KES_CHECK_OR_RETURN(attn_factor > 0 && std::isfinite(attn_factor),
                         attn_factor_key + ": expected a positive number, found " +
                             std::to_string(attn_factor));
-    c.attention_scale *= static_cast<float>(attn_factor * attn_factor);
+    c.rope_magnitude = static_cast<float>(attn_factor);
   }
   return ConvertDecoder(f, std::move(c), options, m);
 }

@@ -76,6 +76,9 @@ bool FindKeyRope(const BindContext& b, uint32_t layer, ops::RopeFrequencies* rop
                                                             : ops::RopeLayout::kNeox;
       rope->theta_base = r->theta();
       rope->freq_scale = r->freq_scale();
+      rope->rotary_dims = RotaryDims(*r);
+      // magnitude stays 1: the attention step turns stored keys on by an angle, and they hold
+      // the op's magnitude already.
       rope->freq_factors = RopeFrequencyFactors(b.model(), op, b.memory().context_length);
       return true;
     }

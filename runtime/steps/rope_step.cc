@@ -1,4 +1,6 @@
 // Rope: rotary position embedding in place, NEOX or adjacent pairs, optional frequency factors.
+#include <cmath>
+
 #include "ops/rope.h"
 #include "runtime/steps/steps.h"
 
@@ -8,10 +10,10 @@ namespace {
 struct RopeArgs {
   decltype(&ops::Rope) kernel;
   float* x;                   // [tokens, n_heads * head_dim]
-  const float* freq_factors;  // [head_dim / 2] or null
-  size_t n_heads, head_dim;
+  const float* freq_factors;  // [rotary_dims / 2] or null
+  size_t n_heads, head_dim, rotary_dims;
   ops::RopeLayout layout;
-  float theta, freq_scale;
+  float theta, freq_scale, magnitude;
 };
 
 void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threads) {
@@ -21,7 +23,7 @@ void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threa
   if (b == e) return;
   a.kernel(a.x + b * a.n_heads * a.head_dim, e - b, a.n_heads, a.head_dim,
             pos0 + static_cast<int64_t>(b),
-            {a.layout, a.theta, a.freq_scale, a.freq_factors});
+            {a.layout, a.theta, a.freq_scale, a.freq_factors, a.rotary_dims, a.magnitude});
 }
 
 Status Check(const OpCheck& c) {
@@ -37,8 +39,14 @@ Status Check(const OpCheck& c) {
                                         std::to_string(p.n_heads()) + " x " +
                                         std::to_string(p.head_dim());
                                }));
-  KES_RETURN_IF_ERROR(c.Expect(p.theta() > 0.0f && p.freq_scale() > 0.0f,
-                               "theta and frequency scale must be positive"));
+  KES_RETURN_IF_ERROR(c.Expect(p.rotary_dim() % 2 == 0 && p.rotary_dim() <= p.head_dim(), [&] {
+    return "expected an even rotary_dim no larger than head_dim " +
+           std::to_string(p.head_dim()) + " (0: the whole head), found " +
+           std::to_string(p.rotary_dim());
+  }));
+  KES_RETURN_IF_ERROR(c.Expect(p.theta() > 0.0f && p.freq_scale() > 0.0f &&
+                                   p.magnitude() > 0.0f && std::isfinite(p.magnitude()),
+                               "theta, frequency scale and magnitude must be positive"));
   KES_RETURN_IF_ERROR(
       c.Expect((c.n_weights() == 2) == (p.long_factors_above() > 0), [&] {
         return "expected two sets of frequency factors exactly when long_factors_above is set "
@@ -46,7 +54,7 @@ Status Check(const OpCheck& c) {
                std::to_string(p.long_factors_above());
       }));
   for (uint32_t i = 0; i < c.n_weights(); ++i) {
-    KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(i), p.head_dim() / 2, "frequency factors"));
+    KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(i), RotaryDims(p) / 2, "frequency factors"));
   }
   return c.Activation(c.In(0), uint64_t{p.n_heads()} * p.head_dim(), "input");
 }
@@ -59,14 +67,20 @@ void Bind(const BindContext& b, Step* step) {
   a.freq_factors = RopeFrequencyFactors(b.model(), b.op(), b.memory().context_length);
   a.n_heads = p.n_heads();
   a.head_dim = p.head_dim();
+  a.rotary_dims = RotaryDims(p);
   a.layout = p.style() == fb::RopeStyle::Adjacent ? ops::RopeLayout::kAdjacent
                                                    : ops::RopeLayout::kNeox;
   a.theta = p.theta();
   a.freq_scale = p.freq_scale();
+  a.magnitude = p.magnitude();
   step->Set(Run, Parallelism::kMultiToken, a);
 }
 
 }  // namespace
+
+size_t RotaryDims(const fb::Rope& rope) {
+  return rope.rotary_dim() != 0 ? rope.rotary_dim() : rope.head_dim();
+}
 
 const float* RopeFrequencyFactors(const Model& model, const fb::Op& rope, size_t context_length) {
   const size_t n = rope.weights() ? rope.weights()->size() : 0;

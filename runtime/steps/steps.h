@@ -32,7 +32,10 @@ KESTREL_OP_KINDS(KESTREL_DECLARE_OP_KIND)
 // The entry for an op's union member; nullptr for NONE and for members this build lacks.
 const OpKind* FindOpKind(fb::OpParams params);
 
-// The frequency factors ([head_dim / 2] divisors) a Rope op turns by in a session of
+// The elements of each head a Rope op turns: its rotary_dim, or the whole head when that is 0.
+size_t RotaryDims(const fb::Rope& rope);
+
+// The frequency factors ([RotaryDims / 2] divisors) a Rope op turns by in a session of
 // `context_length` tokens: none, its one weight, or with LongRoPE (long_factors_above > 0) the
 // long factors when the context is longer than that, else the short ones. The Rope step and the
 // attention step that re-rotates its keys both ask here, so they cannot disagree.

@@ -17,13 +17,17 @@ N 4096; here --attn-factor, default 1.3 so that it shows in tiny models' scores)
 the long factors when its context is longer than N. A sliding_window key is written too, as
 Phi-3-mini's file has one; llama.cpp ignores it for phi3.
 
+With --rotary-dims N (even, below 16) only each head's first N elements turn (partial rotary,
+as Phi-4-mini turns 96 of 128): rope.dimension_count N, and LongRoPE factors N / 2 long.
+
 --q8 stores every matrix as Q8_0 (rows of 64 and 160 are whole blocks), and --split-qkv writes
 separate attn_q, attn_k and attn_v (which llama.cpp's phi3 also reads) holding the very rows
 attn_qkv would hold: the same model, so a converter that splits attn_qkv must give the same
 .kes from both.
 
 usage: make_tiny_phi3.py OUT.gguf [--seed N] [--context N] [--merges N]
-                         [--original-context N] [--attn-factor F] [--q8] [--split-qkv]
+                         [--original-context N] [--attn-factor F] [--rotary-dims N] [--q8]
+                         [--split-qkv]
 """
 import argparse
 import sys
@@ -50,6 +54,7 @@ def main():
     parser.add_argument("--merges", type=int, default=64)
     parser.add_argument("--original-context", type=int, default=0)
     parser.add_argument("--attn-factor", type=float, default=1.3)
+    parser.add_argument("--rotary-dims", type=int, default=HEAD_DIM)
     parser.add_argument("--q8", action="store_true", help="every matrix Q8_0")
     parser.add_argument("--split-qkv", action="store_true", help="attn_q/k/v, not attn_qkv")
     args = parser.parse_args()
@@ -67,7 +72,7 @@ def main():
     w.add_uint32(f"{ARCH}.context_length", args.context)
     w.add_float32(f"{ARCH}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{ARCH}.rope.freq_base", ROPE_BASE)
-    w.add_uint32(f"{ARCH}.rope.dimension_count", HEAD_DIM)
+    w.add_uint32(f"{ARCH}.rope.dimension_count", args.rotary_dims)
     w.add_uint32(f"{ARCH}.attention.sliding_window", SLIDING_WINDOW)
     if args.original_context:
         w.add_uint32(f"{ARCH}.rope.scaling.original_context_length", args.original_context)
@@ -92,7 +97,7 @@ def main():
     w.add_tensor("output_norm.weight", vector(D_MODEL, 1.0, 0.1))
     add_matrix("output.weight", matrix(vocab_size, D_MODEL, 0.2))
     if args.original_context:
-        pairs = HEAD_DIM // 2
+        pairs = args.rotary_dims // 2
         short = 1.0 + 0.2 * rng.random(pairs)
         long = np.geomspace(1.0, 8.0, pairs) * (1.0 + 0.1 * rng.random(pairs))
         w.add_tensor("rope_factors_short.weight", short.astype(np.float32))

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,18 @@ class LlamaCppArchTest : public ::testing::Test {
     std::remove(kes.c_str());
     ASSERT_TRUE(opened.ok()) << opened.message();
     ASSERT_EQ((*model)->vocab_size(), fixture_.vocab);
+  }
+
+  // The fixture's GGUF converted with f32 weights and opened; null, with the failure reported,
+  // when the suite's set-up or the conversion failed.
+  static std::unique_ptr<Model> OpenFixtureF32() {
+    std::unique_ptr<Model> model;
+    if (!error_.empty()) {
+      ADD_FAILURE() << error_;
+    } else {
+      OpenF32(gguf_, &model);
+    }
+    return model;
   }
 
   // The fixture's GGUF, the tokenizer's ids and the score plan's logits against llama.cpp's.
@@ -117,6 +130,18 @@ class LlamaCppArchTest : public ::testing::Test {
     std::vector<float> ours;
     ASSERT_EQ(ScoreAll(*model, fixture_.tokens, 2, 512, &ours), "");
     *out = CompareWithLlamaCpp(fixture_, ours, 0, fixture_.n_tokens);
+  }
+
+  // Each edit (as ScoreEdited takes it) must move the logits well away from llama.cpp's for the
+  // unedited file: the fixture really exercises what the edited key sets.
+  static void ExpectEditsMatter(std::initializer_list<std::string> edits) {
+    ASSERT_EQ(error_, "");
+    for (const std::string& edit : edits) {
+      LogitAgreement a;
+      ScoreEdited(edit, &a);
+      std::printf("%s: mean KL %.3g\n", edit.c_str(), a.kl_mean);
+      EXPECT_GT(a.kl_mean, 1e-3) << edit;
+    }
   }
 
   static inline std::string error_, gguf_;
