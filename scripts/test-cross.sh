@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # Builds Kestrel for 64-bit ARM (aarch64) and 32-bit ARMv7 and runs the tests under qemu-user,
 # once per emulated CPU, so that every Highway target an ARM board can dispatch to is tested:
-#   aarch64, qemu's default CPU (SVE2, 512-bit vectors): the whole suite but the real GGUF's
-#            tensors against gguf-py (host_only below) and the slowest tests of host logic
-#            (host_logic, lp64_host_logic below); the ops tests run on SVE2, SVE and NEON
-#            in turn;
+#   aarch64, qemu's default CPU (SVE2, 512-bit vectors): every test whose result depends on
+#            the CPU (cpu_dependent below); the ops tests run on SVE2, SVE and NEON in turn;
 #   aarch64, -cpu max,sve-default-vector-length=32 (SVE_256), =16 (SVE2_128), and cortex-a72
 #            (NEON only): the ops tests on that CPU's own target, the thread pool, the CLI and
 #            the tiny-model end-to-end tests (every weight type);
@@ -16,8 +14,9 @@
 #            tests on the sdot tiles for every token count, which the other CPUs (i8mm: qemu's
 #            default and max) run only for one token, their prompts taking the smmla tiles
 #            (`kestrel cpu` must say i8mm: no there and on cortex-a72, yes on the others);
-#   armv7 (NEON, chosen at compile time): the same suite, with the saved states (a 32-bit
-#            build's), which includes the refusal to start on a CPU without NEON or VFPv4, the
+#   armv7 (NEON, chosen at compile time): the whole suite but the real GGUF's tensors
+#            against gguf-py (host_only below) and the slowest tests of host logic (host_logic
+#            below), which includes the refusal to start on a CPU without NEON or VFPv4, the
 #            static board binaries also on an ARMv6 one (tests/armv7_without_neon_test.sh).
 # Then it builds the static board binaries docs/boards.md describes (scripts/build-board.sh) and
 # runs them (`kestrel run` and `kestrel bench`) on the tiny model, with no ARM libraries on the
@@ -30,8 +29,9 @@ cd "$(dirname "$0")/.."
 # ctest -R pattern of the tests repeated on each extra emulated CPU: the ops tests (the quantized
 # kernels: MatMulQ4/Q8, QuantizeRowsQ8, EmbedQuant, OpsMatMulBlocks, OpsEmbedBlocks; int8 KV:
 # AttentionKvTest), and end to end per weight type: f32, f16, bf16, q8, q4
-# (WeightDtypes/TinyRunTest) and the GGUF's own mix of kept types (TinyModel/TinyModelCrossTest).
-subset='^(Ops|Attention|ThreadPool|TinyModel|WeightDtypes/TinyRunTest|TinyBert|Cli|MatMulQ|QuantizeRows|EmbedQuant)'
+# (WeightDtypes/TinyRunTest) and the GGUF's own mix of kept types (TinyModel/TinyModelCrossTest),
+# and the CLI's own tests (CliTest: convert, run, bench on the tiny model).
+subset='^(Ops|Attention|ThreadPool|TinyModel/|TinyModelTest\.|WeightDtypes/TinyRunTest|TinyBert|CliTest\.|MatMulQ|QuantizeRows|EmbedQuant)'
 # On the CPU without dotprod also: the K-quants end to end (q4_k_m has Q4_K, Q6_K and the Q5_0
 # and Q8_0 fallbacks, q5_k Q5_K and Q5_1; the other recipes add no type; kept Q3_K and Q2_K) and the
 # tiny-model zero-allocation test (every weight type, every KV type).
@@ -42,14 +42,18 @@ no_dotprod_subset="$subset|^(Recipes/ConvertKquant\.TypesValuesAndLogits/llama_q
 # every type RandomBlocksTest checks bit for bit against gguf-py on every target; the real file
 # adds nothing under qemu but a minute of emulated SHA-256 over 1 GB of floats.
 host_only='^RealModel\.EveryTensorMatchesGgufPy$'
-# Left to the native build on both: the slowest tests of host logic, which runs the same on every
-# CPU: the CLI's long generations (--ignore-eos past the context, --timings, bench at depths:
-# 475 s of emulated test time on aarch64, a fifth of its suite), the C API's transcription
-# against the CLI's and its abort between windows, its chat turns, and kestrel chat. The kernels
-# they run are the ops, attention-KV and tiny-model tests' here. On aarch64 (LP64 like the host)
-# also the C API's saved states; armv7 keeps those, a 32-bit build writing and reading them.
+# On qemu's default aarch64 CPU: every test whose result depends on the CPU (the kernels on each
+# of its three targets, end-to-end numerics through them for every weight type, K-quant and
+# architecture, the threading, the quantizers and float conversions, the audio front end, the
+# zero-allocation runs). The rest of the suite is host logic (parsers, tokenizers, the CLI, the C
+# API's calls), which runs the same on every 64-bit CPU: the native build runs it, and armv7 runs
+# it under emulation with ARM's unsigned char and a 32-bit size_t.
+cpu_dependent="$no_dotprod_subset|^(Recipes/ConvertKquant|AllSupportedTypes/RandomBlocksTest|Types/QuantizeKTest|QuantizeTest|DequantizeRows?|FloatConvert|Fp16|SmoothQuantConversion|CpuCount|SplitRange|SharedModel/SessionConcurrency|EncoderConcurrency|SessionRewindTest|TinyWhisper|Weights/TinyWhisper(Encoder|Decoder)|TinyZeroAlloc(Audio|Interposer)?|LogMel|Resample|TinyGgufTest|Gemma2Test|Gemma3SizesTest|Phi3(PartialRotary|LongRope)?Test|Qwen3Test|SmolLm3Test)\\."
+# Left to the native build on armv7 too: the slowest tests of host logic, the CLI's long
+# generations (--ignore-eos past the context, --timings, bench at depths: 475 s of emulated test
+# time on aarch64, a fifth of its suite), the C API's transcription against the CLI's and its
+# abort between windows, its chat turns, and kestrel chat.
 host_logic='^(Families/LongGenerationCliTest\.|CApiTranscribe\.(TinyWhisperEqualsKestrelTranscribe|AbortStopsTheCallBeforeItsNextWindow)$|CApiChat\.|ChatCommand\.)'
-lp64_host_logic='^CApiState\.'
 
 # Checks one line of `kestrel cpu` on the emulated CPU: check_cpu BUILD_DIR WHAT EXPECTED, WHAT
 # "target" (the Highway target chosen), "dotprod" or "i8mm" (yes or no: the sdot or smmla
@@ -80,7 +84,7 @@ for arch in aarch64 armv7; do
     check_cpu build/aarch64 target SVE2
     check_cpu build/aarch64 dotprod yes
     check_cpu build/aarch64 i8mm yes
-    (cd build/aarch64 && ctest --output-on-failure --timeout 900 -j "$(nproc)" -E "$host_only|$host_logic|$lp64_host_logic")
+    (cd build/aarch64 && ctest --output-on-failure --timeout 900 -j "$(nproc)" -R "$cpu_dependent")
     for config in "max,sve-default-vector-length=32 SVE_256 yes yes" \
                   "max,sve-default-vector-length=16 SVE2_128 yes yes" "cortex-a72 NEON no no" \
                   "cortex-a76 NEON yes no"; do
