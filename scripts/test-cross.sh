@@ -44,8 +44,8 @@ no_dotprod_subset="$subset|^(Recipes/ConvertKquant\.TypesValuesAndLogits/llama_q
 # every type RandomBlocksTest checks bit for bit against gguf-py on every target; the real file
 # adds nothing under qemu but a minute of emulated SHA-256 over 1 GB of floats.
 host_only='^RealModel\.EveryTensorMatchesGgufPy$'
-# On qemu's default aarch64 CPU: every test whose result depends on the CPU (the kernels on each
-# of its three targets, end-to-end numerics through them for every weight type, K-quant and
+# On qemu's default aarch64 CPU: every test whose result depends on the CPU (the kernels on its
+# SVE2 target, end-to-end numerics through them for every weight type, K-quant and
 # architecture, the threading, the quantizers and float conversions, the audio front end, the
 # zero-allocation runs). The rest of the suite is host logic (parsers, tokenizers, the CLI, the C
 # API's calls), which runs the same on every 64-bit CPU: the native build runs it, and armv7 runs
