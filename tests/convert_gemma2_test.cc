@@ -33,17 +33,13 @@ constexpr char kMaker[] = "make_tiny_gemma2.py";
 using Gemma2Test = test::LlamaCppArchTest<kArch, kMaker>;
 
 TEST_F(Gemma2Test, LogitsMatchLlamaCpp) {
-  const std::unique_ptr<Model> model = OpenFixtureF32();
-  ASSERT_NE(model, nullptr);
-  ExpectMatchesLlamaCpp(*model);
+  ExpectFixtureMatchesLlamaCpp();
 }
 
 // Prefill of the first half, then one decode step per token: the prefill and decode plans, whose
 // logits are a one-row buffer that the final soft-cap rewrites in place.
 TEST_F(Gemma2Test, PrefillAndDecodeMatchLlamaCpp) {
-  const std::unique_ptr<Model> model = OpenFixtureF32();
-  ASSERT_NE(model, nullptr);
-  ExpectPrefillAndDecodeMatchLlamaCpp(*model);
+  ExpectFixturePrefillAndDecodeMatchLlamaCpp();
 }
 
 // With either cap lifted far above anything the model reaches, or the window wider than the

@@ -30,9 +30,7 @@ constexpr char kMaker[] = "make_tiny_gemma3.py";
 using Gemma3SizesTest = test::LlamaCppArchTest<kArch, kMaker>;
 
 TEST_F(Gemma3SizesTest, LinearRopeScalingMatchesLlamaCpp) {
-  const std::unique_ptr<Model> model = OpenFixtureF32();
-  ASSERT_NE(model, nullptr);
-  ExpectMatchesLlamaCpp(*model);
+  ExpectFixtureMatchesLlamaCpp();
 }
 
 // The global layers' scaling matters, and the sliding layers' base does: the same file without

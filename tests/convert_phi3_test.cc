@@ -40,23 +40,17 @@ using Phi3LongRopeTest = test::LlamaCppArchTest<kLong, kMaker>;
 using Phi3PartialRotaryTest = test::LlamaCppArchTest<kPartial, kMaker>;
 
 TEST_F(Phi3Test, LogitsMatchLlamaCpp) {
-  const std::unique_ptr<Model> model = OpenFixtureF32();
-  ASSERT_NE(model, nullptr);
-  ExpectMatchesLlamaCpp(*model);
+  ExpectFixtureMatchesLlamaCpp();
 }
 
 TEST_F(Phi3LongRopeTest, LogitsMatchLlamaCpp) {
-  const std::unique_ptr<Model> model = OpenFixtureF32();
-  ASSERT_NE(model, nullptr);
-  ExpectMatchesLlamaCpp(*model);
+  ExpectFixtureMatchesLlamaCpp();
 }
 
 // Prefill of the first half, then one decode step per token: the decode plan, and the keys the
 // attention step rotates itself, with the long factors too.
 TEST_F(Phi3LongRopeTest, PrefillAndDecodeMatchLlamaCpp) {
-  const std::unique_ptr<Model> model = OpenFixtureF32();
-  ASSERT_NE(model, nullptr);
-  ExpectPrefillAndDecodeMatchLlamaCpp(*model);
+  ExpectFixturePrefillAndDecodeMatchLlamaCpp();
 }
 
 // An original context as long as the session's makes the short factors apply, and an attention
@@ -68,15 +62,11 @@ TEST_F(Phi3LongRopeTest, LongFactorsAndAttentionFactorMatter) {
 }
 
 TEST_F(Phi3PartialRotaryTest, LogitsMatchLlamaCpp) {
-  const std::unique_ptr<Model> model = OpenFixtureF32();
-  ASSERT_NE(model, nullptr);
-  ExpectMatchesLlamaCpp(*model);
+  ExpectFixtureMatchesLlamaCpp();
 }
 
 TEST_F(Phi3PartialRotaryTest, PrefillAndDecodeMatchLlamaCpp) {
-  const std::unique_ptr<Model> model = OpenFixtureF32();
-  ASSERT_NE(model, nullptr);
-  ExpectPrefillAndDecodeMatchLlamaCpp(*model);
+  ExpectFixturePrefillAndDecodeMatchLlamaCpp();
 }
 
 // A Q8_0 file converted with --weights keep: attn_qkv's blocks split by rows give the model that

@@ -60,6 +60,18 @@ class LlamaCppArchTest : public ::testing::Test {
     return model;
   }
 
+  // The two checks every architecture passes, on the fixture's own model (OpenFixtureF32).
+  static void ExpectFixtureMatchesLlamaCpp() {
+    const std::unique_ptr<Model> model = OpenFixtureF32();
+    ASSERT_NE(model, nullptr);
+    ExpectMatchesLlamaCpp(*model);
+  }
+  static void ExpectFixturePrefillAndDecodeMatchLlamaCpp() {
+    const std::unique_ptr<Model> model = OpenFixtureF32();
+    ASSERT_NE(model, nullptr);
+    ExpectPrefillAndDecodeMatchLlamaCpp(*model);
+  }
+
   // The fixture's GGUF, the tokenizer's ids and the score plan's logits against llama.cpp's.
   static void ExpectMatchesLlamaCpp(const Model& model) {
     const LlamaCppLogits& f = fixture_;
