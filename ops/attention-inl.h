@@ -416,7 +416,11 @@ HWY_INLINE void AttentionFold(float& m, float& l, float* HWY_RESTRICT o, float p
   }
   const float new_max = std::max(m, pm);
   const float c = std::exp(m - new_max), pc = std::exp(pm - new_max);
-  l = l * c + pl * pc;
+  // Explicit fmas, here and in the tail below, in the vector body's form: left to the compiler,
+  // contraction may fuse either product, differently in each inlined copy (GCC 12 with
+  // -mtune=cortex-a76 did), and a decode step split across threads would no longer round as the
+  // unsplit one does.
+  l = std::fma(pl, pc, l * c);
   m = new_max;
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
@@ -425,7 +429,7 @@ HWY_INLINE void AttentionFold(float& m, float& l, float* HWY_RESTRICT o, float p
   for (; x + N <= head_dim; x += N) {
     hn::StoreU(hn::MulAdd(hn::LoadU(d, po + x), vpc, hn::Mul(hn::LoadU(d, o + x), vc)), d, o + x);
   }
-  for (; x < head_dim; ++x) o[x] = o[x] * c + po[x] * pc;
+  for (; x < head_dim; ++x) o[x] = std::fma(po[x], pc, o[x] * c);
 }
 
 // out = o / l.

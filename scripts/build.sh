@@ -4,7 +4,9 @@
 #   asan:    Debug (assertions, -O1 so model-sized tests finish, line tables only: a sanitizer
 #            report still names file and line, and the ~40 statically linked test binaries take
 #            a fraction of full -g's 3 GB, which once filled a CI machine's disk) with
-#            AddressSanitizer and UndefinedBehaviorSanitizer, warnings as errors;
+#            AddressSanitizer and UndefinedBehaviorSanitizer, warnings as errors; the kernels
+#            compiled only for the SIMD targets this machine runs (on x86, the AVX-512 ones only
+#            where /proc/cpuinfo has them): its tests run here, and only on those;
 #   tsan:    Debug (assertions, -O1, line tables only) with ThreadSanitizer, warnings as errors;
 #            the kernels compiled for fewer SIMD targets (x86: AVX2 and SCALAR; elsewhere the
 #            static target; see KESTREL_TSAN in CMakeLists.txt). scripts/test.sh builds only the
@@ -32,10 +34,24 @@ flavour=${1:?usage: scripts/build.sh release|asan|tsan|o0|aarch64|armv7|fuzz [ta
 shift
 fuzz_cpu_flags=""
 if [ "$(uname -m)" = x86_64 ]; then fuzz_cpu_flags="-march=x86-64-v3 -maes -mpclmul"; fi
+# The x86 Highway targets this CPU cannot run (Highway 1.0.3's requirements for each), as
+# KESTREL_HWY_DISABLED_TARGETS wants them; empty elsewhere.
+targets_this_cpu_lacks() {
+  [ "$(uname -m)" = x86_64 ] || return 0
+  local flags lacks=() f
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+  has() { for f in "$@"; do [[ "$flags" == *" $f "* ]] || return 1; done; }
+  has avx2 fma bmi2 f16c || lacks+=(HWY_AVX2)
+  has avx512f avx512vl avx512dq avx512bw || lacks+=(HWY_AVX3)
+  has avx512f avx512vl avx512dq avx512bw avx512_vnni vpclmulqdq avx512_vbmi2 vaes \
+    avx512_vpopcntdq avx512_bitalg gfni || lacks+=(HWY_AVX3_DL)
+  (IFS='|'; echo "${lacks[*]}")
+}
 case "$flavour" in
   release) flags=(-DCMAKE_BUILD_TYPE=Release) ;;
   asan) flags=(-DCMAKE_BUILD_TYPE=Debug -DKESTREL_SANITIZE=ON "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1"
-               -DKESTREL_BUILD_BENCH=OFF) ;;
+               -DKESTREL_BUILD_BENCH=OFF
+               "-DKESTREL_HWY_DISABLED_TARGETS=$(targets_this_cpu_lacks)") ;;
   tsan) flags=(-DCMAKE_BUILD_TYPE=Debug -DKESTREL_TSAN=ON "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1"
                -DKESTREL_BUILD_BENCH=OFF) ;;
   o0) flags=(-DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0" -DKESTREL_BUILD_TESTS=OFF

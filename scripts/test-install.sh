@@ -5,7 +5,8 @@
 #              library) built against the prefix with find_package(Kestrel), and with
 #              pkg-config (examples/Makefile); every one's greedy output equal to the installed
 #              `kestrel run --temp 0 -t 1`'s on the same prompt and token count;
-#   aarch64:   the same with the aarch64 cross build, the examples cross-compiled with
+#   aarch64:   the same with the aarch64 cross build (scripts/build.sh aarch64; not in CI, which
+#              tests the board build), the examples cross-compiled with
 #              cmake/toolchains/aarch64-linux-gnu.cmake and run under qemu-aarch64;
 #   board:     the static board build (KESTREL_STATIC: no shared library) installs too, and the
 #              examples link it into fully static aarch64 programs that run under qemu-aarch64

@@ -18,15 +18,28 @@
 # tools/armv7_entry.S, ARMv5 code that makes the check before glibc's _start.
 #
 #   armv7_without_neon_test.sh [--static] KESTREL KESTREL_CONVERT EMULATOR [EMULATOR ARGS...]
+#   armv7_without_neon_test.sh --probe PROBE EMULATOR [EMULATOR ARGS...]
+# --probe: a static board build's programs refuse in tools/armv7_entry.S, before the constructor
+# of tools/require_neon.cc could; PROBE (tests/require_neon_probe.cc) is that constructor in a
+# dynamically linked program, as `scripts/build.sh armv7` links kestrel: it must refuse the same
+# way, and on cortex-a7 start and print "started".
 set -uo pipefail
+usage="usage: armv7_without_neon_test.sh [--static] KESTREL KESTREL_CONVERT EMULATOR [ARGS...]
+       armv7_without_neon_test.sh --probe PROBE EMULATOR [ARGS...]"
 static=0
+probe=""
 if [ "${1:-}" = --static ]; then
   static=1
   shift
+elif [ "${1:-}" = --probe ]; then
+  probe=${2:?$usage}
+  shift 2
 fi
-kestrel=${1:?usage: armv7_without_neon_test.sh [--static] KESTREL KESTREL_CONVERT EMULATOR [ARGS...]}
-convert=${2:?usage: armv7_without_neon_test.sh [--static] KESTREL KESTREL_CONVERT EMULATOR [ARGS...]}
-shift 2
+if [ -z "$probe" ]; then
+  kestrel=${1:?$usage}
+  convert=${2:?$usage}
+  shift 2
+fi
 emulator=("$@")
 [ ${#emulator[@]} -gt 0 ] || { echo "error: no emulator given" >&2; exit 2; }
 tmp=$(mktemp -d)
@@ -63,6 +76,23 @@ expect_refusal() {  # QEMU_CPU, program, what the message must say the CPU has
     fail "$name on $cpu: wrote to stdout: $(head -c 200 "$tmp/out")"
   fi
 }
+
+if [ -n "$probe" ]; then
+  for cpu_has in "cortex-a15,neon=off:no NEON" "cortex-a9:NEON but no VFPv4" \
+                 "cortex-a8,neon=off:neither NEON nor VFPv4"; do
+    expect_refusal "${cpu_has%%:*}" "$probe" "${cpu_has#*:}"
+  done
+  run cortex-a7 "$probe"
+  if [ "$rc" != 0 ] || [ "$(cat "$tmp/out")" != started ] || [ -s "$tmp/err" ]; then
+    fail "$(basename "$probe") on cortex-a7: exit status $rc: $(cat "$tmp/out" "$tmp/err")"
+  fi
+  if [ "$failures" != 0 ]; then
+    echo "$failures check(s) failed" >&2
+    exit 1
+  fi
+  echo "armv7 without NEON or VFPv4: a dynamically linked program refuses to start with a clear error"
+  exit 0
+fi
 
 for program in "$kestrel" "$convert"; do
   expect_refusal "cortex-a15,neon=off" "$program" "no NEON"

@@ -210,13 +210,18 @@ std::vector<double> Reference(const Problem& pr) {
           key_pos <= p && (pr.step.window == 0 || key_pos > p - pr.step.window);
     }
   }
+  // Each kv head's keys and values are read once for its group of query heads, and the masked
+  // keys (weight 0) are skipped: under qemu, double arithmetic is software, and this reference
+  // is most of the ops tests' time there.
   std::vector<double> keys(n_keys * s.head_dim), values(n_keys * s.head_dim);
   for (size_t h = 0; h < s.n_heads; ++h) {
-    const size_t kvh = h / (s.n_heads / s.n_kv_heads);
-    for (size_t j = 0; j < n_keys; ++j) {
-      for (size_t x = 0; x < s.head_dim; ++x) {
-        keys[j * s.head_dim + x] = pr.key(first + static_cast<int64_t>(j), kvh, x);
-        values[j * s.head_dim + x] = pr.value(first + static_cast<int64_t>(j), kvh, x);
+    const size_t group = s.n_heads / s.n_kv_heads, kvh = h / group;
+    if (h % group == 0) {
+      for (size_t j = 0; j < n_keys; ++j) {
+        for (size_t x = 0; x < s.head_dim; ++x) {
+          keys[j * s.head_dim + x] = pr.key(first + static_cast<int64_t>(j), kvh, x);
+          values[j * s.head_dim + x] = pr.value(first + static_cast<int64_t>(j), kvh, x);
+        }
       }
     }
     for (size_t t = 0; t < n_tokens; ++t) {
@@ -237,10 +242,14 @@ std::vector<double> Reference(const Problem& pr) {
       const double* row = scores.data() + t * n_keys;
       const double max = *std::max_element(row, row + n_keys);
       double sum = 0.0;
-      for (size_t j = 0; j < n_keys; ++j) sum += std::exp(row[j] - max);
+      std::vector<double> weights(n_keys, 0.0);
+      for (size_t j = 0; j < n_keys; ++j) {
+        if (visible[t * n_keys + j]) sum += weights[j] = std::exp(row[j] - max);
+      }
       double* o = out.data() + t * pr.RowWidth() + h * s.head_dim;
       for (size_t j = 0; j < n_keys; ++j) {
-        const double w = std::exp(row[j] - max) / sum;
+        if (!visible[t * n_keys + j]) continue;
+        const double w = weights[j] / sum;
         for (size_t x = 0; x < s.head_dim; ++x) o[x] += w * values[j * s.head_dim + x];
       }
     }
@@ -326,6 +335,9 @@ struct StepCase {
 
 // Decode and prefill chunks, causal and sliding window; capacities that are exact (the minimum the
 // precondition allows) make the visible ranges wrap around slot 0.
+// The heaviest step: 33 tokens over a window of 512.
+constexpr Step kWindow512Chunk = {33, 1000003, 512, 544};
+
 const StepCase kSteps[] = {
     {{1, 0, 0, 1}, false},            // first token: one key
     {{1, 1000, 0, 1001}, false},      // long causal history, exact capacity
@@ -336,7 +348,7 @@ const StepCase kSteps[] = {
     {{1, 1000003, 7, 7}, true},       // window decode, capacity == window
     {{5, 3, 7, 11}, false},           // window longer than the early rows' history
     {{33, 1000003, 16, 48}, true},    // window 16, exact capacity
-    {{33, 1000003, 512, 544}, true},  // window 512, exact capacity, many blocks
+    {kWindow512Chunk, true},          // window 512, exact capacity, many blocks
     {{9, 2000, 512, 600}, true},      // window 512 with spare slots
     {{33, 0, 512, 544}, false},       // window longer than the history: causal
     {{1, 511, 512, 512}, false},      // window exactly the whole history
@@ -358,6 +370,14 @@ TEST(AttentionTest, MatchesReferenceOnEveryShape) {
     for (size_t head_dim : kHeadDims) {
       shape.head_dim = head_dim;
       for (const StepCase& c : kSteps) {
+        // kWindow512Chunk at head_dim 100 and 256 would be nearly half of this test's work
+        // (minutes under CI's emulated SVE); head_dim's loops are the same at every step, and
+        // the window's blocks and wrap the same at every head_dim (at 100 and 256, 9 tokens
+        // run over the same window, with spare slots).
+        const bool window512_chunk = c.step.n_tokens == kWindow512Chunk.n_tokens &&
+                                     c.step.pos0 == kWindow512Chunk.pos0 &&
+                                     c.step.window == kWindow512Chunk.window;
+        if (head_dim > 64 && window512_chunk) continue;
         const Problem pr = MakeProblem(shape, c.step);
         const std::vector<double> ref = Reference(pr);
         const std::string what = Describe(shape, c.step);

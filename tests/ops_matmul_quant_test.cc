@@ -176,51 +176,65 @@ std::vector<test::QuantMatMulCase> Cases() {
   return cases;
 }
 
+// One case's weights and activations, and for every (token, row) the exact product and the
+// bound on the kernel's f32 rounding: made once, checked on every target.
+struct PreparedCase {
+  test::QuantMatMulCase c;
+  std::vector<uint8_t> packed;
+  std::vector<float> x;
+  std::vector<double> exact, bound;  // [n_tokens * n_out]
+};
+
+PreparedCase Prepare(bool q4, const test::QuantMatMulCase& c, std::mt19937& rng) {
+  PreparedCase p{c, {}, {}, {}, {}};
+  const std::vector<uint8_t> blocks = RandomGgmlBlocks(q4, c.n_out, c.k, rng);
+  EXPECT_TRUE(PackGgmlBlocks(q4 ? fb::DType::Q4_0 : fb::DType::Q8_0, blocks.data(), c.n_out, c.k,
+                             &p.packed)
+                  .ok());
+  const GgmlWeights w{q4, c.k, blocks};
+  p.x = Activations(c.n_tokens * c.k, rng);
+  p.exact.assign(c.n_tokens * c.n_out, 0.0);
+  p.bound.assign(c.n_tokens * c.n_out, 0.0);
+  for (size_t t = 0; t < c.n_tokens; ++t) {
+    const QuantizedRow xr = ReferenceQuantize(p.x.data() + t * c.k, c.k);
+    for (size_t r = c.row_begin; r < c.row_end; ++r) {
+      // Exact integer block sums, scaled and summed in double; the kernel's f32 rounding is
+      // bounded by Gamma over the terms' magnitudes (including Q4's offset term).
+      double exact = 0.0, magnitude = 0.0;
+      for (size_t b = 0; b < c.k / 32; ++b) {
+        int64_t dot = 0, offset_dot = 0, x_sum = 0;
+        for (size_t i = b * 32; i < b * 32 + 32; ++i) {
+          dot += int64_t{w.Quant(r, i)} * xr.q[i];
+          x_sum += xr.q[i];
+          offset_dot += int64_t{std::abs(w.Quant(r, i) + (q4 ? 8 : 0))} * std::abs(xr.q[i]);
+        }
+        const double s = double{w.Scale(r, b)} * xr.scale[b];
+        exact += s * static_cast<double>(dot);
+        magnitude += std::fabs(s) * (static_cast<double>(offset_dot) +
+                                     (q4 ? 8.0 * std::fabs(static_cast<double>(x_sum)) : 0.0));
+      }
+      p.exact[t * c.n_out + r] = exact;
+      p.bound[t * c.n_out + r] = 4 * test::Gamma(c.k / 32 + 4) * magnitude + 1e-30;
+    }
+  }
+  return p;
+}
+
 void CheckMatMul(bool q4) {
   std::mt19937 rng(q4 ? 11 : 12);
+  std::vector<PreparedCase> prepared;
+  for (const test::QuantMatMulCase& c : Cases()) prepared.push_back(Prepare(q4, c, rng));
   ForEachTarget([&](const char*) {
-    for (const test::QuantMatMulCase& c : Cases()) {
-      const std::vector<uint8_t> blocks = RandomGgmlBlocks(q4, c.n_out, c.k, rng);
-      std::vector<uint8_t> packed;
-      ASSERT_TRUE(
-          PackGgmlBlocks(q4 ? fb::DType::Q4_0 : fb::DType::Q8_0, blocks.data(), c.n_out, c.k,
-                         &packed)
-              .ok());
-      const GgmlWeights w{q4, c.k, blocks};
-      const std::vector<float> x = Activations(c.n_tokens * c.k, rng);
+    for (const PreparedCase& p : prepared) {
+      const test::QuantMatMulCase& c = p.c;
+      // The activations quantized on this target too (QuantizeRowsQ8 tests that it is
+      // ReferenceQuantize's bit for bit).
       std::vector<uint8_t> xq(c.n_tokens * Q8ActRowBytes(c.k));
-      QuantizeRowsQ8(x.data(), c.n_tokens, c.k, xq.data());
+      QuantizeRowsQ8(p.x.data(), c.n_tokens, c.k, xq.data());
       std::vector<float> y(c.n_tokens * c.n_out, kSentinel);
-      (q4 ? MatMulQ4 : MatMulQ8)(packed.data(), xq.data(), y.data(), c.n_tokens, c.k, c.n_out,
+      (q4 ? MatMulQ4 : MatMulQ8)(p.packed.data(), xq.data(), y.data(), c.n_tokens, c.k, c.n_out,
                                  c.row_begin, c.row_end);
-      for (size_t t = 0; t < c.n_tokens; ++t) {
-        const QuantizedRow xr = ReferenceQuantize(x.data() + t * c.k, c.k);
-        for (size_t r = 0; r < c.n_out; ++r) {
-          const float got = y[t * c.n_out + r];
-          if (r < c.row_begin || r >= c.row_end) {
-            ASSERT_EQ(got, kSentinel) << "wrote outside its rows";
-            continue;
-          }
-          // Exact integer block sums, scaled and summed in double; the kernel's f32 rounding
-          // is bounded by Gamma over the terms' magnitudes (including Q4's offset term).
-          double exact = 0.0, magnitude = 0.0;
-          for (size_t b = 0; b < c.k / 32; ++b) {
-            int64_t dot = 0, offset_dot = 0, x_sum = 0;
-            for (size_t i = b * 32; i < b * 32 + 32; ++i) {
-              dot += int64_t{w.Quant(r, i)} * xr.q[i];
-              x_sum += xr.q[i];
-              offset_dot += int64_t{std::abs(w.Quant(r, i) + (q4 ? 8 : 0))} * std::abs(xr.q[i]);
-            }
-            const double s = double{w.Scale(r, b)} * xr.scale[b];
-            exact += s * static_cast<double>(dot);
-            magnitude += std::fabs(s) * (static_cast<double>(offset_dot) +
-                                         (q4 ? 8.0 * std::fabs(static_cast<double>(x_sum)) : 0.0));
-          }
-          const double bound = 4 * test::Gamma(c.k / 32 + 4) * magnitude + 1e-30;
-          ASSERT_NEAR(got, exact, bound) << "token " << t << " row " << r << " k=" << c.k
-                                         << " n_out=" << c.n_out << " tokens=" << c.n_tokens;
-        }
-      }
+      test::ExpectQuantMatMulMatches(c, y, p.exact, p.bound);
     }
   });
 }

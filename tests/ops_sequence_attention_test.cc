@@ -140,6 +140,10 @@ TEST(AttentionSequenceTest, MatchesReference) {
   Accuracy acc;
   for (const Shape& shape : kShapes) {
     for (size_t len : kLens) {
+      // The largest head_dim up to 33 keys: at 300 it alone would be two thirds of this test's
+      // work (minutes under CI's emulated SVE), and the query chunks 300 adds are the other
+      // shapes' at 300.
+      if (shape.head_dim == kAttentionMaxHeadDim && len > 33) continue;
       const Problem pr = MakeProblem(shape, len, static_cast<uint32_t>(len * 131 + shape.head_dim));
       const std::vector<double> ref = Reference(pr);
       test::ForEachTarget([&](const char* target) {

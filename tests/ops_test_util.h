@@ -84,11 +84,12 @@ inline std::vector<QuantMatMulCase> QuantMatMulCases(const std::vector<size_t>& 
       }
     }
   }
-  // Rows this long take 16 tokens per L2 block (QuantMatMulTokenBlock): 40 tokens are three
-  // blocks, the last one partial.
+  // Rows this long take 16 tokens per L2 block (QuantMatMulTokenBlock): 19 tokens are a block
+  // and a partial one of 3, ragged for every token tile. (Two such cases are half of the
+  // quantized matmul tests' work; under CI's emulated SVE, minutes.)
   static_assert(QuantMatMulTokenBlock(8192) == 16, "the case below no longer spans blocks");
-  cases.push_back({40, 8192, 6, 0, 6});
-  cases.push_back({40, 8192, 6, 1, 5});
+  cases.push_back({19, 8192, 6, 0, 6});
+  cases.push_back({19, 8192, 6, 1, 5});
   return cases;
 }
 
@@ -218,5 +219,24 @@ inline const std::vector<size_t>& AwkwardSizes() {
 
 // Value written around and beside outputs to detect stray writes.
 inline constexpr float kSentinel = -1234.5f;
+
+// A quantized matmul's output y [n_tokens, n_out] for case c against the exact products and the
+// bounds on its rounding ([n_tokens * n_out] each): rows outside the case's range must still
+// hold kSentinel.
+inline void ExpectQuantMatMulMatches(const QuantMatMulCase& c, const std::vector<float>& y,
+                                     const std::vector<double>& exact,
+                                     const std::vector<double>& bound) {
+  for (size_t t = 0; t < c.n_tokens; ++t) {
+    for (size_t r = 0; r < c.n_out; ++r) {
+      const size_t i = t * c.n_out + r;
+      if (r < c.row_begin || r >= c.row_end) {
+        ASSERT_EQ(y[i], kSentinel) << "wrote outside its rows";
+        continue;
+      }
+      ASSERT_NEAR(y[i], exact[i], bound[i]) << "token " << t << " row " << r << " k=" << c.k
+                                            << " n_out=" << c.n_out << " tokens=" << c.n_tokens;
+    }
+  }
+}
 
 }  // namespace kestrel::ops::test
