@@ -66,8 +66,11 @@ cpu_dependent="$no_dotprod_subset|^(Recipes/ConvertKquant|AllSupportedTypes/Rand
 # Left to the native build on armv7 too: the slowest tests of host logic, the CLI's long
 # generations (--ignore-eos past the context, --timings, bench at depths: 475 s of emulated test
 # time on aarch64, a fifth of its suite), the C API's transcription against the CLI's and its
-# abort between windows, its chat turns, and kestrel chat.
-host_logic='^(Families/LongGenerationCliTest\.|CApiTranscribe\.(TinyWhisperEqualsKestrelTranscribe|AbortStopsTheCallBeforeItsNextWindow)$|CApiChat\.|ChatCommand\.)'
+# abort between windows, its chat turns, kestrel chat, kestrel perplexity's chunking and
+# KL-divergence bookkeeping (90 s emulated; the models it scores run in the end-to-end tests),
+# and the bench scripts' real-shape GGUF writer and skeletons (60 s, nearly all of it Python on
+# the host).
+host_logic='^(Families/LongGenerationCliTest\.|CApiTranscribe\.(TinyWhisperEqualsKestrelTranscribe|AbortStopsTheCallBeforeItsNextWindow)$|CApiChat\.|ChatCommand\.|PerplexityTest\.|RealShapeGguf\.)'
 
 # Checks one line of `kestrel cpu` on the emulated CPU: check_cpu BUILD_DIR WHAT EXPECTED, WHAT
 # "target" (the Highway target chosen), "dotprod" or "i8mm" (yes or no: the sdot or smmla
