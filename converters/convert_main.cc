@@ -47,7 +47,8 @@ const char kUsageHead[] =
 const char kUsageTail[] =
     "                           Hugging Face checkpoints: f32, f16, bf16, q8 or q4; keep (the\n"
     "                           default) stores the checkpoint's own F32/F16/BF16\n"
-    "  --prefill-tokens N       tokens per prefill step (default 512)\n"
+    "  --prefill-tokens N       tokens per prefill step (default 512); a GGUF embedding\n"
+    "                           model's longest text and encode step\n"
     "  --score-tokens N         tokens per step of the all-logits 'score' plan (default 8)\n"
     "  --version                print the version, commit, .kes format and SIMD targets\n"
     "encoders:\n"

@@ -191,7 +191,7 @@ void PlanBuilder::Im2Col(uint32_t in, uint32_t out, uint32_t kernel, uint32_t st
 }
 
 void PlanBuilder::Rope(uint32_t x, fb::RopeT params, uint32_t freq_factors,
-                       uint32_t long_factors) {
+                       uint32_t long_factors, uint32_t positions) {
   std::vector<uint32_t> weights;
   if (freq_factors != kNone) weights.push_back(freq_factors);
   if (long_factors != kNone) {
@@ -199,7 +199,9 @@ void PlanBuilder::Rope(uint32_t x, fb::RopeT params, uint32_t freq_factors,
   } else {
     params.long_factors_above = 0;
   }
-  AddOp(std::move(params), {x}, {}, std::move(weights));
+  std::vector<uint32_t> inputs = {x};
+  if (positions != kNone) inputs.push_back(positions);
+  AddOp(std::move(params), std::move(inputs), {}, std::move(weights));
 }
 
 void PlanBuilder::KvStore(uint32_t layer, uint32_t k, uint32_t v) {
@@ -261,12 +263,13 @@ void PlanBuilder::Activate(fb::Activation activation, uint32_t in, uint32_t out,
 
 void PlanBuilder::SequenceAttention(uint32_t q, uint32_t k, uint32_t v, uint32_t sequences,
                                     uint32_t out, uint32_t n_heads, uint32_t n_kv_heads,
-                                    uint32_t head_dim, float scale) {
+                                    uint32_t head_dim, float scale, bool causal) {
   fb::SequenceAttentionT params;
   params.n_heads = n_heads;
   params.n_kv_heads = n_kv_heads;
   params.head_dim = head_dim;
   params.scale = scale;
+  params.causal = causal;
   AddOp(std::move(params), {q, k, v, sequences}, {out}, {});
 }
 

@@ -84,9 +84,10 @@ class PlanBuilder {
               uint32_t channels);
   // Rotates x [tokens, n_heads * head_dim] in place as `params` say (freq_factors
   // [rotary / 2] or kNone; with long_factors, the factors of a session longer than
-  // params.long_factors_above: LongRoPE).
+  // params.long_factors_above: LongRoPE). positions: kNone (the step's), or an encoder plan's
+  // Positions input.
   void Rope(uint32_t x, fb::RopeT params, uint32_t freq_factors = kNone,
-            uint32_t long_factors = kNone);
+            uint32_t long_factors = kNone, uint32_t positions = kNone);
   // Writes k, v [tokens, n_kv_heads * head_dim] into KV layer `layer`.
   void KvStore(uint32_t layer, uint32_t k, uint32_t v);
   // out [tokens, n_heads * head_dim] = attention of q over KV layer `layer`; window > 0 makes the
@@ -105,10 +106,11 @@ class PlanBuilder {
   void LayerNorm(uint32_t in, uint32_t out, uint32_t gamma, uint32_t beta, float eps);
   // out = activation(in), element by element, all [tokens, n]. out may be in. cap: SoftCap's.
   void Activate(fb::Activation activation, uint32_t in, uint32_t out, float cap = 0.0f);
-  // out [tokens, n_heads * head_dim]: bidirectional attention of q over k, v within each
-  // sequence of the table.
+  // out [tokens, n_heads * head_dim]: attention of q over k, v within each sequence of the
+  // table, bidirectional or causal.
   void SequenceAttention(uint32_t q, uint32_t k, uint32_t v, uint32_t sequences, uint32_t out,
-                         uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, float scale);
+                         uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, float scale,
+                         bool causal = false);
   // out [max sequences, n]: one pooled (and, with normalize, unit-length) row per sequence.
   void Pool(fb::PoolMode mode, bool normalize, uint32_t in, uint32_t sequences, uint32_t out);
 

@@ -10,6 +10,7 @@ enum class PoolMode {
   kMean,  // average of the rows
   kCls,   // the first row (the [CLS] token)
   kMax,   // element-wise maximum over the rows
+  kLast,  // the last row (a causal decoder's embedding: Qwen3-Embedding)
 };
 
 // rows: [n_rows, dim], out: [dim] (not overlapping rows). Pools the rows by mode, then, when

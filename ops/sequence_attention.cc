@@ -104,8 +104,23 @@ HWY_INLINE void BlockSoftmax(float* HWY_RESTRICT scores, size_t n, const ChunkSt
   }
 }
 
+// Causal attention in a block of keys that reaches past the chunk's first query: the scores of
+// keys after a lane's query (key0 + j > t0 + i) become -inf before the softmax, so that its max
+// comes from the keys the query sees, and their weights 0 after it (Exp2NonPositive gives
+// 2^-125 for -inf, not 0). Lanes past the chunk's queries keep their scores: they are never
+// stored. Every lane sees key 0 in the first block, so no lane's max is -inf.
+inline constexpr float kMaskedScore = -std::numeric_limits<float>::infinity();
+HWY_INLINE void MaskFutureKeys(float* HWY_RESTRICT st, size_t qc, size_t n, size_t key0,
+                               size_t t0, size_t queries, float value) {
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t i = 0; i < queries; ++i) {
+      if (key0 + j > t0 + i) st[j * qc + i] = value;
+    }
+  }
+}
+
 // Attends query rows [t0, t0 + queries) (queries <= kQueryVecs * NQ) of query head `head` over
-// the whole sequence.
+// the whole sequence (causal: over keys up to each row's own).
 template <size_t kQueryVecs>
 HWY_NOINLINE void Chunk(const SequenceAttentionArgs& a, size_t head, size_t t0, size_t queries) {
   const size_t head_dim = a.head_dim;
@@ -132,14 +147,19 @@ HWY_NOINLINE void Chunk(const SequenceAttentionArgs& a, size_t head, size_t t0, 
   // The chunk's output rows hold its running outputs O until they are divided by l at the end.
   float* HWY_RESTRICT o = a.out + t0 * q_stride + head * head_dim;
 
-  for (size_t key0 = 0; key0 < a.len; key0 += kBlockKeys) {
-    const size_t n = std::min(kBlockKeys, a.len - key0);
+  // Causal: no query of the chunk sees a key past its last query.
+  const size_t keys = a.causal ? t0 + queries : a.len;
+  for (size_t key0 = 0; key0 < keys; key0 += kBlockKeys) {
+    const size_t n = std::min(kBlockKeys, keys - key0);
     const float* HWY_RESTRICT k = a.k + key0 * kv_stride + kv_offset;
     const float* HWY_RESTRICT v = a.v + key0 * kv_stride + kv_offset;
     // S^T[j] = sum_x K[j][x] Q^T[x]: the items are the block's keys, the steps x.
     BroadcastFmaAll<kQueryVecs>(
         {qt, qc, NQ, head_dim, k, 1, kv_stride, false, nullptr, st, qc, n});
+    const bool masked = a.causal && key0 + n - 1 > t0;
+    if (masked) MaskFutureKeys(st, qc, n, key0, t0, queries, kMaskedScore);
     BlockSoftmax<kQueryVecs>(st, n, s);
+    if (masked) MaskFutureKeys(st, qc, n, key0, t0, queries, 0.0f);
     // O[i] = c_i O[i] + sum_j W^T[j][i] V[j]: the items are the chunk's queries, the steps the
     // block's keys, over slices of head_dim of two vectors, then one, then single elements.
     const bool later = key0 > 0;

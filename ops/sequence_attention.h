@@ -1,5 +1,6 @@
-// Bidirectional self-attention within one sequence (an encoder's), with a streaming (online)
-// softmax: every query row attends to all len keys of the sequence.
+// Self-attention within one sequence (an encoder's), with a streaming (online) softmax: every
+// query row attends to all len keys of the sequence, or with `causal` to keys 0..its own row (a
+// decoder's layers run as an embedding model: Qwen3-Embedding).
 //
 // ops/attention serves decoders: it walks a KV ring one query row at a time, and each q.k ends in
 // a reduction across lanes. Here every query of the sequence sees the same keys, so the kernel
@@ -27,9 +28,10 @@ struct SequenceAttentionArgs {
   size_t n_kv_heads;
   size_t head_dim;  // 1..kAttentionMaxHeadDim
   float scale;      // multiplies q.k before the softmax
+  bool causal = false;  // query row i attends to keys 0..i only
 };
 
-// Every query row of the sequence attends to all len keys, for query heads [head_begin,
+// Every query row of the sequence attends to all len keys (causal: keys 0..row), for query heads [head_begin,
 // head_end); only those heads' output columns are written. Threads split the head range.
 void SequenceAttention(const SequenceAttentionArgs& a, size_t head_begin, size_t head_end);
 

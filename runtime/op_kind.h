@@ -68,6 +68,7 @@ class OpCheck {
     return *model_.tensors()->Get(op_.weights()->Get(i));
   }
   uint32_t n_weights() const { return op_.weights() ? op_.weights()->size() : 0; }
+  uint32_t n_inputs() const { return op_.inputs() ? op_.inputs()->size() : 0; }
   // Whether input i is the plan input of this role.
   bool InputIs(uint32_t i, fb::IoRole role) const;
 
@@ -130,6 +131,7 @@ class BindContext {
     return *plan_.buffers()->Get(op_.inputs()->Get(i));
   }
   uint8_t* In(uint32_t i) const { return arena_ + InBuffer(i).arena_offset(); }
+  uint32_t n_inputs() const { return op_.inputs() ? op_.inputs()->size() : 0; }
   uint8_t* Out(uint32_t i) const {
     return arena_ + plan_.buffers()->Get(op_.outputs()->Get(i))->arena_offset();
   }
@@ -166,6 +168,7 @@ struct OpKind {
   // Fills step (run function, parallelism, args); called only on checked ops.
   void (*bind)(const BindContext& b, Step* step);
   uint32_t inputs = 0, outputs = 0, min_weights = 0, max_weights = 0;
+  uint32_t optional_inputs = 0;  // inputs the op may take after its `inputs` required ones
   // Reads or writes the KV cache: a plan with such an op binds only with the memory plan of the
   // model's KV layout (an encoder-decoder's encoder plan runs without one).
   bool uses_kv = false;
@@ -177,6 +180,11 @@ struct OpKind {
     OpKind k = *this;
     k.inputs = n_inputs;
     k.outputs = n_outputs;
+    return k;
+  }
+  constexpr OpKind OptionalInputs(uint32_t n) const {
+    OpKind k = *this;
+    k.optional_inputs = n;
     return k;
   }
   constexpr OpKind Weights(uint32_t min, uint32_t max) const {

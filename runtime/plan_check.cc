@@ -27,7 +27,8 @@ Status CheckOp(const fb::Model& model, const fb::Plan& plan, const fb::Op& op, u
   const auto count = [](const auto* v) -> uint64_t { return v ? v->size() : 0; };
   const uint64_t found[3] = {count(op.inputs()), count(op.outputs()), count(op.weights())};
   const uint64_t low[3] = {kind->inputs, kind->outputs, kind->min_weights};
-  const uint64_t high[3] = {kind->inputs, kind->outputs, kind->max_weights};
+  const uint64_t high[3] = {kind->inputs + kind->optional_inputs, kind->outputs,
+                            kind->max_weights};
   const char* names[3] = {"inputs", "outputs", "weights"};
   for (int i = 0; i < 3; ++i) {
     KES_CHECK_OR_RETURN(found[i] >= low[i] && found[i] <= high[i],

@@ -43,6 +43,9 @@ Pooled PoolReference(const std::vector<float>& rows, size_t n_rows, size_t dim, 
       case PoolMode::kCls:
         p.value[i] = at(0);
         break;
+      case PoolMode::kLast:
+        p.value[i] = at(n_rows - 1);
+        break;
       case PoolMode::kMax:
         p.value[i] = at(0);
         for (size_t r = 1; r < n_rows; ++r) p.value[i] = std::max(p.value[i], at(r));
@@ -71,7 +74,7 @@ Pooled Normalize(const Pooled& p, size_t dim) {
   return n;
 }
 
-constexpr PoolMode kModes[] = {PoolMode::kMean, PoolMode::kCls, PoolMode::kMax};
+constexpr PoolMode kModes[] = {PoolMode::kMean, PoolMode::kCls, PoolMode::kMax, PoolMode::kLast};
 
 void CheckPool(const std::vector<float>& rows, size_t n_rows, size_t dim, PoolMode mode,
                bool l2_normalize) {

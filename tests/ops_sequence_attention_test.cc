@@ -1,6 +1,6 @@
 // Tests of ops/sequence_attention on every compiled Highway target this CPU supports, against a
 // double-precision reference that materializes each head's [len, len] score matrix and applies a
-// plain max-subtracted softmax.
+// plain max-subtracted softmax (causal: over keys 0..t for query t).
 //
 // Tolerance: each output is a convex combination of value rows, so an error of relative size e in
 // the softmax weights moves it by at most e * max|v|. The kernel's float rounding (dot products
@@ -37,13 +37,14 @@ struct Problem {
   std::vector<float> q;  // [len, n_heads * head_dim]
   std::vector<float> k;  // [len, n_kv_heads * head_dim]
   std::vector<float> v;  // [len, n_kv_heads * head_dim]
+  bool causal = false;
 
   size_t RowWidth() const { return shape.n_heads * shape.head_dim; }
   size_t KvWidth() const { return shape.n_kv_heads * shape.head_dim; }
 
   SequenceAttentionArgs Args(float* out) const {
-    return {q.data(), k.data(), v.data(), out, len, shape.n_heads, shape.n_kv_heads,
-            shape.head_dim, scale};
+    return {q.data(), k.data(), v.data(), out,   len, shape.n_heads, shape.n_kv_heads,
+            shape.head_dim, scale, causal};
   }
 };
 
@@ -67,17 +68,18 @@ std::vector<double> Reference(const Problem& pr) {
     const size_t kv = h / (s.n_heads / s.n_kv_heads) * s.head_dim;
     for (size_t t = 0; t < pr.len; ++t) {
       const float* q = pr.q.data() + t * pr.RowWidth() + h * s.head_dim;
-      for (size_t j = 0; j < pr.len; ++j) {
+      const size_t keys = pr.causal ? t + 1 : pr.len;
+      for (size_t j = 0; j < keys; ++j) {
         const float* k = pr.k.data() + j * pr.KvWidth() + kv;
         double dot = 0.0;
         for (size_t x = 0; x < s.head_dim; ++x) dot += double{q[x]} * k[x];
         scores[j] = double{pr.scale} * dot;
       }
-      const double max = *std::max_element(scores.begin(), scores.end());
+      const double max = *std::max_element(scores.begin(), scores.begin() + keys);
       double sum = 0.0;
-      for (double& sc : scores) sum += (sc = std::exp(sc - max));
+      for (size_t j = 0; j < keys; ++j) sum += (scores[j] = std::exp(scores[j] - max));
       double* o = out.data() + t * pr.RowWidth() + h * s.head_dim;
-      for (size_t j = 0; j < pr.len; ++j) {
+      for (size_t j = 0; j < keys; ++j) {
         const float* v = pr.v.data() + j * pr.KvWidth() + kv;
         for (size_t x = 0; x < s.head_dim; ++x) o[x] += scores[j] / sum * v[x];
       }
@@ -148,6 +150,25 @@ TEST(AttentionSequenceTest, MatchesReference) {
       const std::vector<double> ref = Reference(pr);
       test::ForEachTarget([&](const char* target) {
         RunAndCheck(pr, ref, 0, shape.n_heads, acc, Describe(pr) + " on " + target);
+      });
+    }
+  }
+  acc.Print();
+}
+
+// Causal (a decoder's layers as an embedding model's encoder): query t sees keys 0..t. Lengths
+// past one block of keys (128) and past several query chunks, where a chunk's queries see
+// different numbers of keys of the block that holds them; GQA, MQA with an odd head_dim, and
+// Qwen3's head_dim of 128.
+TEST(AttentionSequenceTest, CausalMatchesReference) {
+  Accuracy acc;
+  for (const Shape& shape : {Shape{4, 1, 17}, Shape{8, 2, 64}, Shape{2, 1, 128}}) {
+    for (size_t len : {size_t{1}, size_t{2}, size_t{7}, size_t{33}, size_t{129}, size_t{300}}) {
+      Problem pr = MakeProblem(shape, len, static_cast<uint32_t>(len * 7 + shape.head_dim));
+      pr.causal = true;
+      const std::vector<double> ref = Reference(pr);
+      test::ForEachTarget([&](const char* target) {
+        RunAndCheck(pr, ref, 0, shape.n_heads, acc, "causal " + Describe(pr) + " on " + target);
       });
     }
   }

@@ -26,6 +26,7 @@
 
 #include "runtime/audio/log_mel.h"
 #include "runtime/audio_encoder.h"
+#include "runtime/encoder.h"
 #include "runtime/generate.h"
 #include "runtime/memory_plan.h"
 #include "runtime/model.h"
@@ -205,6 +206,47 @@ TEST(TinyZeroAllocAudio, TranscriptionAllocatesNothing) {
                     stats.tokens);
       }
     }
+  }
+}
+
+// A decoder embedding model's Encode (Qwen3-Embedding's shape: causal layers, QK-norm, RoPE at
+// each text's own positions, last-token pooling): 40 texts of 1 to 256 tokens in steps of mixed
+// lengths, the file's own quantized types, 1 and 2 threads.
+TEST(TinyZeroAllocDecoderEmbedding, EncodeAllocatesNothing) {
+  const std::string gguf = ScratchPath("zero-alloc-qwen3-embedding.gguf");
+  const std::string kes = ScratchPath("zero-alloc-qwen3-embedding.kes");
+  ASSERT_EQ(RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                           "/tests/py/make_tiny_llama.py " + gguf +
+                           " --arch qwen3 --pooling last --head-dim 32"),
+            "");
+  const ProcessResult r = Convert({gguf, kes, "--weights", "keep"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
+  std::unique_ptr<Model> model;
+  Status s = Model::Open(kes, &model);
+  std::remove(gguf.c_str());
+  std::remove(kes.c_str());
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<std::vector<int32_t>> texts(40);
+  std::vector<const int32_t*> ids;
+  std::vector<size_t> lengths;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    for (size_t t = 0; t < 1 + i * i * 7 % 256; ++t) {
+      texts[i].push_back(static_cast<int32_t>((i * 31 + t * 7) % 500));
+    }
+    ids.push_back(texts[i].data());
+    lengths.push_back(texts[i].size());
+  }
+  for (size_t threads : {1, 2}) {
+    EncoderOptions options;
+    options.n_threads = threads;
+    std::unique_ptr<Encoder> encoder;
+    ASSERT_TRUE(Encoder::Create(*model, options, &encoder).ok());
+    std::vector<float> out(texts.size() * encoder->embedding_dim());
+    StartCountingAllocations();
+    s = encoder->Encode(ids.data(), lengths.data(), ids.size(), out.data());
+    const long calls = StopCountingAllocations();
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(calls, 0) << "heap calls during Encode with " << threads << " thread(s)";
   }
 }
 

@@ -1,5 +1,6 @@
 #include "converters/arch/decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -11,16 +12,30 @@ namespace {
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
-// The forward pass over one step of tokens. all_logits: logits for every token (the "score"
-// plan) instead of only the last one.
-std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool all_logits,
+// Texts per step of an embedding model's encode plan.
+constexpr uint32_t kEmbeddingMaxBatch = 32;
+
+enum class PlanKind {
+  kLastLogits,  // prefill, decode: the logits of the step's last token
+  kAllLogits,   // score: the logits of every token
+  kEmbeddings,  // encode: the step's tokens are whole texts; one pooled embedding per text
+};
+
+// The forward pass over one step of tokens. Generating plans keep keys and values in the KV
+// cache and attend over it; an embedding model's encode plan attends within each text of the
+// step (causally unless the file says otherwise; positions from its Positions input), and pools
+// output_norm's rows.
+std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, PlanKind kind,
                                      const DecoderConfig& c, const DecoderWeights& w,
                                      const KesModel& m) {
   PlanBuilder b(m, name, max_tokens);
   const uint32_t d = c.d_model, q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   const float eps = c.norm_eps;
+  const bool encode = kind == PlanKind::kEmbeddings;
 
   const uint32_t tokens = b.TokenInput();
+  const uint32_t positions = encode ? b.PositionInput() : PlanBuilder::kNone;
+  const uint32_t sequences = encode ? b.SequenceInput(kEmbeddingMaxBatch) : PlanBuilder::kNone;
   uint32_t x = b.Activation("embedding", d);  // [tokens, d_model]
   b.Embed(tokens, x, w.embedding, c.embed_scale);
 
@@ -53,14 +68,19 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool
       rope.rotary_dim = c.rotary_dims;
       rope.magnitude = c.rope_magnitude;
       rope.n_heads = c.n_heads;
-      b.Rope(q, rope, w.rope_freqs, w.rope_long_freqs);
+      b.Rope(q, rope, w.rope_freqs, w.rope_long_freqs, positions);
       rope.n_heads = c.n_kv_heads;
-      b.Rope(k, rope, w.rope_freqs, w.rope_long_freqs);
+      b.Rope(k, rope, w.rope_freqs, w.rope_long_freqs, positions);
     }
-    b.KvStore(l, k, v);
     const uint32_t attn = b.Activation(p + "attn", q_dim);  // [tokens, n_heads * head_dim]
-    b.Attention(l, q, attn, c.n_heads, c.n_kv_heads, c.head_dim, c.attention_scale,
-                sliding ? c.window : 0, c.attn_softcap);
+    if (encode) {
+      b.SequenceAttention(q, k, v, sequences, attn, c.n_heads, c.n_kv_heads, c.head_dim,
+                          c.attention_scale, c.causal);
+    } else {
+      b.KvStore(l, k, v);
+      b.Attention(l, q, attn, c.n_heads, c.n_kv_heads, c.head_dim, c.attention_scale,
+                  sliding ? c.window : 0, c.attn_softcap);
+    }
     const uint32_t attn_out = b.Activation(p + "attn_out", d);
     b.MatMul(attn, attn_out, lw.o);
     if (c.post_norms) b.RmsNorm(attn_out, attn_out, lw.post_attn_norm, d, eps);
@@ -83,6 +103,15 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, bool
   }
   const uint32_t final_norm = b.Activation("output_norm", d);
   b.RmsNorm(x, final_norm, w.output_norm, d, eps);
+  if (encode) {
+    // The embedding of each text, unit length (Qwen3-Embedding's Normalize module; llama.cpp's
+    // embedding tools normalize by default too).
+    const uint32_t pooled = b.Fixed("embeddings_out", kEmbeddingMaxBatch, d);
+    b.Pool(c.pooling, /*normalize=*/true, final_norm, sequences, pooled);
+    b.EmbeddingsOutput(pooled);
+    return b.Finish();
+  }
+  const bool all_logits = kind == PlanKind::kAllLogits;
   const uint32_t logits = all_logits ? b.Activation("logits", c.vocab)  // [tokens, vocab]
                                      : b.Fixed("logits", 1, c.vocab);   // [1, vocab]
   b.MatMul(final_norm, logits, w.output, PlanBuilder::kNone, !all_logits);
@@ -107,6 +136,44 @@ Status ReadRopeScaling(const gguf::File& f, DecoderConfig* c) {
                       c->arch + ".rope.scaling.factor must be positive, found " +
                           std::to_string(factor));
   c->rope_freq_scale = static_cast<float>(1.0 / factor);
+  return OkStatus();
+}
+
+// <arch>.pooling_type, llama.cpp's enum: 0 none (a generating model), 1 mean, 2 cls, 3 last
+// (Qwen3-Embedding), 4 rank (a reranker's classifier head).
+Status ReadPooling(const gguf::File& f, DecoderConfig* c) {
+  const std::string key = c->arch + ".pooling_type";
+  if (!f.Has(key)) return OkStatus();
+  int64_t type = 0;
+  KES_RETURN_IF_ERROR(f.GetInt(key, &type));
+  switch (type) {
+    case 0: return OkStatus();
+    case 1: c->pooling = fb::PoolMode::Mean; break;
+    case 2: c->pooling = fb::PoolMode::Cls; break;
+    case 3: c->pooling = fb::PoolMode::Last; break;
+    default:
+      return Status::Error(key + " is " + std::to_string(type) +
+                           ": expected 0 (none), 1 (mean), 2 (cls) or 3 (last); rerankers (4, "
+                           "rank) are not supported");
+  }
+  c->embedding = true;
+  return OkStatus();
+}
+
+// What an embedding model's encode plan cannot do, and a generating model's causal attention.
+Status CheckAttentionKind(const gguf::File& f, DecoderConfig* c) {
+  const std::string key = c->arch + ".attention.causal";
+  if (f.Has(key)) KES_RETURN_IF_ERROR(f.GetBool(key, &c->causal));
+  if (!c->embedding) {
+    KES_CHECK_OR_RETURN(c->causal, key + " is false in a model without pooling_type: expected "
+                                         "causal attention for generation");
+    return OkStatus();
+  }
+  const bool sliding =
+      std::find(c->sliding.begin(), c->sliding.end(), true) != c->sliding.end();
+  KES_CHECK_OR_RETURN(!sliding && c->attn_softcap == 0 && c->long_rope_above == 0,
+                      "an embedding model (" + c->arch + ".pooling_type) with sliding-window "
+                      "attention, attention soft-capping or LongRoPE is not supported");
   return OkStatus();
 }
 
@@ -186,6 +253,7 @@ Status ReadDecoderConfig(const gguf::File& f, DecoderConfig* c) {
   c->sliding.assign(c->n_layers, false);
   c->no_rope.assign(c->n_layers, false);
   c->rope_freq_factors = f.FindTensor("rope_freqs.weight") != nullptr;
+  KES_RETURN_IF_ERROR(ReadPooling(f, c));
   return ReadRopeScaling(f, c);
 }
 
@@ -203,7 +271,7 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
   KES_RETURN_IF_ERROR(
       ImportTensor(f, "output_norm.weight", fb::DType::F32, {d}, m, &w->output_norm));
   w->output = w->embedding;
-  if (f.FindTensor("output.weight") != nullptr) {
+  if (!c.embedding && f.FindTensor("output.weight") != nullptr) {  // an embedder has no LM head
     KES_RETURN_IF_ERROR(weight("output.weight", c.vocab, d, &w->output));
   }
   // One factor per pair of the rotated part of a head.
@@ -287,7 +355,8 @@ void AddDecoderPlans(const DecoderConfig& c, const DecoderWeights& w,
   hp->head_dim = c.head_dim;
   hp->ffn_dim = c.ffn_dim;
   hp->vocab_size = c.vocab;
-  hp->context_length = c.context;
+  // An embedding model's texts fit one encode step.
+  hp->context_length = c.embedding ? std::min(c.context, options.prefill_tokens) : c.context;
   hp->norm_eps = c.norm_eps;
   hp->rope_theta = c.rope_theta;
   hp->rope_theta_local = c.window > 0 ? c.rope_theta_local : 0.0f;
@@ -296,6 +365,11 @@ void AddDecoderPlans(const DecoderConfig& c, const DecoderWeights& w,
 
   meta.kv = std::make_unique<fb::KvLayoutT>();
   meta.kv->dtype = fb::DType::F32;
+  if (c.embedding) {  // no KV cache: each step holds its texts' keys and values
+    meta.plans.push_back(
+        BuildPlan("encode", options.prefill_tokens, PlanKind::kEmbeddings, c, w, *m));
+    return;
+  }
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     auto layer = std::make_unique<fb::KvLayerT>();
     layer->n_kv_heads = c.n_kv_heads;
@@ -303,9 +377,10 @@ void AddDecoderPlans(const DecoderConfig& c, const DecoderWeights& w,
     layer->window = c.sliding[l] ? c.window : 0;
     meta.kv->layers.push_back(std::move(layer));
   }
-  meta.plans.push_back(BuildPlan("prefill", options.prefill_tokens, false, c, w, *m));
-  meta.plans.push_back(BuildPlan("decode", 1, false, c, w, *m));
-  meta.plans.push_back(BuildPlan("score", options.score_tokens, true, c, w, *m));
+  meta.plans.push_back(
+      BuildPlan("prefill", options.prefill_tokens, PlanKind::kLastLogits, c, w, *m));
+  meta.plans.push_back(BuildPlan("decode", 1, PlanKind::kLastLogits, c, w, *m));
+  meta.plans.push_back(BuildPlan("score", options.score_tokens, PlanKind::kAllLogits, c, w, *m));
 }
 
 Status ConvertDecoder(const gguf::File& f, DecoderConfig c, const ConvertOptions& options,
@@ -314,6 +389,7 @@ Status ConvertDecoder(const gguf::File& f, DecoderConfig c, const ConvertOptions
   KES_RETURN_IF_ERROR(ImportTokenizer(f, tokenizer.get()));
   c.vocab = static_cast<uint32_t>(tokenizer->pieces.size());
   KES_CHECK_OR_RETURN(c.vocab > 0, "tokenizer has no tokens");
+  KES_RETURN_IF_ERROR(CheckAttentionKind(f, &c));
   DecoderWeights w;
   KES_RETURN_IF_ERROR(ImportDecoderWeights(f, c, options, m, &w));
   if (f.Has("general.name")) KES_RETURN_IF_ERROR(f.GetString("general.name", &m->meta.name));

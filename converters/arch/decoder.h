@@ -52,6 +52,12 @@ struct DecoderConfig {
   bool post_norms = false;            // RMSNorm of the attention and FFN outputs (Gemma 2/3)
   float attn_softcap = 0;             // > 0: scores = c tanh(scores / c) (Gemma 2)
   float final_softcap = 0;            // > 0: logits = c tanh(logits / c) (Gemma 2)
+  // An embedding model (<arch>.pooling_type mean, cls or last: Qwen3-Embedding): the layers run
+  // causally over each text of a batch and output_norm's rows are pooled and L2-normalized into
+  // one embedding per text (an "encode" plan), instead of generating.
+  bool embedding = false;
+  fb::PoolMode pooling = fb::PoolMode::Last;
+  bool causal = true;  // <arch>.attention.causal: false only in an embedding model
 };
 
 inline constexpr uint32_t kNoTensor = PlanBuilder::kNone;
@@ -78,7 +84,8 @@ struct DecoderWeights {
 // attention.layer_norm_rms_epsilon, rope.freq_base (default 10000), rope.dimension_count (the
 // head size, or fewer: partial rotary), attention.scale (when present), and
 // rope.scaling (none or linear here; a family that supports more reads it itself first and
-// passes allow_scaling). attention_scale defaults to 1/sqrt(head_dim), all layers global.
+// passes allow_scaling), pooling_type (an embedding model when mean, cls or last).
+// attention_scale defaults to 1/sqrt(head_dim), all layers global.
 Status ReadDecoderConfig(const gguf::File& file, DecoderConfig* config);
 
 // config->sliding from <arch>.attention.sliding_window_pattern: one flag per layer (an array),
@@ -96,7 +103,9 @@ Status ImportDecoderWeights(const gguf::File& file, const DecoderConfig& config,
                             const ConvertOptions& options, KesModel* model,
                             DecoderWeights* weights);
 
-// Writes the hyper-parameters, the KV layout and the prefill, decode and score plans.
+// Writes the hyper-parameters, the KV layout and the prefill, decode and score plans; for an
+// embedding model (config.embedding) the hyper-parameters and the encode plan, whose texts are
+// at most options.prefill_tokens long (the step's tokens).
 void AddDecoderPlans(const DecoderConfig& config, const DecoderWeights& weights,
                      const ConvertOptions& options, KesModel* model);
 

@@ -31,7 +31,7 @@ Status Check(const OpCheck& c) {
   const fb::Pool& p = *c.op().params_as_Pool();
   KES_RETURN_IF_ERROR(c.Expect(
       p.mode() == fb::PoolMode::Mean || p.mode() == fb::PoolMode::Cls ||
-          p.mode() == fb::PoolMode::Max,
+          p.mode() == fb::PoolMode::Max || p.mode() == fb::PoolMode::Last,
       [&] { return "unknown pooling mode " + std::to_string(static_cast<int>(p.mode())); }));
   const uint64_t row = c.In(0).row_elems();
   KES_RETURN_IF_ERROR(c.Activation(c.In(0), row, "input"));
@@ -43,6 +43,7 @@ ops::PoolMode ModeOf(fb::PoolMode mode) {
   switch (mode) {
     case fb::PoolMode::Cls: return ops::PoolMode::kCls;
     case fb::PoolMode::Max: return ops::PoolMode::kMax;
+    case fb::PoolMode::Last: return ops::PoolMode::kLast;
     default: return ops::PoolMode::kMean;
   }
 }

@@ -1,4 +1,5 @@
-// Rope: rotary position embedding in place, NEOX or adjacent pairs, optional frequency factors.
+// Rope: rotary position embedding in place, NEOX or adjacent pairs, optional frequency factors;
+// positions from the step's start, or in an encoder plan from its Positions input.
 #include <cmath>
 
 #include "ops/rope.h"
@@ -11,6 +12,7 @@ struct RopeArgs {
   decltype(&ops::Rope) kernel;
   float* x;                   // [tokens, n_heads * head_dim]
   const float* freq_factors;  // [rotary_dims / 2] or null
+  const int32_t* positions;   // [tokens] (an encoder's sequences), or null: pos0 + token index
   size_t n_heads, head_dim, rotary_dims;
   ops::RopeLayout layout;
   float theta, freq_scale, magnitude;
@@ -20,10 +22,20 @@ void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threa
   const auto& a = *static_cast<const RopeArgs*>(args);
   size_t b, e;
   SplitRange(n, thread, n_threads, &b, &e);
-  if (b == e) return;
-  a.kernel(a.x + b * a.n_heads * a.head_dim, e - b, a.n_heads, a.head_dim,
-            pos0 + static_cast<int64_t>(b),
-            {a.layout, a.theta, a.freq_scale, a.freq_factors, a.rotary_dims, a.magnitude});
+  const ops::RopeFrequencies params{a.layout,       a.theta,       a.freq_scale,
+                                    a.freq_factors, a.rotary_dims, a.magnitude};
+  const size_t row = a.n_heads * a.head_dim;
+  if (a.positions == nullptr) {
+    if (b < e) a.kernel(a.x + b * row, e - b, a.n_heads, a.head_dim, pos0 + int64_t(b), params);
+    return;
+  }
+  // The kernel takes runs of consecutive positions: one per sequence of the share.
+  for (size_t t = b; t < e;) {
+    size_t end = t + 1;
+    while (end < e && int64_t{a.positions[end]} == int64_t{a.positions[end - 1]} + 1) ++end;
+    a.kernel(a.x + t * row, end - t, a.n_heads, a.head_dim, a.positions[t], params);
+    t = end;
+  }
 }
 
 Status Check(const OpCheck& c) {
@@ -56,6 +68,8 @@ Status Check(const OpCheck& c) {
   for (uint32_t i = 0; i < c.n_weights(); ++i) {
     KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(i), RotaryDims(p) / 2, "frequency factors"));
   }
+  KES_RETURN_IF_ERROR(c.Expect(c.n_inputs() == 1 || c.InputIs(1, fb::IoRole::Positions),
+                               "the second input must be the plan's positions"));
   return c.Activation(c.In(0), uint64_t{p.n_heads()} * p.head_dim(), "input");
 }
 
@@ -65,6 +79,7 @@ void Bind(const BindContext& b, Step* step) {
   a.kernel = ops::ResolveRope();
   a.x = reinterpret_cast<float*>(b.In(0));
   a.freq_factors = RopeFrequencyFactors(b.model(), b.op(), b.memory().context_length);
+  if (b.n_inputs() == 2) a.positions = reinterpret_cast<const int32_t*>(b.In(1));
   a.n_heads = p.n_heads();
   a.head_dim = p.head_dim();
   a.rotary_dims = RotaryDims(p);
@@ -91,6 +106,7 @@ const float* RopeFrequencyFactors(const Model& model, const fb::Op& rope, size_t
   return reinterpret_cast<const float*>(model.TensorData(factors));
 }
 
-const OpKind kRopeOp = OpKind(fb::OpParams::Rope, Check, Bind).Operands(1, 0).Weights(0, 2);
+const OpKind kRopeOp =
+    OpKind(fb::OpParams::Rope, Check, Bind).Operands(1, 0).OptionalInputs(1).Weights(0, 2);
 
 }  // namespace kestrel

@@ -1,4 +1,4 @@
-// SequenceAttention: an encoder's bidirectional self-attention. Each sequence of the step attends
+// SequenceAttention: an encoder's self-attention, bidirectional or causal. Each sequence of the step attends
 // over its own keys and values, which are rows of this step's k and v buffers, with the kernel
 // ops/sequence_attention made for that (every query of a sequence sees the same keys).
 #include <cmath>
@@ -20,6 +20,7 @@ struct SequenceAttentionStepArgs {
   size_t table_rows;
   size_t n_heads, n_kv_heads, head_dim;
   float scale;
+  bool causal;
 };
 
 // Tasks are (sequence, head) pairs; a pair of a sequence of length L costs L^2 (query, key)
@@ -57,6 +58,7 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
         k.n_kv_heads = a.n_kv_heads;
         k.head_dim = a.head_dim;
         k.scale = a.scale;
+        k.causal = a.causal;
         a.kernel(k, b, e);
       }
     }
@@ -102,6 +104,7 @@ void Bind(const BindContext& b, Step* step) {
   a.n_kv_heads = p.n_kv_heads();
   a.head_dim = p.head_dim();
   a.scale = p.scale();
+  a.causal = p.causal();
   step->Set(Run, Parallelism::kAlways, a);
 }
 

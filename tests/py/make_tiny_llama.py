@@ -50,6 +50,11 @@ The same arguments always give the same bytes.
                  other widths (rows of 256 let the K-quants in: --d-model 256 --ffn 320 gives
                  rows of 256, 64 and 320), and every matrix F32, the source llama.cpp's quantize
                  tool starts from (tests/convert_kquant_test.cc).
+  --pooling none | mean | cls | last
+                 an embedding model: <arch>.pooling_type as llama.cpp's converter writes it
+                 from sentence-transformers' Pooling module (last: Qwen3-Embedding, whose
+                 tokenizer appends its eos, <|endoftext|>: add_eos_token true).
+  --non-causal   <arch>.attention.causal false (an embedding model's bidirectional layers).
   --head-dim N   another head size (default 16); 32 lets an int8 KV cache in
                  (tests/session_concurrency_test.cc). With the 4 heads, any size but
                  d_model / 4 makes n_heads * head_dim differ from d_model (Qwen3-0.6B: 1024,
@@ -59,6 +64,7 @@ usage: make_tiny_llama.py OUT.gguf [--arch llama|qwen2|qwen3|smollm3]
                           [--rope-scaling none|linear|llama3] [--seed N] [--layers N]
                           [--d-model N] [--ffn N] [--head-dim N] [--f32]
                           [--untied] [--context N] [--merges N]
+                          [--pooling none|mean|cls|last] [--non-causal]
                           [--fake-quant LIST] [--ggml-quant LIST]
 """
 import argparse
@@ -274,6 +280,8 @@ def main():
                         help="output.weight for qwen2/qwen3/smollm3")
     parser.add_argument("--merges", type=int, default=N_MERGES)
     parser.add_argument("--context", type=int, default=CONTEXT)
+    parser.add_argument("--pooling", choices=["none", "mean", "cls", "last"], default="none")
+    parser.add_argument("--non-causal", action="store_true")
     parser.add_argument("--fake-quant", help="lines NAME TYPE: matrices to quantize-dequantize")
     parser.add_argument("--ggml-quant", help="lines NAME TYPE: matrices stored as ggml's blocks")
     args = parser.parse_args()
@@ -325,6 +333,8 @@ def main():
         w.add_float32(f"{arch}.rope.scaling.factor", LINEAR_FACTOR)
 
     tokens, types, merges, special = build_vocab(arch, args.merges)
+    if args.pooling == "last" and arch != "llama":  # Qwen3-Embedding's eos is <|endoftext|>
+        special["eos"] = special["bos"]
     vocab_size = len(tokens)
     w.add_uint32(f"{arch}.vocab_size", vocab_size)
     w.add_tokenizer_model("gpt2")
@@ -338,6 +348,12 @@ def main():
         w.add_unk_token_id(special["unk"])
     w.add_pad_token_id(special["pad"])
     w.add_add_bos_token(False)
+    if args.pooling != "none":
+        w.add_pooling_type(gguf.PoolingType[args.pooling.upper()])
+        if args.pooling == "last":
+            w.add_add_eos_token(True)
+    if args.non_causal:
+        w.add_causal_attention(False)
     w.add_add_space_prefix(False)
     w.add_chat_template(CHAT_TEMPLATE)
 
