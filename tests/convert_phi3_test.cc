@@ -11,7 +11,8 @@
 // Mean KL(llama.cpp || Kestrel) below 1e-5 nats and the same top token at every position,
 // through the score plan and through prefill + decode. The long file with the short factors
 // chosen, or without its attention factor, must be far off; a Q8_0 file's fused attn_qkv split
-// at conversion gives the same model as the same rows stored apart.
+// at conversion gives the same model as the same rows stored apart; a file named as Phi-3 drops
+// the whitespace after its special tokens as llama.cpp does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -93,6 +94,54 @@ TEST(Phi3FusedMatrices, SplitQ8RowsAreTheSeparateMatrices) {
   }
   ASSERT_FALSE(logits[0].empty());
   EXPECT_EQ(logits[0], logits[1]);
+}
+
+// llama.cpp gives the special tokens of a model whose general.name says Phi-3 an rstrip
+// attribute (not <s>, <unk> and <|endoftext|>; </s> too): the whitespace after them is dropped.
+// The ids are llama.cpp's for make_tiny_phi3.py --phi3-name, recorded by hand
+// (tests/py/llama_cpp_logits.cc prints a text's tokens; build/llama.cpp of the llama-cpp-python
+// 0.3.36 sdist). The same file under another name keeps the whitespace.
+TEST(Phi3SpecialTokens, NamedPhi3DropsTheWhitespaceAfterThemAsLlamaCpp) {
+  struct Case {
+    const char* text;
+    std::vector<int32_t> llama_cpp, unnamed;
+  };
+  const Case cases[] = {
+      {"<|user|>\nHello there<|end|>\n<|assistant|>",
+       {326, 72, 101, 292, 111, 258, 270, 328, 327},
+       {326, 10, 72, 101, 292, 111, 258, 270, 328, 10, 327}},
+      {"<|system|>  spaced  \t\n<|end|>\n\n<|user|> x </s> y <s> z <|endoftext|> w <unk> "
+       "v<|im_end|>\n q<|assistant|>",
+       {325, 115, 112, 97,  99,  101, 100, 32, 32,  9,   10,  328, 326, 120, 32, 324,
+        121, 32,  323, 32,  122, 32,  320, 264, 32, 329, 32, 118, 322, 113, 327},
+       {}},
+  };
+  const std::string named_gguf = test::ScratchPath("phi3-named.gguf");
+  const std::string renamed_gguf = test::ScratchPath("phi3-renamed.gguf");
+  const std::string python = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR + "/tests/py/";
+  ASSERT_EQ(test::RunHostCommand(python + "make_tiny_phi3.py " + named_gguf + " --phi3-name"), "");
+  ASSERT_EQ(test::RunHostCommand(python + "edit_gguf.py " + named_gguf + " " + renamed_gguf +
+                                 " --set general.name=str:tiny-random-phi"),
+            "");
+  for (bool named : {true, false}) {
+    const std::string& gguf = named ? named_gguf : renamed_gguf;
+    const std::string kes = test::ScratchPath(named ? "phi3-named.kes" : "phi3-renamed.kes");
+    const test::ProcessResult r = test::Convert({gguf, kes});
+    ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
+    std::unique_ptr<Model> model;
+    const Status opened = Model::Open(kes, &model);
+    std::remove(kes.c_str());
+    ASSERT_TRUE(opened.ok()) << opened.message();
+    for (const Case& c : cases) {
+      if (!named && c.unnamed.empty()) continue;
+      std::vector<int32_t> ids;
+      ASSERT_TRUE(model->tokenizer().Encode(c.text, false, true, &ids).ok());
+      EXPECT_EQ(ids, named ? c.llama_cpp : c.unnamed) << (named ? "named" : "unnamed") << ": "
+                                                      << c.text;
+    }
+  }
+  std::remove(named_gguf.c_str());
+  std::remove(renamed_gguf.c_str());
 }
 
 }  // namespace

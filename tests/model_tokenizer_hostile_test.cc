@@ -6,20 +6,28 @@
 // (tests/data/tokenizer_hostile_*.jsonl, written by tests/py/record_tokenizer_hostile_fixture.py;
 // the by-hand check against llama.cpp itself is tests/py/compare_tokenizer_llama_cpp.py
 // --corpus hostile). Whisper's byte-level BPE (from the CTranslate2 folder) has no llama.cpp
-// counterpart: there every case must give no control token and decode back.
+// counterpart: there every case must give no control token and decode back. The real Qwen
+// vocabulary (Qwen2 and Qwen3's 151,643 tokens with Qwen3's added ones, its qwen2
+// pre-tokenizer: tests/py/qwen_vocab_gguf.py from scripts/fetch-model.sh's qwen.tiktoken) on the
+// hostile and the mixed-text corpus, against llama.cpp's ids recorded with its own library
+// (tests/data/tokenizer_qwen.jsonl, record_tokenizer_hostile_fixture.py --tool).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "converters/ct2/whisper_tokenizer.h"
+#include "converters/gguf/gguf_file.h"
+#include "converters/gguf_tokenizer.h"
 #include "converters/tokenizer_table.h"
 #include "runtime/model.h"
 #include "runtime/pretokenizer.h"
+#include "tests/support/test_support.h"
 
 namespace kestrel {
 namespace {
@@ -79,11 +87,7 @@ std::vector<Case> ReadFixture(const std::string& path) {
 }
 
 // Every case of the fixture, special parsing on and off.
-void ExpectLlamaCppIds(const std::string& kes, const std::string& fixture, size_t min_cases) {
-  std::unique_ptr<Model> model;
-  const Status s = Model::Open(std::string(KESTREL_TEST_TMP) + "/" + kes, &model);
-  ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
-  const Tokenizer& tok = model->tokenizer();
+void ExpectLlamaCppIds(const Tokenizer& tok, const std::string& fixture, size_t min_cases) {
   const std::vector<Case> cases =
       ReadFixture(std::string(KESTREL_SOURCE_DIR) + "/tests/data/" + fixture);
   ASSERT_GE(cases.size(), min_cases) << fixture;
@@ -101,12 +105,44 @@ void ExpectLlamaCppIds(const std::string& kes, const std::string& fixture, size_
   EXPECT_EQ(mismatches, 0u) << "of " << 2 * cases.size() << " encodings";
 }
 
+void ExpectLlamaCppIds(const std::string& kes, const std::string& fixture, size_t min_cases) {
+  std::unique_ptr<Model> model;
+  const Status s = Model::Open(std::string(KESTREL_TEST_TMP) + "/" + kes, &model);
+  ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
+  ExpectLlamaCppIds(model->tokenizer(), fixture, min_cases);
+}
+
 TEST(TokenizerHostile, SmolLm2MatchesLlamaCpp) {
   ExpectLlamaCppIds("smollm2-135m-q4.kes", "tokenizer_hostile_smollm2.jsonl", 500);
 }
 
 TEST(TokenizerHostile, Gemma3MatchesLlamaCpp) {
   ExpectLlamaCppIds("gemma3-270m-q4.kes", "tokenizer_hostile_gemma3.jsonl", 500);
+}
+
+TEST(TokenizerHostile, QwenVocabularyMatchesLlamaCpp) {
+  const std::string tiktoken =
+      std::string(KESTREL_SOURCE_DIR) + "/models/qwen-vocabulary/qwen.tiktoken";
+  ASSERT_TRUE(test::Exists(tiktoken)) << tiktoken << " is missing: scripts/fetch-model.sh";
+  const std::string gguf_path = test::ScratchPath("qwen-vocabulary.gguf");
+  ASSERT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                                 "/tests/py/qwen_vocab_gguf.py --tiktoken " + tiktoken +
+                                 " --out " + gguf_path),
+            "");
+  std::unique_ptr<gguf::File> file;
+  Status s = gguf::File::Open(gguf_path, &file);
+  ASSERT_TRUE(s.ok()) << s.message();
+  fb::TokenizerT table;
+  s = ImportTokenizer(*file, &table);
+  file.reset();
+  std::remove(gguf_path.c_str());
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(table.pieces.size(), 151643u + 26u);
+  Tokenizer tok;
+  s = TokenizerFromTable(table, &tok);
+  ASSERT_TRUE(s.ok()) << s.message();
+  // The 586 hostile cases and the 48 of mixed text (tests/py/tokenizer_corpus.py).
+  ExpectLlamaCppIds(tok, "tokenizer_qwen.jsonl", 600);
 }
 
 // Typed text never becomes a control token, whatever its bytes (the issue's `a\x04b` gave

@@ -8,6 +8,12 @@
 // batch on the CPU with an f32 KV cache and no flash attention, logits kept for every token.
 // OUT.bin: uint32 n_tokens, uint32 n_vocab, int32 tokens[n_tokens], float logits[n_tokens][n_vocab]
 // (little-endian, as the host writes them).
+//
+//   llama_cpp_logits --tokenize MODEL.gguf CASES.bin OUT.txt
+//
+// Token ids only, the model loaded vocab_only (tests/py/record_tokenizer_hostile_fixture.py
+// --tool): CASES.bin holds records "<parse_special 0|1> <n_bytes>\n" + text + "\n"; OUT.txt gets
+// one line of space-separated ids per case, no BOS/EOS added.
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -23,15 +29,45 @@ void Quiet(ggml_log_level level, const char* text, void*) {
   if (level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
 }
 
+// The --tokenize mode: each case's ids, one line each.
+int Tokenize(const char* model_path, const char* cases_path, const char* out_path) {
+  llama_model_params mp = llama_model_default_params();
+  mp.vocab_only = true;
+  llama_model* model = llama_model_load_from_file(model_path, mp);
+  if (model == nullptr) return std::fprintf(stderr, "cannot load %s\n", model_path), 1;
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  std::ifstream in(cases_path, std::ios::binary);
+  std::ofstream out(out_path);
+  int special;
+  size_t n;
+  while (in >> special >> n) {
+    in.get();
+    std::string text(n, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(n));
+    in.get();
+    std::vector<llama_token> ids(n + 16);
+    const int count = llama_tokenize(vocab, text.data(), static_cast<int32_t>(n), ids.data(),
+                                     static_cast<int32_t>(ids.size()), false, special != 0);
+    if (count < 0) return std::fprintf(stderr, "llama_tokenize failed (%d)\n", count), 1;
+    for (int i = 0; i < count; ++i) out << (i ? " " : "") << ids[i];
+    out << "\n";
+  }
+  llama_model_free(model);
+  return out.good() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s MODEL.gguf TEXT_FILE OUT.bin\n", argv[0]);
+  const bool tokenize = argc == 5 && std::string(argv[1]) == "--tokenize";
+  if (argc != 4 && !tokenize) {
+    std::fprintf(stderr, "usage: %s MODEL.gguf TEXT_FILE OUT.bin\n"
+                         "       %s --tokenize MODEL.gguf CASES.bin OUT.txt\n", argv[0], argv[0]);
     return 2;
   }
   llama_log_set(Quiet, nullptr);
   llama_backend_init();
+  if (tokenize) return Tokenize(argv[2], argv[3], argv[4]);
   std::ifstream in(argv[2], std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 

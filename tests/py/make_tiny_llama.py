@@ -98,6 +98,7 @@ MATRIX_TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_1, Q.Q5_1, Q.BF16]
 
 NORMAL = 1
 CONTROL = 3
+UNKNOWN = 2
 CONTROL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 CHAT_TEMPLATE = (
@@ -217,10 +218,15 @@ def build_vocab(arch, n_merges=N_MERGES):
     return tokens, types, [f"{a} {b}" for a, b in merges], special
 
 
-def add_qwen2_bpe_tokenizer(w, arch, n_merges):
+def add_qwen2_bpe_tokenizer(w, arch, n_merges, extra_control=(), unknown=None):
     """Writes build_vocab's qwen2 layout as a byte-level BPE tokenizer (pre "qwen2", ChatML
-    template, no BOS) under `arch`, for the other architectures' tiny models; returns its size."""
+    template, no BOS) under `arch`, for the other architectures' tiny models; returns its size.
+    extra_control: more control tokens after the vocabulary's own; unknown: one more token, of
+    type UNKNOWN."""
     tokens, types, merges, special = build_vocab("qwen2", n_merges)
+    tokens, types = tokens + list(extra_control), types + [CONTROL] * len(extra_control)
+    if unknown is not None:
+        tokens, types = tokens + [unknown], types + [UNKNOWN]
     w.add_uint32(f"{arch}.vocab_size", len(tokens))
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre("qwen2")

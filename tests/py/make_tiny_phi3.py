@@ -20,6 +20,12 @@ Phi-3-mini's file has one; llama.cpp ignores it for phi3.
 With --rotary-dims N (even, below 16) only each head's first N elements turn (partial rotary,
 as Phi-4-mini turns 96 of 128): rope.dimension_count N, and LongRoPE factors N / 2 long.
 
+--phi3-name names the model "Phi-3-mini-4k-instruct" and adds Phi-3's special tokens (<s>, </s>,
+<unk>, <|system|>, <|user|>, <|assistant|>, <|end|>) to the vocabulary: llama.cpp gives the
+special tokens of a model so named an rstrip attribute (whitespace after them is dropped; not
+after <s>, <unk> and <|endoftext|>), which tests/convert_phi3_test.cc checks Kestrel's tokenizer
+against.
+
 --q8 stores every matrix as Q8_0 (rows of 64 and 160 are whole blocks), and --split-qkv writes
 separate attn_q, attn_k and attn_v (which llama.cpp's phi3 also reads) holding the very rows
 attn_qkv would hold: the same model, so a converter that splits attn_qkv must give the same
@@ -27,7 +33,7 @@ attn_qkv would hold: the same model, so a converter that splits attn_qkv must gi
 
 usage: make_tiny_phi3.py OUT.gguf [--seed N] [--context N] [--merges N]
                          [--original-context N] [--attn-factor F] [--rotary-dims N] [--q8]
-                         [--split-qkv]
+                         [--split-qkv] [--phi3-name]
 """
 import argparse
 import sys
@@ -57,13 +63,15 @@ def main():
     parser.add_argument("--rotary-dims", type=int, default=HEAD_DIM)
     parser.add_argument("--q8", action="store_true", help="every matrix Q8_0")
     parser.add_argument("--split-qkv", action="store_true", help="attn_q/k/v, not attn_qkv")
+    parser.add_argument("--phi3-name", action="store_true",
+                        help="general.name Phi-3-mini-4k-instruct, with Phi-3's special tokens")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
 
     w = gguf.GGUFWriter(args.out, ARCH)
-    # Not "phi3" or "phi-3": llama.cpp gives the special tokens of a model so named an rstrip
-    # attribute (and looks up <s>, </s> and <unk>, which this vocabulary lacks).
-    w.add_name("tiny-random-phi")
+    # Not "phi3" or "phi-3" unless asked: llama.cpp gives the special tokens of a model so named
+    # an rstrip attribute (and looks up <s>, </s> and <unk>, which only --phi3-name adds).
+    w.add_name("Phi-3-mini-4k-instruct" if args.phi3_name else "tiny-random-phi")
     w.add_uint32(f"{ARCH}.block_count", N_LAYERS)
     w.add_uint32(f"{ARCH}.embedding_length", D_MODEL)
     w.add_uint32(f"{ARCH}.feed_forward_length", FFN_DIM)
@@ -78,7 +86,10 @@ def main():
         w.add_uint32(f"{ARCH}.rope.scaling.original_context_length", args.original_context)
         w.add_float32(f"{ARCH}.rope.scaling.attn_factor", args.attn_factor)
 
-    vocab_size = tiny.add_qwen2_bpe_tokenizer(w, ARCH, args.merges)
+    phi3_tokens = ["<s>", "</s>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+    vocab_size = tiny.add_qwen2_bpe_tokenizer(w, ARCH, args.merges,
+                                              phi3_tokens if args.phi3_name else (),
+                                              "<unk>" if args.phi3_name else None)
 
     def matrix(out_features, in_features, std):
         return (rng.standard_normal((out_features, in_features)) * std).astype(np.float32)
