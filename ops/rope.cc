@@ -59,7 +59,7 @@ HWY_INLINE void RotateHeadAdjacent(float* HWY_RESTRICT head, const float* HWY_RE
 // x: [n_tokens, n_heads * head_dim], rotated in place.
 void RopePerTarget(float* HWY_RESTRICT x, size_t n_tokens, size_t n_heads, size_t head_dim,
                    int64_t pos0, const RopeFrequencies& f) {
-  const size_t rotary = f.rotary_dims != 0 ? f.rotary_dims : head_dim;
+  const size_t rotary = RotatedDims(f.rotary_dims, head_dim);
   HWY_DASSERT(head_dim % 2 == 0 && head_dim <= kRopeMaxHeadDim && pos0 >= 0);
   HWY_DASSERT(rotary % 2 == 0 && rotary <= head_dim);
   const hn::ScalableTag<float> df;

@@ -29,8 +29,14 @@ struct RopeFrequencies {
   float magnitude = 1.0f;
 };
 
+// The elements of each head that turn: rotary_dims, or the whole head when it is 0 (the meaning
+// of 0 in RopeFrequencies, the .kes Rope op and the converter's hyper-parameters alike).
+inline size_t RotatedDims(size_t rotary_dims, size_t head_dim) {
+  return rotary_dims != 0 ? rotary_dims : head_dim;
+}
+
 // Rotates x in place. x: [n_tokens, n_heads * head_dim]; row t is at position pos0 + t. With
-// R = rotary_dims (head_dim when 0), pair i (i < R / 2) of each head's first R elements turns by
+// R = RotatedDims(rotary_dims, head_dim), pair i (i < R / 2) of each head's first R elements turns by
 // the angle
 //   (pos0 + t) * freq_scale * theta_base^(-2i / R) / freq_factors[i]:
 // (a, b) <- (a cos - b sin, a sin + b cos), where (a, b) are the pair's two elements in `layout`

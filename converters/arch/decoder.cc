@@ -6,6 +6,7 @@
 #include <string>
 
 #include "converters/gguf_tokenizer.h"
+#include "ops/rope.h"
 
 namespace kestrel {
 namespace {
@@ -275,7 +276,7 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
     KES_RETURN_IF_ERROR(weight("output.weight", c.vocab, d, &w->output));
   }
   // One factor per pair of the rotated part of a head.
-  const uint32_t factors = (c.rotary_dims != 0 ? c.rotary_dims : c.head_dim) / 2;
+  const uint64_t factors = ops::RotatedDims(c.rotary_dims, c.head_dim) / 2;
   if (c.rope_freq_factors) {
     KES_RETURN_IF_ERROR(
         ImportTensor(f, "rope_freqs.weight", fb::DType::F32, {factors}, m, &w->rope_freqs));

@@ -94,7 +94,7 @@ void Bind(const BindContext& b, Step* step) {
 }  // namespace
 
 size_t RotaryDims(const fb::Rope& rope) {
-  return rope.rotary_dim() != 0 ? rope.rotary_dim() : rope.head_dim();
+  return ops::RotatedDims(rope.rotary_dim(), rope.head_dim());
 }
 
 const float* RopeFrequencyFactors(const Model& model, const fb::Op& rope, size_t context_length) {
