@@ -24,9 +24,10 @@
 #            default and max) run only for one token, their prompts taking the smmla tiles
 #            (`kestrel cpu` must say i8mm: no there and on cortex-a72, yes on the others);
 #   armv7 (NEON, chosen at compile time): the whole suite but the real GGUF's tensors
-#            against gguf-py (host_only below) and the slowest tests of host logic (host_logic
-#            below), which includes the refusal to start on a CPU without NEON or VFPv4, also
-#            on an ARMv6 one (tests/armv7_without_neon_test.sh).
+#            against gguf-py (host_only below), the slowest tests of host logic (host_logic
+#            below) and the decoder embedders' oracle comparison (native_numerics); the suite
+#            includes the refusal to start on a CPU without NEON or VFPv4, also on an ARMv6 one
+#            (tests/armv7_without_neon_test.sh).
 # Then it runs the board binaries (`kestrel run` and `kestrel bench`) on the tiny model with no
 # ARM libraries on the library path. The board builds take -mtune for the flags their users pass
 # (docs/boards.md): -mcpu=cortex-a76 would not run on the emulated Cortex-A72.
@@ -70,6 +71,11 @@ cpu_dependent="$no_dotprod_subset|^(Recipes/ConvertKquant|AllSupportedTypes/Rand
 # KL-divergence bookkeeping (90 s emulated; the models it scores run in the end-to-end tests),
 # and the bench scripts' real-shape GGUF writer and skeletons (60 s, nearly all of it Python on
 # the host).
+# Also native only: the decoder embedding models against the host's NumPy oracle (about 40 s
+# each under emulation, attention over texts of up to 200 tokens); on ARM their kernels are the
+# ops tests' (causal sequence attention, pooling, RoPE on every target) and
+# TinyZeroAllocDecoderEmbedding runs their whole path.
+native_numerics='^Pooling/DecoderEmbedding\.'
 host_logic='^(Families/LongGenerationCliTest\.|CApiTranscribe\.(TinyWhisperEqualsKestrelTranscribe|AbortStopsTheCallBeforeItsNextWindow)$|CApiChat\.|ChatCommand\.|PerplexityTest\.|RealShapeGguf\.)'
 
 # Checks one line of `kestrel cpu` on the emulated CPU: check_cpu BUILD_DIR WHAT EXPECTED, WHAT
@@ -132,7 +138,7 @@ for board in "aarch64 -mtune=cortex-a76" "armv7 -mtune=cortex-a7"; do
     emulator=(qemu-arm)
     check_cpu "$build" target NEON
     (cd "$build" && ctest --output-on-failure --timeout 900 -j "$(nproc)" \
-      -E "$host_only|$host_logic")
+      -E "$host_only|$host_logic|$native_numerics")
   fi
   echo "== $arch: tests ran in $(( $(date +%s) - start )) s"
 
