@@ -36,8 +36,8 @@ inline size_t RotatedDims(size_t rotary_dims, size_t head_dim) {
 }
 
 // Rotates x in place. x: [n_tokens, n_heads * head_dim]; row t is at position pos0 + t. With
-// R = RotatedDims(rotary_dims, head_dim), pair i (i < R / 2) of each head's first R elements turns by
-// the angle
+// R = RotatedDims(rotary_dims, head_dim), pair i (i < R / 2) of each head's first R elements
+// turns by the angle
 //   (pos0 + t) * freq_scale * theta_base^(-2i / R) / freq_factors[i]:
 // (a, b) <- (a cos - b sin, a sin + b cos), where (a, b) are the pair's two elements in `layout`
 // (NEOX: i and i + R / 2), both then times `magnitude`. head_dim and R must be even,

@@ -31,8 +31,9 @@ struct SequenceAttentionArgs {
   bool causal = false;  // query row i attends to keys 0..i only
 };
 
-// Every query row of the sequence attends to all len keys (causal: keys 0..row), for query heads [head_begin,
-// head_end); only those heads' output columns are written. Threads split the head range.
+// Every query row of the sequence attends to all len keys (causal: keys 0..row), for query
+// heads [head_begin, head_end); only those heads' output columns are written. Threads split the
+// head range.
 void SequenceAttention(const SequenceAttentionArgs& a, size_t head_begin, size_t head_end);
 
 // SequenceAttention resolved to this CPU's target once (ops/targets.h).

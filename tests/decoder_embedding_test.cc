@@ -65,7 +65,8 @@ std::vector<std::vector<int32_t>> Texts() {
 }
 
 // The oracle's embeddings of `texts`: [texts, d_model]; "" or what failed.
-std::string OracleEmbeddings(const std::string& gguf, const std::vector<std::vector<int32_t>>& texts,
+std::string OracleEmbeddings(const std::string& gguf,
+                             const std::vector<std::vector<int32_t>>& texts,
                              std::vector<float>* out) {
   std::vector<int32_t> flat;
   for (const auto& ids : texts) {

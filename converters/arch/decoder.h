@@ -53,8 +53,9 @@ struct DecoderConfig {
   float attn_softcap = 0;             // > 0: scores = c tanh(scores / c) (Gemma 2)
   float final_softcap = 0;            // > 0: logits = c tanh(logits / c) (Gemma 2)
   // An embedding model (<arch>.pooling_type mean, cls or last: Qwen3-Embedding): the layers run
-  // causally over each text of a batch and output_norm's rows are pooled and L2-normalized into
-  // one embedding per text (an "encode" plan), instead of generating.
+  // over each text of a batch (causally unless `causal` is false) and output_norm's rows are
+  // pooled and L2-normalized into one embedding per text (an "encode" plan), instead of
+  // generating.
   bool embedding = false;
   fb::PoolMode pooling = fb::PoolMode::Last;
   bool causal = true;  // <arch>.attention.causal: false only in an embedding model

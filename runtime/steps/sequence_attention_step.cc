@@ -1,5 +1,5 @@
-// SequenceAttention: an encoder's self-attention, bidirectional or causal. Each sequence of the step attends
-// over its own keys and values, which are rows of this step's k and v buffers, with the kernel
+// SequenceAttention: an encoder's self-attention, bidirectional or causal. Each sequence of the
+// step attends over its own keys and values, which are rows of this step's k and v buffers, with the kernel
 // ops/sequence_attention made for that (every query of a sequence sees the same keys).
 #include <cmath>
 

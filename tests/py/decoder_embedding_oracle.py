@@ -23,14 +23,11 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gemma3_oracle import rms_norm  # noqa: E402  (x / rms * weight)
 from oracle_gguf import _load, _meta, _tensor_map, open_reader  # noqa: E402
 
 ADJACENT_ROPE_ARCHS = ("llama", "smollm3")
 POOLING = {1: "mean", 2: "cls", 3: "last"}  # llama.cpp's enum llama_pooling_type
-
-
-def rms_norm(x, weight, eps):
-    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
 
 
 def rope(x, theta, adjacent):

@@ -125,8 +125,8 @@ def main():
         for key in ("tokenizer.ggml.model", "tokenizer.ggml.pre"):
             reader_metadata[key] = reader.fields[key].contents() if key in reader.fields else "-"
         built = sorted(p.name[len("built-"):] for p in (REPO / "build/llama.cpp").glob("built-*"))
-        how = (f"# llama.cpp token ids (tests/py/llama_cpp_logits.cc --tokenize against build/llama.cpp, "
-               f"{', '.join(built) or 'version unknown'}: vocab_only, llama_tokenize(text, "
+        how = (f"# llama.cpp token ids (tests/py/llama_cpp_logits.cc --tokenize against "
+               f"build/llama.cpp, {', '.join(built) or 'version unknown'}: vocab_only, llama_tokenize(text, "
                f"add_special=false, parse_special))")
     else:
         import llama_cpp
