@@ -11,7 +11,8 @@
 # The binaries land in dist/<arch>/. Needs scripts/install-deps.sh --cross (for ARM).
 # --tests also builds the test suite in the same tree (build/board-<arch>), so that ctest there
 # tests the very libraries the board binaries are linked from (scripts/test-cross.sh does, under
-# qemu).
+# qemu); KESTREL_TEST_EXECUTABLES in the environment limits which test executables it builds
+# (scripts/test-executables.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: scripts/build-board.sh [--tests] aarch64|armv7|native [compiler flags...]"
@@ -33,7 +34,7 @@ bash scripts/fetch-debian-sources.sh
 build=build/board-$arch
 cmake -S . -B "$build" -G Ninja "${toolchain[@]}" -DCMAKE_BUILD_TYPE=Release -DKESTREL_STATIC=ON \
   "-DKESTREL_BUILD_TESTS=$tests" -DKESTREL_BUILD_BENCH=OFF -DKESTREL_WERROR=ON \
-  "-DKESTREL_CPU_FLAGS=$*" > /dev/null
+  "-DKESTREL_CPU_FLAGS=$*" "-DKESTREL_TEST_EXECUTABLES=${KESTREL_TEST_EXECUTABLES:-}" > /dev/null
 if [ "$tests" = ON ]; then
   cmake --build "$build" -j "$(nproc)"
 else

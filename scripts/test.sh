@@ -11,10 +11,14 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 echo "== disk at start: $(df -h --output=avail . | tail -1) free"
 bash scripts/install-deps.sh --cross
-bash scripts/fetch-model.sh
+# The models download (the network) while ggml's quantizers and the Release build compile (the
+# CPU); the tests wait for them. Their output is shown once they are done.
+mkdir -p build
+bash scripts/fetch-model.sh > build/fetch-model.log 2>&1 &
+fetch_models=$!
 # ggml's own quantizers, the K-quant tests' oracle (cached in models/; about 35 s the first time).
 bash scripts/fetch-ggml-oracle.sh > /dev/null
-echo "== dependencies, models and oracle: $(( $(date +%s) - start )) s"
+echo "== dependencies and oracle: $(( $(date +%s) - start )) s"
 
 # Two tests at a time (one per core): most tests are single-threaded, and the whole run must stay
 # under CI's 45 minutes on 2 cores with the TSan and fuzz stages. The tests are independent
@@ -22,6 +26,14 @@ echo "== dependencies, models and oracle: $(( $(date +%s) - start )) s"
 stage_start=$(date +%s)
 bash scripts/build.sh release
 release_built=$(date +%s)
+fetched=0
+wait "$fetch_models" || fetched=$?
+cat build/fetch-model.log
+if [ "$fetched" != 0 ]; then
+  echo "error: scripts/fetch-model.sh failed ($fetched)" >&2
+  exit 1
+fi
+echo "== models: waited $(( $(date +%s) - release_built )) s for them after the build"
 (cd build/release && ctest --output-on-failure --timeout 1500 -j "$(nproc)")
 echo "== release: built in $(( release_built - stage_start )) s, tests ran in $(( $(date +%s) - release_built )) s"
 # The Python package (python/) built against this build's install, and its pytest suite.
@@ -41,7 +53,11 @@ rm -rf build/o0  # nothing runs from it; CI's disk is better spent on the ASan b
 echo "== o0: kernels compiled in $(( $(date +%s) - o0_start )) s"
 
 stage_start=$(date +%s)
-bash scripts/build.sh asan
+asan_skips='^(RealModel\.EveryTensorMatchesGgufPy|no_vex_vnni|RealShapeGguf\..*)$'
+# Only the test executables those tests are in (not the model_ ones; scripts/test-executables.sh).
+asan_executables=$(bash scripts/test-executables.sh build/release --label-exclude model \
+  -E "$asan_skips")
+KESTREL_TEST_EXECUTABLES=$asan_executables bash scripts/build.sh asan
 asan_built=$(date +%s)
 # The real-model tests (label model) run in Release only, and so do the real GGUF's every tensor
 # against gguf-py (half a minute under ASan; RandomBlocksTest checks every type's dequantizer bit
@@ -49,8 +65,8 @@ asan_built=$(date +%s)
 # instructions do not depend on the sanitizers, and the Debug library is slow to disassemble),
 # and the bench scripts' real-shape GGUF writer and skeletons (RealShapeGguf: 50 s, nearly all
 # of it Python, which the sanitizers do not see).
-(cd build/asan && ctest --output-on-failure --timeout 1500 --label-exclude model \
-  -E '^(RealModel\.EveryTensorMatchesGgufPy|no_vex_vnni|RealShapeGguf\..*)$' -j "$(nproc)")
+(cd build/asan && ctest --output-on-failure --timeout 1500 --label-exclude model -E "$asan_skips" \
+  -j "$(nproc)")
 echo "== asan: built in $(( asan_built - stage_start )) s, tests ran in $(( $(date +%s) - asan_built )) s"
 
 # ThreadSanitizer on the threaded code: the thread pool, two sessions (and two encoders) on one
