@@ -104,8 +104,8 @@ for board in "aarch64 -mtune=cortex-a76" "armv7 -mtune=cortex-a7"; do
   # (scripts/test-executables.sh; about half of them). armv7 runs nearly all.
   executables=""
   if [ "$arch" = aarch64 ]; then
-    executables=$(bash scripts/test-executables.sh build/release \
-      -R "$ops|$subset|$cpu_dependent|$no_dotprod_subset|$sdot_subset")
+    executables=$(bash scripts/test-executables.sh build/release --run "$ops" --run "$subset" \
+      --run "$cpu_dependent" --run "$no_dotprod_subset" --run "$sdot_subset")
   fi
   KESTREL_TEST_EXECUTABLES=$executables bash scripts/build-board.sh --tests "$arch" "$flags"
   if ! file "dist/$arch/kestrel" | grep -q "statically linked"; then

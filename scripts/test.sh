@@ -55,8 +55,8 @@ echo "== o0: kernels compiled in $(( $(date +%s) - o0_start )) s"
 stage_start=$(date +%s)
 asan_skips='^(RealModel\.EveryTensorMatchesGgufPy|no_vex_vnni|RealShapeGguf\..*)$'
 # Only the test executables those tests are in (not the model_ ones; scripts/test-executables.sh).
-asan_executables=$(bash scripts/test-executables.sh build/release --label-exclude model \
-  -E "$asan_skips")
+asan_executables=$(bash scripts/test-executables.sh build/release --skip-label model \
+  --skip "$asan_skips")
 KESTREL_TEST_EXECUTABLES=$asan_executables bash scripts/build.sh asan
 asan_built=$(date +%s)
 # The real-model tests (label model) run in Release only, and so do the real GGUF's every tensor
