@@ -55,7 +55,7 @@ CallStatus ReadChoices(const kes_convert_params* in, kestrel::ConvertChoices* c,
   c->convert.prefill_tokens = p.prefill_tokens;
   c->convert.score_tokens = p.score_tokens;
   c->encoder.max_seq_length = p.max_seq_length;
-  c->encoder.max_batch = p.max_batch;
+  c->convert.max_batch = p.max_batch;
   c->encoder.step_tokens = p.step_tokens;
   return Ok();
 }
@@ -104,7 +104,7 @@ kes_convert_params kes_convert_default_params(void) {
   p.prefill_tokens = convert.prefill_tokens;
   p.score_tokens = convert.score_tokens;
   p.max_seq_length = encoder.max_seq_length;
-  p.max_batch = encoder.max_batch;
+  p.max_batch = convert.max_batch;
   p.step_tokens = encoder.step_tokens;
   return p;
 }

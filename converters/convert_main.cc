@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
         return Fail(arg + ": expected a whole number from 1 to 4096, found '" + argv[i] + "'");
       }
     } else if (arg == "--max-seq-length" || arg == "--max-batch" || arg == "--step-tokens") {
-      uint32_t* target = arg == "--max-batch"     ? &encoder.max_batch
+      uint32_t* target = arg == "--max-batch"     ? &options.max_batch
                          : arg == "--step-tokens" ? &encoder.step_tokens
                                                   : &encoder.max_seq_length;
       if (!has_value) return Fail(arg + " needs a value (a whole number from 1 to 65536)");

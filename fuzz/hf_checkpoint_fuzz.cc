@@ -77,8 +77,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t choice = size > 0 ? data[size - 1] : 0;
   ConvertOptions options = fuzz::FloatWeightsChoice(choice);
   options.prefill_tokens = 16;
+  options.max_batch = 2;
   HfEncoderOptions encoder;
-  encoder.max_batch = 2;
   KesModel model;
   if (!ConvertHfCheckpoint(folder, options, encoder, &model).ok()) return 0;
   fuzz::CheckConvertedModel(&model, choice / 5);

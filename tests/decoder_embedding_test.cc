@@ -162,6 +162,41 @@ TEST(DecoderEmbeddingCli, EmbedsTextsWithTheEndOfTextToken) {
   std::remove(kes.c_str());
 }
 
+// --max-batch sets an embedder's texts per step as it does a BERT folder's; more texts than
+// that take more steps and embed as in one.
+TEST(DecoderEmbeddingCli, MaxBatchSetsTheTextsPerStep) {
+  std::string gguf, kes;
+  ASSERT_EQ(MakeModel(kVariants[0], &gguf, &kes), "");
+  const std::string small = test::ScratchPath("qwen3-embedding-batch3.kes");
+  const ProcessResult r = test::Convert({gguf, small, "--weights", "keep", "--max-batch", "3"});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
+  std::unique_ptr<Model> wide_model, small_model;
+  ASSERT_TRUE(Model::Open(kes, &wide_model).ok());
+  ASSERT_TRUE(Model::Open(small, &small_model).ok());
+  std::unique_ptr<Encoder> wide, narrow;
+  ASSERT_TRUE(Encoder::Create(*wide_model, EncoderOptions(), &wide).ok());
+  ASSERT_TRUE(Encoder::Create(*small_model, EncoderOptions(), &narrow).ok());
+  EXPECT_EQ(wide->max_batch(), 32u);
+  EXPECT_EQ(narrow->max_batch(), 3u);
+  const std::vector<std::vector<int32_t>> texts = Texts();
+  std::vector<const int32_t*> ids;
+  std::vector<size_t> lengths;
+  for (const auto& t : texts) {
+    ids.push_back(t.data());
+    lengths.push_back(t.size());
+  }
+  const size_t dim = wide->embedding_dim();
+  std::vector<float> in_one(texts.size() * dim), in_steps(texts.size() * dim);
+  ASSERT_TRUE(wide->Encode(ids.data(), lengths.data(), texts.size(), in_one.data()).ok());
+  ASSERT_TRUE(narrow->Encode(ids.data(), lengths.data(), texts.size(), in_steps.data()).ok());
+  for (size_t i = 0; i < in_one.size(); ++i) {
+    ASSERT_NEAR(in_steps[i], in_one[i], 1e-5f) << "text " << i / dim;
+  }
+  std::remove(gguf.c_str());
+  std::remove(kes.c_str());
+  std::remove(small.c_str());
+}
+
 // A reranker's pooling (rank: a classifier head) is refused by name, and so is a bidirectional
 // model that has no pooling to embed with.
 TEST(DecoderEmbeddingCli, RefusesRerankersAndBidirectionalGenerators) {

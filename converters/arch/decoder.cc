@@ -13,9 +13,6 @@ namespace {
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
-// Texts per step of an embedding model's encode plan.
-constexpr uint32_t kEmbeddingMaxBatch = 32;
-
 enum class PlanKind {
   kLastLogits,  // prefill, decode: the logits of the step's last token
   kAllLogits,   // score: the logits of every token
@@ -25,10 +22,10 @@ enum class PlanKind {
 // The forward pass over one step of tokens. Generating plans keep keys and values in the KV
 // cache and attend over it; an embedding model's encode plan attends within each text of the
 // step (causally unless the file says otherwise; positions from its Positions input), and pools
-// output_norm's rows.
+// output_norm's rows; max_batch is its texts per step.
 std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, PlanKind kind,
                                      const DecoderConfig& c, const DecoderWeights& w,
-                                     const KesModel& m) {
+                                     const KesModel& m, uint32_t max_batch = 0) {
   PlanBuilder b(m, name, max_tokens);
   const uint32_t d = c.d_model, q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   const float eps = c.norm_eps;
@@ -36,7 +33,7 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, Plan
 
   const uint32_t tokens = b.TokenInput();
   const uint32_t positions = encode ? b.PositionInput() : PlanBuilder::kNone;
-  const uint32_t sequences = encode ? b.SequenceInput(kEmbeddingMaxBatch) : PlanBuilder::kNone;
+  const uint32_t sequences = encode ? b.SequenceInput(max_batch) : PlanBuilder::kNone;
   uint32_t x = b.Activation("embedding", d);  // [tokens, d_model]
   b.Embed(tokens, x, w.embedding, c.embed_scale);
 
@@ -107,7 +104,7 @@ std::unique_ptr<fb::PlanT> BuildPlan(const char* name, uint32_t max_tokens, Plan
   if (encode) {
     // The embedding of each text, unit length (Qwen3-Embedding's Normalize module; llama.cpp's
     // embedding tools normalize by default too).
-    const uint32_t pooled = b.Fixed("embeddings_out", kEmbeddingMaxBatch, d);
+    const uint32_t pooled = b.Fixed("embeddings_out", max_batch, d);
     b.Pool(c.pooling, /*normalize=*/true, final_norm, sequences, pooled);
     b.EmbeddingsOutput(pooled);
     return b.Finish();
@@ -368,7 +365,8 @@ void AddDecoderPlans(const DecoderConfig& c, const DecoderWeights& w,
   meta.kv->dtype = fb::DType::F32;
   if (c.embedding) {  // no KV cache: each step holds its texts' keys and values
     meta.plans.push_back(
-        BuildPlan("encode", options.prefill_tokens, PlanKind::kEmbeddings, c, w, *m));
+        BuildPlan("encode", options.prefill_tokens, PlanKind::kEmbeddings, c, w, *m,
+                  options.max_batch));
     return;
   }
   for (uint32_t l = 0; l < c.n_layers; ++l) {

@@ -76,8 +76,8 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
                       max_seq_source + " " + std::to_string(max_seq) + ": expected 3.." +
                           std::to_string(c.max_positions) +
                           " (config.json's max_position_embeddings)");
-  KES_CHECK_OR_RETURN(encoder.max_batch >= 1 && uint64_t{encoder.max_batch} * max_seq <= 65536,
-                      "a step of " + std::to_string(encoder.max_batch) + " sequences of " +
+  KES_CHECK_OR_RETURN(options.max_batch >= 1 && uint64_t{options.max_batch} * max_seq <= 65536,
+                      "a step of " + std::to_string(options.max_batch) + " sequences of " +
                           std::to_string(max_seq) + " tokens exceeds 65536 tokens");
 
   // BertModel's own names, or BertFor*'s under "bert.".
@@ -192,12 +192,12 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
   meta.kv->dtype = fb::DType::F32;
 
   const uint32_t step_tokens =
-      std::min(encoder.max_batch * max_seq, std::max(max_seq, encoder.step_tokens));
+      std::min(options.max_batch * max_seq, std::max(max_seq, encoder.step_tokens));
   PlanBuilder b(*out, "encode", step_tokens);
   const uint32_t tokens = b.TokenInput();
   const uint32_t positions = b.PositionInput();
   const uint32_t types = b.TokenTypeInput();
-  const uint32_t sequences = b.SequenceInput(encoder.max_batch);
+  const uint32_t sequences = b.SequenceInput(options.max_batch);
   const uint32_t words = b.Activation("word_embedding", d);
   const uint32_t pos = b.Activation("position_embedding", d);
   const uint32_t seg = b.Activation("token_type_embedding", d);
@@ -234,7 +234,7 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
     b.LayerNorm(down, y, w.ffn_norm, w.ffn_norm_bias, c.eps);
     x = y;
   }
-  const uint32_t pooled = b.Fixed("embeddings_out", encoder.max_batch, d);
+  const uint32_t pooled = b.Fixed("embeddings_out", options.max_batch, d);
   b.Pool(ckpt.sentence.pooling, ckpt.sentence.normalize, x, sequences, pooled);
   b.EmbeddingsOutput(pooled);
   meta.plans.push_back(b.Finish());

@@ -14,9 +14,8 @@ namespace kestrel {
 // Conversion choices that only encoders have.
 struct HfEncoderOptions {
   uint32_t max_seq_length = 0;  // 0: sentence_bert_config.json's, else max_position_embeddings
-  uint32_t max_batch = 32;      // sequences per encode step
   // Tokens per encode step (the arena holds their activations), raised to one longest sequence
-  // and capped at max_batch of them. 512 keeps a step's activations in the caches: a full
+  // and capped at ConvertOptions::max_batch of them. 512 keeps a step's activations in the caches: a full
   // 32 x 128-token step spills them to memory and runs 10-15% slower (all-MiniLM-L6-v2 q8, one
   // Zen 4 core), with an arena of 72 MiB instead of 4.5.
   uint32_t step_tokens = 512;
