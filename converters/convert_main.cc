@@ -6,11 +6,13 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "converters/convert_file.h"
 #include "converters/gguf/gguf_file.h"
 #include "runtime/mapped_file.h"
 #include "runtime/output_file.h"
+#include "tools/flags.h"
 #include "tools/progress.h"
 #include "tools/version.h"
 
@@ -87,14 +89,6 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-bool ParseCount(const char* text, uint32_t max, uint32_t* out) {
-  char* end = nullptr;
-  const unsigned long v = std::strtoul(text, &end, 10);
-  if (end == text || *end != '\0' || v < 1 || v > max) return false;
-  *out = static_cast<uint32_t>(v);
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,9 +99,11 @@ int main(int argc, char** argv) {
   ConvertChoices choices;
   ConvertOptions& options = choices.convert;
   HfEncoderOptions& encoder = choices.encoder;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  cli::FlagReader flags(args);
+  while (!flags.Done()) {
+    const std::string arg = flags.Next();
+    Status parsed = OkStatus();
     if (arg == "-h" || arg == "--help") {
       std::fputs(Usage().c_str(), stdout);
       return 0;
@@ -116,30 +112,28 @@ int main(int argc, char** argv) {
       const Status closed = CloseStdout();
       return closed.ok() ? 0 : Fail(closed.message());
     } else if (arg == "--weights") {
-      if (!has_value) return Fail(std::string("--weights needs a value (") + kWeightChoices + ")");
-      const std::string v = argv[++i];
-      if (!SetWeights(v, &choices)) {
-        return Fail(std::string("--weights: expected ") + kWeightChoices + ", found '" + v + "'");
+      std::string value;
+      parsed = flags.Done() ? Status::Error(std::string("--weights needs a value (") +
+                                            kWeightChoices + ")")
+                            : flags.Value(arg, &value);
+      if (parsed.ok() && !SetWeights(value, &choices)) {
+        parsed = Status::Error(std::string("--weights: expected ") + kWeightChoices + ", found '" +
+                               value + "'");
       }
-    } else if (arg == "--prefill-tokens" || arg == "--score-tokens") {
-      uint32_t* target = arg == "--prefill-tokens" ? &options.prefill_tokens : &options.score_tokens;
-      if (!has_value) return Fail(arg + " needs a value (a whole number from 1 to 4096)");
-      if (!ParseCount(argv[++i], 4096, target)) {
-        return Fail(arg + ": expected a whole number from 1 to 4096, found '" + argv[i] + "'");
-      }
-    } else if (arg == "--max-seq-length" || arg == "--max-batch" || arg == "--step-tokens") {
-      uint32_t* target = arg == "--max-batch"     ? &options.max_batch
-                         : arg == "--step-tokens" ? &encoder.step_tokens
-                                                  : &encoder.max_seq_length;
-      if (!has_value) return Fail(arg + " needs a value (a whole number from 1 to 65536)");
-      if (!ParseCount(argv[++i], 65536, target)) {
-        return Fail(arg + ": expected a whole number from 1 to 65536, found '" + argv[i] + "'");
-      }
+    } else if (arg == "--prefill-tokens") {
+      parsed = flags.Int(arg, 1, 4096, &options.prefill_tokens);
+    } else if (arg == "--score-tokens") {
+      parsed = flags.Int(arg, 1, 4096, &options.score_tokens);
+    } else if (arg == "--max-batch") {
+      parsed = flags.Int(arg, 1, 65536, &options.max_batch);
+    } else if (arg == "--max-seq-length") {
+      parsed = flags.Int(arg, 1, 65536, &encoder.max_seq_length);
+    } else if (arg == "--step-tokens") {
+      parsed = flags.Int(arg, 1, 65536, &encoder.step_tokens);
     } else if (arg == "--calibration") {
-      if (!has_value) return Fail("--calibration needs a value (a file of texts, or none)");
-      encoder.calibration = argv[++i];
-      if (encoder.calibration.empty()) {
-        return Fail("--calibration: expected a file of texts or none, found ''");
+      parsed = flags.Value(arg, &encoder.calibration);
+      if (parsed.ok() && encoder.calibration.empty()) {
+        parsed = Status::Error("--calibration: expected a file of texts or none, found ''");
       }
     } else if (!arg.empty() && arg[0] == '-') {
       return Fail("unknown option '" + arg + "'\n" + Usage());
@@ -150,6 +144,7 @@ int main(int argc, char** argv) {
     } else {
       return Fail("unexpected argument '" + arg + "'\n" + Usage());
     }
+    if (!parsed.ok()) return Fail(parsed.message());
   }
   if (input.empty() || output.empty()) return Fail("need INPUT and OUTPUT\n" + Usage());
   const auto start = std::chrono::steady_clock::now();

@@ -7,11 +7,11 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/kv_layout.h"
 #include "runtime/model.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "runtime/status.h"
+#include "tools/flags.h"
 
 namespace kestrel::cli {
 
@@ -27,53 +27,6 @@ int TranscribeCommand(const std::vector<std::string>& args);
 
 // Prints "kestrel: error: <message>" to stderr and returns the exit code 1.
 int Fail(const std::string& message);
-
-// Parsers that reject trailing garbage and out-of-range values with a message naming the flag.
-Status ParseInt(const std::string& flag, const std::string& text, int64_t min, int64_t max,
-                int64_t* out);
-Status ParseFloat(const std::string& flag, const std::string& text, double min, double max,
-                  double* out);
-
-// Walks argv-style arguments: positional ones and --flags that take a value.
-class FlagReader {
- public:
-  explicit FlagReader(const std::vector<std::string>& args) : args_(args) {}
-  bool Done() const { return i_ >= args_.size(); }
-  const std::string& Next() { return args_[i_++]; }
-  // The value after the current flag; error if missing.
-  Status Value(const std::string& flag, std::string* out);
-  // The value after the current flag as a number in [min, max], stored in *out only when valid.
-  template <typename T>
-  Status Int(const std::string& flag, int64_t min, int64_t max, T* out) {
-    std::string text;
-    int64_t v = 0;
-    Status s = Value(flag, &text);
-    if (s.ok()) s = ParseInt(flag, text, min, max, &v);
-    if (s.ok()) *out = static_cast<T>(v);
-    return s;
-  }
-  template <typename T>
-  Status Float(const std::string& flag, double min, double max, T* out) {
-    std::string text;
-    double v = 0;
-    Status s = Value(flag, &text);
-    if (s.ok()) s = ParseFloat(flag, text, min, max, &v);
-    if (s.ok()) *out = static_cast<T>(v);
-    return s;
-  }
-  // The value after the current flag as a KV cache type: f32, f16 or int8.
-  Status KvType(const std::string& flag, ops::KvType* out);
-  // --disable-targets LIST: keeps kernel dispatch off the named SIMD targets (ops/targets.h).
-  Status DisableTargets(const std::string& flag);
-  // An argument no flag of `command` matched: the model path when none was given yet, else an
-  // error naming it (an unknown option, or a second positional argument), followed by usage.
-  Status Positional(const std::string& arg, const std::string& command, const char* usage,
-                    std::string* model_path);
-
- private:
-  const std::vector<std::string>& args_;
-  size_t i_ = 0;
-};
 
 // Usage lines of the sampling flags run and chat share (a string literal, to concatenate).
 #define KESTREL_SAMPLER_FLAGS_USAGE                                                   \
