@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints the tests/*_test.cc executables that a selection of tests runs, ;-separated, for a
 # build's KESTREL_TEST_EXECUTABLES (tests/CMakeLists.txt): a CI stage that runs part of the
-# suite (scripts/test.sh's ASan stage, scripts/test-cross.sh's aarch64 one) compiles only those.
+# suite (scripts/test.sh's ASan stage, scripts/test-cross.sh's aarch64 and armv7 ones) compiles
+# only those.
 #   scripts/test-executables.sh REFERENCE_BUILD [--run REGEX]... [--skip REGEX]... [--skip-label L]...
 # A test is selected when its name matches a --run (any test, with none) and no --skip, and it
 # has no --skip-label label: as ctest's -R, -E and --label-exclude, the regexes searched for in
@@ -21,6 +22,8 @@ import json, os, re, sys
 names = set(sys.argv[1].split())
 run, skip, skip_labels = [], [], set()
 args = sys.argv[2:]
+if len(args) % 2:
+    sys.exit(f"test-executables.sh: error: {args[-1]!r} needs a value")
 for flag, value in zip(args[::2], args[1::2]):
     if flag == "--run":
         run.append(re.compile(value))
@@ -30,8 +33,6 @@ for flag, value in zip(args[::2], args[1::2]):
         skip_labels.add(value)
     else:
         sys.exit(f"test-executables.sh: error: unknown option {flag!r}")
-if len(args) % 2:
-    sys.exit(f"test-executables.sh: error: {args[-1]!r} needs a value")
 found = set()
 for test in json.load(sys.stdin)["tests"]:
     name = test["name"]
