@@ -102,6 +102,17 @@ HWY_INLINE __m512i ScaledSubBlock(__m512i w0, __m512i w1, __m512i s0, __m512i s1
                      _mm512_maddubs_epi16(w1, x1), s1);
 }
 
+// ScaledSubBlock added to acc (kSuper: the block's activations share one scale, so its
+// sub-blocks add up in int32 and are converted once per block).
+HWY_INLINE __m512i AddScaledSubBlock(__m512i acc, __m512i w0, __m512i w1, __m512i s0, __m512i s1,
+                                     const int8_t* HWY_RESTRICT q) {
+  const __m512i x0 = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+  const __m512i x1 =
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+  return DotWords512(DotWords512(acc, _mm512_maddubs_epi16(w0, x0), s0),
+                     _mm512_maddubs_epi16(w1, x1), s1);
+}
+
 // A token's four outputs: acc in [row][4] lanes, terms01 / terms23 in [row][8] lanes (rows 0-1,
 // 2-3).
 HWY_INLINE void StoreRowLanes(__m512 acc, __m512 terms01, __m512 terms23, float* y) {
@@ -136,23 +147,15 @@ HWY_INLINE __m512 RowLanes8(__m512 v, int first) {
       _mm512_inserti64x4(_mm512_set1_epi32(first), _mm256_set1_epi32(first + 1), 1), v);
 }
 
-// Q2_K against 1 to 4 tokens. A block's records (d, dmin, then 16 bytes of 4-bit scale | 4-bit
-// min << 4 per row) come in one byte permute; the scales stay bytes for vpshufb (zero-extended
-// to int16), the mins are widened to int16 [row][16] for the half-sum terms. A sub-block's four
-// rows are 32 bytes: two sub-blocks per load.
-// bench/matmul_bench BM_LargeMatMul<Q2_K> n:1, one Zen 5 core (read bandwidth measured beside
-// it 36.6-40.5 GB/s), medians of 3, against the 256-bit tile run beside it: in cache (k 2048,
-// n_out 8192) 10.2 -> 24.5 GB/s, from DRAM (2048 x 65536, 8192 x 16384) 10.1 -> 23.3-25.6 GB/s;
-// Gemma 3 270M's decode rows (BM_MatMul<Q2_K> n:1) 10.8-12.0 -> 25.7-27.8 GB/s.
-template <size_t kTokens>
-HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
-                                        size_t r0, const uint8_t* HWY_RESTRICT x,
-                                        size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
-                                        size_t n_out) {
-  static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
-  constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ2_K);
-  static_assert(F.record_bytes == 20 && F.SubBlocks() == 8, "Q2_K's record and block");
-  const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
+// A Q2_K block's records of a group's four rows (d, dmin, then 16 bytes of 4-bit scale | 4-bit
+// min << 4 per row), in one byte permute: the scales as bytes [row][16] (for vpshufb or a byte
+// permute, zero-extended to int16), the mins widened to int16 [row][16] for rows 0-1 and 2-3
+// (against the activations' half sums), d in [row][4] lanes and dmin in [row][8] lanes.
+struct Q2KGroupRecords {
+  __m512i scales, mins01, mins23;
+  __m512 d_rows, dmin01, dmin23;
+};
+HWY_INLINE Q2KGroupRecords DecodeQ2KGroupRecords(const uint8_t* HWY_RESTRICT rec) {
   // Record byte 4 + i of row r (at 20r + 4 + i) into lane r, byte i: rows 0-2 from the first
   // 64 bytes, row 3 from the 64 at byte 16 (table index 64 + 48 + i).
   alignas(64) static constexpr struct ScaleSource {
@@ -164,6 +167,52 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
       }
     }
   } kScaleSource;
+  const __m512i rec0 = _mm512_loadu_si512(rec), rec16 = _mm512_loadu_si512(rec + 16);
+  const __m512i packed =
+      _mm512_permutex2var_epi8(rec0, _mm512_load_si512(kScaleSource.index), rec16);
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  const __m512i mins = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+  // d of rows 0-3 in lanes 0-3, dmin in 4-7 (words 10r and 10r + 1).
+  const __m512 d = HalvesAt(rec0, {0, 10, 20, 30, 1, 11, 21, 31});
+  return {_mm512_and_si512(packed, nibble),
+          _mm512_cvtepu8_epi16(_mm512_castsi512_si256(mins)),
+          _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(mins, 1)),
+          RowLanes4(d),
+          RowLanes8(d, 4),
+          RowLanes8(d, 6)};
+}
+
+// A token's block into acc: its sub-blocks' f32 sums part (activations with a scale per 32) or
+// its int32 sums whole times its one activation scale xs (kSuper), times the rows' d.
+template <bool kSuper>
+HWY_INLINE __m512 AddBlock(__m512 acc, const __m512 (&part)[2], const __m512i (&whole)[2],
+                           __m512 d_rows, float xs) {
+  if constexpr (kSuper) {
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(whole[0], whole[1])),
+                           _mm512_mul_ps(d_rows, _mm512_set1_ps(xs)), acc);
+  } else {
+    return _mm512_fmadd_ps(_mm512_add_ps(part[0], part[1]), d_rows, acc);
+  }
+}
+
+// Q2_K against 1 to 4 tokens (DecodeQ2KGroupRecords for a block's records). A sub-block's four
+// rows are 32 bytes: two sub-blocks per load. kSuper: the activations have one scale per
+// super-block, and the sub-blocks add up in int32 (AddScaledSubBlock; one convert per block).
+// Decode of 1-4 tokens with kSuper takes Q2KPairedTile4xN_Avx512Vnni where its activations fit
+// its stack buffer; this tile takes Q2_K's prefill, 4 tokens at a time.
+// bench/matmul_bench BM_LargeMatMul<Q2_K> n:1, one Zen 5 core (read bandwidth measured beside
+// it 36.6-40.5 GB/s), medians of 3, against the 256-bit tile run beside it: in cache (k 2048,
+// n_out 8192) 10.2 -> 24.5 GB/s, from DRAM (2048 x 65536, 8192 x 16384) 10.1 -> 23.3-25.6 GB/s;
+// Gemma 3 270M's decode rows (BM_MatMul<Q2_K> n:1) 10.8-12.0 -> 25.7-27.8 GB/s.
+template <size_t kTokens, bool kSuper>
+HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                                        size_t r0, const uint8_t* HWY_RESTRICT x,
+                                        size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
+                                        size_t n_out) {
+  static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
+  constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ2_K);
+  static_assert(F.record_bytes == 20 && F.SubBlocks() == 8, "Q2_K's record and block");
+  const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
   __m512 acc[kTokens], min01[kTokens], min23[kTokens];
   Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
@@ -172,28 +221,21 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   }
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     const size_t first_sub = blk * 8;
-    const uint8_t* HWY_RESTRICT rec = FullGroup<GgmlBlockType::kQ2_K>::Records(group, blk);
     PrefetchRecords<GgmlBlockType::kQ2_K>(group, blk);
-    const __m512i rec0 = _mm512_loadu_si512(rec), rec16 = _mm512_loadu_si512(rec + 16);
-    const __m512i packed = _mm512_permutex2var_epi8(
-        rec0, _mm512_load_si512(kScaleSource.index), rec16);
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
-    const __m512i scales = _mm512_and_si512(packed, nibble);  // [row][16] bytes
-    const __m512i mins = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
-    const __m512i mins01 = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(mins));
-    const __m512i mins23 = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(mins, 1));
-    // d of rows 0-3 in lanes 0-3, dmin in 4-7 (words 10r and 10r + 1).
-    const __m512 d = HalvesAt(rec0, {0, 10, 20, 30, 1, 11, 21, 31});
-    const __m512 d_rows = RowLanes4(d), dmin01 = RowLanes8(d, 4), dmin23 = RowLanes8(d, 6);
+    const Q2KGroupRecords g =
+        DecodeQ2KGroupRecords(FullGroup<GgmlBlockType::kQ2_K>::Records(group, blk));
+    const __m512i scales = g.scales;
     __m512 part[kTokens][2];
+    __m512i whole[kTokens][2];
     for (size_t t = 0; t < kTokens; ++t) {
       part[t][0] = part[t][1] = _mm512_setzero_ps();
+      whole[t][0] = whole[t][1] = _mm512_setzero_si512();
       const __m512i halves = HalfSums16(act[t].q + first_sub * kGgmlSubBlockElems);
       const __m512 xs = _mm512_broadcast_f32x8(_mm256_loadu_ps(act[t].scale + first_sub));
-      min01[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, mins01)),
-                                  _mm512_mul_ps(xs, dmin01), min01[t]);
-      min23[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, mins23)),
-                                  _mm512_mul_ps(xs, dmin23), min23[t]);
+      min01[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, g.mins01)),
+                                  _mm512_mul_ps(xs, g.dmin01), min01[t]);
+      min23[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, g.mins23)),
+                                  _mm512_mul_ps(xs, g.dmin23), min23[t]);
     }
     // Two sub-blocks' 64 bytes per load; unrolled so that every index is a constant.
 #pragma GCC unroll 4
@@ -210,21 +252,24 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
         const __m512i s0 = _mm512_shuffle_epi8(scales, ScaleIndex<false>(2 * s));
         const __m512i s1 = _mm512_shuffle_epi8(scales, ScaleIndex<false>(2 * s + 1));
         for (size_t t = 0; t < kTokens; ++t) {
-          const __m512i sums =
-              ScaledSubBlock(w0, w1, s0, s1, act[t].q + sub * kGgmlSubBlockElems);
-          part[t][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
-                                       _mm512_set1_ps(act[t].scale[sub]), part[t][u]);
+          const int8_t* HWY_RESTRICT q = act[t].q + sub * kGgmlSubBlockElems;
+          if constexpr (kSuper) {
+            whole[t][u] = AddScaledSubBlock(whole[t][u], w0, w1, s0, s1, q);
+          } else {
+            part[t][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ScaledSubBlock(w0, w1, s0, s1, q)),
+                                         _mm512_set1_ps(act[t].scale[sub]), part[t][u]);
+          }
         }
       }
     }
     for (size_t t = 0; t < kTokens; ++t) {
-      acc[t] = _mm512_fmadd_ps(_mm512_add_ps(part[t][0], part[t][1]), d_rows, acc[t]);
+      acc[t] = AddBlock<kSuper>(acc[t], part[t], whole[t], g.d_rows, act[t].scale[first_sub]);
     }
   }
   for (size_t t = 0; t < kTokens; ++t) StoreRowLanes(acc[t], min01[t], min23[t], y + t * n_out);
 }
 
-// Q3_K against 1 to 4 tokens. Element value d * (sc - 32) * (q - 4) with q = low 2 bits | high
+// Q3_K against 1 to 4 tokens (kSuper as for Q2_K). Element value d * (sc - 32) * (q - 4) with q = low 2 bits | high
 // bit << 2: q stays unsigned and -4 * sum(x) of each half joins the per-block terms with the
 // same scale. The 16 6-bit scales of the four rows' records are unpacked together: one byte
 // permute each for their low nibbles and their high bits, then shifts per 64-bit or 32-bit
@@ -232,7 +277,7 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
 // BM_LargeMatMul<Q3_K> n:1 as for Q2_K, against BlocksTile4xN_Avx512Vnni's centered path: in cache
 // 14.4 -> 22.6-23.1 GB/s, from DRAM 14.0-14.5 -> 22.0-23.5 GB/s (16 without PrefetchRecords);
 // BM_MatMul<Q3_K> n:1 15.0-17.5 -> 24.0-27.0 GB/s.
-template <size_t kTokens>
+template <size_t kTokens, bool kSuper>
 HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
                                         size_t r0, const uint8_t* HWY_RESTRICT x,
                                         size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
@@ -293,8 +338,10 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
     const __m512 d01 = _mm512_mul_ps(RowLanes8(d, 0), minus_4);
     const __m512 d23 = _mm512_mul_ps(RowLanes8(d, 2), minus_4);
     __m512 part[kTokens][2];
+    __m512i whole[kTokens][2];
     for (size_t t = 0; t < kTokens; ++t) {
       part[t][0] = part[t][1] = _mm512_setzero_ps();
+      whole[t][0] = whole[t][1] = _mm512_setzero_si512();
       const __m512i halves = HalfSums16(act[t].q + first_sub * kGgmlSubBlockElems);
       const __m512 xs = _mm512_broadcast_f32x8(_mm256_loadu_ps(act[t].scale + first_sub));
       center01[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, sc01)),
@@ -334,13 +381,20 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
       const __m512i s0 = _mm512_shuffle_epi8(j0 < 8 ? sc_lo : sc_hi, ScaleIndex<true>(j0 % 8));
       const __m512i s1 = _mm512_shuffle_epi8(j1 < 8 ? sc_lo : sc_hi, ScaleIndex<true>(j1 % 8));
       for (size_t t = 0; t < kTokens; ++t) {
-        const __m512i sums = ScaledSubBlock(w0, w1, s0, s1, act[t].q + sub * kGgmlSubBlockElems);
-        __m512& into = part[t][s % 2];
-        into = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(act[t].scale[sub]), into);
+        if constexpr (kSuper) {
+          whole[t][s % 2] = AddScaledSubBlock(whole[t][s % 2], w0, w1, s0, s1,
+                                              act[t].q + sub * kGgmlSubBlockElems);
+        } else {
+          const __m512i sums =
+              ScaledSubBlock(w0, w1, s0, s1, act[t].q + sub * kGgmlSubBlockElems);
+          __m512& into = part[t][s % 2];
+          into = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(act[t].scale[sub]),
+                                 into);
+        }
       }
     }
     for (size_t t = 0; t < kTokens; ++t) {
-      acc[t] = _mm512_fmadd_ps(_mm512_add_ps(part[t][0], part[t][1]), d_rows, acc[t]);
+      acc[t] = AddBlock<kSuper>(acc[t], part[t], whole[t], d_rows, act[t].scale[first_sub]);
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {

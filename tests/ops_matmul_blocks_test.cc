@@ -148,6 +148,9 @@ std::vector<test::QuantMatMulCase> Cases(GgmlBlockType t) {
   }
   // k so long that the L2 token block is 16 while the panels take blocks of 64 (kPanelTokenBlock).
   cases.push_back({72, 8192, 8, 0, 8});
+  // Four decode tokens whose Q2_K paired activations (PairQ2KActivations) would pass their
+  // stack buffer: the tile that reads Q8_ACT rows takes them.
+  cases.push_back({4, 8448, 8, 0, 8});
 #endif
   return cases;
 }
