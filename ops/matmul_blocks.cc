@@ -727,7 +727,7 @@ HWY_NOINLINE void BlocksTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const BlockL
 #if HWY_TARGET == HWY_AVX3_DL
 #include "ops/matmul_blocks_decode_vnni-inl.h"
 #include "ops/matmul_blocks_decode_lowbit_vnni-inl.h"
-#include "ops/matmul_blocks_decode_q2k_paired_vnni-inl.h"
+#include "ops/matmul_blocks_decode_lowbit_paired_vnni-inl.h"
 #endif
 
 // One full group against 1 .. 4 tokens: on AVX-512 VNNI the 512-bit decode kernel.
@@ -910,10 +910,20 @@ struct BlockGroups {
   // Every token's activations have one scale per super-block (KQuantSuperTile4xN_Avx2).
   bool super_activations = false;
 #if HWY_TARGET == HWY_AVX3_DL
-  // Q2_K's paired activations (PairQ2KActivations) of the tokens from x_first on, or null.
+  // Q2_K's and Q3_K's paired activations (PairLowBitActivations) of the tokens from x_first
+  // on, or null.
   const uint8_t* x_first = nullptr;
-  const uint8_t* q2k_paired = nullptr;
-  size_t q2k_paired_row_bytes = 0;
+  const uint8_t* paired = nullptr;
+  size_t paired_row_bytes = 0, paired_copies = 1;
+#endif
+
+#if HWY_TARGET == HWY_AVX3_DL
+  template <size_t kTokens, size_t kCopies>
+  void PairedTile(size_t r, const uint8_t* x, const uint8_t* token_paired, float* y) const {
+    LowBitPairedTile4xN_Avx512Vnni<T, kTokens, kCopies>(w, layout, r, x, x_row_bytes,
+                                                        token_paired, paired_row_bytes, k, y + r,
+                                                        n_out);
+  }
 #endif
 
   template <size_t kTokens>
@@ -927,16 +937,23 @@ struct BlockGroups {
     }
 #endif
 #if HWY_TARGET == HWY_AVX3_DL
-    if constexpr (T == GgmlBlockType::kQ2_K) {
+    if constexpr (T == GgmlBlockType::kQ2_K || T == GgmlBlockType::kQ3_K) {
       if constexpr (kTokens <= 4) {
-        if (q2k_paired != nullptr) {
+        if (paired != nullptr) {
           const size_t token = static_cast<size_t>(x - x_first) / x_row_bytes;
-          Q2KPairedTile4xN_Avx512Vnni<kTokens>(w, layout, r, x, x_row_bytes,
-                                               q2k_paired + token * q2k_paired_row_bytes,
-                                               q2k_paired_row_bytes, k, y + r, n_out);
+          const uint8_t* token_paired = paired + token * paired_row_bytes;
+          if constexpr (kTokens == 1) {
+            if (paired_copies == 4) {
+              PairedTile<kTokens, 4>(r, x, token_paired, y);
+              return;
+            }
+          }
+          PairedTile<kTokens, 1>(r, x, token_paired, y);
           return;
         }
       }
+    }
+    if constexpr (T == GgmlBlockType::kQ2_K) {
       // Q2_K's prefill (the token panels lack its sums of 16): two 4-token decode tiles beat
       // the 8-token 256-bit one. BM_LargeMatMul<Q2_K> 512 x 2048 -> 8192, one Zen 4 core:
       // 179 -> 151 ms.
@@ -990,18 +1007,21 @@ void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
   }
 #endif
 #if HWY_TARGET == HWY_AVX3_DL
-  if constexpr (T == GgmlBlockType::kQ2_K) {
-    const size_t paired_row_bytes = k / kGgmlSuperBlockElems * kQ2KPairedBlockBytes;
+  if constexpr (T == GgmlBlockType::kQ2_K || T == GgmlBlockType::kQ3_K) {
+    const size_t copies = n_tokens == 1 && k <= kLowBitPairedCopiesMaxK ? 4 : 1;
+    const size_t paired_row_bytes =
+        k / kGgmlSuperBlockElems * LowBitPairedBlockBytes(copies);
     if (groups.super_activations && n_tokens <= 4 &&
-        n_tokens * paired_row_bytes <= kQ2KPairedMaxBytes) {
-      alignas(64) uint8_t paired[kQ2KPairedMaxBytes];
+        n_tokens * paired_row_bytes <= kLowBitPairedMaxBytes) {
+      alignas(64) uint8_t paired[kLowBitPairedMaxBytes];
       for (size_t t = 0; t < n_tokens; ++t) {
-        PairQ2KActivations(Q8ActRowAt(x + t * groups.x_row_bytes, k).q, k,
-                           paired + t * paired_row_bytes);
+        PairLowBitActivations(Q8ActRowAt(x + t * groups.x_row_bytes, k).q, k, copies,
+                              paired + t * paired_row_bytes);
       }
       groups.x_first = x;
-      groups.q2k_paired = paired;
-      groups.q2k_paired_row_bytes = paired_row_bytes;
+      groups.paired = paired;
+      groups.paired_row_bytes = paired_row_bytes;
+      groups.paired_copies = copies;
       MatMulGroupTiles(groups, x, y, n_tokens, row_begin, row_end);
       return;
     }

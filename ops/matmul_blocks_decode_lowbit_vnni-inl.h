@@ -269,11 +269,62 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   for (size_t t = 0; t < kTokens; ++t) StoreRowLanes(acc[t], min01[t], min23[t], y + t * n_out);
 }
 
-// Q3_K against 1 to 4 tokens (kSuper as for Q2_K). Element value d * (sc - 32) * (q - 4) with q = low 2 bits | high
-// bit << 2: q stays unsigned and -4 * sum(x) of each half joins the per-block terms with the
-// same scale. The 16 6-bit scales of the four rows' records are unpacked together: one byte
-// permute each for their low nibbles and their high bits, then shifts per 64-bit or 32-bit
-// lane; [lane][8] int16 (scales 0-7 and 8-15 of each row) for vpshufb.
+// A Q3_K block's records of a group's four rows (12 bytes of 6-bit scales, then d, per row),
+// the 16 scales (sc - 32) unpacked together: one byte permute each for their low nibbles and
+// their high bits, then shifts per 64-bit or 32-bit lane. sc_lo / sc_hi: [row][8] int16,
+// scales 0-7 and 8-15 of row r in 128-bit lane r (for vpshufb); sc01 / sc23: [row][16] int16
+// for rows 0-1 and 2-3, scale j at position j (against the half sums). d in [row][4] lanes;
+// -4 d in [row][8] lanes for rows 0-1 and 2-3 (the center's factor).
+struct Q3KGroupRecords {
+  __m512i sc_lo, sc_hi, sc01, sc23;
+  __m512 d_rows, d01, d23;
+};
+HWY_INLINE Q3KGroupRecords DecodeQ3KGroupRecords(const uint8_t* HWY_RESTRICT rec_at) {
+  // Byte b of qword 4H + r (scale j = 8H + b of row r): the record byte holding its low 4 bits
+  // (b, either nibble) and the one holding its high 2 (8 + b % 4).
+  alignas(64) static constexpr struct ScaleSource {
+    uint8_t low[64], high[64];
+    constexpr ScaleSource() : low(), high() {
+      for (int p = 0; p < 64; ++p) {
+        const int r = p / 8 % 4, b = p % 8;
+        low[p] = static_cast<uint8_t>(14 * r + b);
+        high[p] = static_cast<uint8_t>(14 * r + 8 + b % 4);
+      }
+    }
+  } kScaleSource;
+  // The four records are 56 bytes: a masked load reads nothing past them.
+  const __m512i rec = _mm512_maskz_loadu_epi8((__mmask64{1} << 56) - 1, rec_at);
+  // Low 4 bits: the low nibble for scales 0-7 (qwords 0-3), the high one for 8-15.
+  const __m512i low = _mm512_and_si512(
+      _mm512_srlv_epi64(_mm512_permutexvar_epi8(_mm512_load_si512(kScaleSource.low), rec),
+                        _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)),
+      _mm512_set1_epi8(0x0F));
+  // High 2 bits of scale j: bits 2 (j / 4) of its byte, rotated to bits 4-5 per 32-bit lane
+  // (bytes 0-3 of a qword are j / 4 = 2H, bytes 4-7 2H + 1).
+  const __m512i high = _mm512_rolv_epi32(
+      _mm512_permutexvar_epi8(_mm512_load_si512(kScaleSource.high), rec),
+      _mm512_setr_epi32(4, 2, 4, 2, 4, 2, 4, 2, 0, 30, 0, 30, 0, 30, 0, 30));
+  const __m512i sc = _mm512_sub_epi8(
+      _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8),  // low | high & 0x30
+      _mm512_set1_epi8(32));
+  Q3KGroupRecords g;
+  g.sc_lo = _mm512_cvtepi8_epi16(_mm512_castsi512_si256(sc));
+  g.sc_hi = _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(sc, 1));
+  g.sc01 =
+      _mm512_permutex2var_epi64(g.sc_lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), g.sc_hi);
+  g.sc23 =
+      _mm512_permutex2var_epi64(g.sc_lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), g.sc_hi);
+  const __m512 d = HalvesAt(rec, {6, 13, 20, 27, 6, 13, 20, 27});  // d at byte 14r + 12
+  const __m512 minus_4 = _mm512_set1_ps(-4.0f);
+  g.d_rows = RowLanes4(d);
+  g.d01 = _mm512_mul_ps(RowLanes8(d, 0), minus_4);
+  g.d23 = _mm512_mul_ps(RowLanes8(d, 2), minus_4);
+  return g;
+}
+
+// Q3_K against 1 to 4 tokens (kSuper as for Q2_K; DecodeQ3KGroupRecords for a block's
+// records). Element value d * (sc - 32) * (q - 4) with q = low 2 bits | high bit << 2: q stays
+// unsigned and -4 * sum(x) of each half joins the per-block terms with the same scale.
 // BM_LargeMatMul<Q3_K> n:1 as for Q2_K, against BlocksTile4xN_Avx512Vnni's centered path: in cache
 // 14.4 -> 22.6-23.1 GB/s, from DRAM 14.0-14.5 -> 22.0-23.5 GB/s (16 without PrefetchRecords);
 // BM_MatMul<Q3_K> n:1 15.0-17.5 -> 24.0-27.0 GB/s.
@@ -287,18 +338,6 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   static_assert(F.record_bytes == 14 && F.SubBlocks() == 8, "Q3_K's record and block");
   constexpr size_t kLowBytes = kQuantGroupRows * F.LowBytes();         // 32
   const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
-  // Byte b of qword 4H + r (scale j = 8H + b of row r): the record byte holding its low 4 bits
-  // (b, either nibble) and the one holding its high 2 (8 + b % 4).
-  alignas(64) static constexpr struct ScaleSource {
-    uint8_t low[64], high[64];
-    constexpr ScaleSource() : low(), high() {
-      for (int p = 0; p < 64; ++p) {
-        const int r = p / 8 % 4, b = p % 8;
-        low[p] = static_cast<uint8_t>(14 * r + b);
-        high[p] = static_cast<uint8_t>(14 * r + 8 + b % 4);
-      }
-    }
-  } kScaleSource;
   __m512 acc[kTokens], center01[kTokens], center23[kTokens];
   Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
@@ -307,36 +346,10 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   }
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     const size_t first_sub = blk * 8;
-    // The four records are 56 bytes: a masked load reads nothing past them.
-    const uint8_t* HWY_RESTRICT rec_at = FullGroup<GgmlBlockType::kQ3_K>::Records(group, blk);
     PrefetchRecords<GgmlBlockType::kQ3_K>(group, blk);
-    const __m512i rec = _mm512_maskz_loadu_epi8((__mmask64{1} << 56) - 1, rec_at);
-    // Low 4 bits: the low nibble for scales 0-7 (qwords 0-3), the high one for 8-15.
-    const __m512i low = _mm512_and_si512(
-        _mm512_srlv_epi64(_mm512_permutexvar_epi8(_mm512_load_si512(kScaleSource.low), rec),
-                          _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)),
-        _mm512_set1_epi8(0x0F));
-    // High 2 bits of scale j: bits 2 (j / 4) of its byte, rotated to bits 4-5 per 32-bit lane
-    // (bytes 0-3 of a qword are j / 4 = 2H, bytes 4-7 2H + 1).
-    const __m512i high = _mm512_rolv_epi32(
-        _mm512_permutexvar_epi8(_mm512_load_si512(kScaleSource.high), rec),
-        _mm512_setr_epi32(4, 2, 4, 2, 4, 2, 4, 2, 0, 30, 0, 30, 0, 30, 0, 30));
-    const __m512i sc = _mm512_sub_epi8(
-        _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8),  // low | high & 0x30
-        _mm512_set1_epi8(32));
-    // [row][8] int16: scales 0-7 of row r in 128-bit lane r, 8-15 likewise.
-    const __m512i sc_lo = _mm512_cvtepi8_epi16(_mm512_castsi512_si256(sc));
-    const __m512i sc_hi = _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(sc, 1));
-    // [row][16] int16 for rows 0-1 and 2-3, scale j at position j.
-    const __m512i sc01 =
-        _mm512_permutex2var_epi64(sc_lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), sc_hi);
-    const __m512i sc23 =
-        _mm512_permutex2var_epi64(sc_lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), sc_hi);
-    const __m512 d = HalvesAt(rec, {6, 13, 20, 27, 6, 13, 20, 27});  // d at byte 14r + 12
-    const __m512 d_rows = RowLanes4(d);
-    const __m512 minus_4 = _mm512_set1_ps(-4.0f);
-    const __m512 d01 = _mm512_mul_ps(RowLanes8(d, 0), minus_4);
-    const __m512 d23 = _mm512_mul_ps(RowLanes8(d, 2), minus_4);
+    const Q3KGroupRecords g =
+        DecodeQ3KGroupRecords(FullGroup<GgmlBlockType::kQ3_K>::Records(group, blk));
+    const __m512i sc_lo = g.sc_lo, sc_hi = g.sc_hi;
     __m512 part[kTokens][2];
     __m512i whole[kTokens][2];
     for (size_t t = 0; t < kTokens; ++t) {
@@ -344,10 +357,10 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
       whole[t][0] = whole[t][1] = _mm512_setzero_si512();
       const __m512i halves = HalfSums16(act[t].q + first_sub * kGgmlSubBlockElems);
       const __m512 xs = _mm512_broadcast_f32x8(_mm256_loadu_ps(act[t].scale + first_sub));
-      center01[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, sc01)),
-                                    _mm512_mul_ps(xs, d01), center01[t]);
-      center23[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, sc23)),
-                                    _mm512_mul_ps(xs, d23), center23[t]);
+      center01[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, g.sc01)),
+                                    _mm512_mul_ps(xs, g.d01), center01[t]);
+      center23[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, g.sc23)),
+                                    _mm512_mul_ps(xs, g.d23), center23[t]);
     }
     // Unrolled so that every index is a constant.
 #pragma GCC unroll 8
@@ -394,7 +407,7 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
       }
     }
     for (size_t t = 0; t < kTokens; ++t) {
-      acc[t] = AddBlock<kSuper>(acc[t], part[t], whole[t], d_rows, act[t].scale[first_sub]);
+      acc[t] = AddBlock<kSuper>(acc[t], part[t], whole[t], g.d_rows, act[t].scale[first_sub]);
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {

@@ -148,8 +148,12 @@ std::vector<test::QuantMatMulCase> Cases(GgmlBlockType t) {
   }
   // k so long that the L2 token block is 16 while the panels take blocks of 64 (kPanelTokenBlock).
   cases.push_back({72, 8192, 8, 0, 8});
-  // Four decode tokens whose Q2_K paired activations (PairQ2KActivations) would pass their
-  // stack buffer: the tile that reads Q8_ACT rows takes them.
+  // Q2_K's and Q3_K's paired decode tiles (ops/matmul_blocks_decode_lowbit_paired_vnni-inl.h):
+  // one token at the longest k with four copies of its activations and past it with one, and
+  // four tokens whose paired activations would pass their stack buffer (the tile that reads
+  // Q8_ACT rows takes them).
+  cases.push_back({1, 2048, 8, 0, 8});
+  cases.push_back({1, 2304, 8, 0, 8});
   cases.push_back({4, 8448, 8, 0, 8});
 #endif
   return cases;
