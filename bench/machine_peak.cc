@@ -48,9 +48,9 @@ double FmaChains(size_t iterations, float* sink) {
     v6 = hn::MulAdd(v6, m, a), v7 = hn::MulAdd(v7, m, a), v8 = hn::MulAdd(v8, m, a);
     v9 = hn::MulAdd(v9, m, a);
   }
-  const auto sum = hn::Add(hn::Add(hn::Add(hn::Add(v0, v1), hn::Add(v2, v3)),
-                                   hn::Add(hn::Add(v4, v5), hn::Add(v6, v7))),
-                           hn::Add(v8, v9));
+  const auto sum = hn::Add(
+      hn::Add(hn::Add(hn::Add(v0, v1), hn::Add(v2, v3)), hn::Add(hn::Add(v4, v5), hn::Add(v6, v7))),
+      hn::Add(v8, v9));
   *sink = hn::GetLane(hn::SumOfLanes(d, sum));
   return 2.0 * 10 * hn::Lanes(d) * static_cast<double>(iterations);
 }
@@ -197,8 +197,9 @@ constexpr size_t kInt8WeightBytes = 20 * HWY_MAX_BYTES;
 // sdot as the dotprod tiles use it (ops/matmul_quant_dotprod.cc): 16 products per instruction,
 // 10 chains. Compiled for Armv8.2 with dotprod (the target attribute, for this function only)
 // and run only where the CPU has it; outside Highway, whose 1.0.3 has no int8 dot product.
-__attribute__((target("arch=armv8.2-a+dotprod"))) double Int8ChainsDotProd(
-    size_t iterations, const uint8_t* w, int32_t* sink) {
+__attribute__((target("arch=armv8.2-a+dotprod"))) double Int8ChainsDotProd(size_t iterations,
+                                                                           const uint8_t* w,
+                                                                           int32_t* sink) {
   const int8x16_t x = vdupq_n_s8(3);
   const auto* w8 = reinterpret_cast<const int8_t*>(w);
   int32x4_t acc[10];

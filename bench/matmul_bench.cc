@@ -1,8 +1,9 @@
-// MatMulF32/F16/BF16 and MatMulQ8/Q4 (with the activation quantization they need) at Gemma 3 270M shapes on one thread, on the target dispatch picks for this
-// CPU. Reports FLOP/s (2 * n_tokens * k * n_out per call) and weight bytes read per second, and
-// each as a fraction of this machine's limits measured in the same run (bench/machine_peak.h):
-// decode GEMV (n = 1) is bound by read bandwidth once the weights exceed the caches (look at
-// of_read_BW), prefill (n = 64, 512) by FMA throughput (of_FMA_peak).
+// MatMulF32/F16/BF16 and MatMulQ8/Q4 (with the activation quantization they need) at Gemma 3 270M
+// shapes on one thread, on the target dispatch picks for this CPU. Reports FLOP/s (2 * n_tokens * k
+// * n_out per call) and weight bytes read per second, and each as a fraction of this machine's
+// limits measured in the same run (bench/machine_peak.h): decode GEMV (n = 1) is bound by read
+// bandwidth once the weights exceed the caches (look at of_read_BW), prefill (n = 64, 512) by FMA
+// throughput (of_FMA_peak).
 //
 //   build-x/bench/matmul_bench --benchmark_min_time=0.2
 //   build-x/bench/matmul_bench --disable-targets=AVX3_DL   (the same on the next best target)
@@ -135,8 +136,8 @@ void BM_MatMulQuant(benchmark::State& state) {
 
 // A kept GGUF type (ops/block_layout.h), with the activations quantized as a converted plan
 // quantizes them for it (a scale per 256 for Q4_K, Q5_K and Q6_K, PreferredActivationScaleBlock;
-// kScaleBlock 32 forces one per 32). Quant bits vary; every scale record byte is 0x11, so the f16 scales are normal numbers (no subnormal
-// slow paths) and the 6-bit K-quant scales non-zero.
+// kScaleBlock 32 forces one per 32). Quant bits vary; every scale record byte is 0x11, so the f16
+// scales are normal numbers (no subnormal slow paths) and the 6-bit K-quant scales non-zero.
 template <GgmlBlockType kType, size_t kScaleBlock = PreferredActivationScaleBlock(kType)>
 void BM_MatMulBlocks(benchmark::State& state) {
   const size_t n_tokens = state.range(0), k = state.range(1), n_out = state.range(2);
@@ -166,13 +167,13 @@ void BM_MatMulBlocks(benchmark::State& state) {
 // Gemma 3 270M: d_model 640, FFN 2048, vocab 262144 (tied LM head).
 void ModelShapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "k", "n_out"});
-  b->Args({1, 640, 1024});     // decode: fused Q/K/V-sized projection
-  b->Args({1, 640, 2048});     // decode: FFN gate or up
-  b->Args({1, 2048, 640});     // decode: FFN down
-  b->Args({1, 640, 262144});   // decode: LM head
-  b->Args({64, 640, 2048});    // prefill chunk
-  b->Args({512, 640, 2048});   // prefill chunk
-  b->Args({512, 2048, 640});   // prefill chunk: FFN down
+  b->Args({1, 640, 1024});    // decode: fused Q/K/V-sized projection
+  b->Args({1, 640, 2048});    // decode: FFN gate or up
+  b->Args({1, 2048, 640});    // decode: FFN down
+  b->Args({1, 640, 262144});  // decode: LM head
+  b->Args({64, 640, 2048});   // prefill chunk
+  b->Args({512, 640, 2048});  // prefill chunk
+  b->Args({512, 2048, 640});  // prefill chunk: FFN down
   b->Unit(benchmark::kMicrosecond);
 }
 
@@ -205,11 +206,11 @@ void EncoderShapes(benchmark::internal::Benchmark* b) {
 // output projection at one token.
 void WhisperShapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n", "k", "n_out"});
-  b->Args({1500, 384, 384});    // Q, K, V or the attention output
-  b->Args({1500, 384, 1536});   // FFN up
-  b->Args({1500, 1536, 384});   // FFN down
-  b->Args({1500, 1152, 384});   // conv2
-  b->Args({1, 384, 51864});     // decode: output projection
+  b->Args({1500, 384, 384});   // Q, K, V or the attention output
+  b->Args({1500, 384, 1536});  // FFN up
+  b->Args({1500, 1536, 384});  // FFN down
+  b->Args({1500, 1152, 384});  // conv2
+  b->Args({1, 384, 51864});    // decode: output projection
   b->Unit(benchmark::kMicrosecond);
 }
 
@@ -227,19 +228,19 @@ BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_EncoderMatMul<q8>")->Apply(E
 BENCHMARK_TEMPLATE(BM_MatMul, float)->Name("BM_WhisperMatMul<f32>")->Apply(WhisperShapes);
 BENCHMARK(BM_MatMulF32Panels)->Name("BM_WhisperMatMul<f32_panels>")->Apply(WhisperShapes);
 BENCHMARK_TEMPLATE(BM_MatMulQuant, false)->Name("BM_WhisperMatMul<q8>")->Apply(WhisperShapes);
-#define KESTREL_BENCH_BLOCKS(T)                                         \
-  BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T)              \
-      ->Name("BM_MatMul<" #T ">")                                       \
-      ->Apply(ModelShapes);                                             \
-  BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T)              \
-      ->Name("BM_LargeMatMul<" #T ">")                                  \
+#define KESTREL_BENCH_BLOCKS(T)                            \
+  BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T) \
+      ->Name("BM_MatMul<" #T ">")                          \
+      ->Apply(ModelShapes);                                \
+  BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T) \
+      ->Name("BM_LargeMatMul<" #T ">")                     \
       ->Apply(LargeModelShapes);
 KESTREL_BLOCK_TYPES(KESTREL_BENCH_BLOCKS)
 #undef KESTREL_BENCH_BLOCKS
 // The K-quants with a scale per 32 activations, as files converted before scale_block 256 run.
-#define KESTREL_BENCH_PER32(T)                                          \
-  BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T, 32)          \
-      ->Name("BM_LargeMatMul<" #T ",per32>")                            \
+#define KESTREL_BENCH_PER32(T)                                 \
+  BENCHMARK_TEMPLATE(BM_MatMulBlocks, GgmlBlockType::k##T, 32) \
+      ->Name("BM_LargeMatMul<" #T ",per32>")                   \
       ->Apply(LargeModelShapes);
 KESTREL_BENCH_PER32(Q4_K)
 KESTREL_BENCH_PER32(Q5_K)

@@ -80,8 +80,8 @@ struct Kernel {
     B acc[kItems][kVecs];
     for (size_t i = 0; i < kItems; ++i) {
       for (size_t j = 0; j < kVecs; ++j) {
-        acc[i][j] = p.accumulate ? B::load_unaligned(p.rows + i * p.row_stride + j * kLanes)
-                                 : B(0.0f);
+        acc[i][j] =
+            p.accumulate ? B::load_unaligned(p.rows + i * p.row_stride + j * kLanes) : B(0.0f);
       }
     }
     const float* v = p.vectors;
@@ -125,8 +125,8 @@ struct Kernel {
   // columns [c, c + len) of k: ops/matmul_f32_panels.cc's Tile.
   template <size_t kVecs>
   KESTREL_XSIMD_INLINE static void Tile(const float* w, const float* x, float* y, size_t tokens,
-                                         size_t k, size_t n_out, size_t r, size_t lo, size_t hi,
-                                         size_t c, size_t len) {
+                                        size_t k, size_t n_out, size_t r, size_t lo, size_t hi,
+                                        size_t c, size_t len) {
     const float* first = w + ops::F32PanelRowOffset(k, r) + c * kF32PanelRows;
     const size_t second =
         kVecs > 1 ? ops::F32PanelRowOffset(k, r + kLanes) - ops::F32PanelRowOffset(k, r) : 0;
@@ -194,7 +194,8 @@ void MatMulF32PanelsXsimd::operator()(Arch, const float* w, const float* x, floa
   Kernel<Arch>::Run(w, x, y, n_tokens, k, n_out);
 }
 
-template void MatMulF32PanelsXsimd::operator()<KESTREL_XSIMD_ARCH>(
-    KESTREL_XSIMD_ARCH, const float*, const float*, float*, size_t, size_t, size_t) const;
+template void MatMulF32PanelsXsimd::operator()<KESTREL_XSIMD_ARCH>(KESTREL_XSIMD_ARCH, const float*,
+                                                                   const float*, float*, size_t,
+                                                                   size_t, size_t) const;
 
 }  // namespace kestrel::bench

@@ -27,8 +27,10 @@ struct MatMulF32PanelsXsimd {
 // Best first, as xsimd::dispatch walks them.
 using XsimdPanelArchs = xsimd::arch_list<xsimd::avx512bw, xsimd::fma3<xsimd::avx2>>;
 
-extern template void MatMulF32PanelsXsimd::operator()<xsimd::avx512bw>(
-    xsimd::avx512bw, const float*, const float*, float*, size_t, size_t, size_t) const;
+extern template void MatMulF32PanelsXsimd::operator()<xsimd::avx512bw>(xsimd::avx512bw,
+                                                                       const float*, const float*,
+                                                                       float*, size_t, size_t,
+                                                                       size_t) const;
 extern template void MatMulF32PanelsXsimd::operator()<xsimd::fma3<xsimd::avx2>>(
     xsimd::fma3<xsimd::avx2>, const float*, const float*, float*, size_t, size_t, size_t) const;
 

@@ -40,8 +40,7 @@ struct Variant {
   }
 };
 
-void XsimdDispatched(const float* w, const float* x, float* y, size_t n, size_t k,
-                     size_t n_out) {
+void XsimdDispatched(const float* w, const float* x, float* y, size_t n, size_t k, size_t n_out) {
   xsimd::dispatch<XsimdPanelArchs>(MatMulF32PanelsXsimd{})(w, x, y, n, k, n_out);
 }
 void XsimdAvx2(const float* w, const float* x, float* y, size_t n, size_t k, size_t n_out) {
@@ -61,8 +60,8 @@ std::vector<Variant> MakeVariants() {
   const bool xsimd_avx2 = xsimd::available_architectures().fma3_avx2 != 0;
   std::string xsimd_best;
   if (xsimd_avx2) {
-    xsimd_best = xsimd::dispatch<XsimdPanelArchs>(
-        [](auto arch) { return decltype(arch)::name(); })();
+    xsimd_best =
+        xsimd::dispatch<XsimdPanelArchs>([](auto arch) { return decltype(arch)::name(); })();
     variants.push_back({"xsimd:" + xsimd_best, nullptr, &XsimdDispatched});
   }
   // Every compiled target better than AVX2 off (names best first), then AVX2 resolved.
@@ -143,10 +142,11 @@ bool OutputsAgree(const std::vector<Variant>& variants) {
       }
       const bool ok = worst <= 1e-5;
       agree = agree && ok;
-      std::printf("check %s n=%zu k=%zu n_out=%zu: %s vs %s: %zu of %zu outputs differ in bits, "
-                  "largest relative difference %.3g%s\n",
-                  s.group, s.n, s.k, s.n_out, variants[v].name.c_str(), variants[0].name.c_str(),
-                  differ, s.n * s.n_out, worst, ok ? "" : " (over 1e-5: FAILED)");
+      std::printf(
+          "check %s n=%zu k=%zu n_out=%zu: %s vs %s: %zu of %zu outputs differ in bits, "
+          "largest relative difference %.3g%s\n",
+          s.group, s.n, s.k, s.n_out, variants[v].name.c_str(), variants[0].name.c_str(), differ,
+          s.n * s.n_out, worst, ok ? "" : " (over 1e-5: FAILED)");
     }
   }
   return agree;
@@ -171,8 +171,8 @@ void BM_Panels(benchmark::State& state, const Variant* variant) {
   const double flops = 2.0 * n * k * n_out, weight_bytes = 1.0 * n_out * k * sizeof(float);
   state.counters["FLOP/s"] =
       benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["of_FMA_peak"] = benchmark::Counter(flops / FmaPeakFlops(),
-                                                     benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["of_FMA_peak"] =
+      benchmark::Counter(flops / FmaPeakFlops(), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["of_read_BW"] = benchmark::Counter(weight_bytes / ReadBandwidth(),
                                                     benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(variant->name);
@@ -184,8 +184,8 @@ void RegisterAll(const std::vector<Variant>& variants) {
       const std::string name = std::string(s.group) + "<f32_panels," + v.name + ">";
       benchmark::RegisterBenchmark(name.c_str(), BM_Panels, &v)
           ->ArgNames({"n", "k", "n_out"})
-          ->Args({static_cast<int64_t>(s.n), static_cast<int64_t>(s.k),
-                  static_cast<int64_t>(s.n_out)})
+          ->Args(
+              {static_cast<int64_t>(s.n), static_cast<int64_t>(s.k), static_cast<int64_t>(s.n_out)})
           ->Unit(benchmark::kMicrosecond);
     }
   }

@@ -24,16 +24,14 @@ struct CallStatus {
 };
 
 inline CallStatus Ok() { return {}; }
-inline CallStatus Error(kes_status code, std::string message) {
-  return {code, std::move(message)};
-}
+inline CallStatus Error(kes_status code, std::string message) { return {code, std::move(message)}; }
 // A runtime Status (which has no code yet) given the code its failure means at this call.
 inline CallStatus FromStatus(kes_status code_if_failed, const Status& status) {
   return status.ok() ? Ok() : Error(code_if_failed, status.message());
 }
 
-#define KES_C_RETURN_IF_ERROR(expr)                  \
-  do {                                               \
+#define KES_C_RETURN_IF_ERROR(expr)                   \
+  do {                                                \
     ::kestrel::capi::CallStatus kes_c_call_ = (expr); \
     if (!kes_c_call_.ok()) return kes_c_call_;        \
   } while (0)
@@ -93,8 +91,7 @@ inline CallStatus NullArgument(const char* name) {
 
 // KES_BUFFER_TOO_SMALL for the caller's buffer `name` ("tokens"), which holds `capacity` of the
 // `need` elements (`unit`: "tokens", "bytes") the call has for it.
-inline CallStatus BufferTooSmall(const char* name, size_t need, size_t capacity,
-                                 const char* unit) {
+inline CallStatus BufferTooSmall(const char* name, size_t need, size_t capacity, const char* unit) {
   return Error(KES_BUFFER_TOO_SMALL, std::string(name) + ": expected a capacity of at least " +
                                          std::to_string(need) + " " + unit + ", found " +
                                          std::to_string(capacity));

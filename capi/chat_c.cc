@@ -34,8 +34,10 @@ CallStatus ReadMessages(const kes_chat_message* messages, size_t n,
     if (m.content == nullptr && m.content_len > 0) return NullArgument((at + ".content").c_str());
     const std::string role = m.role;
     if (role != "system" && role != "user" && role != "assistant") {
-      return Error(KES_INVALID_ARGUMENT, at + ".role: expected \"system\", \"user\" or "
-                                              "\"assistant\", found \"" + role + "\"");
+      return Error(KES_INVALID_ARGUMENT, at +
+                                             ".role: expected \"system\", \"user\" or "
+                                             "\"assistant\", found \"" +
+                                             role + "\"");
     }
     out->push_back({role, std::string(m.content == nullptr ? "" : m.content, m.content_len)});
   }
@@ -47,9 +49,9 @@ CallStatus ChooseWriter(const kes_model* model, const char* format,
                         const std::vector<kestrel::ChatMessage>& list,
                         kestrel::ChatWriter* writer) {
   const std::string system = !list.empty() && list[0].role == "system" ? list[0].content : "";
-  return FromStatus(KES_INVALID_ARGUMENT,
-                    kestrel::ChooseChatWriter(*model->model, format == nullptr ? "" : format,
-                                              system, writer));
+  return FromStatus(
+      KES_INVALID_ARGUMENT,
+      kestrel::ChooseChatWriter(*model->model, format == nullptr ? "" : format, system, writer));
 }
 
 CallStatus ApplyTemplate(const kes_model* model, const char* format,
@@ -72,15 +74,9 @@ CallStatus ApplyTemplate(const kes_model* model, const char* format,
 CallStatus ReadThinking(const kes_chat_params& p, std::optional<bool>* out) {
   if (p.reserved0 != 0) return Error(KES_INVALID_ARGUMENT, "kes_chat_params.reserved0 != 0");
   switch (p.thinking) {
-    case KES_THINKING_DEFAULT:
-      *out = std::nullopt;
-      return Ok();
-    case KES_THINKING_OFF:
-      *out = false;
-      return Ok();
-    case KES_THINKING_ON:
-      *out = true;
-      return Ok();
+    case KES_THINKING_DEFAULT: *out = std::nullopt; return Ok();
+    case KES_THINKING_OFF: *out = false; return Ok();
+    case KES_THINKING_ON: *out = true; return Ok();
     default:
       return Error(KES_INVALID_ARGUMENT,
                    "kes_chat_params.thinking: expected KES_THINKING_DEFAULT, _OFF or _ON, found " +
@@ -100,13 +96,12 @@ CallStatus ChatTokens(const kes_model* model, const char* format, std::optional<
   KES_C_RETURN_IF_ERROR(ChooseWriter(model, format, list, &writer));
   kestrel::SetEnableThinking(&writer, thinking);
   std::vector<kestrel::ChatSegment> segments;
-  KES_C_RETURN_IF_ERROR(FromStatus(
-      KES_INVALID_ARGUMENT,
-      kestrel::RenderChatSegments(writer, list, add_generation_prompt != 0, &segments)));
-  std::vector<int32_t> ids;
   KES_C_RETURN_IF_ERROR(
-      FromStatus(KES_INVALID_ARGUMENT, kestrel::EncodeChat(model->model->tokenizer(), segments,
-                                                           &ids)));
+      FromStatus(KES_INVALID_ARGUMENT,
+                 kestrel::RenderChatSegments(writer, list, add_generation_prompt != 0, &segments)));
+  std::vector<int32_t> ids;
+  KES_C_RETURN_IF_ERROR(FromStatus(KES_INVALID_ARGUMENT,
+                                   kestrel::EncodeChat(model->model->tokenizer(), segments, &ids)));
   return CopyOut(ids.data(), ids.size(), tokens, capacity, n_tokens, "tokens");
 }
 
@@ -158,8 +153,8 @@ struct TurnSink {
 };
 
 CallStatus Chat(kes_session* s, const char* user, size_t user_len,
-                const kes_sampler_params* sampler, size_t max_tokens,
-                kes_token_callback callback, void* user_data) {
+                const kes_sampler_params* sampler, size_t max_tokens, kes_token_callback callback,
+                void* user_data) {
   if (user == nullptr && user_len > 0) return NullArgument("user");
   // A token the last call left unrun belongs to the sequence: run it now, so that a new
   // conversation follows it (running it ends the one under way, as any other step would).
@@ -182,8 +177,8 @@ CallStatus Chat(kes_session* s, const char* user, size_t user_len,
   const uint64_t before = s->chat_version;
   TurnSink sink{{}, callback, user_data};
   sink.reply.reserve(max_tokens < 4096 ? max_tokens : 4096);
-  const kes_status generated = kes_generate(s, tokens.data(), tokens.size(), sampler, max_tokens,
-                                            TurnSink::Add, &sink);
+  const kes_status generated =
+      kes_generate(s, tokens.data(), tokens.size(), sampler, max_tokens, TurnSink::Add, &sink);
   // The reply's last token, left unrun, is written by the next turn's text (as `kestrel chat`
   // does): it is not part of the sequence.
   const bool last_unrun = s->pending >= 0;
@@ -215,8 +210,8 @@ kes_status kes_chat_apply_template(const kes_model* model, const char* format,
                                    int add_generation_prompt, char* buf, size_t capacity,
                                    size_t* n_bytes) {
   return Guard(model, nullptr, [&] {
-    return ApplyTemplate(model, format, messages, n_messages, add_generation_prompt, buf,
-                         capacity, n_bytes);
+    return ApplyTemplate(model, format, messages, n_messages, add_generation_prompt, buf, capacity,
+                         n_bytes);
   });
 }
 

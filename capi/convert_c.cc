@@ -32,13 +32,12 @@ CallStatus CheckCount(const char* name, uint32_t value, uint32_t min, uint32_t m
 CallStatus ReadChoices(const kes_convert_params* in, kestrel::ConvertChoices* c,
                        kes_convert_params* read) {
   kes_convert_params& p = *read;
-  KES_C_RETURN_IF_ERROR(kestrel::capi::ReadParams(in, kes_convert_default_params(),
-                                                  "kes_convert_params", &p));
+  KES_C_RETURN_IF_ERROR(
+      kestrel::capi::ReadParams(in, kes_convert_default_params(), "kes_convert_params", &p));
   if (p.reserved0 != 0) return Error(KES_INVALID_ARGUMENT, "kes_convert_params.reserved0 != 0");
   if (p.weights != nullptr && !kestrel::SetWeights(p.weights, c)) {
     return Error(KES_INVALID_ARGUMENT, std::string("kes_convert_params.weights: expected ") +
-                                           kestrel::kWeightChoices + ", found '" + p.weights +
-                                           "'");
+                                           kestrel::kWeightChoices + ", found '" + p.weights + "'");
   }
   KES_C_RETURN_IF_ERROR(CheckCount("prefill_tokens", p.prefill_tokens, 1, 4096));
   KES_C_RETURN_IF_ERROR(CheckCount("score_tokens", p.score_tokens, 1, 4096));
@@ -47,8 +46,9 @@ CallStatus ReadChoices(const kes_convert_params* in, kestrel::ConvertChoices* c,
   KES_C_RETURN_IF_ERROR(CheckCount("step_tokens", p.step_tokens, 1, 65536));
   if (p.calibration != nullptr) {
     if (*p.calibration == '\0') {
-      return Error(KES_INVALID_ARGUMENT, "kes_convert_params.calibration: expected a file of "
-                                         "texts or none, found ''");
+      return Error(KES_INVALID_ARGUMENT,
+                   "kes_convert_params.calibration: expected a file of "
+                   "texts or none, found ''");
     }
     c->encoder.calibration = p.calibration;
   }
@@ -82,12 +82,10 @@ CallStatus Convert(const std::string& input, const std::string& output,
   size_t total = 0;
   if (p.progress != nullptr) {
     hooks.on_total = [&](size_t n) { total = n; };
-    hooks.on_tensor = [&](size_t done, uint64_t) {
-      p.progress(p.progress_user_data, done, total);
-    };
+    hooks.on_tensor = [&](size_t done, uint64_t) { p.progress(p.progress_user_data, done, total); };
   }
-  const kestrel::ConvertResult done = kestrel::ConvertFile(input, output, &choices, "weights",
-                                                           hooks);
+  const kestrel::ConvertResult done =
+      kestrel::ConvertFile(input, output, &choices, "weights", hooks);
   if (!done.ok()) return Error(Code(done.failure), done.message);
   return Ok();
 }

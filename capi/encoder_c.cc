@@ -36,12 +36,14 @@ CallStatus CheckIsEncoder(const kestrel::Model& model) {
   if (model.is_encoder()) return Ok();
   const std::string arch = model.meta().architecture()->str();
   if (model.has_audio_encoder()) {
-    return Error(KES_UNSUPPORTED, "this is a speech model (" + arch + "): transcribe with a "
-                                  "kes_transcriber; encoders embed texts with encoder models "
-                                  "(BERT)");
+    return Error(KES_UNSUPPORTED, "this is a speech model (" + arch +
+                                      "): transcribe with a "
+                                      "kes_transcriber; encoders embed texts with encoder models "
+                                      "(BERT)");
   }
-  return Error(KES_UNSUPPORTED, "this is a text decoder (" + arch + "): generate with a "
-                                "kes_session; encoders embed texts with encoder models (BERT)");
+  return Error(KES_UNSUPPORTED, "this is a text decoder (" + arch +
+                                    "): generate with a "
+                                    "kes_session; encoders embed texts with encoder models (BERT)");
 }
 
 CallStatus ResolveEncoder(const kes_model* model, const kes_encoder_params* in,
@@ -49,8 +51,8 @@ CallStatus ResolveEncoder(const kes_model* model, const kes_encoder_params* in,
   if (model == nullptr) return NullArgument("model");
   KES_C_RETURN_IF_ERROR(CheckIsEncoder(*model->model));
   kes_encoder_params p;
-  KES_C_RETURN_IF_ERROR(kestrel::capi::ReadParams(in, kes_encoder_default_params(),
-                                                  "kes_encoder_params", &p));
+  KES_C_RETURN_IF_ERROR(
+      kestrel::capi::ReadParams(in, kes_encoder_default_params(), "kes_encoder_params", &p));
   options->n_threads = p.n_threads == 0 ? kestrel::PhysicalCores() : p.n_threads;
   return Ok();
 }
@@ -60,8 +62,7 @@ CallStatus CheckOutput(const kes_encoder* e, size_t n, const float* out, size_t 
   const size_t want = e->encoder->embedding_dim();
   if (dim != want) {
     return Error(KES_INVALID_ARGUMENT, "dim: expected the model's " + std::to_string(want) +
-                                           " floats per embedding, found " +
-                                           std::to_string(dim));
+                                           " floats per embedding, found " + std::to_string(dim));
   }
   return Ok();
 }
@@ -104,8 +105,8 @@ kes_status kes_encoder_arena_size(const kes_model* model, const kes_encoder_para
   });
 }
 
-kes_status kes_encoder_create(const kes_model* model, const kes_encoder_params* params,
-                              void* arena, size_t arena_bytes, kes_encoder** encoder) {
+kes_status kes_encoder_create(const kes_model* model, const kes_encoder_params* params, void* arena,
+                              size_t arena_bytes, kes_encoder** encoder) {
   return Guard(model, nullptr, [&]() -> CallStatus {
     if (encoder == nullptr) return NullArgument("encoder");
     *encoder = nullptr;
@@ -115,9 +116,8 @@ kes_status kes_encoder_create(const kes_model* model, const kes_encoder_params* 
     handle->model = model;
     options.stop = &handle->abort;
     const size_t need = kestrel::PlanEncoderMemory(*model->model).arena_bytes;
-    KES_C_RETURN_IF_ERROR(kestrel::capi::CreateOnArena("encoder", need, arena, arena_bytes,
-                                                        options, handle.get(),
-                                                        &handle->encoder));
+    KES_C_RETURN_IF_ERROR(kestrel::capi::CreateOnArena("encoder", need, arena, arena_bytes, options,
+                                                       handle.get(), &handle->encoder));
     const kestrel::Encoder& e = *handle->encoder;
     handle->step_ids.resize(e.max_step_tokens());
     handle->step_seq.resize(e.max_batch());
@@ -141,8 +141,8 @@ kes_status kes_encoder_get_info(const kes_encoder* encoder, kes_encoder_info* in
     if (info->struct_size < sizeof(size_t) || info->struct_size > sizeof(kes_encoder_info)) {
       return Error(KES_INVALID_ARGUMENT, "kes_encoder_info.struct_size: expected " +
                                              std::to_string(sizeof(size_t)) + " to " +
-                                             std::to_string(sizeof(kes_encoder_info)) +
-                                             ", found " + std::to_string(info->struct_size));
+                                             std::to_string(sizeof(kes_encoder_info)) + ", found " +
+                                             std::to_string(info->struct_size));
     }
     const kestrel::Encoder& e = *encoder->encoder;
     kes_encoder_info full;
@@ -195,10 +195,10 @@ kes_status kes_embed(kes_encoder* encoder, const char* const* texts, const size_
       }
       const size_t len = e.text_ids.size();
       if (len > max_tokens) {
-        return Error(KES_BAD_MODEL, "texts[" + std::to_string(i) + "]: " +
-                                          std::to_string(len) + " tokens with the special ones, "
-                                          "more than the model's " +
-                                          std::to_string(max_tokens));
+        return Error(KES_BAD_MODEL, "texts[" + std::to_string(i) + "]: " + std::to_string(len) +
+                                        " tokens with the special ones, "
+                                        "more than the model's " +
+                                        std::to_string(max_tokens));
       }
       if (count == max_batch || used + len > max_step_tokens) {
         KES_C_RETURN_IF_ERROR(Flush(&e, first, count, out));
@@ -216,8 +216,8 @@ kes_status kes_embed(kes_encoder* encoder, const char* const* texts, const size_
   });
 }
 
-kes_status kes_embed_tokens(kes_encoder* encoder, const int32_t* const* ids,
-                            const size_t* lengths, size_t n, float* out, size_t dim) {
+kes_status kes_embed_tokens(kes_encoder* encoder, const int32_t* const* ids, const size_t* lengths,
+                            size_t n, float* out, size_t dim) {
   return kestrel::capi::OnHandle(encoder, "encoder", [&]() -> CallStatus {
     if (ids == nullptr && n > 0) return NullArgument("ids");
     if (lengths == nullptr && n > 0) return NullArgument("lengths");

@@ -28,8 +28,8 @@ namespace {
 CallStatus ResolveSampler(const kes_session* s, const kes_sampler_params* in,
                           kestrel::SamplerOptions* out) {
   kes_sampler_params p;
-  KES_C_RETURN_IF_ERROR(kestrel::capi::ReadParams(in, kes_sampler_default_params(),
-                                                  "kes_sampler_params", &p));
+  KES_C_RETURN_IF_ERROR(
+      kestrel::capi::ReadParams(in, kes_sampler_default_params(), "kes_sampler_params", &p));
   out->temperature = p.temperature;
   out->top_k = p.top_k;
   out->top_p = p.top_p;
@@ -141,9 +141,9 @@ CallStatus Generate(kes_session* s, const int32_t* prompt, size_t n_prompt,
     // those of `kestrel run` (tools/cli_util.cc PrefillWithProgress).
     const size_t ahead = (n_prompt - 1) / s->prefill_chunk * s->prefill_chunk;
     KES_C_RETURN_IF_ERROR(PrefillChunks(s, prompt, ahead));
-    KES_C_RETURN_IF_ERROR(FromStatus(
-        KES_INTERNAL, kestrel::Generate(*s->session, prompt + ahead, n_prompt - ahead, options,
-                                        Sink, &sink, &stats)));
+    KES_C_RETURN_IF_ERROR(
+        FromStatus(KES_INTERNAL, kestrel::Generate(*s->session, prompt + ahead, n_prompt - ahead,
+                                                   options, Sink, &sink, &stats)));
   } else {
     KES_C_RETURN_IF_ERROR(FromStatus(
         KES_INTERNAL, kestrel::GenerateFromLogits(*s->session, options, Sink, &sink, &stats)));
@@ -163,10 +163,10 @@ CallStatus NextToken(kes_session* s, const kes_sampler_params* sampler, int32_t*
   if (s->pending < 0) KES_C_RETURN_IF_ERROR(NeedTokens(s));
   KES_C_RETURN_IF_ERROR(TakeAbort(s));
   if (!s->sampler_ready || !SameSampler(options, s->sampler_options)) {
-    KES_C_RETURN_IF_ERROR(FromStatus(
-        KES_INVALID_ARGUMENT, s->sampler.Init(options, s->session->vocab_size(),
-                                              s->session->sampler_scratch(),
-                                              s->session->memory().sampler_bytes)));
+    KES_C_RETURN_IF_ERROR(
+        FromStatus(KES_INVALID_ARGUMENT,
+                   s->sampler.Init(options, s->session->vocab_size(), s->session->sampler_scratch(),
+                                   s->session->memory().sampler_bytes)));
     s->sampler_options = options;
     s->sampler_ready = true;
   }

@@ -27,8 +27,8 @@ inline CallStatus TakeArena(const char* handle, size_t need, void** arena, size_
                             OwnedArena* owned) {
   if (*arena != nullptr) {
     if (reinterpret_cast<uintptr_t>(*arena) % KES_ALIGNMENT != 0) {
-      return Error(KES_INVALID_ARGUMENT, "arena: expected a " + std::to_string(KES_ALIGNMENT) +
-                                             "-byte aligned buffer");
+      return Error(KES_INVALID_ARGUMENT,
+                   "arena: expected a " + std::to_string(KES_ALIGNMENT) + "-byte aligned buffer");
     }
     if (*arena_bytes < need) {
       return Error(KES_INVALID_ARGUMENT, "arena: expected at least " + std::to_string(need) +

@@ -18,15 +18,14 @@ using kestrel::capi::Ok;
 
 namespace {
 
-CallStatus Memory(const kes_model* model, const kes_session_params* params,
-                  kes_memory_info* info) {
+CallStatus Memory(const kes_model* model, const kes_session_params* params, kes_memory_info* info) {
   if (info == nullptr) return NullArgument("info");
   const size_t size = info->struct_size;
   if (size < sizeof(size_t) || size > sizeof(kes_memory_info)) {
-    return Error(KES_INVALID_ARGUMENT,
-                 "kes_memory_info.struct_size: expected " + std::to_string(sizeof(size_t)) +
-                     " to " + std::to_string(sizeof(kes_memory_info)) + " bytes, found " +
-                     std::to_string(size));
+    return Error(KES_INVALID_ARGUMENT, "kes_memory_info.struct_size: expected " +
+                                           std::to_string(sizeof(size_t)) + " to " +
+                                           std::to_string(sizeof(kes_memory_info)) +
+                                           " bytes, found " + std::to_string(size));
   }
   // Every check kes_session_create makes of the params (the model's kind, the struct, the KV
   // type, the sinks), with its message.
@@ -34,8 +33,8 @@ CallStatus Memory(const kes_model* model, const kes_session_params* params,
   const kes_status checked = kes_session_arena_size(model, params, &arena);
   if (checked != KES_OK) return Error(checked, kes_last_error());
   kes_session_params p = kes_session_default_params();
-  std::memcpy(static_cast<void*>(&p), params != nullptr ? static_cast<const void*>(params)
-                                                        : static_cast<const void*>(&p),
+  std::memcpy(static_cast<void*>(&p),
+              params != nullptr ? static_cast<const void*>(params) : static_cast<const void*>(&p),
               params != nullptr ? params->struct_size : sizeof(p));
   kestrel::KvOptions kv;
   kv.sinks = p.kv_sinks;

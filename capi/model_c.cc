@@ -34,11 +34,13 @@ bool WantsWeightsVerified(int32_t verify_weights) {
 }
 
 CallStatus CheckModelParams(const kes_model_params* in, kes_model_params* out) {
-  KES_C_RETURN_IF_ERROR(kestrel::capi::ReadParams(in, kes_model_default_params(),
-                                                  "kes_model_params", out));
+  KES_C_RETURN_IF_ERROR(
+      kestrel::capi::ReadParams(in, kes_model_default_params(), "kes_model_params", out));
   if (out->verify_weights < -1 || out->verify_weights > 1) {
-    return Error(KES_INVALID_ARGUMENT, "kes_model_params.verify_weights: expected -1, 0 or 1, "
-                                       "found " + std::to_string(out->verify_weights));
+    return Error(KES_INVALID_ARGUMENT,
+                 "kes_model_params.verify_weights: expected -1, 0 or 1, "
+                 "found " +
+                     std::to_string(out->verify_weights));
   }
   if (out->reserved0 != 0) return Error(KES_INVALID_ARGUMENT, "kes_model_params.reserved0 != 0");
   return Ok();
@@ -126,8 +128,8 @@ kes_status kes_model_get_info(const kes_model* model, kes_model_info* info) {
     if (info->struct_size < sizeof(size_t) || info->struct_size > sizeof(kes_model_info)) {
       return Error(KES_INVALID_ARGUMENT, "kes_model_info.struct_size: expected " +
                                              std::to_string(sizeof(size_t)) + " to " +
-                                             std::to_string(sizeof(kes_model_info)) +
-                                             ", found " + std::to_string(info->struct_size));
+                                             std::to_string(sizeof(kes_model_info)) + ", found " +
+                                             std::to_string(info->struct_size));
     }
     const kestrel::Model& m = *model->model;
     const kestrel::TokenizerConfig& config = m.tokenizer().config();

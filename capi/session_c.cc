@@ -31,12 +31,14 @@ namespace {
 CallStatus CheckCanGenerate(const kestrel::Model& model) {
   const std::string arch = model.meta().architecture()->str();
   if (model.has_audio_encoder()) {
-    return Error(KES_UNSUPPORTED, "this is a speech model (" + arch + "): sessions generate text "
-                                  "from text decoders only");
+    return Error(KES_UNSUPPORTED, "this is a speech model (" + arch +
+                                      "): sessions generate text "
+                                      "from text decoders only");
   }
   if (model.is_encoder()) {
-    return Error(KES_UNSUPPORTED, "this is an encoder model (" + arch + "): it embeds texts and "
-                                  "generates nothing");
+    return Error(KES_UNSUPPORTED, "this is an encoder model (" + arch +
+                                      "): it embeds texts and "
+                                      "generates nothing");
   }
   return Ok();
 }
@@ -47,33 +49,35 @@ CallStatus ResolveSession(const kes_model* model, const kes_session_params* in,
   if (model == nullptr) return NullArgument("model");
   KES_C_RETURN_IF_ERROR(CheckCanGenerate(*model->model));
   kes_session_params p;
-  KES_C_RETURN_IF_ERROR(kestrel::capi::ReadParams(in, kes_session_default_params(),
-                                                  "kes_session_params", &p));
+  KES_C_RETURN_IF_ERROR(
+      kestrel::capi::ReadParams(in, kes_session_default_params(), "kes_session_params", &p));
   if (p.reserved0 != 0) return Error(KES_INVALID_ARGUMENT, "kes_session_params.reserved0 != 0");
   switch (p.kv_type) {
     case KES_KV_F16: options->kv.type = kestrel::ops::KvType::kF16; break;
     case KES_KV_F32: options->kv.type = kestrel::ops::KvType::kF32; break;
     case KES_KV_INT8: options->kv.type = kestrel::ops::KvType::kInt8; break;
     default:
-      return Error(KES_INVALID_ARGUMENT, "kes_session_params.kv_type: expected KES_KV_F16, "
-                                         "KES_KV_F32 or KES_KV_INT8, found " +
-                                             std::to_string(p.kv_type));
+      return Error(KES_INVALID_ARGUMENT,
+                   "kes_session_params.kv_type: expected KES_KV_F16, "
+                   "KES_KV_F32 or KES_KV_INT8, found " +
+                       std::to_string(p.kv_type));
   }
   const size_t trained = model->model->hparams().context_length();
   options->context_length =
       p.context_length == 0 ? trained : std::min<size_t>(p.context_length, trained);
   // The sinks must leave room for the recent tokens (as `kestrel run --sinks` checks).
   if (p.kv_sinks >= options->context_length) {
-    return Error(KES_INVALID_ARGUMENT, "kes_session_params.kv_sinks: expected fewer than the "
-                                       "context of " + std::to_string(options->context_length) +
-                                           " tokens, found " + std::to_string(p.kv_sinks));
+    return Error(KES_INVALID_ARGUMENT,
+                 "kes_session_params.kv_sinks: expected fewer than the "
+                 "context of " +
+                     std::to_string(options->context_length) + " tokens, found " +
+                     std::to_string(p.kv_sinks));
   }
   options->kv.sinks = p.kv_sinks;
   options->n_threads = p.n_threads == 0 ? kestrel::PhysicalCores() : p.n_threads;
   // A KV type the model cannot have (int8 with heads not a multiple of 32) fails here.
-  return FromStatus(KES_INVALID_ARGUMENT, kestrel::PlanMemory(*model->model,
-                                                              options->context_length, plan,
-                                                              options->kv));
+  return FromStatus(KES_INVALID_ARGUMENT,
+                    kestrel::PlanMemory(*model->model, options->context_length, plan, options->kv));
 }
 
 }  // namespace
@@ -102,8 +106,8 @@ kes_status kes_session_arena_size(const kes_model* model, const kes_session_para
   });
 }
 
-kes_status kes_session_create(const kes_model* model, const kes_session_params* params,
-                              void* arena, size_t arena_bytes, kes_session** session) {
+kes_status kes_session_create(const kes_model* model, const kes_session_params* params, void* arena,
+                              size_t arena_bytes, kes_session** session) {
   return Guard(model, nullptr, [&]() -> CallStatus {
     if (session == nullptr) return NullArgument("session");
     *session = nullptr;
@@ -112,9 +116,8 @@ kes_status kes_session_create(const kes_model* model, const kes_session_params* 
     KES_C_RETURN_IF_ERROR(ResolveSession(model, params, &options, &plan));
     auto handle = std::make_unique<kes_session>();
     handle->model = model;
-    KES_C_RETURN_IF_ERROR(kestrel::capi::CreateOnArena("session", plan.arena_bytes, arena,
-                                                        arena_bytes, options, handle.get(),
-                                                        &handle->session));
+    KES_C_RETURN_IF_ERROR(kestrel::capi::CreateOnArena(
+        "session", plan.arena_bytes, arena, arena_bytes, options, handle.get(), &handle->session));
     handle->prefill_chunk = model->model->FindPlan("prefill")->max_tokens();
     *session = handle.release();
     return Ok();

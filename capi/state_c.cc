@@ -31,8 +31,8 @@ CallStatus Save(kes_session* s, void* buf, size_t capacity, size_t* size) {
   extras.sampler_ready = s->sampler_ready;
   extras.sampler = s->sampler_options;
   extras.sampler_random = s->sampler.random_state();
-  return FromStatus(KES_INTERNAL, s->session->SaveState(extras, static_cast<uint8_t*>(buf),
-                                                        capacity, size));
+  return FromStatus(KES_INTERNAL,
+                    s->session->SaveState(extras, static_cast<uint8_t*>(buf), capacity, size));
 }
 
 CallStatus Load(kes_session* s, const void* buf, size_t size) {
@@ -46,9 +46,9 @@ CallStatus Load(kes_session* s, const void* buf, size_t size) {
   s->sampler_ready = extras.sampler_ready;
   if (extras.sampler_ready) {
     KES_C_RETURN_IF_ERROR(FromStatus(
-        KES_INTERNAL, s->sampler.Init(extras.sampler, s->session->vocab_size(),
-                                      s->session->sampler_scratch(),
-                                      s->session->memory().sampler_bytes)));
+        KES_INTERNAL,
+        s->sampler.Init(extras.sampler, s->session->vocab_size(), s->session->sampler_scratch(),
+                        s->session->memory().sampler_bytes)));
     s->sampler.set_random_state(extras.sampler_random);
     s->sampler_options = extras.sampler;
   }
@@ -70,8 +70,7 @@ kes_status kes_session_state_size(const kes_session* session, size_t* bytes) {
   });
 }
 
-kes_status kes_session_save_state(kes_session* session, void* buf, size_t capacity,
-                                  size_t* size) {
+kes_status kes_session_save_state(kes_session* session, void* buf, size_t capacity, size_t* size) {
   return kestrel::capi::OnHandle(session, "session",
                                  [&] { return Save(session, buf, capacity, size); });
 }

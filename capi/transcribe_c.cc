@@ -57,15 +57,18 @@ CallStatus CheckIsSpeechModel(const kestrel::Model& model) {
   if (model.has_audio_encoder() && model.has_decoder()) return Ok();
   const std::string arch = model.meta().architecture()->str();
   if (model.has_audio_encoder()) {
-    return Error(KES_UNSUPPORTED, "this speech model (" + arch + ") has an audio encoder but no "
-                                  "decoder: transcribers need Whisper's decoder too");
+    return Error(KES_UNSUPPORTED, "this speech model (" + arch +
+                                      ") has an audio encoder but no "
+                                      "decoder: transcribers need Whisper's decoder too");
   }
   if (model.is_encoder()) {
-    return Error(KES_UNSUPPORTED, "this is an encoder model (" + arch + "): embed with a "
-                                  "kes_encoder; transcribers take speech models (Whisper)");
+    return Error(KES_UNSUPPORTED, "this is an encoder model (" + arch +
+                                      "): embed with a "
+                                      "kes_encoder; transcribers take speech models (Whisper)");
   }
-  return Error(KES_UNSUPPORTED, "this is a text decoder (" + arch + "): generate with a "
-                                "kes_session; transcribers take speech models (Whisper)");
+  return Error(KES_UNSUPPORTED, "this is a text decoder (" + arch +
+                                    "): generate with a "
+                                    "kes_session; transcribers take speech models (Whisper)");
 }
 
 bool IsFlag(int32_t v) { return v == 0 || v == 1; }
@@ -74,18 +77,19 @@ bool IsFlag(int32_t v) { return v == 0 || v == 1; }
 // language against the model). Nothing here allocates for a valid language code.
 CallStatus ApplyParams(kes_transcriber* t, const kes_transcribe_params* in) {
   kes_transcribe_params p;
-  KES_C_RETURN_IF_ERROR(kestrel::capi::ReadParams(in, kes_transcribe_default_params(),
-                                                  "kes_transcribe_params", &p));
+  KES_C_RETURN_IF_ERROR(
+      kestrel::capi::ReadParams(in, kes_transcribe_default_params(), "kes_transcribe_params", &p));
   if (p.task != KES_TASK_TRANSCRIBE && p.task != KES_TASK_TRANSLATE) {
-    return Error(KES_INVALID_ARGUMENT, "kes_transcribe_params.task: expected "
-                                       "KES_TASK_TRANSCRIBE or KES_TASK_TRANSLATE, found " +
-                                           std::to_string(p.task));
+    return Error(KES_INVALID_ARGUMENT,
+                 "kes_transcribe_params.task: expected "
+                 "KES_TASK_TRANSCRIBE or KES_TASK_TRANSLATE, found " +
+                     std::to_string(p.task));
   }
   if (!IsFlag(p.timestamps) || !IsFlag(p.previous_text)) {
-    return Error(KES_INVALID_ARGUMENT, "kes_transcribe_params: expected timestamps and "
-                                       "previous_text 0 or 1, found " +
-                                           std::to_string(p.timestamps) + " and " +
-                                           std::to_string(p.previous_text));
+    return Error(KES_INVALID_ARGUMENT,
+                 "kes_transcribe_params: expected timestamps and "
+                 "previous_text 0 or 1, found " +
+                     std::to_string(p.timestamps) + " and " + std::to_string(p.previous_text));
   }
   if (p.reserved0 != 0) {
     return Error(KES_INVALID_ARGUMENT, "kes_transcribe_params.reserved0 != 0");
@@ -170,9 +174,10 @@ kes_status kes_transcriber_create(const kes_model* model, const kes_transcriber_
                                                     "kes_transcriber_params", &p));
     // At most a day: the spectrogram of longer ones would not fit most memories anyway.
     if (p.max_audio_seconds > 24 * 3600) {
-      return Error(KES_INVALID_ARGUMENT, "kes_transcriber_params.max_audio_seconds: expected at "
-                                         "most 86400, found " +
-                                             std::to_string(p.max_audio_seconds));
+      return Error(KES_INVALID_ARGUMENT,
+                   "kes_transcriber_params.max_audio_seconds: expected at "
+                   "most 86400, found " +
+                       std::to_string(p.max_audio_seconds));
     }
     auto handle = std::make_unique<kes_transcriber>();
     handle->model = model;
@@ -218,14 +223,14 @@ kes_status kes_transcribe_pcm(kes_transcriber* transcriber, const float* samples
     if (sample_rate == kRate) return Run(transcriber, samples, n, callback, user_data);
     KES_C_RETURN_IF_ERROR(
         ToWhisperRate(transcriber, std::vector<float>(samples, samples + n), sample_rate));
-    return Run(transcriber, transcriber->resampled.data(), transcriber->resampled.size(),
-               callback, user_data);
+    return Run(transcriber, transcriber->resampled.data(), transcriber->resampled.size(), callback,
+               user_data);
   });
 }
 
 kes_status kes_transcribe_file(kes_transcriber* transcriber, const char* wav_path,
-                               const kes_transcribe_params* params,
-                               kes_segment_callback callback, void* user_data) {
+                               const kes_transcribe_params* params, kes_segment_callback callback,
+                               void* user_data) {
   return kestrel::capi::OnHandle(transcriber, "transcriber", [&]() -> CallStatus {
     if (wav_path == nullptr) return NullArgument("wav_path");
     KES_C_RETURN_IF_ERROR(ApplyParams(transcriber, params));
@@ -233,15 +238,14 @@ kes_status kes_transcribe_file(kes_transcriber* transcriber, const char* wav_pat
     std::vector<float> samples;
     const kestrel::Status s = kestrel::audio::ReadWav(wav_path, &info, &samples);
     if (!s.ok()) {
-      return Error(CanOpenRegularFile(wav_path) ? KES_INVALID_ARGUMENT : KES_IO_ERROR,
-                   s.message());
+      return Error(CanOpenRegularFile(wav_path) ? KES_INVALID_ARGUMENT : KES_IO_ERROR, s.message());
     }
     if (info.sample_rate == kRate) {
       return Run(transcriber, samples.data(), samples.size(), callback, user_data);
     }
     KES_C_RETURN_IF_ERROR(ToWhisperRate(transcriber, std::move(samples), info.sample_rate));
-    return Run(transcriber, transcriber->resampled.data(), transcriber->resampled.size(),
-               callback, user_data);
+    return Run(transcriber, transcriber->resampled.data(), transcriber->resampled.size(), callback,
+               user_data);
   });
 }
 

@@ -38,9 +38,8 @@ Status PlanOne(fb::PlanT* plan) {
     for (const auto* ids : {&op->inputs, &op->outputs}) {
       for (uint32_t id : *ids) {
         KES_CHECK_OR_RETURN(id < plan->buffers.size(),
-                            "plan '" + plan->name + "': op refers to buffer " +
-                                std::to_string(id) + " of " +
-                                std::to_string(plan->buffers.size()));
+                            "plan '" + plan->name + "': op refers to buffer " + std::to_string(id) +
+                                " of " + std::to_string(plan->buffers.size()));
       }
     }
   }
@@ -54,8 +53,8 @@ Status PlanOne(fb::PlanT* plan) {
   uint64_t high_water = 0;
   for (size_t id : order) {
     fb::BufferT& buffer = *plan->buffers[id];
-    KES_CHECK_OR_RETURN(life[id].used(), "plan '" + plan->name + "': buffer '" + buffer.name +
-                                             "' is never used");
+    KES_CHECK_OR_RETURN(life[id].used(),
+                        "plan '" + plan->name + "': buffer '" + buffer.name + "' is never used");
     // Candidate offsets: 0 and the end of every placed buffer alive at the same time; take the
     // lowest that collides with none of them.
     std::vector<uint64_t> candidates{0};

@@ -21,17 +21,28 @@ bool SetWeights(const std::string& v, ConvertChoices* c) {
   ConvertOptions& o = c->convert;
   c->weights_given = true;
   c->recipe_given = false;
-  if (v == "keep") o.keep_types = true;
-  else if (v == "f32") o.weight_dtype = fb::DType::F32;
-  else if (v == "f16") o.weight_dtype = fb::DType::F16;
-  else if (v == "bf16") o.weight_dtype = fb::DType::BF16;
-  else if (v == "q8") o.weight_dtype = fb::DType::Q8_0;
-  else if (v == "q4") o.weight_dtype = fb::DType::Q4_0;
-  else if (v == "q4_k_m") c->recipe_given = true, c->recipe = WeightRecipe::kQ4_K_M;
-  else if (v == "q4_k") c->recipe_given = true, c->recipe = WeightRecipe::kQ4_K;
-  else if (v == "q5_k") c->recipe_given = true, c->recipe = WeightRecipe::kQ5_K;
-  else if (v == "q6_k") c->recipe_given = true, c->recipe = WeightRecipe::kQ6_K;
-  else return false;
+  if (v == "keep")
+    o.keep_types = true;
+  else if (v == "f32")
+    o.weight_dtype = fb::DType::F32;
+  else if (v == "f16")
+    o.weight_dtype = fb::DType::F16;
+  else if (v == "bf16")
+    o.weight_dtype = fb::DType::BF16;
+  else if (v == "q8")
+    o.weight_dtype = fb::DType::Q8_0;
+  else if (v == "q4")
+    o.weight_dtype = fb::DType::Q4_0;
+  else if (v == "q4_k_m")
+    c->recipe_given = true, c->recipe = WeightRecipe::kQ4_K_M;
+  else if (v == "q4_k")
+    c->recipe_given = true, c->recipe = WeightRecipe::kQ4_K;
+  else if (v == "q5_k")
+    c->recipe_given = true, c->recipe = WeightRecipe::kQ5_K;
+  else if (v == "q6_k")
+    c->recipe_given = true, c->recipe = WeightRecipe::kQ6_K;
+  else
+    return false;
   return true;
 }
 
@@ -110,8 +121,8 @@ ConvertResult Import(const std::string& input, ConvertChoices* c, const char* we
   const ArchitectureConverter convert = FindArchitecture(*arch);
   if (!convert) {
     return Failure(ConvertFailure::kUnsupported, input + ": unsupported architecture '" + *arch +
-                                                     "' (supported: " +
-                                                     SupportedArchitectures() + ")");
+                                                     "' (supported: " + SupportedArchitectures() +
+                                                     ")");
   }
   s = convert(*file, c->convert, model);
   if (!s.ok()) return bad_input(s);

@@ -39,7 +39,7 @@ struct ConvertHooks {
   std::function<void(size_t total)> on_total;  // a GGUF file's tensor count, once it is read
   // Tensors converted so far, and their bytes in the .kes.
   std::function<void(size_t done, uint64_t bytes)> on_tensor;
-  std::function<void()> on_imported;           // before the file is planned and written
+  std::function<void()> on_imported;  // before the file is planned and written
 };
 
 // Which kind of failure a conversion's is (kes_convert's status codes tell them apart).

@@ -67,16 +67,17 @@ const char kUsageTail[] =
 // The GGUF types --weights keep keeps are the dtype table's (runtime/dtype_table.h).
 std::string Usage() {
   return kUsageHead +
-         HelpLines("dtype of matmul and embedding weights. keep (the default for a quantized "
-                   "file; f32 otherwise): each tensor keeps its GGUF type (" +
-                   kestrel::gguf::GgmlTypeList(false) +
-                   "), values unchanged. q8 and q4 are ggml's Q8_0 and Q4_0 (8.5 and 4.5 bits "
-                   "per weight). q4_k_m: llama.cpp's Q4_K_M mix, each tensor in the type "
-                   "llama-quantize gives it (Q4_K, Q6_K, and Q5_0/Q8_0 for rows not a multiple "
-                   "of 256). q4_k, q5_k, q6_k: every weight in that K-quant (4.5, 5.5, 6.56 bits "
-                   "per weight), or, for rows not a multiple of 256, in llama.cpp's fallback "
-                   "Q5_0, Q5_1 or Q8_0. Quantized with ggml's reference quantizers, bit for bit; "
-                   "a tensor already of the chosen type is moved losslessly.") +
+         HelpLines(
+             "dtype of matmul and embedding weights. keep (the default for a quantized "
+             "file; f32 otherwise): each tensor keeps its GGUF type (" +
+             kestrel::gguf::GgmlTypeList(false) +
+             "), values unchanged. q8 and q4 are ggml's Q8_0 and Q4_0 (8.5 and 4.5 bits "
+             "per weight). q4_k_m: llama.cpp's Q4_K_M mix, each tensor in the type "
+             "llama-quantize gives it (Q4_K, Q6_K, and Q5_0/Q8_0 for rows not a multiple "
+             "of 256). q4_k, q5_k, q6_k: every weight in that K-quant (4.5, 5.5, 6.56 bits "
+             "per weight), or, for rows not a multiple of 256, in llama.cpp's fallback "
+             "Q5_0, Q5_1 or Q8_0. Quantized with ggml's reference quantizers, bit for bit; "
+             "a tensor already of the chosen type is moved losslessly.") +
          kUsageTail;
 }
 
@@ -113,9 +114,9 @@ int main(int argc, char** argv) {
       return closed.ok() ? 0 : Fail(closed.message());
     } else if (arg == "--weights") {
       std::string value;
-      parsed = flags.Done() ? Status::Error(std::string("--weights needs a value (") +
-                                            kWeightChoices + ")")
-                            : flags.Value(arg, &value);
+      parsed = flags.Done()
+                   ? Status::Error(std::string("--weights needs a value (") + kWeightChoices + ")")
+                   : flags.Value(arg, &value);
       if (parsed.ok() && !SetWeights(value, &choices)) {
         parsed = Status::Error(std::string("--weights: expected ") + kWeightChoices + ", found '" +
                                value + "'");
@@ -163,11 +164,11 @@ int main(int argc, char** argv) {
   const Model& check = *done.written;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("wrote %s: %s, %zu tensors, %.1f M parameters, %.1f MiB weights, %.2f MiB arena "
-              "activations (%.1f s)\n",
-              output.c_str(), done.architecture.c_str(), done.tensors,
-              check.parameter_count() / 1e6, check.weights_bytes() / 1048576.0,
-              check.meta().activation_bytes() / 1048576.0, seconds);
+  std::printf(
+      "wrote %s: %s, %zu tensors, %.1f M parameters, %.1f MiB weights, %.2f MiB arena "
+      "activations (%.1f s)\n",
+      output.c_str(), done.architecture.c_str(), done.tensors, check.parameter_count() / 1e6,
+      check.weights_bytes() / 1048576.0, check.meta().activation_bytes() / 1048576.0, seconds);
   const Status s = CloseStdout();
   return s.ok() ? 0 : Fail(s.message());
 }

@@ -21,8 +21,8 @@ struct ConvertOptions {
   // quantize tool would choose it (ChooseWeightTypes, converters/weight_recipe.h); a weight
   // absent from it keeps its own type, as llama.cpp keeps it. Used when not empty.
   std::map<std::string, gguf::GgmlType> tensor_types;
-  uint32_t prefill_tokens = 512;            // max tokens per prefill step (the "chunk")
-  uint32_t score_tokens = 8;                // max tokens per step of the all-logits "score" plan
+  uint32_t prefill_tokens = 512;  // max tokens per prefill step (the "chunk")
+  uint32_t score_tokens = 8;      // max tokens per step of the all-logits "score" plan
   // Embedding models (BERT folders, GGUF embedders): texts per encode step (--max-batch).
   uint32_t max_batch = 32;
 };

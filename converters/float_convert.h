@@ -35,7 +35,8 @@ inline uint16_t F16BitsFromF32(float value) {
 inline uint16_t BF16BitsFromF32(float value) {
   uint32_t x;
   std::memcpy(&x, &value, 4);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet nan
   const uint32_t rounding = 0x7FFFu + ((x >> 16) & 1u);
   return static_cast<uint16_t>((x + rounding) >> 16);
 }

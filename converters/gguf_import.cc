@@ -61,11 +61,10 @@ Status ImportTensorInfo(const gguf::TensorInfo* info, const std::string& name, f
   // values ggml's dequantization gives, as llama.cpp's quantize tool does.
   fb::DType source;
   ops::GgmlBlockType block_type;
-  if (BlockTypeOf(dtype, &block_type) && DTypeOfGgmlType(info->type, &source) &&
-      source == dtype) {
-    KES_CHECK_OR_RETURN(shape.size() == 2, "tensor '" + name + "': only matrices can be stored as " +
-                                               DTypeName(dtype) + ", found shape " +
-                                               ShapeString(shape));
+  if (BlockTypeOf(dtype, &block_type) && DTypeOfGgmlType(info->type, &source) && source == dtype) {
+    KES_CHECK_OR_RETURN(shape.size() == 2,
+                        "tensor '" + name + "': only matrices can be stored as " +
+                            DTypeName(dtype) + ", found shape " + ShapeString(shape));
     std::vector<uint8_t> bytes;
     KES_RETURN_IF_ERROR(PackBlocks(dtype, info->data, shape[0], shape[1], &bytes)
                             .WithContext("tensor '" + name + "'"));
@@ -93,8 +92,8 @@ Status ImportTensorRows(const gguf::File& file, const std::string& name, uint64_
   KES_CHECK_OR_RETURN(info != nullptr, "GGUF has no tensor '" + name + "'");
   const std::vector<uint64_t> shape(info->ne.rbegin(), info->ne.rend());
   KES_CHECK_OR_RETURN(shape == std::vector<uint64_t>({total_rows, cols}),
-                      "tensor '" + name + "': expected shape " +
-                          ShapeString({total_rows, cols}) + ", found " + ShapeString(shape));
+                      "tensor '" + name + "': expected shape " + ShapeString({total_rows, cols}) +
+                          ", found " + ShapeString(shape));
   // Rows are whole runs of blocks in every ggml type, so a run of them is a tensor of its own.
   const uint64_t row_bytes = info->n_bytes / total_rows;
   gguf::TensorInfo part = *info;
@@ -110,9 +109,9 @@ Status ImportTensorRows(const gguf::File& file, const std::string& name, uint64_
 Status GetDimension(const gguf::File& file, const std::string& key, uint64_t max, uint32_t* out) {
   int64_t v;
   KES_RETURN_IF_ERROR(file.GetInt(key, &v));
-  KES_CHECK_OR_RETURN(v >= 1 && static_cast<uint64_t>(v) <= max,
-                      key + ": expected 1.." + std::to_string(max) + ", found " +
-                          std::to_string(v));
+  KES_CHECK_OR_RETURN(
+      v >= 1 && static_cast<uint64_t>(v) <= max,
+      key + ": expected 1.." + std::to_string(max) + ", found " + std::to_string(v));
   *out = static_cast<uint32_t>(v);
   return OkStatus();
 }

@@ -56,7 +56,8 @@ Status ImportTokenizer(const gguf::File& file, fb::TokenizerT* out) {
   KES_RETURN_IF_ERROR(file.GetString("tokenizer.ggml.model", &kind));
   KES_CHECK_OR_RETURN(kind == "llama" || kind == "gpt2",
                       "tokenizer.ggml.model: expected \"llama\" (SentencePiece BPE) or \"gpt2\" "
-                      "(byte-level BPE), found \"" + kind + "\"");
+                      "(byte-level BPE), found \"" +
+                          kind + "\"");
   const bool bpe = kind == "gpt2";
   out->kind = bpe ? fb::TokenizerKind::ByteLevelBpe : fb::TokenizerKind::SentencePieceBpe;
   KES_RETURN_IF_ERROR(file.GetStringArray("tokenizer.ggml.tokens", &out->pieces));
@@ -74,9 +75,9 @@ Status ImportTokenizer(const gguf::File& file, fb::TokenizerT* out) {
                           std::to_string(types.size()) + " token types");
   out->types.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    KES_CHECK_OR_RETURN(types[i] >= 0 && types[i] <= 6, "token " + std::to_string(i) +
-                                                            ": unknown token type " +
-                                                            std::to_string(types[i]));
+    KES_CHECK_OR_RETURN(
+        types[i] >= 0 && types[i] <= 6,
+        "token " + std::to_string(i) + ": unknown token type " + std::to_string(types[i]));
     out->types[i] = static_cast<int8_t>(types[i]);
   }
   const auto id_or_none = [&](const char* key, int32_t* id) -> Status {

@@ -24,16 +24,16 @@ Status OpenJsonObject(const std::string& path, json* storage, JsonNode* out) {
 }
 
 Status ExpectType(const JsonNode& node, json::value_t type) {
-  KES_CHECK_OR_RETURN(node.present(), node.Where() + ": expected " +
-                                          safetensors::JsonKind(type) + ", found no such field");
+  KES_CHECK_OR_RETURN(node.present(), node.Where() + ": expected " + safetensors::JsonKind(type) +
+                                          ", found no such field");
   const bool number = type == json::value_t::number_unsigned;
   const bool ok = number ? node.value->is_number_unsigned() ||
                                (node.value->is_number_integer() && node.value->get<int64_t>() >= 0)
                          : node.value->type() == type;
-  KES_CHECK_OR_RETURN(ok, node.Where() + ": expected " +
-                              (number ? std::string("a non-negative integer")
-                                      : safetensors::JsonKind(type)) +
-                              ", found " + safetensors::JsonKind(*node.value));
+  KES_CHECK_OR_RETURN(
+      ok, node.Where() + ": expected " +
+              (number ? std::string("a non-negative integer") : safetensors::JsonKind(type)) +
+              ", found " + safetensors::JsonKind(*node.value));
   return OkStatus();
 }
 

@@ -16,7 +16,7 @@ struct JsonNode {
   std::string file;  // the path, as given to Open
   std::string path;  // dotted field path; empty for the top level
 
-  std::string Where() const;       // "'file': path" (or "'file'" at the top level)
+  std::string Where() const;                     // "'file': path" (or "'file'" at the top level)
   JsonNode Child(const std::string& key) const;  // absent when this is not an object
   bool present() const { return value != nullptr; }
   bool is_null() const { return value == nullptr || value->is_null(); }

@@ -56,8 +56,9 @@ bool Exists(const std::string& path) {
 // One piece per line, trailing whitespace dropped (as `tokenizers` reads vocab.txt).
 Status ReadVocabTxt(const std::string& path, std::vector<std::string>* pieces) {
   std::ifstream in(path, std::ios::binary);
-  KES_CHECK_OR_RETURN(in.good(), "'" + path + "': cannot open (a folder without tokenizer.json "
-                                              "needs vocab.txt)");
+  KES_CHECK_OR_RETURN(in.good(), "'" + path +
+                                     "': cannot open (a folder without tokenizer.json "
+                                     "needs vocab.txt)");
   for (std::string line; std::getline(in, line);) {
     while (!line.empty() && (line.back() == ' ' || (line.back() >= '\t' && line.back() <= '\r'))) {
       line.pop_back();
@@ -99,8 +100,9 @@ Status ReadVocabFolder(const std::string& folder, fb::TokenizerT* out) {
 
   nlohmann::json config_storage, map_storage;
   hf::JsonNode config, map;  // absent files read as empty: every field takes its default
-  for (auto [name, storage, node] : {std::make_tuple("tokenizer_config.json", &config_storage, &config),
-                                     std::make_tuple("special_tokens_map.json", &map_storage, &map)}) {
+  for (auto [name, storage, node] :
+       {std::make_tuple("tokenizer_config.json", &config_storage, &config),
+        std::make_tuple("special_tokens_map.json", &map_storage, &map)}) {
     const std::string path = folder + "/" + name;
     if (Exists(path)) KES_RETURN_IF_ERROR(hf::OpenJsonObject(path, storage, node));
   }

@@ -32,9 +32,8 @@ Status ReadVocab(const JsonNode& model, WordPieceVocab* vocab) {
     uint64_t id = 0;
     KES_RETURN_IF_ERROR(GetUint(node.Child(piece), &id));
     KES_CHECK_OR_RETURN(id < n && !seen[id], node.Where() + ": expected ids 0.." +
-                                                 std::to_string(n - 1) + ", each once; \"" +
-                                                 piece + "\" has " +
-                                                 (id < n ? "repeated id " : "id ") +
+                                                 std::to_string(n - 1) + ", each once; \"" + piece +
+                                                 "\" has " + (id < n ? "repeated id " : "id ") +
                                                  std::to_string(id));
     seen[id] = true;
     pieces[id] = piece;
@@ -47,17 +46,18 @@ Status ReadModel(const JsonNode& root, WordPieceVocab* vocab) {
   KES_RETURN_IF_ERROR(ExpectType(model, json::value_t::object));
   std::string type;
   KES_RETURN_IF_ERROR(GetString(model.Child("type"), &type));
-  KES_CHECK_OR_RETURN(type == "WordPiece", model.Where() + ".type: expected \"WordPiece\" (the "
-                                                           "only Hugging Face model Kestrel "
-                                                           "reads from tokenizer.json), found \"" +
+  KES_CHECK_OR_RETURN(type == "WordPiece", model.Where() +
+                                               ".type: expected \"WordPiece\" (the "
+                                               "only Hugging Face model Kestrel "
+                                               "reads from tokenizer.json), found \"" +
                                                type + "\"");
   KES_RETURN_IF_ERROR(ReadVocab(model, vocab));
   fb::TokenizerT* t = vocab->table;
   std::string unk;
   KES_RETURN_IF_ERROR(GetString(model.Child("unk_token"), &unk));
   t->unk_id = vocab->Find(unk);
-  KES_CHECK_OR_RETURN(t->unk_id >= 0, model.Where() + ".unk_token: \"" + unk +
-                                          "\" is not in the vocabulary");
+  KES_CHECK_OR_RETURN(t->unk_id >= 0,
+                      model.Where() + ".unk_token: \"" + unk + "\" is not in the vocabulary");
   KES_RETURN_IF_ERROR(
       GetString(model.Child("continuing_subword_prefix"), &t->wordpiece->continuing_prefix));
   KES_CHECK_OR_RETURN(!t->wordpiece->continuing_prefix.empty(),
@@ -101,7 +101,8 @@ Status ReadTemplate(const JsonNode& node, WordPieceVocab* vocab) {
   bool sequence_seen = false;
   int before = 0, after = 0;
   for (size_t i = 0; i < single.value->size(); ++i) {
-    const JsonNode item{&(*single.value)[i], single.file, single.path + "[" + std::to_string(i) + "]"};
+    const JsonNode item{&(*single.value)[i], single.file,
+                        single.path + "[" + std::to_string(i) + "]"};
     if (item.Child("Sequence").present()) {
       KES_CHECK_OR_RETURN(!sequence_seen, item.Where() + ": expected one Sequence, found two");
       sequence_seen = true;
@@ -128,8 +129,10 @@ Status ReadPostProcessor(const JsonNode& root, WordPieceVocab* vocab) {
   KES_RETURN_IF_ERROR(GetString(node.Child("type"), &type));
   if (type == "TemplateProcessing") return ReadTemplate(node, vocab);
   KES_CHECK_OR_RETURN(type == "BertProcessing",
-                      node.Where() + ".type: expected \"TemplateProcessing\", \"BertProcessing\" "
-                                     "or null, found \"" + type + "\"");
+                      node.Where() +
+                          ".type: expected \"TemplateProcessing\", \"BertProcessing\" "
+                          "or null, found \"" +
+                          type + "\"");
   fb::TokenizerT* t = vocab->table;
   for (const char* key : {"cls", "sep"}) {
     const JsonNode pair = node.Child(key);
@@ -162,8 +165,9 @@ Status ReadAddedTokens(const JsonNode& root, WordPieceVocab* vocab) {
     for (const char* option : {"lstrip", "rstrip", "single_word"}) {
       bool on = false;
       KES_RETURN_IF_ERROR(GetBool(item.Child(option), &on));
-      KES_CHECK_OR_RETURN(!on, item.Where() + "." + option + ": expected false (not supported), "
-                                              "found true");
+      KES_CHECK_OR_RETURN(!on, item.Where() + "." + option +
+                                   ": expected false (not supported), "
+                                   "found true");
     }
     KES_CHECK_OR_RETURN(id < t->pieces.size() && t->pieces[id] == content,
                         item.Where() + ": expected \"" + content + "\" at id " +
@@ -184,8 +188,8 @@ Status ReadPadding(const JsonNode& root, WordPieceVocab* vocab) {
   std::string pad;
   KES_RETURN_IF_ERROR(GetString(padding.Child("pad_token"), &pad));
   vocab->table->pad_id = vocab->Find(pad);
-  KES_CHECK_OR_RETURN(vocab->table->pad_id >= 0, padding.Where() + ".pad_token: \"" + pad +
-                                                     "\" is not in the vocabulary");
+  KES_CHECK_OR_RETURN(vocab->table->pad_id >= 0,
+                      padding.Where() + ".pad_token: \"" + pad + "\" is not in the vocabulary");
   return OkStatus();
 }
 

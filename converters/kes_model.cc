@@ -111,8 +111,8 @@ uint32_t PlanBuilder::HiddenStatesInput(uint64_t row_elems) {
 }
 
 template <typename Params>
-void PlanBuilder::AddOp(Params params, std::vector<uint32_t> inputs,
-                        std::vector<uint32_t> outputs, std::vector<uint32_t> weights) {
+void PlanBuilder::AddOp(Params params, std::vector<uint32_t> inputs, std::vector<uint32_t> outputs,
+                        std::vector<uint32_t> weights) {
   for (uint32_t out : outputs) {
     quantized_.erase(quantized_.lower_bound({out, 0}), quantized_.upper_bound({out, kNone}));
   }
@@ -190,8 +190,8 @@ void PlanBuilder::Im2Col(uint32_t in, uint32_t out, uint32_t kernel, uint32_t st
   AddOp(std::move(params), {in}, {out}, {});
 }
 
-void PlanBuilder::Rope(uint32_t x, fb::RopeT params, uint32_t freq_factors,
-                       uint32_t long_factors, uint32_t positions) {
+void PlanBuilder::Rope(uint32_t x, fb::RopeT params, uint32_t freq_factors, uint32_t long_factors,
+                       uint32_t positions) {
   std::vector<uint32_t> weights;
   if (freq_factors != kNone) weights.push_back(freq_factors);
   if (long_factors != kNone) {
@@ -211,8 +211,8 @@ void PlanBuilder::KvStore(uint32_t layer, uint32_t k, uint32_t v) {
 }
 
 void PlanBuilder::Attention(uint32_t layer, uint32_t q, uint32_t out, uint32_t n_heads,
-                            uint32_t n_kv_heads, uint32_t head_dim, float scale,
-                            uint32_t window, float logit_softcap) {
+                            uint32_t n_kv_heads, uint32_t head_dim, float scale, uint32_t window,
+                            float logit_softcap) {
   AddAttention(window > 0 ? fb::AttentionMask::SlidingWindow : fb::AttentionMask::Causal, window,
                layer, q, out, n_heads, n_kv_heads, head_dim, scale, logit_softcap);
 }
@@ -222,8 +222,8 @@ void PlanBuilder::CrossAttention(uint32_t layer, uint32_t q, uint32_t out, uint3
   AddAttention(fb::AttentionMask::Cross, 0, layer, q, out, n_heads, n_kv_heads, head_dim, scale);
 }
 
-void PlanBuilder::AddAttention(fb::AttentionMask mask, uint32_t window, uint32_t layer,
-                               uint32_t q, uint32_t out, uint32_t n_heads, uint32_t n_kv_heads,
+void PlanBuilder::AddAttention(fb::AttentionMask mask, uint32_t window, uint32_t layer, uint32_t q,
+                               uint32_t out, uint32_t n_heads, uint32_t n_kv_heads,
                                uint32_t head_dim, float scale, float logit_softcap) {
   fb::AttentionT params;
   params.layer = layer;

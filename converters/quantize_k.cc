@@ -16,9 +16,9 @@
 namespace kestrel {
 namespace {
 
-constexpr int kSuper = 256;       // values per super-block
-constexpr int kSub = 32;          // Q4_K / Q5_K sub-block
-constexpr int kSub6 = 16;         // Q6_K sub-block
+constexpr int kSuper = 256;         // values per super-block
+constexpr int kSub = 32;            // Q4_K / Q5_K sub-block
+constexpr int kSub6 = 16;           // Q6_K sub-block
 constexpr float kAllZero = 1e-15f;  // ggml's GROUP_MAX_EPS: a smaller largest |x| counts as 0
 
 // ggml's nearest_int: round half to even through the float adder, by adding 1.5 * 2^23 so the
@@ -67,8 +67,8 @@ float FitScaleAndMin(const float* x, const float* w, int max_quant, float rmin, 
   }
   uint8_t trial[kSub];
   for (int step = 0; step <= steps; ++step) {
-    iscale = (rmin + kDelta * static_cast<float>(step) + static_cast<float>(max_quant)) /
-             (max - min);
+    iscale =
+        (rmin + kDelta * static_cast<float>(step) + static_cast<float>(max_quant)) / (max - min);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
     for (int i = 0; i < kSub; ++i) {
       const int l = Clamp(NearestInt(iscale * (x[i] - min)), 0, max_quant);
@@ -214,7 +214,8 @@ void QuantizeBlockQ4_K(const float* x, uint8_t* block) {
   QuantizeScalesAndMinsK(x, 15, -1.0f, 20, block, L);
   uint8_t* q = block + 16;
   for (int chunk = 0; chunk < kSuper; chunk += 64) {
-    for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(L[chunk + l] | (L[chunk + l + 32] << 4));
+    for (int l = 0; l < 32; ++l)
+      q[l] = static_cast<uint8_t>(L[chunk + l] | (L[chunk + l + 32] << 4));
     q += 32;
   }
 }
@@ -230,8 +231,8 @@ void QuantizeBlockQ5_K(const float* x, uint8_t* block) {
   for (int chunk = 0; chunk < kSuper / 64; ++chunk) {
     for (int l = 0; l < 32; ++l) {
       const int lo = L[64 * chunk + l], hi = L[64 * chunk + l + 32];
-      qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * chunk)) |
-                                   ((hi >> 4) << (2 * chunk + 1)));
+      qh[l] =
+          static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * chunk)) | ((hi >> 4) << (2 * chunk + 1)));
       ql[l] = static_cast<uint8_t>((lo & 0x0F) | ((hi & 0x0F) << 4));
     }
     ql += 32;
@@ -280,8 +281,8 @@ void QuantizeBlockQ6_K(const float* x, uint8_t* block) {
                 q4 = L[half + l + 96];
       ql[l] = static_cast<uint8_t>((q1 & 0x0F) | ((q3 & 0x0F) << 4));
       ql[l + 32] = static_cast<uint8_t>((q2 & 0x0F) | ((q4 & 0x0F) << 4));
-      qh[l] = static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) |
-                                   ((q4 >> 4) << 6));
+      qh[l] =
+          static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
     }
     ql += 64;
     qh += 32;

@@ -37,8 +37,8 @@ Status PackBlocks(fb::DType dtype, const uint8_t* blocks, size_t rows, size_t k,
   const size_t block_bytes = ops::GgmlBlockBytes(type);
   for (size_t r = 0; r < rows; ++r) {
     for (size_t b = 0; b < layout.blocks_per_row; ++b) {
-      ops::PackGgmlBlock(type, layout, blocks + (r * layout.blocks_per_row + b) * block_bytes, r,
-                         b, packed->data());
+      ops::PackGgmlBlock(type, layout, blocks + (r * layout.blocks_per_row + b) * block_bytes, r, b,
+                         packed->data());
     }
   }
   return OkStatus();
@@ -65,18 +65,17 @@ Status StoreWeights(const std::string& name, const std::vector<float>& values, f
             "values)");
     const uint64_t rows = shape[0], k = shape[1];
     const size_t block_elems = ops::GgmlBlockElems(block_type);
-    KES_CHECK_OR_RETURN(k % block_elems == 0,
-                        where + ": rows of " + std::to_string(k) + " elements cannot be stored as " +
-                            DTypeName(dtype) + " (blocks of " + std::to_string(block_elems) + ")");
+    KES_CHECK_OR_RETURN(k % block_elems == 0, where + ": rows of " + std::to_string(k) +
+                                                  " elements cannot be stored as " +
+                                                  DTypeName(dtype) + " (blocks of " +
+                                                  std::to_string(block_elems) + ")");
     std::vector<uint8_t> blocks;
     QuantizeGgml(block_type, values.data(), values.size(), &blocks);
     KES_RETURN_IF_ERROR(PackBlocks(dtype, blocks.data(), rows, k, &bytes).WithContext(where));
   } else {
     bytes.resize(values.size() * DTypeSize(dtype));
     switch (dtype) {
-      case fb::DType::F32:
-        std::memcpy(bytes.data(), values.data(), bytes.size());
-        break;
+      case fb::DType::F32: std::memcpy(bytes.data(), values.data(), bytes.size()); break;
       case fb::DType::F32_PANELS: {
         KES_CHECK_OR_RETURN(shape.size() == 2, where + ": only matrices can be stored as " +
                                                    DTypeName(dtype) + ", found shape " +
@@ -94,8 +93,7 @@ Status StoreWeights(const std::string& name, const std::vector<float>& values, f
         }
         break;
       }
-      default:
-        return Status::Error(where + ": cannot store weights as " + DTypeName(dtype));
+      default: return Status::Error(where + ": cannot store weights as " + DTypeName(dtype));
     }
   }
   *id = model->AddTensor(name, dtype, shape, std::move(bytes));

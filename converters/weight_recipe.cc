@@ -12,8 +12,19 @@ namespace {
 using gguf::GgmlType;
 
 // llama.cpp's tensor_category, from the name alone.
-enum class Category { kTokenEmbd, kAttnQ, kAttnV, kAttnK, kAttnQkv, kAttnOutput, kFfnUp,
-                      kFfnGate, kFfnDown, kOutput, kOther };
+enum class Category {
+  kTokenEmbd,
+  kAttnQ,
+  kAttnV,
+  kAttnK,
+  kAttnQkv,
+  kAttnOutput,
+  kFfnUp,
+  kFfnGate,
+  kFfnDown,
+  kOutput,
+  kOther
+};
 
 bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
@@ -49,9 +60,9 @@ bool AllowsQuantization(const gguf::TensorInfo& t) {
   if (Dims(t) < 2) return false;
   const std::string& name = t.name;
   if (name.size() < 6 || name.compare(name.size() - 6, 6, "weight") != 0) return false;
-  static const char* const kNever[] = {"_norm.weight", "ffn_gate_inp.weight",
-                                       "ffn_gate_tid2eid.weight", "altup", "laurel",
-                                       "per_layer_model_proj"};
+  static const char* const kNever[] = {
+      "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup",
+      "laurel",       "per_layer_model_proj"};
   for (const char* part : kNever) {
     if (Contains(name, part)) return false;
   }
@@ -85,9 +96,9 @@ GgmlType Fallback(GgmlType type, uint64_t row) {
 
 struct ModelFacts {
   int n_layers = 0;
-  int n_attn_v = 0;       // attn_v-like tensors
-  bool tied = true;       // no output.weight: token_embd is the LM head
-  bool is_70b = false;    // llama.cpp's LLM_TYPE_70B, which bumps attn_v
+  int n_attn_v = 0;     // attn_v-like tensors
+  bool tied = true;     // no output.weight: token_embd is the LM head
+  bool is_70b = false;  // llama.cpp's LLM_TYPE_70B, which bumps attn_v
 };
 
 Status ReadFacts(const gguf::File& file, ModelFacts* facts) {
@@ -120,8 +131,7 @@ GgmlType Q4_K_M_Type(const gguf::TensorInfo& t, Category category, const ModelFa
                      int* i_attn_v, int* i_ffn_down) {
   switch (category) {
     case Category::kOutput:
-      return t.ne[0] % gguf::BlockElements(GgmlType::Q4_K) != 0 ? GgmlType::Q8_0
-                                                                : GgmlType::Q6_K;
+      return t.ne[0] % gguf::BlockElements(GgmlType::Q4_K) != 0 ? GgmlType::Q8_0 : GgmlType::Q6_K;
     case Category::kTokenEmbd:
       if (facts.tied) return Q4_K_M_Type(t, Category::kOutput, facts, i_attn_v, i_ffn_down);
       return GgmlType::Q4_K;
@@ -137,10 +147,8 @@ GgmlType Q4_K_M_Type(const gguf::TensorInfo& t, Category category, const ModelFa
       ++*i_ffn_down;
       return type;
     }
-    case Category::kAttnQkv:
-      return GgmlType::Q5_K;
-    default:
-      return GgmlType::Q4_K;
+    case Category::kAttnQkv: return GgmlType::Q5_K;
+    default: return GgmlType::Q4_K;
   }
 }
 

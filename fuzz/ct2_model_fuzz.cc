@@ -28,16 +28,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<float> values;
   for (const ct2::Variable& v : file->variables()) {
     if (v.bytes != v.n_elements * ct2::DTypeBytes(v.dtype)) {
-      fuzz::Die("variable '" + v.name + "' has " + std::to_string(v.bytes) +
-                " bytes for " + std::to_string(v.n_elements) + " elements");
+      fuzz::Die("variable '" + v.name + "' has " + std::to_string(v.bytes) + " bytes for " +
+                std::to_string(v.n_elements) + " elements");
     }
     if (v.bytes > 0 && (v.data < begin || v.data + v.bytes > end)) {
       fuzz::Die("variable '" + v.name + "' lies outside the input");
     }
     if (file->Find(v.name) != &v) fuzz::Die("Find does not return variable '" + v.name + "'");
     int64_t scalar = 0;
-    const bool is_float = v.dtype == ct2::DType::F32 || v.dtype == ct2::DType::F16 ||
-                          v.dtype == ct2::DType::BF16;
+    const bool is_float =
+        v.dtype == ct2::DType::F32 || v.dtype == ct2::DType::F16 || v.dtype == ct2::DType::BF16;
     if (file->ReadF32(v, &values).ok() != is_float) {
       fuzz::Die("ReadF32 on '" + v.name + "' disagrees with its dtype");
     }

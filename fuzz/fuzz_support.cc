@@ -54,8 +54,7 @@ void RunDecoder(const Model& model, uint32_t variant) {
                                            ops::KvType::kInt8};
   options.kv.type = kTypes[(variant / 8) % 3];
   MemoryPlan plan;
-  const size_t context =
-      std::min<size_t>(options.context_length, model.hparams().context_length());
+  const size_t context = std::min<size_t>(options.context_length, model.hparams().context_length());
   if (!PlanMemory(model, context, &plan, options.kv).ok() || plan.arena_bytes > kMaxArenaBytes) {
     return;
   }
@@ -63,7 +62,8 @@ void RunDecoder(const Model& model, uint32_t variant) {
   if (!Session::Create(model, options, &session).ok()) return;
   const size_t vocab = model.vocab_size();
   const int32_t prompt[5] = {0, static_cast<int32_t>(1 % vocab), static_cast<int32_t>(2 % vocab),
-                             static_cast<int32_t>(3 % vocab), static_cast<int32_t>(variant % vocab)};
+                             static_cast<int32_t>(3 % vocab),
+                             static_cast<int32_t>(variant % vocab)};
   if (!session->Prefill(prompt, 5).ok()) return;
   const float* logits = session->logits();
   const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
@@ -127,8 +127,8 @@ void RunAudioEncoder(const Model& model, uint32_t variant) {
   const size_t frames = encoder->n_frames() * 3 / 2;
   std::vector<float> recording(encoder->n_mels() * frames);
   for (size_t i = 0; i < recording.size(); ++i) recording[i] = mel[i % mel.size()];
-  (void)transcriber->Transcribe(recording.data(), frames,
-                                [](void*, const TranscriptSegment&) {}, nullptr);
+  (void)transcriber->Transcribe(
+      recording.data(), frames, [](void*, const TranscriptSegment&) {}, nullptr);
 }
 
 }  // namespace

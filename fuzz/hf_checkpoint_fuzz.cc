@@ -22,11 +22,19 @@
 
 namespace {
 
-constexpr const char* kFiles[] = {
-    "config.json", "model.safetensors", "model.safetensors.index.json",
-    "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "tokenizer.json",
-    "vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "modules.json",
-    "sentence_bert_config.json", "1_Pooling/config.json", "2_Normalize/config.json"};
+constexpr const char* kFiles[] = {"config.json",
+                                  "model.safetensors",
+                                  "model.safetensors.index.json",
+                                  "model-00001-of-00002.safetensors",
+                                  "model-00002-of-00002.safetensors",
+                                  "tokenizer.json",
+                                  "vocab.txt",
+                                  "tokenizer_config.json",
+                                  "special_tokens_map.json",
+                                  "modules.json",
+                                  "sentence_bert_config.json",
+                                  "1_Pooling/config.json",
+                                  "2_Normalize/config.json"};
 constexpr size_t kFileCount = sizeof(kFiles) / sizeof(kFiles[0]);
 
 // One scratch folder per process, emptied before each input and removed at exit. Never
@@ -34,15 +42,17 @@ constexpr size_t kFileCount = sizeof(kFiles) / sizeof(kFiles[0]);
 const std::string& Folder() {
   static const std::string* folder = [] {
     const char* tmp = std::getenv("TMPDIR");
-    auto* path = new std::string(std::string(tmp && *tmp ? tmp : "/tmp") + "/kestrel-fuzz-hf-XXXXXX");
+    auto* path =
+        new std::string(std::string(tmp && *tmp ? tmp : "/tmp") + "/kestrel-fuzz-hf-XXXXXX");
     if (!mkdtemp(path->data())) kestrel::fuzz::Die("cannot create a scratch folder");
     return path;
   }();
   static const bool cleanup_registered = [] {
     return std::atexit([] {
-      for (const char* name : kFiles) std::remove((*folder + "/" + name).c_str());
-      for (const char* dir : {"/1_Pooling", "/2_Normalize", ""}) rmdir((*folder + dir).c_str());
-    }) == 0;
+             for (const char* name : kFiles) std::remove((*folder + "/" + name).c_str());
+             for (const char* dir : {"/1_Pooling", "/2_Normalize", ""})
+               rmdir((*folder + dir).c_str());
+           }) == 0;
   }();
   (void)cleanup_registered;
   return *folder;

@@ -153,18 +153,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string decoded = tokenizer.Decode(ids);
     const TokenizerAlgorithm algorithm = tokenizer.config().algorithm;
     const int32_t unk = tokenizer.config().unk_id;
-    const bool round_trip =
-        !parse_special && IsValidUtf8(text) &&
-        (unk < 0 || std::find(ids.begin(), ids.end(), unk) == ids.end()) &&
-        (algorithm == TokenizerAlgorithm::kByteLevelBpe ||
-         (algorithm == TokenizerAlgorithm::kSentencePiece &&
-          text.find("\xE2\x96\x81") == std::string_view::npos));
+    const bool round_trip = !parse_special && IsValidUtf8(text) &&
+                            (unk < 0 || std::find(ids.begin(), ids.end(), unk) == ids.end()) &&
+                            (algorithm == TokenizerAlgorithm::kByteLevelBpe ||
+                             (algorithm == TokenizerAlgorithm::kSentencePiece &&
+                              text.find("\xE2\x96\x81") == std::string_view::npos));
     const std::string expected = round_trip && algorithm == TokenizerAlgorithm::kByteLevelBpe
                                      ? ByteLevelRoundTrip(tokenizer, text)
                                      : std::string(text);
     if (round_trip && decoded != expected) {
-      fuzz::Die("Decode(Encode(text)) differs from the text: " + Hex(text) + " -> " +
-                Hex(decoded) + ", expected " + Hex(expected));
+      fuzz::Die("Decode(Encode(text)) differs from the text: " + Hex(text) + " -> " + Hex(decoded) +
+                ", expected " + Hex(expected));
     }
   } else if (tokenizer.config().algorithm != TokenizerAlgorithm::kWordPiece) {
     // SentencePiece: Gemma 3 has a byte token for every byte; byte-level BPE never fails.

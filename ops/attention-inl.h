@@ -297,8 +297,8 @@ struct AttentionQueryBlock {
 // the mask, the streaming-softmax update and the weighted values.
 template <size_t kQueries>
 HWY_INLINE void AttentionPassBlock(const AttentionArgs& a, const AttentionVisibility& mask,
-                                   AttentionQueryBlock& qb, size_t first,
-                                   const AttentionKvView& kv, int64_t key_pos, size_t n) {
+                                   AttentionQueryBlock& qb, size_t first, const AttentionKvView& kv,
+                                   int64_t key_pos, size_t n) {
   alignas(HWY_MAX_BYTES) float weights[kQueries][kAttentionMaxBlockKeys + kAttentionBlockPadding];
   float correction[kQueries];
   AttentionBlockScores<kQueries>(qb.q + first, kv, n, a.scale, weights);
@@ -308,8 +308,7 @@ HWY_INLINE void AttentionPassBlock(const AttentionArgs& a, const AttentionVisibi
   const int64_t last_key = key_pos + static_cast<int64_t>(n) - 1;
   for (size_t i = 0; i < kQueries; ++i) {
     const int64_t p = qb.pos[first + i];
-    const bool all_seen =
-        last_key <= p && (last_key < mask.sinks || key_pos >= mask.Oldest(p));
+    const bool all_seen = last_key <= p && (last_key < mask.sinks || key_pos >= mask.Oldest(p));
     float block_max = -std::numeric_limits<float>::infinity();
     for (size_t j = 0; j < n; ++j) {
       if (!all_seen && !mask.Sees(p, key_pos + static_cast<int64_t>(j))) {
@@ -325,8 +324,7 @@ HWY_INLINE void AttentionPassBlock(const AttentionArgs& a, const AttentionVisibi
     }
     const float new_max = std::max(m, block_max);
     correction[i] = std::exp(m - new_max);  // exp(-inf) = 0 on the first block
-    qb.l[first + i] = qb.l[first + i] * correction[i] +
-                      AttentionExpShifted(weights[i], n, new_max);
+    qb.l[first + i] = qb.l[first + i] * correction[i] + AttentionExpShifted(weights[i], n, new_max);
     m = new_max;
     // Masked scores came out of the clamped exp as ~1e-52, not 0: make them exactly 0.
     if (!all_seen) {
@@ -342,8 +340,8 @@ HWY_INLINE void AttentionPassBlock(const AttentionArgs& a, const AttentionVisibi
 // called once per key block (64 keys), and inlining its four pass widths at each of the
 // AttendPartitions call sites made this file take minutes to compile per SIMD target.
 static HWY_NOINLINE void AttentionKeyBlock(const AttentionArgs& a, const AttentionVisibility& mask,
-                                  AttentionQueryBlock& qb, size_t begin, size_t end,
-                                  const AttentionKvView& kv, int64_t key_pos, size_t n) {
+                                           AttentionQueryBlock& qb, size_t begin, size_t end,
+                                           const AttentionKvView& kv, int64_t key_pos, size_t n) {
   for (size_t i = begin; i < end;) {
     const size_t count = std::min(kAttentionMaxQueriesPerPass, end - i);
     switch (count) {
@@ -357,9 +355,9 @@ static HWY_NOINLINE void AttentionKeyBlock(const AttentionArgs& a, const Attenti
 }
 
 // tile [n, head_dim] = the f32 values of kv head `kv_head` in ring slots [slot, slot + n).
-static HWY_NOINLINE void AttentionStageRows(const AttentionArgs& a, const void* ring, const float* scales,
-                                   size_t slot, size_t n, size_t kv_head,
-                                   float* HWY_RESTRICT tile) {
+static HWY_NOINLINE void AttentionStageRows(const AttentionArgs& a, const void* ring,
+                                            const float* scales, size_t slot, size_t n,
+                                            size_t kv_head, float* HWY_RESTRICT tile) {
   const size_t head_dim = a.head_dim;
   const size_t row = a.n_kv_heads * head_dim;
   if (a.kv_type == KvType::kF16) {
@@ -373,7 +371,8 @@ static HWY_NOINLINE void AttentionStageRows(const AttentionArgs& a, const void* 
           static_cast<const hwy::float16_t*>(ring) + (slot + j) * row + kv_head * head_dim;
       float* HWY_RESTRICT dst = tile + j * head_dim;
       size_t x = 0;
-      for (; x + N <= head_dim; x += N) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, src + x)), df, dst + x);
+      for (; x + N <= head_dim; x += N)
+        hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, src + x)), df, dst + x);
       for (; x < head_dim; ++x) hn::StoreU(hn::PromoteTo(d1, hn::LoadU(dh1, src + x)), d1, dst + x);
     }
     return;
@@ -439,7 +438,8 @@ HWY_INLINE void AttentionWriteOutput(const float* HWY_RESTRICT o, float l, float
   const size_t N = hn::Lanes(d);
   const float inv_l = 1.0f / l;  // l >= 1: the maximal score contributes exp(0)
   size_t x = 0;
-  for (; x + N <= head_dim; x += N) hn::StoreU(hn::Mul(hn::LoadU(d, o + x), hn::Set(d, inv_l)), d, out + x);
+  for (; x + N <= head_dim; x += N)
+    hn::StoreU(hn::Mul(hn::LoadU(d, o + x), hn::Set(d, inv_l)), d, out + x);
   for (; x < head_dim; ++x) out[x] = o[x] * inv_l;
 }
 
@@ -475,7 +475,8 @@ HWY_INLINE void AttendPartitions(const AttentionArgs& a, const AttentionVisibili
   AttentionKvView kv;
   kv.head_dim = head_dim;
   const int64_t oldest = mask.Oldest(first_pos);
-  const size_t visible_bytes = static_cast<size_t>(last_pos - oldest + 1) * stride * 2 * sizeof(float);
+  const size_t visible_bytes =
+      static_cast<size_t>(last_pos - oldest + 1) * stride * 2 * sizeof(float);
   kv.prefetch_values = direct && visible_bytes > kAttentionPrefetchMinBytes;
   // Points kv at n keys from `slot`: the ring itself for f32, else converted tiles.
   const auto view = [&](size_t slot, size_t n) {
@@ -524,7 +525,8 @@ HWY_INLINE void AttendPartitions(const AttentionArgs& a, const AttentionVisibili
             while (e < qb.n && qb.pos[e] == qb.pos[i]) ++e;
             AttentionStageRows(a, a.k_cache, a.k_scales, s, n, kv_head, k_tile);
             const int64_t p = qb.pos[i];
-            if (p >= mask.reach) Rope(k_tile, 1, n, head_dim, mask.Oldest(p) - mask.sinks, *a.sink_rope);
+            if (p >= mask.reach)
+              Rope(k_tile, 1, n, head_dim, mask.Oldest(p) - mask.sinks, *a.sink_rope);
             AttentionKeyBlock(a, mask, qb, i, e, sink_kv, static_cast<int64_t>(s), n);
             i = e;
           }
@@ -563,11 +565,11 @@ static HWY_NOINLINE void AttendQueryBlock(const AttentionArgs& a, const Attentio
   // The merged output builds up in the output rows themselves.
   AttendPartitions(a, mask, qb, kv_head, block_keys, parts, 0, parts.count(), [&](size_t) {
     for (size_t i = 0; i < qb.n; ++i) {
-      AttentionFold(qb.merged_m[i], qb.merged_l[i], qb.out[i], qb.m[i], qb.l[i], qb.o[i],
-                    head_dim);
+      AttentionFold(qb.merged_m[i], qb.merged_l[i], qb.out[i], qb.m[i], qb.l[i], qb.o[i], head_dim);
     }
   });
-  for (size_t i = 0; i < qb.n; ++i) AttentionWriteOutput(qb.out[i], qb.merged_l[i], qb.out[i], head_dim);
+  for (size_t i = 0; i < qb.n; ++i)
+    AttentionWriteOutput(qb.out[i], qb.merged_l[i], qb.out[i], head_dim);
 }
 
 // Running outputs of up to kAttentionMaxBlockQueries queries in outputs[kAttentionOutputFloats]:
@@ -626,8 +628,8 @@ static HWY_NOINLINE HWY_MAYBE_UNUSED void AttentionTasks(const AttentionArgs& a,
 // Items [item_begin, item_end) of a decode step's (kv head, partition) pairs (ops/attention.h):
 // the partition states of every query head, written to partials.
 static HWY_NOINLINE HWY_MAYBE_UNUSED void AttentionPartialItems(const AttentionArgs& a,
-                                                                size_t item_begin,
-                                                                size_t item_end, float* partials,
+                                                                size_t item_begin, size_t item_end,
+                                                                float* partials,
                                                                 size_t block_keys) {
   HWY_DASSERT(a.n_tokens == 1);
   const AttentionPartitionRange parts = PartitionsSeen(a, a.pos0, a.pos0);

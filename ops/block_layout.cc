@@ -65,8 +65,7 @@ void ForEachGgmlQuant(GgmlBlockType t, F f) {
         }
       }
       return;
-    default:
-      return;
+    default: return;
   }
 }
 
@@ -136,8 +135,8 @@ void PackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* gg
   }
 }
 
-void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* tensor,
-                     size_t row, size_t block, uint8_t* ggml_block) {
+void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* tensor, size_t row,
+                     size_t block, uint8_t* ggml_block) {
   const BlockFormat& f = layout.format;
   const size_t first_sub = block * f.SubBlocks();
   std::memset(ggml_block, 0, GgmlBlockBytes(t));

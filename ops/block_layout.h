@@ -38,8 +38,7 @@
 #include "ops/quant_layout.h"
 
 // The types packed this way, for declaring one kernel per type: X(Q4_1) X(Q5_0) ...
-#define KESTREL_BLOCK_TYPES(X) \
-  X(Q4_1) X(Q5_0) X(Q5_1) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)
+#define KESTREL_BLOCK_TYPES(X) X(Q4_1) X(Q5_0) X(Q5_1) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)
 
 namespace kestrel::ops {
 
@@ -51,10 +50,10 @@ struct BlockFormat {
   size_t high_bits;     // bits of each quant above its low bits: 0, 1 or 2
   size_t record_begin;  // where the scale bytes sit in ggml's block, and how many
   size_t record_bytes;
-  size_t scales;        // scale values per block: 1, 8 (one per 32) or 16 (Q6_K, Q3_K, Q2_K:
-                        // per 16)
-  int center;           // Q6_K 32, Q3_K 4: the quant means q - center (the kernels make it
-                        // signed); 0 for the others
+  size_t scales;            // scale values per block: 1, 8 (one per 32) or 16 (Q6_K, Q3_K, Q2_K:
+                            // per 16)
+  int center;               // Q6_K 32, Q3_K 4: the quant means q - center (the kernels make it
+                            // signed); 0 for the others
   size_t record_split = 0;  // Q2_K: only this many record bytes start at record_begin; the
                             // rest are the block's first bytes
 
@@ -105,7 +104,9 @@ struct BlockLayout {
     return format.record_bytes + format.SubBlocks() * format.SubBlockRowBytes();
   }
   // Where the group holding `row` starts, and its block `block`.
-  size_t GroupOffset(size_t row) const { return GroupFirst(row) * blocks_per_row * RowBlockBytes(); }
+  size_t GroupOffset(size_t row) const {
+    return GroupFirst(row) * blocks_per_row * RowBlockBytes();
+  }
   size_t BlockOffset(size_t row, size_t block) const {
     return GroupOffset(row) + block * GroupRows(row) * RowBlockBytes();
   }
@@ -146,8 +147,8 @@ struct FullGroup {
 // Moves ggml block `block` of `row` (GgmlBlockBytes(t) bytes) into the packed tensor, and back.
 void PackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* ggml_block,
                    size_t row, size_t block, uint8_t* tensor);
-void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* tensor,
-                     size_t row, size_t block, uint8_t* ggml_block);
+void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* tensor, size_t row,
+                     size_t block, uint8_t* ggml_block);
 
 // A block's scale record as the kernels use it: for scale j (see BlockFormat::scales), element
 // values are scale[j] * q + min[j] for unsigned types and scale[j] * (q - 32) for Q6_K (min
@@ -203,8 +204,7 @@ inline void DecodeScales(GgmlBlockType t, const uint8_t* record, float* scale, f
       }
       return;
     }
-    default:
-      return;
+    default: return;
   }
 }
 

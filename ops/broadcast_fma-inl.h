@@ -35,7 +35,7 @@ using BroadcastFmaTag = hn::CappedTag<float, kBroadcastFmaMaxLanes>;
 // vector registers; 5 where it has 16 (x86 before AVX-512, ARMv7), so that 10 accumulators and
 // the loaded vectors fit.
 #if (HWY_ARCH_X86 && HWY_TARGET != HWY_AVX3 && HWY_TARGET != HWY_AVX3_DL && \
-     HWY_TARGET != HWY_SCALAR) ||                                          \
+     HWY_TARGET != HWY_SCALAR) ||                                           \
     HWY_ARCH_ARM_V7
 inline constexpr size_t kBroadcastFmaMaxItems = 5;
 #else

@@ -93,11 +93,13 @@ HWY_INLINE V SiluTimes(DF df, V g, V up) {
 }
 
 void GeluTanhMulPerTarget(const float* gate, const float* up, float* out, size_t n) {
-  MapVectors(out, n, [](auto df, auto g, auto u) { return GeluTanhTimes(df, g, u); }, gate, up);
+  MapVectors(
+      out, n, [](auto df, auto g, auto u) { return GeluTanhTimes(df, g, u); }, gate, up);
 }
 
 void SiluMulPerTarget(const float* gate, const float* up, float* out, size_t n) {
-  MapVectors(out, n, [](auto df, auto g, auto u) { return SiluTimes(df, g, u); }, gate, up);
+  MapVectors(
+      out, n, [](auto df, auto g, auto u) { return SiluTimes(df, g, u); }, gate, up);
 }
 
 void ErfPerTarget(const float* in, float* out, size_t n) {
@@ -106,7 +108,8 @@ void ErfPerTarget(const float* in, float* out, size_t n) {
 }
 
 void GeluErfPerTarget(const float* in, float* out, size_t n) {
-  MapVectors(out, n, [](auto df, auto x) { return GeluErfVec(df, x); }, in);
+  MapVectors(
+      out, n, [](auto df, auto x) { return GeluErfVec(df, x); }, in);
 }
 
 void GeluErfMulPerTarget(const float* gate, const float* up, float* out, size_t n) {
@@ -124,7 +127,8 @@ void SoftCapPerTarget(const float* in, float* out, size_t n, float cap) {
 }
 
 void AddPerTarget(const float* a, const float* b, float* out, size_t n) {
-  MapVectors(out, n, [](auto, auto x, auto y) { return hn::Add(x, y); }, a, b);
+  MapVectors(
+      out, n, [](auto, auto x, auto y) { return hn::Add(x, y); }, a, b);
 }
 
 // One row of a matmul epilogue: y = act(y + bias) + residual, bias and residual optional.
@@ -143,11 +147,14 @@ HWY_INLINE void EpilogueRow(float* y, const float* bias, const float* residual, 
         y, n, [&](auto df, auto x, auto b, auto r) { return hn::Add(act(df, hn::Add(x, b)), r); },
         y, bias, residual);
   } else if (bias != nullptr) {
-    MapVectors(y, n, [&](auto df, auto x, auto b) { return act(df, hn::Add(x, b)); }, y, bias);
+    MapVectors(
+        y, n, [&](auto df, auto x, auto b) { return act(df, hn::Add(x, b)); }, y, bias);
   } else if (residual != nullptr) {
-    MapVectors(y, n, [&](auto df, auto x, auto r) { return hn::Add(act(df, x), r); }, y, residual);
+    MapVectors(
+        y, n, [&](auto df, auto x, auto r) { return hn::Add(act(df, x), r); }, y, residual);
   } else {
-    MapVectors(y, n, [&](auto df, auto x) { return act(df, x); }, y);
+    MapVectors(
+        y, n, [&](auto df, auto x) { return act(df, x); }, y);
   }
 }
 
@@ -188,9 +195,7 @@ void GeluTanhMul(const float* gate, const float* up, float* out, size_t n) {
 void SiluMul(const float* gate, const float* up, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMulPerTarget)(gate, up, out, n);
 }
-void Erf(const float* in, float* out, size_t n) {
-  HWY_DYNAMIC_DISPATCH(ErfPerTarget)(in, out, n);
-}
+void Erf(const float* in, float* out, size_t n) { HWY_DYNAMIC_DISPATCH(ErfPerTarget)(in, out, n); }
 void GeluErf(const float* in, float* out, size_t n) {
   HWY_DYNAMIC_DISPATCH(GeluErfPerTarget)(in, out, n);
 }
@@ -207,8 +212,8 @@ void AddBiasRows(float* y, size_t stride, size_t rows, const float* bias, const 
                  size_t n) {
   HWY_DYNAMIC_DISPATCH(AddBiasRowsPerTarget)(y, stride, rows, bias, residual, n);
 }
-void BiasGeluErfRows(float* y, size_t stride, size_t rows, const float* bias,
-                     const float* residual, size_t n) {
+void BiasGeluErfRows(float* y, size_t stride, size_t rows, const float* bias, const float* residual,
+                     size_t n) {
   HWY_DYNAMIC_DISPATCH(BiasGeluErfRowsPerTarget)(y, stride, rows, bias, residual, n);
 }
 

@@ -40,8 +40,8 @@ void Add(const float* a, const float* b, float* out, size_t n);
 void AddBiasRows(float* y, size_t stride, size_t rows, const float* bias, const float* residual,
                  size_t n);
 // y[t * stride + j] = gelu_erf(y[t * stride + j] + bias[j]) + residual[t * stride + j].
-void BiasGeluErfRows(float* y, size_t stride, size_t rows, const float* bias,
-                     const float* residual, size_t n);
+void BiasGeluErfRows(float* y, size_t stride, size_t rows, const float* bias, const float* residual,
+                     size_t n);
 
 // Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
 decltype(&GeluTanhMul) ResolveGeluTanhMul();

@@ -22,15 +22,15 @@ void EmbedBF16(const hwy::bfloat16_t* table, size_t dim, const int32_t* tokens, 
 
 // table: a packed Q8_0 / Q4_0 matrix [vocab, dim] (ops/quant_layout.h); one row is dequantized
 // per token. dim % 32 == 0.
-void EmbedQ8(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
-             size_t n_tokens, float scale, float* out);
-void EmbedQ4(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
-             size_t n_tokens, float scale, float* out);
+void EmbedQ8(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens, size_t n_tokens,
+             float scale, float* out);
+void EmbedQ4(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens, size_t n_tokens,
+             float scale, float* out);
 
 // table: a kept GGUF type (ops/block_layout.h, the types of ops/matmul_blocks.h); each block of
 // the row is unpacked into ggml's own block and dequantized as ggml does (ops/ggml_blocks.h), so
 // the values are the GGUF file's exactly, then scaled.
-#define KESTREL_DECLARE_BLOCK_EMBED(T)                                                     \
+#define KESTREL_DECLARE_BLOCK_EMBED(T)                                                 \
   void Embed##T(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens, \
                 size_t n_tokens, float scale, float* out);
 KESTREL_BLOCK_TYPES(KESTREL_DECLARE_BLOCK_EMBED)

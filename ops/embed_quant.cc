@@ -55,20 +55,20 @@ void EmbedBlocks(const uint8_t* table, size_t vocab, size_t dim, const int32_t* 
 
 }  // namespace
 
-#define KESTREL_DEFINE_BLOCK_EMBED(T)                                                       \
-  void Embed##T(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,  \
-                size_t n_tokens, float scale, float* out) {                             \
-    EmbedBlocks<GgmlBlockType::k##T>(table, vocab, dim, tokens, n_tokens, scale, out);  \
+#define KESTREL_DEFINE_BLOCK_EMBED(T)                                                  \
+  void Embed##T(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens, \
+                size_t n_tokens, float scale, float* out) {                            \
+    EmbedBlocks<GgmlBlockType::k##T>(table, vocab, dim, tokens, n_tokens, scale, out); \
   }
 KESTREL_BLOCK_TYPES(KESTREL_DEFINE_BLOCK_EMBED)
 #undef KESTREL_DEFINE_BLOCK_EMBED
 
-void EmbedQ8(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
-             size_t n_tokens, float scale, float* out) {
+void EmbedQ8(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens, size_t n_tokens,
+             float scale, float* out) {
   EmbedQuant<false>(table, vocab, dim, tokens, n_tokens, scale, out);
 }
-void EmbedQ4(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens,
-             size_t n_tokens, float scale, float* out) {
+void EmbedQ4(const uint8_t* table, size_t vocab, size_t dim, const int32_t* tokens, size_t n_tokens,
+             float scale, float* out) {
   EmbedQuant<true>(table, vocab, dim, tokens, n_tokens, scale, out);
 }
 

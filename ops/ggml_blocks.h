@@ -30,7 +30,16 @@ enum class GgmlType : uint32_t {
 
 // The block formats, for kernels templated on them.
 enum class GgmlBlockType : uint8_t {
-  kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kQ8_0,
+  kQ2_K,
+  kQ3_K,
+  kQ4_K,
+  kQ5_K,
+  kQ6_K
 };
 
 inline constexpr size_t kGgmlSubBlockElems = 32;

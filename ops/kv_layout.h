@@ -37,10 +37,14 @@ inline const char* KvTypeName(KvType type) {
 
 // "f32", "f16" or "int8"; false for anything else.
 inline bool ParseKvType(const std::string& name, KvType* type) {
-  if (name == "f32") *type = KvType::kF32;
-  else if (name == "f16") *type = KvType::kF16;
-  else if (name == "int8") *type = KvType::kInt8;
-  else return false;
+  if (name == "f32")
+    *type = KvType::kF32;
+  else if (name == "f16")
+    *type = KvType::kF16;
+  else if (name == "int8")
+    *type = KvType::kInt8;
+  else
+    return false;
   return true;
 }
 

@@ -44,8 +44,8 @@ HWY_INLINE Deviations SumDeviations(DF df, const float* HWY_RESTRICT x, size_t n
     sum_sq = hn::MulAdd(d, d, sum_sq);
   }
   if (i < n) {
-    const auto d = hn::IfThenElseZero(hn::FirstN(df, n - i),
-                                      hn::Sub(LoadPartialAsF32(df, x + i, n - i), vm));
+    const auto d =
+        hn::IfThenElseZero(hn::FirstN(df, n - i), hn::Sub(LoadPartialAsF32(df, x + i, n - i), vm));
     sum = hn::Add(sum, d);
     sum_sq = hn::MulAdd(d, d, sum_sq);
   }

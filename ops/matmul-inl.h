@@ -123,7 +123,7 @@ struct KSlice {
 // w + j * w_stride, token j at x + j * x_stride. Accumulator a<r><t> belongs to row r, token t.
 template <size_t kRows, size_t kTokens, class DF, typename WT, class V = hn::Vec<DF>>
 HWY_INLINE void TileStep(DF df, const WT* HWY_RESTRICT w, size_t w_stride,
-                         const float* HWY_RESTRICT x, size_t x_stride,  //
+                         const float* HWY_RESTRICT x, size_t x_stride,                    //
                          V& a00, V& a10, V& a20, V& a30, V& a01, V& a11, V& a21, V& a31,  //
                          V& a02, V& a12, V& a22, V& a32, V& a03, V& a13, V& a23, V& a33) {
   // Rows past kRows reload row 0 (an offset of 0, a cached line) and are never accumulated;
@@ -165,8 +165,8 @@ HWY_NOINLINE void FloatTileMxN_Hwy(DF df, const WT* HWY_RESTRICT w, const float*
     if (prefetch != nullptr) {
       for (size_t r = 0; r < kRowTile; ++r) hwy::Prefetch(prefetch + r * k + i);
     }
-    TileStep<kRows, kTokens>(df, w + i, k, x + i, k, a00, a10, a20, a30, a01, a11, a21, a31,
-                             a02, a12, a22, a32, a03, a13, a23, a33);
+    TileStep<kRows, kTokens>(df, w + i, k, x + i, k, a00, a10, a20, a30, a01, a11, a21, a31, a02,
+                             a12, a22, a32, a03, a13, a23, a33);
   }
   // Tail: copy the last len - i columns into zero-padded rows so one more full step finishes
   // them without reading past the end of w or x.
@@ -180,8 +180,8 @@ HWY_NOINLINE void FloatTileMxN_Hwy(DF df, const WT* HWY_RESTRICT w, const float*
     for (size_t t = 0; t < kTokens; ++t) {
       memcpy(x_pad + t * kMaxF32Lanes, x + t * k + i, rest * sizeof(float));
     }
-    TileStep<kRows, kTokens>(df, w_pad, kMaxF32Lanes, x_pad, kMaxF32Lanes, a00, a10, a20, a30,
-                             a01, a11, a21, a31, a02, a12, a22, a32, a03, a13, a23, a33);
+    TileStep<kRows, kTokens>(df, w_pad, kMaxF32Lanes, x_pad, kMaxF32Lanes, a00, a10, a20, a30, a01,
+                             a11, a21, a31, a02, a12, a22, a32, a03, a13, a23, a33);
   }
 
   StoreColumn<kRows>(df, a00, a10, a20, a30, ks.add, y);
@@ -247,8 +247,7 @@ void MatMul(const WT* HWY_RESTRICT w, const float* HWY_RESTRICT x, float* HWY_RE
         const KSlice ks{k, HWY_MIN(slice, k - c), c > 0};
         for (size_t t = t0; t < t1; t += kTokenTile) {
           const size_t tokens = HWY_MIN(kTokenTile, t1 - t);
-          const bool ahead =
-              prefetch_next_tile && c == 0 && t == t0 && r + 2 * kRowTile <= row_end;
+          const bool ahead = prefetch_next_tile && c == 0 && t == t0 && r + 2 * kRowTile <= row_end;
           FloatTileFor_Hwy(df, rows, tokens, w + r * k + c, x + t * k + c, ks, y + t * n_out + r,
                            n_out, ahead ? w + (r + kRowTile) * k : nullptr);
         }

@@ -125,9 +125,9 @@ HWY_NOINLINE void BlocksTile1xN_Portable(const uint8_t* HWY_RESTRICT w, const Bl
       if constexpr (F.PerHalfScales() && !F.centered()) {  // Q2_K: a min per 16
         for (size_t t = 0; t < kTokens; ++t) {
           const int32_t first = FirstHalfSum(act[t].q + sub * kGgmlSubBlockElems);
-          offset[t] += min[2 * s] * (act[t].scale[sub] * static_cast<float>(first)) +
-                       min[2 * s + 1] * (act[t].scale[sub] *
-                                         static_cast<float>(act[t].sum[sub] - first));
+          offset[t] +=
+              min[2 * s] * (act[t].scale[sub] * static_cast<float>(first)) +
+              min[2 * s + 1] * (act[t].scale[sub] * static_cast<float>(act[t].sum[sub] - first));
         }
       } else if constexpr (!F.centered()) {
         for (size_t t = 0; t < kTokens; ++t) {
@@ -166,10 +166,10 @@ template <int kLeft>
 HWY_INLINE __m256i ShiftLanePairs(__m256i v) {
   if constexpr (kLeft - 1 >= 0) {
     return _mm256_sllv_epi32(v, _mm256_setr_epi32(kLeft, kLeft - 1, kLeft, kLeft - 1, kLeft,
-                                                   kLeft - 1, kLeft, kLeft - 1));
+                                                  kLeft - 1, kLeft, kLeft - 1));
   } else {
     return _mm256_srlv_epi32(v, _mm256_setr_epi32(-kLeft, 1 - kLeft, -kLeft, 1 - kLeft, -kLeft,
-                                                   1 - kLeft, -kLeft, 1 - kLeft));
+                                                  1 - kLeft, -kLeft, 1 - kLeft));
   }
 }
 
@@ -278,11 +278,11 @@ HWY_INLINE __m128i Q3KScaleBytes(const uint8_t* HWY_RESTRICT rec) {
   // copy, the 16-byte reload waited for the copy's stores (2.5x slower Q3_K decode).
   int32_t bytes8_11;
   memcpy(&bytes8_11, rec + 8, 4);
-  const __m128i b = _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(rec)),
-                                     bytes8_11, 2);
+  const __m128i b =
+      _mm_insert_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(rec)), bytes8_11, 2);
   // Low 4 bits: the low nibbles of bytes 0-7 (scales 0-7), then their high nibbles (8-15).
-  const __m128i low = _mm_and_si128(_mm_unpacklo_epi64(b, _mm_srli_epi16(b, 4)),
-                                    _mm_set1_epi8(0x0F));
+  const __m128i low =
+      _mm_and_si128(_mm_unpacklo_epi64(b, _mm_srli_epi16(b, 4)), _mm_set1_epi8(0x0F));
   // High 2 bits: byte 8 + j % 4 at bit 2 * (j / 4), j / 4 being constant in each 32-bit lane.
   const __m128i copies =
       _mm_shuffle_epi8(b, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11, 8, 9, 10, 11));
@@ -325,8 +325,7 @@ struct K4LaneTables {
   alignas(32) uint8_t nibble_mask[32];  // mins j >= 4: the low byte's high nibble
   alignas(32) uint8_t high_source[32];  // 0x80: none (vpshufb writes 0)
   alignas(32) uint8_t high_mask[32];
-  constexpr K4LaneTables()
-      : low_source(), low_mask(), nibble_mask(), high_source(), high_mask() {
+  constexpr K4LaneTables() : low_source(), low_mask(), nibble_mask(), high_source(), high_mask() {
     for (int p = 0; p < 32; ++p) {
       const int j = p % 8;
       const bool is_min = p % 16 >= 8;
@@ -388,8 +387,8 @@ inline constexpr K4UnpackTables kK4Unpack;
 // of d.
 template <int kQuarter>
 HWY_INLINE __m512 K4Quarter(__m512i bytes, __m512 d) {
-  const __m512i rows = _mm512_inserti64x4(_mm512_set1_epi32(2 * kQuarter),
-                                          _mm256_set1_epi32(2 * kQuarter + 1), 1);
+  const __m512i rows =
+      _mm512_inserti64x4(_mm512_set1_epi32(2 * kQuarter), _mm256_set1_epi32(2 * kQuarter + 1), 1);
   return _mm512_mul_ps(
       _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(bytes, kQuarter))),
       _mm512_permutexvar_ps(rows, d));
@@ -403,21 +402,21 @@ HWY_INLINE __m512i UnpackK4GroupBytes(const uint8_t* HWY_RESTRICT rec) {
   const __m512i high = _mm512_permutexvar_epi8(table(kK4Unpack.high_source), records);
   // Mins j >= 4 take their low bits from the high nibble.
   constexpr __mmask64 kMinHighNibble = 0xF0F0F0F000000000ull;
-  const __m512i low_bits = _mm512_mask_blend_epi8(
-      kMinHighNibble, _mm512_and_si512(low, table(kK4Unpack.low_mask)),
-      _mm512_and_si512(_mm512_srli_epi16(low, 4), _mm512_set1_epi8(0x0F)));
-  return _mm512_or_si512(
-      low_bits, _mm512_and_si512(_mm512_srli_epi16(high, 2), table(kK4Unpack.high_mask)));
+  const __m512i low_bits =
+      _mm512_mask_blend_epi8(kMinHighNibble, _mm512_and_si512(low, table(kK4Unpack.low_mask)),
+                             _mm512_and_si512(_mm512_srli_epi16(low, 4), _mm512_set1_epi8(0x0F)));
+  return _mm512_or_si512(low_bits,
+                         _mm512_and_si512(_mm512_srli_epi16(high, 2), table(kK4Unpack.high_mask)));
 }
 
 HWY_INLINE K4GroupScales DecodeK4GroupScales(const uint8_t* HWY_RESTRICT rec, float min_factor) {
   const __m512i records = _mm512_loadu_si512(rec);
   const __m512i bytes = UnpackK4GroupBytes(rec);
   // d of the four rows, then dmin (words 8r and 8r + 1), dmin times -min_factor.
-  const __m512i dwords = _mm512_permutexvar_epi16(
-      _mm512_setr_epi32(8 << 16, 24 << 16 | 16, 9 << 16 | 1, 25 << 16 | 17, 0, 0, 0, 0, 0, 0,
-                        0, 0, 0, 0, 0, 0),
-      records);
+  const __m512i dwords =
+      _mm512_permutexvar_epi16(_mm512_setr_epi32(8 << 16, 24 << 16 | 16, 9 << 16 | 1, 25 << 16 | 17,
+                                                 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+                               records);
   const __m512 d = _mm512_castps256_ps512(_mm256_mul_ps(
       _mm256_cvtph_ps(_mm512_castsi512_si128(dwords)),
       _mm256_setr_ps(1, 1, 1, 1, -min_factor, -min_factor, -min_factor, -min_factor)));
@@ -444,8 +443,7 @@ HWY_INLINE void GroupScaleRows(const uint8_t* HWY_RESTRICT rec, __m256 lo[4], __
     hi[3] = _mm512_extractf32x8_ps(g.min23, 1);
 #else
     const auto widen = [](__m128i bytes, float factor) {
-      return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)),
-                           _mm256_set1_ps(factor));
+      return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)), _mm256_set1_ps(factor));
     };
     for (int pair = 0; pair < 2; ++pair) {
       const __m256i bytes = K4PairBytes(rec + 32 * pair);
@@ -484,13 +482,13 @@ HWY_INLINE void GroupScales(const uint8_t* HWY_RESTRICT rec, __m256* scale, __m2
   } else if constexpr (T == GgmlBlockType::kQ4_1 || T == GgmlBlockType::kQ5_1) {
     const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec)));
     scale[0] = _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6));
-    min[0] = _mm256_mul_ps(
-        _mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7)), half);
+    min[0] = _mm256_mul_ps(_mm256_permutevar8x32_ps(dm, _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7)),
+                           half);
   } else if constexpr (T == GgmlBlockType::kQ2_K) {
     __m256 scale_lo[4], scale_hi[4], min_lo[4], min_hi[4];
     for (int r = 0; r < 4; ++r) {
-      Q2KScaleRow(rec + FormatOf(T).record_bytes * r, 0.5f, &scale_lo[r], &scale_hi[r],
-                  &min_lo[r], &min_hi[r]);
+      Q2KScaleRow(rec + FormatOf(T).record_bytes * r, 0.5f, &scale_lo[r], &scale_hi[r], &min_lo[r],
+                  &min_hi[r]);
     }
     RowsToLanes(scale_lo, scale);
     RowsToLanes(scale_hi, scale + 8);
@@ -533,8 +531,8 @@ HWY_INLINE void Q2KHalfTerms(const Q8ActRow& a, size_t sub, __m256* first_terms,
 #if HWY_TARGET == HWY_AVX3_DL
     fours[i] = DotBytesAccumulate(_mm256_setzero_si256(), _mm256_set1_epi8(1), x);
 #else
-    fours[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), x),
-                                 _mm256_set1_epi16(1));
+    fours[i] =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), x), _mm256_set1_epi16(1));
 #endif
   }
   // [s0 s1 s2 s3 | s0' s1' s2' s3'] for sub-blocks 0-3 and 4-7 (s first halves, s' second).
@@ -675,8 +673,8 @@ HWY_NOINLINE void BlocksTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const BlockL
           if constexpr (!F.centered()) {  // Q2_K: a min per half
             const SumTerm* terms = sum_terms[t] + sub % kSumRun;
             acc[t] = _mm256_fmadd_ps(min[2 * s], _mm256_set1_ps(terms[0].scaled), acc[t]);
-            acc2[t] = _mm256_fmadd_ps(min[2 * s + 1], _mm256_set1_ps(terms[kSumRun].scaled),
-                                      acc2[t]);
+            acc2[t] =
+                _mm256_fmadd_ps(min[2 * s + 1], _mm256_set1_ps(terms[kSumRun].scaled), acc2[t]);
           }
         } else {
           // Unsigned quants of at most 5 bits: without VNNI, four chunks of pair sums stay below
@@ -690,18 +688,18 @@ HWY_NOINLINE void BlocksTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const BlockL
 #if HWY_TARGET == HWY_AVX3_DL
           // vpdpbusd sums four u8 x s8 products into each int32 lane: one instruction per
           // chunk, in two independent chains.
-          const __m256i s0 = DotBytesAccumulate(
-              DotBytesAccumulate(start, c[0], Broadcast8(xb)), c[1], Broadcast8(xb + 8));
+          const __m256i s0 = DotBytesAccumulate(DotBytesAccumulate(start, c[0], Broadcast8(xb)),
+                                                c[1], Broadcast8(xb + 8));
           const __m256i s1 = DotBytesAccumulate(
               DotBytesAccumulate(_mm256_setzero_si256(), c[2], Broadcast8(xb + 16)), c[3],
               Broadcast8(xb + 24));
           const __m256i sums = _mm256_add_epi32(s0, s1);
 #else
-          const __m256i prod = _mm256_add_epi16(
-              _mm256_add_epi16(_mm256_maddubs_epi16(c[0], Broadcast8(xb)),
-                               _mm256_maddubs_epi16(c[1], Broadcast8(xb + 8))),
-              _mm256_add_epi16(_mm256_maddubs_epi16(c[2], Broadcast8(xb + 16)),
-                               _mm256_maddubs_epi16(c[3], Broadcast8(xb + 24))));
+          const __m256i prod =
+              _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c[0], Broadcast8(xb)),
+                                                _mm256_maddubs_epi16(c[1], Broadcast8(xb + 8))),
+                               _mm256_add_epi16(_mm256_maddubs_epi16(c[2], Broadcast8(xb + 16)),
+                                                _mm256_maddubs_epi16(c[3], Broadcast8(xb + 24))));
           const __m256i sums = _mm256_add_epi32(_mm256_madd_epi16(prod, ones), start);
 #endif
           acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums),
@@ -717,8 +715,7 @@ HWY_NOINLINE void BlocksTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const BlockL
   }
   for (size_t t = 0; t < kTokens; ++t) {
     const __m256 sum = _mm256_add_ps(acc[t], acc2[t]);
-    const __m128 rows =
-        _mm_hadd_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+    const __m128 rows = _mm_hadd_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
     _mm_storeu_ps(y + t * n_out, rows);
   }
 }
@@ -780,8 +777,8 @@ struct BlockPanelSource {
   static_assert(T != GgmlBlockType::kQ2_K, "Q2_K stays on the tiles (MatMulBlocksTokens)");
   static constexpr bool kK4 = T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K;
   // PanelSuperTileMx16_Avx512Vnni: the types with integer scales per super-block it covers.
-  static constexpr bool kSuperBlockTiles = T == GgmlBlockType::kQ4_K ||
-                                           T == GgmlBlockType::kQ5_K || T == GgmlBlockType::kQ6_K;
+  static constexpr bool kSuperBlockTiles =
+      T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K || T == GgmlBlockType::kQ6_K;
   // DecodeScales (ops/block_layout.h) with F16C and vector instructions: the same values.
   static HWY_INLINE void RowScales(const uint8_t* HWY_RESTRICT rec, float* HWY_RESTRICT scale,
                                    float* HWY_RESTRICT min) {
@@ -847,8 +844,9 @@ struct BlockPanelSource {
       } else {  // Q6_K: 16 signed scales, then d
         for (size_t r = 0; r < kQuantGroupRows; ++r) {
           const uint8_t* rec = w + layout->RecordOffset(first + r, block);
-          _mm512_store_si512(run->scale[4 * g + r], _mm512_cvtepi8_epi32(_mm_loadu_si128(
-                                                       reinterpret_cast<const __m128i*>(rec))));
+          _mm512_store_si512(
+              run->scale[4 * g + r],
+              _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rec))));
           run->d[4 * g + r] = HalfAt(rec + 16);
         }
       }
@@ -920,9 +918,8 @@ struct BlockGroups {
 #if HWY_TARGET == HWY_AVX3_DL
   template <size_t kTokens, size_t kCopies>
   void PairedTile(size_t r, const uint8_t* x, const uint8_t* token_paired, float* y) const {
-    LowBitPairedTile4xN_Avx512Vnni<T, kTokens, kCopies>(w, layout, r, x, x_row_bytes,
-                                                        token_paired, paired_row_bytes, k, y + r,
-                                                        n_out);
+    LowBitPairedTile4xN_Avx512Vnni<T, kTokens, kCopies>(w, layout, r, x, x_row_bytes, token_paired,
+                                                        paired_row_bytes, k, y + r, n_out);
   }
 #endif
 
@@ -960,8 +957,8 @@ struct BlockGroups {
       if constexpr (kTokens == 8) {
         if (super_activations) {
           for (size_t half = 0; half < 2; ++half) {
-            Q2KTile4xN_Avx512Vnni<4, true>(w, layout, r, x + half * 4 * x_row_bytes, x_row_bytes,
-                                           k, y + r + half * 4 * n_out, n_out);
+            Q2KTile4xN_Avx512Vnni<4, true>(w, layout, r, x + half * 4 * x_row_bytes, x_row_bytes, k,
+                                           y + r + half * 4 * n_out, n_out);
           }
           return;
         }
@@ -1002,15 +999,13 @@ void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
   BlockGroups<T> groups{w, BlockLayout(T, n_out, k), k, Q8ActRowBytes(k), n_out};
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   if constexpr (PreferredActivationScaleBlock(T) == kGgmlSuperBlockElems) {
-    groups.super_activations =
-        OneActivationScalePerSuperBlock(x, groups.x_row_bytes, n_tokens, k);
+    groups.super_activations = OneActivationScalePerSuperBlock(x, groups.x_row_bytes, n_tokens, k);
   }
 #endif
 #if HWY_TARGET == HWY_AVX3_DL
   if constexpr (T == GgmlBlockType::kQ2_K || T == GgmlBlockType::kQ3_K) {
     const size_t copies = n_tokens == 1 && k <= kLowBitPairedCopiesMaxK ? 4 : 1;
-    const size_t paired_row_bytes =
-        k / kGgmlSuperBlockElems * LowBitPairedBlockBytes(copies);
+    const size_t paired_row_bytes = k / kGgmlSuperBlockElems * LowBitPairedBlockBytes(copies);
     if (groups.super_activations && n_tokens <= 4 &&
         n_tokens * paired_row_bytes <= kLowBitPairedMaxBytes) {
       alignas(64) uint8_t paired[kLowBitPairedMaxBytes];
@@ -1057,8 +1052,8 @@ void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRI
 
 template <GgmlBlockType T>
 void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
-                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
-                  size_t row_begin, size_t row_end) {
+                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out, size_t row_begin,
+                  size_t row_end) {
 #if HWY_TARGET == HWY_AVX3_DL
   constexpr size_t kMinTokenBlock = T == GgmlBlockType::kQ2_K ? 0 : kPanelTokenBlock;
 #else
@@ -1067,20 +1062,19 @@ void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
   ForEachTokenBlock(
       n_tokens, k,
       [&](size_t first, size_t count) {
-        MatMulBlocksTokens<T>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k,
-                              n_out, row_begin, row_end);
+        MatMulBlocksTokens<T>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k, n_out,
+                              row_begin, row_end);
       },
       kMinTokenBlock);
 }
 
 }  // namespace blocks
 
-#define KESTREL_BLOCK_MATMUL_PER_TARGET(T)                                                    \
-  void MatMul##T##PerTarget(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,  \
-                            float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out, \
-                            size_t row_begin, size_t row_end) {                             \
-    blocks::MatMulBlocks<GgmlBlockType::k##T>(w, x, y, n_tokens, k, n_out, row_begin,       \
-                                              row_end);                                     \
+#define KESTREL_BLOCK_MATMUL_PER_TARGET(T)                                                      \
+  void MatMul##T##PerTarget(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,       \
+                            float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,     \
+                            size_t row_begin, size_t row_end) {                                 \
+    blocks::MatMulBlocks<GgmlBlockType::k##T>(w, x, y, n_tokens, k, n_out, row_begin, row_end); \
   }
 KESTREL_BLOCK_TYPES(KESTREL_BLOCK_MATMUL_PER_TARGET)
 #undef KESTREL_BLOCK_MATMUL_PER_TARGET
@@ -1092,13 +1086,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace kestrel::ops {
 
-#define KESTREL_BLOCK_MATMUL_EXPORT(T)                                                     \
-  HWY_EXPORT(MatMul##T##PerTarget);                                                        \
-  void MatMul##T(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k, \
-                 size_t n_out, size_t row_begin, size_t row_end) {                         \
-    HWY_DYNAMIC_DISPATCH(MatMul##T##PerTarget)(w, x, y, n_tokens, k, n_out, row_begin,     \
-                                               row_end);                                   \
-  }                                                                                        \
+#define KESTREL_BLOCK_MATMUL_EXPORT(T)                                                           \
+  HWY_EXPORT(MatMul##T##PerTarget);                                                              \
+  void MatMul##T(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k,        \
+                 size_t n_out, size_t row_begin, size_t row_end) {                               \
+    HWY_DYNAMIC_DISPATCH(MatMul##T##PerTarget)(w, x, y, n_tokens, k, n_out, row_begin, row_end); \
+  }                                                                                              \
   KESTREL_DEFINE_RESOLVE(MatMul##T)
 KESTREL_BLOCK_TYPES(KESTREL_BLOCK_MATMUL_EXPORT)
 #undef KESTREL_BLOCK_MATMUL_EXPORT

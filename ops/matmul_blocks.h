@@ -11,7 +11,7 @@
 
 namespace kestrel::ops {
 
-#define KESTREL_DECLARE_BLOCK_MATMUL(T)                                                     \
+#define KESTREL_DECLARE_BLOCK_MATMUL(T)                                                   \
   void MatMul##T(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k, \
                  size_t n_out, size_t row_begin, size_t row_end);                         \
   decltype(&MatMul##T) ResolveMatMul##T();

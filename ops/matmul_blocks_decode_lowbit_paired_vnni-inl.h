@@ -86,8 +86,7 @@ HWY_INLINE __m512i PairedChunk(const uint8_t* HWY_RESTRICT block, int pair, int 
 template <GgmlBlockType T, size_t kTokens, size_t kCopies>
 HWY_NOINLINE void LowBitPairedTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
                                                  const BlockLayout& layout, size_t r0,
-                                                 const uint8_t* HWY_RESTRICT x,
-                                                 size_t x_row_bytes,
+                                                 const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
                                                  const uint8_t* HWY_RESTRICT paired,
                                                  size_t paired_row_bytes, size_t k,
                                                  float* HWY_RESTRICT y, size_t n_out) {
@@ -160,8 +159,7 @@ HWY_NOINLINE void LowBitPairedTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
     __m512i sums[kTokens][kChains];
     for (size_t t = 0; t < kTokens; ++t) {
       paired_block[t] = paired + t * paired_row_bytes + blk * LowBitPairedBlockBytes(kCopies);
-      const __m512i halves =
-          _mm512_load_si512(paired_block[t] + kGgmlSuperBlockElems * kCopies);
+      const __m512i halves = _mm512_load_si512(paired_block[t] + kGgmlSuperBlockElems * kCopies);
       const __m512 xs_block = _mm512_set1_ps(xs[t][first_sub]);
       terms01[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, half_factor01)),
                                    _mm512_mul_ps(xs_block, half_d01), terms01[t]);
@@ -181,12 +179,11 @@ HWY_NOINLINE void LowBitPairedTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
           _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p1))));
       __m512i high = _mm512_setzero_si512();
       if constexpr (!kQ2) {
-        high = _mm512_permutex2var_epi32(
-            _mm512_castsi128_si512(
-                _mm_loadu_si128(reinterpret_cast<const __m128i*>(p0 + kLowBytes))),
-            high_rows,
-            _mm512_castsi128_si512(
-                _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1 + kLowBytes))));
+        high = _mm512_permutex2var_epi32(_mm512_castsi128_si512(_mm_loadu_si128(
+                                             reinterpret_cast<const __m128i*>(p0 + kLowBytes))),
+                                         high_rows,
+                                         _mm512_castsi128_si512(_mm_loadu_si128(
+                                             reinterpret_cast<const __m128i*>(p1 + kLowBytes))));
       }
       __m512i scale_half[2];
       for (int h = 0; h < 2; ++h) {
@@ -201,16 +198,16 @@ HWY_NOINLINE void LowBitPairedTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
           // Chunk c's high bits: bit 2c + e of the row's byte i, e = 0 in the qword's low
           // dword and 1 in its high one, rotated right to bit 2.
           const int left0 = (34 - 2 * c) % 32, left1 = (33 - 2 * c) % 32;
-          const __m512i rotate = _mm512_set_epi32(left1, left0, left1, left0, left1, left0, left1,
-                                                  left0, left1, left0, left1, left0, left1, left0,
-                                                  left1, left0);
+          const __m512i rotate =
+              _mm512_set_epi32(left1, left0, left1, left0, left1, left0, left1, left0, left1, left0,
+                               left1, left0, left1, left0, left1, left0);
           chunk = _mm512_ternarylogic_epi32(chunk, _mm512_rolv_epi32(high, rotate), bit2,
                                             0xF8);  // low | high & 4
         }
         for (size_t t = 0; t < kTokens; ++t) {
           const __m512i act = PairedChunk<kCopies>(paired_block[t], pair, c);
-          sums[t][c % kChains] = DotWords512(
-              sums[t][c % kChains], _mm512_maddubs_epi16(chunk, act), scale_half[c / 2]);
+          sums[t][c % kChains] = DotWords512(sums[t][c % kChains], _mm512_maddubs_epi16(chunk, act),
+                                             scale_half[c / 2]);
         }
       }
     }

@@ -61,8 +61,8 @@ HWY_INLINE __m512i HalfSums16(const int8_t* HWY_RESTRICT q) {
   const __m512i order = _mm512_set_epi16(
       word(31), word(30), word(29), word(28), word(27), word(26), word(25), word(24), word(23),
       word(22), word(21), word(20), word(19), word(18), word(17), word(16), word(15), word(14),
-      word(13), word(12), word(11), word(10), word(9), word(8), word(7), word(6), word(5),
-      word(4), word(3), word(2), word(1), word(0));
+      word(13), word(12), word(11), word(10), word(9), word(8), word(7), word(6), word(5), word(4),
+      word(3), word(2), word(1), word(0));
   return _mm512_permutexvar_epi16(order, sums);
 }
 
@@ -86,8 +86,8 @@ HWY_INLINE __m512i RowQwordsToLanes(__m512i v, bool second) {
 // first qword, 2h + 1 in its second (bits 4h.. and 4h + 2.. of every byte). Shifting the
 // whole qword moves the next byte's bits above the two kept.
 HWY_INLINE __m512i TwoBitHalf(__m512i rows, int h) {
-  const __m512i shift = _mm512_setr_epi64(4 * h, 4 * h + 2, 4 * h, 4 * h + 2, 4 * h, 4 * h + 2,
-                                          4 * h, 4 * h + 2);
+  const __m512i shift =
+      _mm512_setr_epi64(4 * h, 4 * h + 2, 4 * h, 4 * h + 2, 4 * h, 4 * h + 2, 4 * h, 4 * h + 2);
   return _mm512_and_si512(_mm512_srlv_epi64(rows, shift), _mm512_set1_epi8(3));
 }
 
@@ -122,16 +122,16 @@ HWY_INLINE void StoreRowLanes(__m512 acc, __m512 terms01, __m512 terms23, float*
   __m512 v = _mm512_add_ps(acc, terms);
   v = _mm512_add_ps(v, _mm512_permute_ps(v, 0x4E));
   v = _mm512_add_ps(v, _mm512_permute_ps(v, 0xB1));
-  const __m512 rows = _mm512_permutexvar_ps(
-      _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), v);
+  const __m512 rows =
+      _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), v);
   _mm_storeu_ps(y, _mm512_castps512_ps128(rows));
 }
 
 // The f16 words at word indices i[0..7] of v as f32 lanes 0..7 (the four rows' d, and dmin).
 HWY_INLINE __m512 HalvesAt(__m512i v, const short (&i)[8]) {
   const __m512i words = _mm512_permutexvar_epi16(
-      _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                       i[7], i[6], i[5], i[4], i[3], i[2], i[1], i[0]),
+      _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, i[7],
+                       i[6], i[5], i[4], i[3], i[2], i[1], i[0]),
       v);
   return _mm512_castps256_ps512(_mm256_cvtph_ps(_mm512_castsi512_si128(words)));
 }
@@ -240,7 +240,8 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
     // Two sub-blocks' 64 bytes per load; unrolled so that every index is a constant.
 #pragma GCC unroll 4
     for (size_t pair = 0; pair < 4; ++pair) {
-      const uint8_t* HWY_RESTRICT p = FullGroup<GgmlBlockType::kQ2_K>::SubBlock(group, first_sub + 2 * pair);
+      const uint8_t* HWY_RESTRICT p =
+          FullGroup<GgmlBlockType::kQ2_K>::SubBlock(group, first_sub + 2 * pair);
       hwy::Prefetch(p + kWeightPrefetchBytes);
       const __m512i both = _mm512_loadu_si512(p);
 #pragma GCC unroll 2
@@ -301,17 +302,16 @@ HWY_INLINE Q3KGroupRecords DecodeQ3KGroupRecords(const uint8_t* HWY_RESTRICT rec
       _mm512_set1_epi8(0x0F));
   // High 2 bits of scale j: bits 2 (j / 4) of its byte, rotated to bits 4-5 per 32-bit lane
   // (bytes 0-3 of a qword are j / 4 = 2H, bytes 4-7 2H + 1).
-  const __m512i high = _mm512_rolv_epi32(
-      _mm512_permutexvar_epi8(_mm512_load_si512(kScaleSource.high), rec),
-      _mm512_setr_epi32(4, 2, 4, 2, 4, 2, 4, 2, 0, 30, 0, 30, 0, 30, 0, 30));
+  const __m512i high =
+      _mm512_rolv_epi32(_mm512_permutexvar_epi8(_mm512_load_si512(kScaleSource.high), rec),
+                        _mm512_setr_epi32(4, 2, 4, 2, 4, 2, 4, 2, 0, 30, 0, 30, 0, 30, 0, 30));
   const __m512i sc = _mm512_sub_epi8(
       _mm512_ternarylogic_epi32(low, high, _mm512_set1_epi8(0x30), 0xF8),  // low | high & 0x30
       _mm512_set1_epi8(32));
   Q3KGroupRecords g;
   g.sc_lo = _mm512_cvtepi8_epi16(_mm512_castsi512_si256(sc));
   g.sc_hi = _mm512_cvtepi8_epi16(_mm512_extracti64x4_epi64(sc, 1));
-  g.sc01 =
-      _mm512_permutex2var_epi64(g.sc_lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), g.sc_hi);
+  g.sc01 = _mm512_permutex2var_epi64(g.sc_lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), g.sc_hi);
   g.sc23 =
       _mm512_permutex2var_epi64(g.sc_lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), g.sc_hi);
   const __m512 d = HalvesAt(rec, {6, 13, 20, 27, 6, 13, 20, 27});  // d at byte 14r + 12
@@ -336,7 +336,7 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
   constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ3_K);
   static_assert(F.record_bytes == 14 && F.SubBlocks() == 8, "Q3_K's record and block");
-  constexpr size_t kLowBytes = kQuantGroupRows * F.LowBytes();         // 32
+  constexpr size_t kLowBytes = kQuantGroupRows * F.LowBytes();  // 32
   const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
   __m512 acc[kTokens], center01[kTokens], center23[kTokens];
   Q8ActRow act[kTokens];
@@ -369,15 +369,13 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
       const uint8_t* HWY_RESTRICT p = FullGroup<GgmlBlockType::kQ3_K>::SubBlock(group, sub);
       hwy::Prefetch(p + kWeightPrefetchBytes);
       const __m512i rows = RowQwordsToLanes(
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))),
-          false);
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), false);
       // Row r's 4 bytes of high bits in every 32-bit lane of lane r. Element 8c + 4e + i has
       // its bit at bit 2c + e of byte i: in half h, 32-bit lane 2 (c - 2h) + e of a row's lane,
       // bit 4h + (its lane index), rotated to bit 2.
       const __m512i high = _mm512_permutexvar_epi32(
           _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-          _mm512_castsi128_si512(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kLowBytes))));
+          _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kLowBytes))));
       const __m512i bit = _mm512_set1_epi8(4);
       const __m512i w0 = _mm512_ternarylogic_epi32(
           TwoBitHalf(rows, 0),
@@ -386,9 +384,8 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
           bit, 0xF8);
       const __m512i w1 = _mm512_ternarylogic_epi32(
           TwoBitHalf(rows, 1),
-          _mm512_rolv_epi32(
-              high, _mm512_setr_epi32(30, 29, 28, 27, 30, 29, 28, 27, 30, 29, 28, 27, 30, 29, 28,
-                                      27)),
+          _mm512_rolv_epi32(high, _mm512_setr_epi32(30, 29, 28, 27, 30, 29, 28, 27, 30, 29, 28, 27,
+                                                    30, 29, 28, 27)),
           bit, 0xF8);
       const int j0 = 2 * s, j1 = 2 * s + 1;  // the halves' scales
       const __m512i s0 = _mm512_shuffle_epi8(j0 < 8 ? sc_lo : sc_hi, ScaleIndex<true>(j0 % 8));
@@ -398,11 +395,9 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
           whole[t][s % 2] = AddScaledSubBlock(whole[t][s % 2], w0, w1, s0, s1,
                                               act[t].q + sub * kGgmlSubBlockElems);
         } else {
-          const __m512i sums =
-              ScaledSubBlock(w0, w1, s0, s1, act[t].q + sub * kGgmlSubBlockElems);
+          const __m512i sums = ScaledSubBlock(w0, w1, s0, s1, act[t].q + sub * kGgmlSubBlockElems);
           __m512& into = part[t][s % 2];
-          into = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(act[t].scale[sub]),
-                                 into);
+          into = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(act[t].scale[sub]), into);
         }
       }
     }

@@ -52,8 +52,8 @@ HWY_INLINE void LoadGroupSubBlock512(const uint8_t* HWY_RESTRICT p, __m512i& w01
         const int chunk = first + (i >= 8 ? 1 : 0);
         r[i] = (kLow - 2 * chunk - i % 2 + 32) % 32;
       }
-      return _mm512_setr_epi32(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9],
-                               r[10], r[11], r[12], r[13], r[14], r[15]);
+      return _mm512_setr_epi32(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
+                               r[11], r[12], r[13], r[14], r[15]);
     };
     w01 = _mm512_or_si512(w01, _mm512_and_si512(_mm512_rolv_epi32(h, rotations(0)), bit));
     w23 = _mm512_or_si512(w23, _mm512_and_si512(_mm512_rolv_epi32(h, rotations(2)), bit));
@@ -84,8 +84,7 @@ struct RowPairs {
   RowPairs() : RowPairs(_mm512_setzero_ps(), _mm512_setzero_ps()) {}
   // Value j of each row in the lanes [r0 r0 r1 r1 r2 r2 r3 r3] twice.
   __m512 Lanes(size_t j) const {
-    const __m512i first =
-        _mm512_setr_epi32(0, 0, 8, 8, 16, 16, 24, 24, 0, 0, 8, 8, 16, 16, 24, 24);
+    const __m512i first = _mm512_setr_epi32(0, 0, 8, 8, 16, 16, 24, 24, 0, 0, 8, 8, 16, 16, 24, 24);
     return _mm512_permutex2var_ps(
         rows01, _mm512_add_epi32(first, _mm512_set1_epi32(static_cast<int>(j))), rows23);
   }
@@ -131,25 +130,23 @@ HWY_NOINLINE void BlocksTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const 
           T == GgmlBlockType::kQ5_0
               ? _mm512_maskz_set1_epi32(kLowHalf, sum_terms[t][blk % kSumRun].offset)
               : _mm512_setzero_si512();
-      const __m512i sums = DotBytes512(
-          DotBytes512(start, w01, _mm512_permutexvar_epi64(chunks_01, xv)), w23,
-          _mm512_permutexvar_epi64(chunks_23, xv));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
-                               _mm512_mul_ps(scale_both, _mm512_set1_ps(act[t].scale[blk])),
-                               acc[t]);
+      const __m512i sums =
+          DotBytes512(DotBytes512(start, w01, _mm512_permutexvar_epi64(chunks_01, xv)), w23,
+                      _mm512_permutexvar_epi64(chunks_23, xv));
+      acc[t] =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
+                          _mm512_mul_ps(scale_both, _mm512_set1_ps(act[t].scale[blk])), acc[t]);
       if constexpr (T != GgmlBlockType::kQ5_0) {
-        acc_min[t] = _mm256_fmadd_ps(
-            min[0], _mm256_set1_ps(sum_terms[t][blk % kSumRun].scaled), acc_min[t]);
+        acc_min[t] =
+            _mm256_fmadd_ps(min[0], _mm256_set1_ps(sum_terms[t][blk % kSumRun].scaled), acc_min[t]);
       }
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {
-    const __m256 sum =
-        _mm256_add_ps(_mm256_add_ps(_mm512_castps512_ps256(acc[t]),
-                                    _mm512_extractf32x8_ps(acc[t], 1)),
-                      acc_min[t]);
-    const __m128 rows =
-        _mm_hadd_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+    const __m256 sum = _mm256_add_ps(
+        _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1)),
+        acc_min[t]);
+    const __m128 rows = _mm_hadd_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
     _mm_storeu_ps(y + t * n_out, rows);
   }
 }
@@ -210,10 +207,10 @@ HWY_NOINLINE void Q4KQ5KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const 
       if (s == 0) {
         for (size_t t = 0; t < kTokens; ++t) {
           const __m512 x_scales = _mm512_broadcast_f32x8(_mm256_loadu_ps(act[t].scale + sub));
-          scaled[t] = RowPairs(_mm512_mul_ps(g.scale01, x_scales),
-                               _mm512_mul_ps(g.scale23, x_scales));
-          const __m512 terms = _mm512_broadcast_f32x8(
-              _mm256_load_ps(reinterpret_cast<const float*>(sum_terms[t])));
+          scaled[t] =
+              RowPairs(_mm512_mul_ps(g.scale01, x_scales), _mm512_mul_ps(g.scale23, x_scales));
+          const __m512 terms =
+              _mm512_broadcast_f32x8(_mm256_load_ps(reinterpret_cast<const float*>(sum_terms[t])));
           min01[t] = _mm512_fmadd_ps(g.min01, terms, min01[t]);
           min23[t] = _mm512_fmadd_ps(g.min23, terms, min23[t]);
         }
@@ -223,10 +220,9 @@ HWY_NOINLINE void Q4KQ5KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const 
       for (size_t t = 0; t < kTokens; ++t) {
         const __m512i xv = _mm512_castsi256_si512(_mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(act[t].q + sub * kGgmlSubBlockElems)));
-        const __m512i sums =
-            DotBytes512(DotBytes512(_mm512_setzero_si512(), w01,
-                                    _mm512_permutexvar_epi64(chunks_01, xv)),
-                        w23, _mm512_permutexvar_epi64(chunks_23, xv));
+        const __m512i sums = DotBytes512(
+            DotBytes512(_mm512_setzero_si512(), w01, _mm512_permutexvar_epi64(chunks_01, xv)), w23,
+            _mm512_permutexvar_epi64(chunks_23, xv));
         __m512& into = s % 2 == 0 ? acc[t] : acc2[t];
         into = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scaled[t].Lanes(s), into);
       }
@@ -261,8 +257,7 @@ HWY_NOINLINE void Q6KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
   // 0..7, second halves' at 8..15 of Q2KHalfTerms' output).
   const __m512i scales_lo = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3);
   const __m512i scales_hi = _mm512_add_epi32(scales_lo, _mm512_set1_epi32(4));
-  const __m512i terms_lo =
-      _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 8, 1, 9, 2, 10, 3, 11);
+  const __m512i terms_lo = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 0, 8, 1, 9, 2, 10, 3, 11);
   const __m512i terms_hi = _mm512_add_epi32(terms_lo, _mm512_set1_epi32(4));
   const __m512 minus_center = _mm512_set1_ps(-static_cast<float>(F.center));
   // acc / acc2: first / second halves' sums in [r0 r0 r1 r1 r2 r2 r3 r3] lanes of both 256-bit
@@ -289,18 +284,17 @@ HWY_NOINLINE void Q6KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
           _mm512_insertf32x8(_mm512_castps256_ps512(first_terms), second_terms, 1), minus_center);
       const __m512 t_lo = _mm512_permutexvar_ps(terms_lo, all_terms);
       const __m512 t_hi = _mm512_permutexvar_ps(terms_hi, all_terms);
-      center01[t] = _mm512_fmadd_ps(hi_rows.rows01, t_hi,
-                                    _mm512_fmadd_ps(lo_rows.rows01, t_lo, center01[t]));
-      center23[t] = _mm512_fmadd_ps(hi_rows.rows23, t_hi,
-                                    _mm512_fmadd_ps(lo_rows.rows23, t_lo, center23[t]));
-      const __m512 x_scales =
-          _mm512_castps256_ps512(_mm256_loadu_ps(act[t].scale + first_sub));
+      center01[t] =
+          _mm512_fmadd_ps(hi_rows.rows01, t_hi, _mm512_fmadd_ps(lo_rows.rows01, t_lo, center01[t]));
+      center23[t] =
+          _mm512_fmadd_ps(hi_rows.rows23, t_hi, _mm512_fmadd_ps(lo_rows.rows23, t_lo, center23[t]));
+      const __m512 x_scales = _mm512_castps256_ps512(_mm256_loadu_ps(act[t].scale + first_sub));
       const __m512 x_lo = _mm512_permutexvar_ps(scales_lo, x_scales);
       const __m512 x_hi = _mm512_permutexvar_ps(scales_hi, x_scales);
-      scaled_lo[t] = RowPairs(_mm512_mul_ps(lo_rows.rows01, x_lo),
-                              _mm512_mul_ps(lo_rows.rows23, x_lo));
-      scaled_hi[t] = RowPairs(_mm512_mul_ps(hi_rows.rows01, x_hi),
-                              _mm512_mul_ps(hi_rows.rows23, x_hi));
+      scaled_lo[t] =
+          RowPairs(_mm512_mul_ps(lo_rows.rows01, x_lo), _mm512_mul_ps(lo_rows.rows23, x_lo));
+      scaled_hi[t] =
+          RowPairs(_mm512_mul_ps(hi_rows.rows01, x_hi), _mm512_mul_ps(hi_rows.rows23, x_hi));
     }
     // Sub-blocks 0-3 take their scales from the rows' scales 0-7, 4-7 from 8-15; unrolled so
     // that each permute's lanes are a constant.
@@ -316,10 +310,10 @@ HWY_NOINLINE void Q6KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
         for (size_t t = 0; t < kTokens; ++t) {
           const __m512i xv = _mm512_castsi256_si512(_mm256_loadu_si256(
               reinterpret_cast<const __m256i*>(act[t].q + sub * kGgmlSubBlockElems)));
-          const __m512i half0 = DotBytes512(_mm512_setzero_si512(), w01,
-                                            _mm512_permutexvar_epi64(chunks_01, xv));
-          const __m512i half1 = DotBytes512(_mm512_setzero_si512(), w23,
-                                            _mm512_permutexvar_epi64(chunks_23, xv));
+          const __m512i half0 =
+              DotBytes512(_mm512_setzero_si512(), w01, _mm512_permutexvar_epi64(chunks_01, xv));
+          const __m512i half1 =
+              DotBytes512(_mm512_setzero_si512(), w23, _mm512_permutexvar_epi64(chunks_23, xv));
           const RowPairs& scaled = quarter == 0 ? scaled_lo[t] : scaled_hi[t];
           acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(half0), scaled.Lanes(2 * i), acc[t]);
           acc2[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(half1), scaled.Lanes(2 * i + 1), acc2[t]);

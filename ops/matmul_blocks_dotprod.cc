@@ -108,10 +108,10 @@ void BlocksTile4xN_NeonDotProd(GgmlBlockType type, size_t tokens, const uint8_t*
                                const BlockLayout& layout, size_t r0, const uint8_t* x,
                                size_t x_row_bytes, size_t k, float* y, size_t n_out) {
   switch (type) {
-#define KESTREL_DOTPROD_CASE(T)                                                          \
-  case GgmlBlockType::k##T:                                                              \
-    return GroupTileForTokens<GgmlBlockType::k##T>(tokens, w, layout, r0, x, x_row_bytes, \
-                                                   k, y, n_out);
+#define KESTREL_DOTPROD_CASE(T)                                                                 \
+  case GgmlBlockType::k##T:                                                                     \
+    return GroupTileForTokens<GgmlBlockType::k##T>(tokens, w, layout, r0, x, x_row_bytes, k, y, \
+                                                   n_out);
     KESTREL_BLOCK_TYPES(KESTREL_DOTPROD_CASE)
 #undef KESTREL_DOTPROD_CASE
     default: return;

@@ -52,10 +52,10 @@ struct SuperBlockScales {
 // Four rows' 16 per-half scale bytes (one row per __m128i) as the chunk vectors' quarters:
 // bytes 0-7 of each row into *lo, 8-15 into *hi.
 HWY_INLINE void RowsToQuarters(const __m128i rows[4], __m256i* lo, __m256i* hi) {
-  *lo = _mm256_set_m128i(_mm_unpacklo_epi64(rows[2], rows[3]),
-                         _mm_unpacklo_epi64(rows[0], rows[1]));
-  *hi = _mm256_set_m128i(_mm_unpackhi_epi64(rows[2], rows[3]),
-                         _mm_unpackhi_epi64(rows[0], rows[1]));
+  *lo =
+      _mm256_set_m128i(_mm_unpacklo_epi64(rows[2], rows[3]), _mm_unpacklo_epi64(rows[0], rows[1]));
+  *hi =
+      _mm256_set_m128i(_mm_unpackhi_epi64(rows[2], rows[3]), _mm_unpackhi_epi64(rows[0], rows[1]));
 }
 
 template <GgmlBlockType T>
@@ -89,10 +89,9 @@ HWY_INLINE SuperBlockScales DecodeSuperBlockScales(const uint8_t* HWY_RESTRICT r
       }
     }
     RowsToQuarters(rows, &out.lo, &out.hi);
-    const __m128i halves =
-        _mm_setr_epi16(half_bits(rec + kDAt), half_bits(rec + kRecord + kDAt),
-                       half_bits(rec + 2 * kRecord + kDAt), half_bits(rec + 3 * kRecord + kDAt),
-                       0, 0, 0, 0);
+    const __m128i halves = _mm_setr_epi16(half_bits(rec + kDAt), half_bits(rec + kRecord + kDAt),
+                                          half_bits(rec + 2 * kRecord + kDAt),
+                                          half_bits(rec + 3 * kRecord + kDAt), 0, 0, 0, 0);
     out.d = _mm256_permutevar8x32_ps(_mm256_cvtph_ps(halves),
                                      _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
     out.mins01 = out.mins23 = _mm256_setzero_si256();
@@ -123,16 +122,16 @@ HWY_INLINE SuperBlockScales DecodeSuperBlockScales(const uint8_t* HWY_RESTRICT r
     const __m256i pair_bytes[2] = {K4PairBytes(rec), K4PairBytes(rec + 32)};
     // [r0 | r2 || r1 | r3] quarters, then rows in order.
     constexpr int kRowOrder = _MM_SHUFFLE(3, 1, 2, 0);
-    out.lo = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(pair_bytes[0], pair_bytes[1]),
-                                      kRowOrder);
-    const __m256i mins = _mm256_permute4x64_epi64(
-        _mm256_unpackhi_epi64(pair_bytes[0], pair_bytes[1]), kRowOrder);
+    out.lo =
+        _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(pair_bytes[0], pair_bytes[1]), kRowOrder);
+    const __m256i mins =
+        _mm256_permute4x64_epi64(_mm256_unpackhi_epi64(pair_bytes[0], pair_bytes[1]), kRowOrder);
     out.hi = _mm256_setzero_si256();
     out.mins01 = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(mins));
     out.mins23 = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(mins, 1));
     // d and dmin: the first 4 bytes of each row's record.
-    const __m256 d_dmin = _mm256_cvtph_ps(
-        _mm_setr_epi32(word(rec), word(rec + 16), word(rec + 32), word(rec + 48)));
+    const __m256 d_dmin =
+        _mm256_cvtph_ps(_mm_setr_epi32(word(rec), word(rec + 16), word(rec + 32), word(rec + 48)));
     out.d = _mm256_permutevar8x32_ps(d_dmin, _mm256_setr_epi32(0, 0, 2, 2, 4, 4, 6, 6));
     out.dmin = _mm256_permutevar8x32_ps(d_dmin, _mm256_setr_epi32(1, 1, 3, 3, 5, 5, 7, 7));
   }
@@ -144,9 +143,9 @@ HWY_INLINE SuperBlockScales DecodeSuperBlockScales(const uint8_t* HWY_RESTRICT r
 template <bool kSigned>
 HWY_INLINE __m256i RowScale16(__m256i bytes, int j) {
   const __m256i source =
-      kSigned ? _mm256_setr_epi8(-128, j, -128, j, -128, j, -128, j, -128, 8 + j, -128, 8 + j,
-                                 -128, 8 + j, -128, 8 + j, -128, j, -128, j, -128, j, -128, j,
-                                 -128, 8 + j, -128, 8 + j, -128, 8 + j, -128, 8 + j)
+      kSigned ? _mm256_setr_epi8(-128, j, -128, j, -128, j, -128, j, -128, 8 + j, -128, 8 + j, -128,
+                                 8 + j, -128, 8 + j, -128, j, -128, j, -128, j, -128, j, -128,
+                                 8 + j, -128, 8 + j, -128, 8 + j, -128, 8 + j)
               : _mm256_setr_epi8(j, -128, j, -128, j, -128, j, -128, 8 + j, -128, 8 + j, -128,
                                  8 + j, -128, 8 + j, -128, j, -128, j, -128, j, -128, j, -128,
                                  8 + j, -128, 8 + j, -128, 8 + j, -128, 8 + j, -128);
@@ -158,8 +157,8 @@ HWY_INLINE __m256i RowScale16(__m256i bytes, int j) {
 HWY_INLINE __m256i MinTerms(const SuperBlockScales& s, const int32_t* HWY_RESTRICT block_sums) {
   const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block_sums));
   // |sum| <= 32 * 127 fits int16: [s0..s7 | s0..s7].
-  const __m256i sums16 = _mm256_permute4x64_epi64(_mm256_packs_epi32(sums, sums),
-                                                  _MM_SHUFFLE(2, 0, 2, 0));
+  const __m256i sums16 =
+      _mm256_permute4x64_epi64(_mm256_packs_epi32(sums, sums), _MM_SHUFFLE(2, 0, 2, 0));
   const __m256i m01 = _mm256_madd_epi16(s.mins01, sums16);  // [r0: 4 pair sums | r1: 4]
   const __m256i m23 = _mm256_madd_epi16(s.mins23, sums16);
   // hadd: [r0 r0 r2 r2 | r1 r1 r3 r3]; then the rows in order.
@@ -177,10 +176,10 @@ HWY_INLINE __m256i HalfSums(const int8_t* HWY_RESTRICT x) {
     v[s] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
   }
   // [S0 S2 S4 S6 | S1 S3 S5 S7], then the same for sub-blocks 4-7.
-  const __m256i first = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]),
-                                          _mm256_hadd_epi32(v[2], v[3]));
-  const __m256i second = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]),
-                                           _mm256_hadd_epi32(v[6], v[7]));
+  const __m256i first =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+  const __m256i second =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
   return _mm256_packs_epi32(first, second);
 }
 
@@ -190,8 +189,8 @@ HWY_INLINE __m256i HalfMinTerms(const SuperBlockScales& s, __m256i half_sums) {
   __m256i t[4];
   for (int r = 0; r < 4; ++r) t[r] = _mm256_madd_epi16(s.half_mins[r], half_sums);
   // [r0 r1 r2 r3 (sums of lanes 0-3) | r0 r1 r2 r3 (lanes 4-7)], then the rows in order.
-  const __m256i rows = _mm256_hadd_epi32(_mm256_hadd_epi32(t[0], t[1]),
-                                         _mm256_hadd_epi32(t[2], t[3]));
+  const __m256i rows =
+      _mm256_hadd_epi32(_mm256_hadd_epi32(t[0], t[1]), _mm256_hadd_epi32(t[2], t[3]));
   return _mm256_permutevar8x32_epi32(rows, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
@@ -232,10 +231,10 @@ HWY_NOINLINE void KQuantSuperTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const B
       if constexpr (kQ6K) {
         // Signed quants (q - 32) as |q - 32| against x carrying their sign (vpsignb), each half
         // of 16 with its own scale.
-        const __m256i half_scale0 = RowScale16<true>(s < 4 ? scales.lo : scales.hi,
-                                                     static_cast<int>(2 * s % 8));
-        const __m256i half_scale1 = RowScale16<true>(s < 4 ? scales.lo : scales.hi,
-                                                     static_cast<int>((2 * s + 1) % 8));
+        const __m256i half_scale0 =
+            RowScale16<true>(s < 4 ? scales.lo : scales.hi, static_cast<int>(2 * s % 8));
+        const __m256i half_scale1 =
+            RowScale16<true>(s < 4 ? scales.lo : scales.hi, static_cast<int>((2 * s + 1) % 8));
         __m256i magnitude[4];
         for (int e = 0; e < 4; ++e) magnitude[e] = _mm256_sign_epi8(c[e], c[e]);
         for (size_t t = 0; t < kTokens; ++t) {
@@ -250,10 +249,10 @@ HWY_NOINLINE void KQuantSuperTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const B
         }
       } else if constexpr (kHalfMins) {
         constexpr bool kSignedScales = T == GgmlBlockType::kQ3_K;
-        const __m256i half_scale0 = RowScale16<kSignedScales>(s < 4 ? scales.lo : scales.hi,
-                                                              static_cast<int>(2 * s % 8));
-        const __m256i half_scale1 = RowScale16<kSignedScales>(
-            s < 4 ? scales.lo : scales.hi, static_cast<int>((2 * s + 1) % 8));
+        const __m256i half_scale0 =
+            RowScale16<kSignedScales>(s < 4 ? scales.lo : scales.hi, static_cast<int>(2 * s % 8));
+        const __m256i half_scale1 = RowScale16<kSignedScales>(s < 4 ? scales.lo : scales.hi,
+                                                              static_cast<int>((2 * s + 1) % 8));
         for (size_t t = 0; t < kTokens; ++t) {
           const int8_t* xb = act[t].q + sub * kGgmlSubBlockElems;
           const auto dot = [&](int e) {
@@ -267,23 +266,23 @@ HWY_NOINLINE void KQuantSuperTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const B
         const __m256i scale = RowScale16<false>(scales.lo, static_cast<int>(s));
         for (size_t t = 0; t < kTokens; ++t) {
           const int8_t* xb = act[t].q + sub * kGgmlSubBlockElems;
-          const __m256i pairs = _mm256_add_epi16(
-              _mm256_add_epi16(_mm256_maddubs_epi16(c[0], Broadcast8(xb)),
-                               _mm256_maddubs_epi16(c[1], Broadcast8(xb + 8))),
-              _mm256_add_epi16(_mm256_maddubs_epi16(c[2], Broadcast8(xb + 16)),
-                               _mm256_maddubs_epi16(c[3], Broadcast8(xb + 24))));
+          const __m256i pairs =
+              _mm256_add_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c[0], Broadcast8(xb)),
+                                                _mm256_maddubs_epi16(c[1], Broadcast8(xb + 8))),
+                               _mm256_add_epi16(_mm256_maddubs_epi16(c[2], Broadcast8(xb + 16)),
+                                                _mm256_maddubs_epi16(c[3], Broadcast8(xb + 24))));
           sums[t] = _mm256_add_epi32(sums[t], _mm256_madd_epi16(pairs, scale));
         }
       }
     }
     for (size_t t = 0; t < kTokens; ++t) {
       const __m256 x_scale = _mm256_broadcast_ss(act[t].scale + blk * 8);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(scales.d, x_scale),
-                               acc[t]);
+      acc[t] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[t]), _mm256_mul_ps(scales.d, x_scale), acc[t]);
       if constexpr (kHalfMins) {
         const __m256i mins = HalfMinTerms(scales, HalfSums(act[t].q + blk * kGgmlSuperBlockElems));
-        acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(scales.dmin, x_scale),
-                                  acc[t]);
+        acc[t] =
+            _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(scales.dmin, x_scale), acc[t]);
       } else if constexpr (!kQ6K) {
         acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(MinTerms(scales, act[t].sum + blk * 8)),
                                   _mm256_mul_ps(scales.dmin, x_scale), acc[t]);

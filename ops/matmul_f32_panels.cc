@@ -47,10 +47,20 @@ HWY_INLINE void F32PanelTileMxN_Hwy(const float* HWY_RESTRICT w, const float* HW
                                     size_t r, size_t lo, size_t hi, size_t c, size_t len) {
   const size_t N = hn::Lanes(BroadcastFmaTag());
   const float* HWY_RESTRICT first = RowStart(w, k, r) + c * kF32PanelRows;
-  const size_t second = kVecs > 1 ? static_cast<size_t>(RowStart(w, k, r + N) - RowStart(w, k, r))
-                                  : 0;
-  BroadcastFma p{first,         kF32PanelRows, second, len,   x + c,  1,     k,
-                 /*accumulate=*/c > 0, nullptr, y + r,  n_out, tokens};
+  const size_t second =
+      kVecs > 1 ? static_cast<size_t>(RowStart(w, k, r + N) - RowStart(w, k, r)) : 0;
+  BroadcastFma p{first,
+                 kF32PanelRows,
+                 second,
+                 len,
+                 x + c,
+                 1,
+                 k,
+                 /*accumulate=*/c > 0,
+                 nullptr,
+                 y + r,
+                 n_out,
+                 tokens};
   if (lo == r && hi == r + kVecs * N) {
     // The first pass of tokens meets the slice's columns in memory (a model's weights do not
     // fit the caches): it prefetches kPanelPrefetchSteps ahead along the panels, which runs on
@@ -90,9 +100,9 @@ void MatMulF32PanelsPerTarget(const float* HWY_RESTRICT w, const float* HWY_REST
   if (row_begin >= row_end) return;
   const size_t N = hn::Lanes(BroadcastFmaTag());
   const size_t padded = hwy::RoundUpTo(n_out, kF32PanelRows);
-  const size_t block = std::max(kBroadcastFmaMaxItems,
-                                kPanelL2ActivationBytes / (k * sizeof(float)) /
-                                    kBroadcastFmaMaxItems * kBroadcastFmaMaxItems);
+  const size_t block =
+      std::max(kBroadcastFmaMaxItems, kPanelL2ActivationBytes / (k * sizeof(float)) /
+                                          kBroadcastFmaMaxItems * kBroadcastFmaMaxItems);
   for (size_t t0 = 0; t0 < n_tokens; t0 += block) {
     const size_t tokens = std::min(block, n_tokens - t0);
     const float* HWY_RESTRICT xb = x + t0 * k;
@@ -123,9 +133,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace kestrel::ops {
 
-size_t F32PanelFloats(size_t n_out, size_t k) {
-  return hwy::RoundUpTo(n_out, kF32PanelRows) * k;
-}
+size_t F32PanelFloats(size_t n_out, size_t k) { return hwy::RoundUpTo(n_out, kF32PanelRows) * k; }
 
 void PackF32Panels(const float* w, size_t n_out, size_t k, float* panels) {
   const size_t n_panels = (n_out + kF32PanelRows - 1) / kF32PanelRows;
@@ -143,8 +151,7 @@ HWY_EXPORT(MatMulF32PanelsPerTarget);
 
 void MatMulF32Panels(const float* w, const float* x, float* y, size_t n_tokens, size_t k,
                      size_t n_out, size_t row_begin, size_t row_end) {
-  HWY_DYNAMIC_DISPATCH(MatMulF32PanelsPerTarget)(w, x, y, n_tokens, k, n_out, row_begin,
-                                                 row_end);
+  HWY_DYNAMIC_DISPATCH(MatMulF32PanelsPerTarget)(w, x, y, n_tokens, k, n_out, row_begin, row_end);
 }
 
 KESTREL_DEFINE_RESOLVE(MatMulF32Panels)

@@ -101,8 +101,7 @@ inline void LoadGroupSubBlock(const uint8_t* p, int8x16_t c[4][2]) {
       for (int e = 0; e < 4; ++e) {
         const int8_t s0 = static_cast<int8_t>(static_cast<int>(F.low_bits) - 2 * e);
         const int8_t s1 = static_cast<int8_t>(s0 - 1);
-        const int8_t shifts[16] = {s0, s0, s0, s0, s1, s1, s1, s1,
-                                   s0, s0, s0, s0, s1, s1, s1, s1};
+        const int8_t shifts[16] = {s0, s0, s0, s0, s1, s1, s1, s1, s0, s0, s0, s0, s1, s1, s1, s1};
         u[e][h] = vorrq_u8(u[e][h], vandq_u8(vshlq_u8(rows, vld1q_s8(shifts)), bit));
       }
     }

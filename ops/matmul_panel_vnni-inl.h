@@ -54,8 +54,8 @@ inline constexpr size_t kPanelMinTokens = 8;
 inline constexpr size_t kPanelTokenBlock = kPanelGroupMax * kPanelTokens;
 
 struct Q8ActPanel {
-  alignas(64) uint32_t words[kPanelMaxK / 4 * kPanelTokens];              // [k/4][token]
-  alignas(64) float scale[kPanelMaxK / kQuantBlockElems * kPanelTokens];   // [k/32][token]
+  alignas(64) uint32_t words[kPanelMaxK / 4 * kPanelTokens];                   // [k/4][token]
+  alignas(64) float scale[kPanelMaxK / kQuantBlockElems * kPanelTokens];       // [k/32][token]
   alignas(64) float scaled_sum[kPanelMaxK / kQuantBlockElems * kPanelTokens];  // scale * sum(q)
   // For the super-block tiles: sum(q) of blocks 2p and 2p + 1 as int16 halves of one word
   // ([k/64][token]; |sum| <= 32 * 127), and whether every token's eight block scales of each
@@ -117,8 +117,8 @@ HWY_INLINE void Transpose16x16(const __m512* rows, __m512* cols) {
 // (quant 0 = byte 128, scale 0). A full panel moves its quants 64 bytes per token at a time
 // through a 16 x 16 transpose of 4-byte words (one word at a time cost MiniLM's q8 encoder 4% of
 // its time: 16 scattered stores per 64 bytes).
-inline void PackQ8Panel(const uint8_t* HWY_RESTRICT x, size_t x_row_bytes, size_t count,
-                        size_t k, size_t k0, size_t kk, Q8ActPanel* HWY_RESTRICT panel) {
+inline void PackQ8Panel(const uint8_t* HWY_RESTRICT x, size_t x_row_bytes, size_t count, size_t k,
+                        size_t k0, size_t kk, Q8ActPanel* HWY_RESTRICT panel) {
   const size_t words = kk / 4, blocks = kk / kQuantBlockElems;
   const __m512i flip = _mm512_set1_epi32(static_cast<int32_t>(0x80808080u));
   size_t word0 = 0;
@@ -150,8 +150,7 @@ inline void PackQ8Panel(const uint8_t* HWY_RESTRICT x, size_t x_row_bytes, size_
       const size_t b0 = k0 / kQuantBlockElems;
       for (size_t b = 0; b < blocks; ++b) {
         panel->scale[b * kPanelTokens + t] = scale[b0 + b];
-        panel->scaled_sum[b * kPanelTokens + t] =
-            scale[b0 + b] * static_cast<float>(sum[b0 + b]);
+        panel->scaled_sum[b * kPanelTokens + t] = scale[b0 + b] * static_cast<float>(sum[b0 + b]);
         // (b0 is a multiple of 64 blocks: slices start at multiples of kPanelMaxK.)
         panel->super_uniform &= scale[b0 + b] == scale[b0 + b / kSuperBlocks * kSuperBlocks];
       }
@@ -174,8 +173,7 @@ inline void PackQ8Panel(const uint8_t* HWY_RESTRICT x, size_t x_row_bytes, size_
 // -128 * each of a group's 4 rows' sums of the bytes in `sums` (vpdpbusd against ones: row r's
 // in dwords 2r, 2r + 1, 8 + 2r and 9 + 2r), to out[0..3].
 HWY_INLINE void StoreRowStarts(__m512i sums, int32_t* HWY_RESTRICT out) {
-  __m256i half =
-      _mm256_add_epi32(_mm512_castsi512_si256(sums), _mm512_extracti64x4_epi64(sums, 1));
+  __m256i half = _mm256_add_epi32(_mm512_castsi512_si256(sums), _mm512_extracti64x4_epi64(sums, 1));
   half = _mm256_hadd_epi32(half, half);  // [r0 r1 r0 r1 | r2 r3 r2 r3]
   half = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(half, 7));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out),
@@ -275,8 +273,8 @@ HWY_NOINLINE void PanelTileMx16_Avx512Vnni(const Q8ActPanel* HWY_RESTRICT panels
             }
             sum = _mm512_add_epi32(sum, sum2);
             acc[r] = _mm512_fmadd_ps(
-                _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(run.scale[i][h][r])),
-                x_scale, acc[r]);
+                _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(run.scale[i][h][r])), x_scale,
+                acc[r]);
           }
           if constexpr (Source::kHasMin) {
             acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(run.min[i][r]), x_sum, acc[r]);
@@ -400,9 +398,8 @@ HWY_NOINLINE void PanelSuperTileMx16_Avx512Vnni(const Q8ActPanel* HWY_RESTRICT p
 // k in slices of kPanelMaxK, row tiles of 16. source_at(r) gives the Source of the tile whose
 // first row is r.
 template <class SourceAt>
-void MatMulPanels(const SourceAt& source_at, const uint8_t* HWY_RESTRICT x,
-                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
-                  size_t row_begin, size_t row_end) {
+void MatMulPanels(const SourceAt& source_at, const uint8_t* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                  size_t n_tokens, size_t k, size_t n_out, size_t row_begin, size_t row_end) {
   const size_t x_row_bytes = Q8ActRowBytes(k);
   Q8ActPanel panels[kPanelGroupMax];
   size_t counts[kPanelGroupMax];
@@ -484,9 +481,8 @@ bool SplitForPanels(const uint8_t* x, float* y, size_t n_tokens, size_t k, size_
   const size_t first =
       HWY_MIN((row_begin + kQuantGroupRows - 1) / kQuantGroupRows, row_end / kQuantGroupRows) *
       kQuantGroupRows;
-  const size_t last =
-      HWY_MIN(row_end, n_out / kQuantGroupRows * kQuantGroupRows) / kQuantGroupRows *
-      kQuantGroupRows;
+  const size_t last = HWY_MIN(row_end, n_out / kQuantGroupRows * kQuantGroupRows) /
+                      kQuantGroupRows * kQuantGroupRows;
   if (panel_tokens == 0 || first >= last) return false;
   panels(x, y, panel_tokens, first, last);
   if (row_begin < first) tiles(x, y, panel_tokens, row_begin, first);
@@ -501,8 +497,8 @@ bool SplitForPanels(const uint8_t* x, float* y, size_t n_tokens, size_t k, size_
 // The panels for what SplitForPanels gives them (tiles, as there, for the rest): false, doing
 // nothing, when that is nothing. source_at as for MatMulPanels.
 template <class SourceAt, class Tiles>
-bool MatMulPanelsAndTiles(const SourceAt& source_at, const Tiles& tiles, const uint8_t* x,
-                          float* y, size_t n_tokens, size_t k, size_t n_out, size_t row_begin,
+bool MatMulPanelsAndTiles(const SourceAt& source_at, const Tiles& tiles, const uint8_t* x, float* y,
+                          size_t n_tokens, size_t k, size_t n_out, size_t row_begin,
                           size_t row_end) {
   const auto panels = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
     MatMulPanels(source_at, xp, yp, n, k, n_out, rb, re);

@@ -98,8 +98,8 @@ HWY_INLINE void WidenScales(const hwy::float16_t* HWY_RESTRICT in, size_t count,
 // half's first lane; x_scale: its block scale; w_scale: the rows' block scales.
 template <size_t kRows>
 HWY_INLINE void TokenStep(const int8_t* HWY_RESTRICT q, float x_scale,
-                          const float* HWY_RESTRICT w_scale, V16 l0, V16 h0, V16 l1, V16 h1,
-                          V16 l2, V16 h2, V16 l3, V16 h3, VF& c0, VF& c1, VF& c2, VF& c3) {
+                          const float* HWY_RESTRICT w_scale, V16 l0, V16 h0, V16 l1, V16 h1, V16 l2,
+                          V16 h2, V16 l3, V16 h3, VF& c0, VF& c1, VF& c2, VF& c3) {
   const D16 d16;
   const hn::Rebind<int8_t, D16> d8;
   const V16 x_lo = hn::PromoteTo(d16, hn::LoadU(d8, q));
@@ -177,8 +177,8 @@ HWY_NOINLINE void Q8Q4TileMxN_Portable(const uint8_t* HWY_RESTRICT w,
         LoadWeightHalves<kQ4>(w2, j, l2, h2);
         LoadWeightHalves<kQ4>(w3, j, l3, h3);
         const size_t xb = b * kQuantBlockElems + j;
-        TokenStep<kRows>(act[0].q + xb, act[0].scale[b], sw, l0, h0, l1, h1, l2, h2, l3, h3,
-                         a00, a10, a20, a30);
+        TokenStep<kRows>(act[0].q + xb, act[0].scale[b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a00,
+                         a10, a20, a30);
         if constexpr (kTokens > 1) {
           TokenStep<kRows>(act[1].q + xb, act[1].scale[b], sw, l0, h0, l1, h1, l2, h2, l3, h3, a01,
                            a11, a21, a31);
@@ -203,22 +203,18 @@ HWY_NOINLINE void Q8Q4TileMxN_Portable(const uint8_t* HWY_RESTRICT w,
   }
 
   const float q4_offset = kQ4 ? 8.0f : 0.0f;
-  StoreTokenColumn<kRows>(a00, a10, a20, a30, q4_offset, offset[0][0],
-                          offset[1][0], offset[2][0],
+  StoreTokenColumn<kRows>(a00, a10, a20, a30, q4_offset, offset[0][0], offset[1][0], offset[2][0],
                           offset[3][0], y);
   if constexpr (kTokens > 1) {
-    StoreTokenColumn<kRows>(a01, a11, a21, a31, q4_offset, offset[0][1],
-                            offset[1][1], offset[2][1],
+    StoreTokenColumn<kRows>(a01, a11, a21, a31, q4_offset, offset[0][1], offset[1][1], offset[2][1],
                             offset[3][1], y + n_out);
   }
   if constexpr (kTokens > 2) {
-    StoreTokenColumn<kRows>(a02, a12, a22, a32, q4_offset, offset[0][2],
-                            offset[1][2], offset[2][2],
+    StoreTokenColumn<kRows>(a02, a12, a22, a32, q4_offset, offset[0][2], offset[1][2], offset[2][2],
                             offset[3][2], y + 2 * n_out);
   }
   if constexpr (kTokens > 3) {
-    StoreTokenColumn<kRows>(a03, a13, a23, a33, q4_offset, offset[0][3],
-                            offset[1][3], offset[2][3],
+    StoreTokenColumn<kRows>(a03, a13, a23, a33, q4_offset, offset[0][3], offset[1][3], offset[2][3],
                             offset[3][3], y + 3 * n_out);
   }
 }
@@ -332,9 +328,8 @@ HWY_NOINLINE void Q8Q4Tile4xN_Avx2(const uint8_t* HWY_RESTRICT w,
       // in two independent chains. Q4 starts from -8 * sum(x) (half in each of a row's lanes).
       const __m256i start =
           kQ4 ? _mm256_set1_epi32(ScaledBlockSum(act[t].sum[b], -4)) : _mm256_setzero_si256();
-      const __m256i s0 =
-          DotBytesAccumulate(DotBytesAccumulate(start, a0, SignedChunk<kQ4>(xb, c0)), a1,
-                              SignedChunk<kQ4>(xb + 8, c1));
+      const __m256i s0 = DotBytesAccumulate(DotBytesAccumulate(start, a0, SignedChunk<kQ4>(xb, c0)),
+                                            a1, SignedChunk<kQ4>(xb + 8, c1));
       const __m256i s1 = DotBytesAccumulate(
           DotBytesAccumulate(_mm256_setzero_si256(), a2, SignedChunk<kQ4>(xb + 16, c2)), a3,
           SignedChunk<kQ4>(xb + 24, c3));
@@ -451,8 +446,8 @@ template <bool kQ4>
 void MatMulQuantTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                       float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
                       size_t row_begin, size_t row_end) {
-  const QuantGroups<kQ4> groups{w, QuantLayout(n_out, k, kQ4 ? kQ4BlockBytes : kQ8BlockBytes),
-                                k, Q8ActRowBytes(k), n_out};
+  const QuantGroups<kQ4> groups{w, QuantLayout(n_out, k, kQ4 ? kQ4BlockBytes : kQ8BlockBytes), k,
+                                Q8ActRowBytes(k), n_out};
   MatMulGroupTiles(groups, x, y, n_tokens, row_begin, row_end);
 }
 
@@ -525,8 +520,8 @@ void MatMulQuantTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
 
 template <bool kQ4>
 void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
-                 float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
-                 size_t row_begin, size_t row_end) {
+                 float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out, size_t row_begin,
+                 size_t row_end) {
 #if HWY_TARGET == HWY_AVX3_DL
   constexpr size_t kMinTokenBlock = kPanelTokenBlock;
 #else
@@ -535,8 +530,8 @@ void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
   ForEachTokenBlock(
       n_tokens, k,
       [&](size_t first, size_t count) {
-        MatMulQuantTokens<kQ4>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k,
-                               n_out, row_begin, row_end);
+        MatMulQuantTokens<kQ4>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k, n_out,
+                               row_begin, row_end);
       },
       kMinTokenBlock);
 }
@@ -562,12 +557,12 @@ namespace kestrel::ops {
 HWY_EXPORT(MatMulQ8PerTarget);
 HWY_EXPORT(MatMulQ4PerTarget);
 
-void MatMulQ8(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k,
-              size_t n_out, size_t row_begin, size_t row_end) {
+void MatMulQ8(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k, size_t n_out,
+              size_t row_begin, size_t row_end) {
   HWY_DYNAMIC_DISPATCH(MatMulQ8PerTarget)(w, x, y, n_tokens, k, n_out, row_begin, row_end);
 }
-void MatMulQ4(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k,
-              size_t n_out, size_t row_begin, size_t row_end) {
+void MatMulQ4(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k, size_t n_out,
+              size_t row_begin, size_t row_end) {
   HWY_DYNAMIC_DISPATCH(MatMulQ4PerTarget)(w, x, y, n_tokens, k, n_out, row_begin, row_end);
 }
 

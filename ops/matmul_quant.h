@@ -13,10 +13,10 @@
 
 namespace kestrel::ops {
 
-void MatMulQ8(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k,
-              size_t n_out, size_t row_begin, size_t row_end);
-void MatMulQ4(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k,
-              size_t n_out, size_t row_begin, size_t row_end);
+void MatMulQ8(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k, size_t n_out,
+              size_t row_begin, size_t row_end);
+void MatMulQ4(const uint8_t* w, const uint8_t* x, float* y, size_t n_tokens, size_t k, size_t n_out,
+              size_t row_begin, size_t row_end);
 
 // Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).
 decltype(&MatMulQ8) ResolveMatMulQ8();

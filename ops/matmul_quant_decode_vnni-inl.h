@@ -88,8 +88,8 @@ HWY_NOINLINE void Q8Q4Tile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
   }
   for (size_t t = 0; t < kTokens; ++t) {
     // [r0 r0 r1 r1 r2 r2 r3 r3] twice -> once -> [r0 r1 r2 r3]
-    const __m256 halves = _mm256_add_ps(_mm512_castps512_ps256(acc[t]),
-                                        _mm512_extractf32x8_ps(acc[t], 1));
+    const __m256 halves =
+        _mm256_add_ps(_mm512_castps512_ps256(acc[t]), _mm512_extractf32x8_ps(acc[t], 1));
     const __m128 rows =
         _mm_hadd_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1));
     _mm_storeu_ps(y + t * n_out, rows);

@@ -69,8 +69,8 @@ void GroupTile(const uint8_t* w, const uint16_t* scales, const uint8_t* x, size_
 }
 
 template <bool kQ4>
-void GroupTileForTokens(size_t tokens, const uint8_t* w, const uint16_t* scales,
-                        const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
+void GroupTileForTokens(size_t tokens, const uint8_t* w, const uint16_t* scales, const uint8_t* x,
+                        size_t x_row_bytes, size_t k, float* y, size_t n_out) {
   switch (tokens) {
     case 1: return GroupTile<1, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);
     case 2: return GroupTile<2, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);

@@ -70,8 +70,8 @@ void GroupTile(size_t tokens, const uint8_t* w, const uint16_t* scales, const ui
 }
 
 template <bool kQ4>
-void GroupTileForTokens(size_t tokens, const uint8_t* w, const uint16_t* scales,
-                        const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
+void GroupTileForTokens(size_t tokens, const uint8_t* w, const uint16_t* scales, const uint8_t* x,
+                        size_t x_row_bytes, size_t k, float* y, size_t n_out) {
   static_assert(kI8mmTokenTile == 8, "the cases below cover 1 to 4 pairs");
   switch ((tokens + 1) / 2) {
     case 1: return GroupTile<1, kQ4>(tokens, w, scales, x, x_row_bytes, k, y, n_out);

@@ -46,12 +46,8 @@ void PoolRowsPerTarget(const float* HWY_RESTRICT rows, size_t n_rows, size_t dim
       FoldRows(rows, n_rows, dim, out, [](auto, auto a, auto b) { return hn::Add(a, b); });
       if (n_rows > 1) Scale(out, dim, 1.0f / static_cast<float>(n_rows));
       break;
-    case PoolMode::kCls:
-      memcpy(out, rows, dim * sizeof(float));
-      break;
-    case PoolMode::kLast:
-      memcpy(out, rows + (n_rows - 1) * dim, dim * sizeof(float));
-      break;
+    case PoolMode::kCls: memcpy(out, rows, dim * sizeof(float)); break;
+    case PoolMode::kLast: memcpy(out, rows + (n_rows - 1) * dim, dim * sizeof(float)); break;
     case PoolMode::kMax:
       FoldRows(rows, n_rows, dim, out, [](auto, auto a, auto b) { return hn::Max(a, b); });
       break;

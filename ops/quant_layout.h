@@ -54,8 +54,8 @@ struct QuantLayout {
   // Byte `byte` (0 .. block_bytes - 1, ggml's order) of the block of `row`.
   size_t QuantByteOffset(size_t row, size_t block, size_t byte) const {
     const size_t chunk = byte / kQuantChunkBytes, in_group = row % kQuantGroupRows;
-    return GroupBlockOffset(row, block) +
-           (chunk * GroupRows(row) + in_group) * kQuantChunkBytes + byte % kQuantChunkBytes;
+    return GroupBlockOffset(row, block) + (chunk * GroupRows(row) + in_group) * kQuantChunkBytes +
+           byte % kQuantChunkBytes;
   }
   // Copies the block of `row` out of the interleave, in ggml's byte order.
   void CopyBlock(const uint8_t* tensor, size_t row, size_t block, uint8_t* out) const;

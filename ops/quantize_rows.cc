@@ -33,9 +33,8 @@ HWY_INLINE hn::Vec<DF> LoadBlockPart(DF df, const float* HWY_RESTRICT x,
 // -128 no kernel expects.
 template <bool kScaled, class DF>
 HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> QuantizeBlock(DF df, const float* HWY_RESTRICT x,
-                                                         const float* HWY_RESTRICT factor,
-                                                         size_t b, hn::Vec<DF> inv,
-                                                         int8_t* HWY_RESTRICT q) {
+                                                         const float* HWY_RESTRICT factor, size_t b,
+                                                         hn::Vec<DF> inv, int8_t* HWY_RESTRICT q) {
   const hn::RebindToSigned<DF> di;
   const hn::Rebind<int8_t, DF> d8;
   const auto lo = hn::Set(di, -127), hi = hn::Set(di, 127);
@@ -69,8 +68,8 @@ HWY_INLINE void QuantizeBlocks(DF df, const float* HWY_RESTRICT x, const float* 
                                uint8_t* HWY_RESTRICT scale_out, uint8_t* HWY_RESTRICT sum_out) {
   const hn::RebindToSigned<DF> di;
   for (size_t b = b0; b < b0 + count; ++b) {
-    const float scale = hn::GetLane(hn::MaxOfLanes(df, BlockAbsMax<kScaled>(df, x, factor, b))) /
-                        127.0f;
+    const float scale =
+        hn::GetLane(hn::MaxOfLanes(df, BlockAbsMax<kScaled>(df, x, factor, b))) / 127.0f;
     const auto inv = hn::Set(df, scale != 0.0f ? 1.0f / scale : 0.0f);
     const auto sum = QuantizeBlock<kScaled>(df, x, factor, b, inv, q);
     const int32_t quant_sum = hn::GetLane(hn::SumOfLanes(di, sum));
@@ -86,8 +85,7 @@ HWY_INLINE void QuantizeBlocks(DF df, const float* HWY_RESTRICT x, const float* 
 // ConcatOdd), N - 1 combines in all, where reducing each row on its own takes log2(N) shuffles
 // and combines per row. Overwrites rows.
 template <class D, class Combine>
-HWY_INLINE hn::Vec<D> ReduceRowsToLanes(D d, hn::TFromD<D>* HWY_RESTRICT rows,
-                                        Combine combine) {
+HWY_INLINE hn::Vec<D> ReduceRowsToLanes(D d, hn::TFromD<D>* HWY_RESTRICT rows, Combine combine) {
   const size_t N = hn::Lanes(d);
   for (size_t m = N; m > 1; m /= 2) {
     for (size_t i = 0; i < m / 2; ++i) {

@@ -70,8 +70,8 @@ void RopePerTarget(float* HWY_RESTRICT x, size_t n_tokens, size_t n_heads, size_
   double freq[kRopeMaxHeadDim / 2];  // freq_scale * theta_base^(-2i / rotary) / factor[i]
   for (size_t i = 0; i < half; ++i) {
     const double exponent = -2.0 * static_cast<double>(i) / static_cast<double>(rotary);
-    freq[i] = static_cast<double>(f.freq_scale) *
-              std::pow(static_cast<double>(f.theta_base), exponent);
+    freq[i] =
+        static_cast<double>(f.freq_scale) * std::pow(static_cast<double>(f.theta_base), exponent);
     if (f.freq_factors != nullptr) freq[i] /= static_cast<double>(f.freq_factors[i]);
   }
 

@@ -49,8 +49,7 @@ void Rope(float* x, size_t n_tokens, size_t n_heads, size_t head_dim, int64_t po
 // Rope with the NEOX layout and no frequency factors.
 inline void RopeNeox(float* x, size_t n_tokens, size_t n_heads, size_t head_dim, int64_t pos0,
                      float theta_base, float freq_scale) {
-  Rope(x, n_tokens, n_heads, head_dim, pos0,
-       {RopeLayout::kNeox, theta_base, freq_scale, nullptr});
+  Rope(x, n_tokens, n_heads, head_dim, pos0, {RopeLayout::kNeox, theta_base, freq_scale, nullptr});
 }
 
 // Each kernel above resolved to this CPU's target once (ops/targets.h, KESTREL_DEFINE_RESOLVE).

@@ -110,8 +110,8 @@ HWY_INLINE void BlockSoftmax(float* HWY_RESTRICT scores, size_t n, const ChunkSt
 // 2^-125 for -inf, not 0). Lanes past the chunk's queries keep their scores: they are never
 // stored. Every lane sees key 0 in the first block, so no lane's max is -inf.
 inline constexpr float kMaskedScore = -std::numeric_limits<float>::infinity();
-HWY_INLINE void MaskFutureKeys(float* HWY_RESTRICT st, size_t qc, size_t n, size_t key0,
-                               size_t t0, size_t queries, float value) {
+HWY_INLINE void MaskFutureKeys(float* HWY_RESTRICT st, size_t qc, size_t n, size_t key0, size_t t0,
+                               size_t queries, float value) {
   for (size_t j = 0; j < n; ++j) {
     for (size_t i = 0; i < queries; ++i) {
       if (key0 + j > t0 + i) st[j * qc + i] = value;
@@ -154,8 +154,7 @@ HWY_NOINLINE void Chunk(const SequenceAttentionArgs& a, size_t head, size_t t0, 
     const float* HWY_RESTRICT k = a.k + key0 * kv_stride + kv_offset;
     const float* HWY_RESTRICT v = a.v + key0 * kv_stride + kv_offset;
     // S^T[j] = sum_x K[j][x] Q^T[x]: the items are the block's keys, the steps x.
-    BroadcastFmaAll<kQueryVecs>(
-        {qt, qc, NQ, head_dim, k, 1, kv_stride, false, nullptr, st, qc, n});
+    BroadcastFmaAll<kQueryVecs>({qt, qc, NQ, head_dim, k, 1, kv_stride, false, nullptr, st, qc, n});
     const bool masked = a.causal && key0 + n - 1 > t0;
     if (masked) MaskFutureKeys(st, qc, n, key0, t0, queries, kMaskedScore);
     BlockSoftmax<kQueryVecs>(st, n, s);

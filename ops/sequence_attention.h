@@ -26,8 +26,8 @@ struct SequenceAttentionArgs {
   // n_heads % n_kv_heads == 0 (MHA, GQA, MQA); query head h uses kv head
   // h / (n_heads / n_kv_heads).
   size_t n_kv_heads;
-  size_t head_dim;  // 1..kAttentionMaxHeadDim
-  float scale;      // multiplies q.k before the softmax
+  size_t head_dim;      // 1..kAttentionMaxHeadDim
+  float scale;          // multiplies q.k before the softmax
   bool causal = false;  // query row i attends to keys 0..i only
 };
 

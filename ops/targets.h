@@ -45,12 +45,10 @@ class ChosenTargetLock {
 // for callers that bind kernels ahead of time (runtime/steps) and then call them directly,
 // skipping Highway's per-call dispatch. Use in a file's HWY_ONCE section after
 // HWY_EXPORT(NamePerTarget); declare it beside Name as `decltype(&Name) ResolveName();`.
-#define KESTREL_DEFINE_RESOLVE(Name)                 \
-  decltype(&Name) Resolve##Name() {                  \
-    const ChosenTargetLock chosen;                   \
-    return &HWY_DYNAMIC_DISPATCH(Name##PerTarget);   \
+#define KESTREL_DEFINE_RESOLVE(Name)               \
+  decltype(&Name) Resolve##Name() {                \
+    const ChosenTargetLock chosen;                 \
+    return &HWY_DYNAMIC_DISPATCH(Name##PerTarget); \
   }
 
-namespace kestrel::ops {
-
-}  // namespace kestrel::ops
+namespace kestrel::ops {}  // namespace kestrel::ops

@@ -21,8 +21,8 @@ Status Arena::Acquire(void* caller, size_t caller_bytes, size_t need) {
     data_ = static_cast<uint8_t*>(caller);
   } else {
     void* p = std::aligned_alloc(kKesAlignment, AlignUp(need, kKesAlignment));
-    KES_CHECK_OR_RETURN(p != nullptr, "cannot allocate the " + std::to_string(need) +
-                                          "-byte arena");
+    KES_CHECK_OR_RETURN(p != nullptr,
+                        "cannot allocate the " + std::to_string(need) + "-byte arena");
     owned_.reset(static_cast<uint8_t*>(p));
     data_ = owned_.get();
   }

@@ -14,8 +14,8 @@ Status AudioEncoder::Create(const Model& model, const AudioEncoderOptions& optio
   KES_RETURN_IF_ERROR(CheckCanRun(options.n_threads));
   std::unique_ptr<AudioEncoder> e(new AudioEncoder(model, options.n_threads));
   e->memory_ = PlanEncoderMemory(model);
-  KES_RETURN_IF_ERROR(e->arena_.Acquire(options.arena, options.arena_bytes,
-                                        e->memory_.arena_bytes).WithContext("the audio encoder"));
+  KES_RETURN_IF_ERROR(e->arena_.Acquire(options.arena, options.arena_bytes, e->memory_.arena_bytes)
+                          .WithContext("the audio encoder"));
   const fb::Plan& plan = *model.FindPlan("encode_audio");
   KES_RETURN_IF_ERROR(e->plan_.Bind(model, plan, e->arena_.data(), e->memory_));
 

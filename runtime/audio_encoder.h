@@ -51,10 +51,10 @@ class AudioEncoder {
   MemoryPlan memory_;
   Arena arena_;
   BoundPlan plan_;
-  float* features_ = nullptr;          // [n_positions, frames_per_position * n_mels]
-  int32_t* positions_ = nullptr;       // [n_positions]
-  int32_t* sequences_ = nullptr;       // one row: (0, n_positions)
-  const float* hidden_ = nullptr;      // [n_positions, d_model]
+  float* features_ = nullptr;      // [n_positions, frames_per_position * n_mels]
+  int32_t* positions_ = nullptr;   // [n_positions]
+  int32_t* sequences_ = nullptr;   // one row: (0, n_positions)
+  const float* hidden_ = nullptr;  // [n_positions, d_model]
   size_t n_mels_ = 0, n_positions_ = 0, frames_per_position_ = 0, d_model_ = 0;
 };
 

@@ -46,10 +46,9 @@ std::u32string DecodeUtf8(std::string_view text) {
 // Rust's char::is_whitespace (Unicode White_Space), which Hugging Face uses for both steps.
 bool IsWhitespace(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
 }
-
 
 // The CJK Unified Ideographs blocks BERT's original tokenizer lists (not Hangul, kana or CJK
 // punctuation), with Hugging Face's bounds.
@@ -120,9 +119,8 @@ std::u32string StripAccents(const std::u32string& text) {
   for (size_t i = 0; i < nfd.size();) {
     size_t end = i;
     while (end < nfd.size() && CombiningClass(nfd[end]) != 0) ++end;
-    std::stable_sort(nfd.begin() + i, nfd.begin() + end, [](char32_t a, char32_t b) {
-      return CombiningClass(a) < CombiningClass(b);
-    });
+    std::stable_sort(nfd.begin() + i, nfd.begin() + end,
+                     [](char32_t a, char32_t b) { return CombiningClass(a) < CombiningClass(b); });
     i = end + 1;
   }
   std::u32string out;
@@ -142,9 +140,9 @@ std::u32string Lowercase(const std::u32string& text) {
       out += char32_t{0x307};
       continue;
     }
-    const auto* it = std::lower_bound(
-        std::begin(kLowercaseOverrides), std::end(kLowercaseOverrides), c,
-        [](const CodePair& p, char32_t v) { return p.from < v; });
+    const auto* it =
+        std::lower_bound(std::begin(kLowercaseOverrides), std::end(kLowercaseOverrides), c,
+                         [](const CodePair& p, char32_t v) { return p.from < v; });
     out += it != std::end(kLowercaseOverrides) && it->from == c
                ? it->to
                : static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c)));

@@ -68,8 +68,8 @@ bool SplitRendering(std::string_view real, const std::vector<Piece>& pieces,
     bool found = false;
     // As written, trimmed (Gemma's), or with its newlines stripped on the left or on both
     // sides (SmolLM3's and Qwen3's replies: content.lstrip('\n'), .strip('\n')).
-    for (std::string_view candidate : {content, Strip(content, " \t\n\r"), Strip(content, "\n"),
-                                       Strip(content, "\n", false)}) {
+    for (std::string_view candidate :
+         {content, Strip(content, " \t\n\r"), Strip(content, "\n"), Strip(content, "\n", false)}) {
       if (real.compare(pos, candidate.size(), candidate) != 0) continue;
       if (real.compare(pos + candidate.size(), next.size(), next) != 0) continue;
       if (!candidate.empty()) out->push_back({std::string(candidate), false});
@@ -104,9 +104,8 @@ Status RenderChatSegments(const JinjaTemplate& jinja, const std::vector<ChatMess
   return OkStatus();
 }
 
-ChatConversation::ChatConversation(const Tokenizer& tokenizer,
-                                   std::unique_ptr<JinjaTemplate> jinja, ChatFormat format,
-                                   std::string system)
+ChatConversation::ChatConversation(const Tokenizer& tokenizer, std::unique_ptr<JinjaTemplate> jinja,
+                                   ChatFormat format, std::string system)
     : tokenizer_(tokenizer),
       jinja_(std::move(jinja)),
       format_(format),

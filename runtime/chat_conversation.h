@@ -65,8 +65,8 @@ class ChatConversation {
     size_t offset;  // in held_
   };
   std::vector<ChatMessage> Messages(std::string_view user) const;
-  Status Encode(const std::vector<ChatSegment>& segments, size_t from,
-                std::vector<int32_t>* tokens, std::string* text) const;
+  Status Encode(const std::vector<ChatSegment>& segments, size_t from, std::vector<int32_t>* tokens,
+                std::string* text) const;
 
   const Tokenizer& tokenizer_;
   std::unique_ptr<JinjaTemplate> jinja_;

@@ -60,9 +60,9 @@ Status ChooseChatWriter(const Model& model, const std::string& format_name,
   if (!format_name.empty()) return ParseChatFormat(format_name, &out->format);
   if (source.empty()) return DetectChatFormat(source, &out->format);
   const auto piece = [&](int32_t id) { return std::string(tokenizer.Piece(id)); };
-  Status s = JinjaTemplate::Parse(source, piece(tokenizer.config().bos_id),
-                                  piece(tokenizer.config().eos_id), std::time(nullptr),
-                                  &out->jinja);
+  Status s =
+      JinjaTemplate::Parse(source, piece(tokenizer.config().bos_id),
+                           piece(tokenizer.config().eos_id), std::time(nullptr), &out->jinja);
   // A trial turn: a template that refuses a system prompt (Gemma 2's) is found out here.
   std::vector<ChatMessage> trial = {{"user", "Hello"}};
   if (!system.empty()) trial.insert(trial.begin(), {"system", system});
@@ -72,8 +72,8 @@ Status ChooseChatWriter(const Model& model, const std::string& format_name,
   out->jinja.reset();
   const Status detected = DetectChatFormat(source, &out->format);
   if (!detected.ok()) return Status::Error(s.message() + "; and " + detected.message());
-  out->warning = s.message() + "; using the built-in " + ChatFormatName(out->format) +
-                 " format instead";
+  out->warning =
+      s.message() + "; using the built-in " + ChatFormatName(out->format) + " format instead";
   return OkStatus();
 }
 

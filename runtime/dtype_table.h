@@ -79,8 +79,8 @@ inline constexpr DTypeRow kDTypeTable[] = {
     Blocks(D::Q6_K, "q6_k", G::Q6_K, B::kQ6_K, K::kKeptBlocks),
     Plain(D::I32, "i32", 4, std::nullopt, K::kNone),
     // Activations quantized per 32 for the integer kernels, in their own layout.
-    {D::Q8_ACT, "q8-activations", kQuantBlock, ops::Q8ActRowBytes(kQuantBlock),
-     std::nullopt, std::nullopt, K::kNone},
+    {D::Q8_ACT, "q8-activations", kQuantBlock, ops::Q8ActRowBytes(kQuantBlock), std::nullopt,
+     std::nullopt, K::kNone},
 };
 
 }  // namespace dtype_rows

@@ -24,11 +24,10 @@ Status Encoder::Create(const Model& model, const EncoderOptions& options,
   std::unique_ptr<Encoder> e(new Encoder(model, options.n_threads));
   e->stop_ = options.stop;
   e->memory_ = PlanEncoderMemory(model);
-  KES_RETURN_IF_ERROR(e->arena_.Acquire(options.arena, options.arena_bytes,
-                                        e->memory_.arena_bytes).WithContext("the encoder"));
-  KES_RETURN_IF_ERROR(
-      e->plan_.Bind(model, *model.FindPlan("encode"), e->arena_.data(), e->memory_,
-                    options.fuse_epilogues));
+  KES_RETURN_IF_ERROR(e->arena_.Acquire(options.arena, options.arena_bytes, e->memory_.arena_bytes)
+                          .WithContext("the encoder"));
+  KES_RETURN_IF_ERROR(e->plan_.Bind(model, *model.FindPlan("encode"), e->arena_.data(), e->memory_,
+                                    options.fuse_epilogues));
 
   // What the runtime writes and reads: the plan check guaranteed each role's dtype and shape.
   const BoundPlan& plan = e->plan_;
@@ -45,11 +44,11 @@ Status Encoder::Create(const Model& model, const EncoderOptions& options,
   e->embeddings_ = reinterpret_cast<const float*>(plan.Io(fb::IoRole::Embeddings));
   e->max_batch_ = sequences->fixed_rows();
   e->embedding_dim_ = embeddings->row_elems();
-  KES_CHECK_OR_RETURN(e->max_sequence_tokens() >= 1 &&
-                          e->max_sequence_tokens() <= e->max_step_tokens(),
-                      "plan 'encode' takes " + Num(e->max_step_tokens()) +
-                          " tokens per step, fewer than one sequence of context_length " +
-                          Num(e->max_sequence_tokens()));
+  KES_CHECK_OR_RETURN(
+      e->max_sequence_tokens() >= 1 && e->max_sequence_tokens() <= e->max_step_tokens(),
+      "plan 'encode' takes " + Num(e->max_step_tokens()) +
+          " tokens per step, fewer than one sequence of context_length " +
+          Num(e->max_sequence_tokens()));
   *out = std::move(e);
   return OkStatus();
 }
@@ -64,9 +63,8 @@ Status Encoder::Encode(const int32_t* const* ids, const size_t* lengths, size_t 
   // Messages are built only on failure: this runs inside the zero-allocation loop.
   for (size_t i = 0; i < n; ++i) {
     KES_CHECK_OR_RETURN(lengths[i] >= 1 && lengths[i] <= max_sequence_tokens(),
-                        "sequence " + Num(i) + " has " + Num(lengths[i]) +
-                            " tokens, expected 1.." + Num(max_sequence_tokens()) +
-                            " (tokenize with truncation)");
+                        "sequence " + Num(i) + " has " + Num(lengths[i]) + " tokens, expected 1.." +
+                            Num(max_sequence_tokens()) + " (tokenize with truncation)");
     KES_CHECK_OR_RETURN(ids[i] != nullptr, "sequence " + Num(i) + " is null");
     for (size_t t = 0; t < lengths[i]; ++t) {
       KES_CHECK_OR_RETURN(ids[i][t] >= 0 && static_cast<size_t>(ids[i][t]) < vocab,
@@ -93,8 +91,8 @@ Status Encoder::Encode(const int32_t* const* ids, const size_t* lengths, size_t 
   return OkStatus();
 }
 
-void Encoder::RunStep(const int32_t* const* ids, const size_t* lengths, size_t first,
-                      size_t count, float* out) {
+void Encoder::RunStep(const int32_t* const* ids, const size_t* lengths, size_t first, size_t count,
+                      float* out) {
   size_t start = 0;
   for (size_t s = 0; s < count; ++s) {
     const size_t len = lengths[first + s];

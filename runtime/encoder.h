@@ -72,7 +72,7 @@ class Encoder {
 
   size_t embedding_dim() const { return embedding_dim_; }
   size_t max_sequence_tokens() const { return memory_.context_length; }
-  size_t max_batch() const { return max_batch_; }             // sequences per step
+  size_t max_batch() const { return max_batch_; }                // sequences per step
   size_t max_step_tokens() const { return plan_.max_tokens(); }  // tokens per step
   size_t n_threads() const { return pool_.size(); }
   size_t n_steps() const { return plan_.n_steps(); }  // bound steps of the encode plan
@@ -91,10 +91,10 @@ class Encoder {
   MemoryPlan memory_;
   Arena arena_;
   BoundPlan plan_;
-  int32_t* tokens_ = nullptr;       // [max_step_tokens]
-  int32_t* positions_ = nullptr;    // [max_step_tokens]
-  int32_t* token_types_ = nullptr;  // [max_step_tokens], or null when the plan has none
-  int32_t* sequences_ = nullptr;    // [max_batch, 2]
+  int32_t* tokens_ = nullptr;          // [max_step_tokens]
+  int32_t* positions_ = nullptr;       // [max_step_tokens]
+  int32_t* token_types_ = nullptr;     // [max_step_tokens], or null when the plan has none
+  int32_t* sequences_ = nullptr;       // [max_batch, 2]
   const float* embeddings_ = nullptr;  // [max_batch, embedding_dim]
   size_t max_batch_ = 0;
   size_t embedding_dim_ = 0;

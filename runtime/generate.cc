@@ -19,11 +19,10 @@ Status Generate(Session& session, const int32_t* prompt, size_t n_prompt,
   KES_CHECK_OR_RETURN(n_prompt > 0, "the prompt is empty");
   // Past the context the session keeps only the sinks and the most recent tokens: a prompt
   // longer than the context would lose its beginning before the first token is generated.
-  KES_CHECK_OR_RETURN(n_prompt <= session.context_length(),
-                      "the prompt has " + std::to_string(n_prompt) +
-                          " tokens, more than the context of " +
-                          std::to_string(session.context_length()) +
-                          " tokens (use --ctx to raise it)");
+  KES_CHECK_OR_RETURN(
+      n_prompt <= session.context_length(),
+      "the prompt has " + std::to_string(n_prompt) + " tokens, more than the context of " +
+          std::to_string(session.context_length()) + " tokens (use --ctx to raise it)");
   const auto start = std::chrono::steady_clock::now();
   KES_RETURN_IF_ERROR(session.Prefill(prompt, n_prompt));
   const double prefill_seconds = SecondsSince(start);
@@ -39,8 +38,8 @@ Status GenerateFromLogits(Session& session, const GenerateOptions& options, Toke
   KES_CHECK_OR_RETURN(session.position() > 0,
                       "nothing to generate from: the session holds no tokens yet");
   Sampler sampler;
-  KES_RETURN_IF_ERROR(sampler.Init(options.sampler, session.vocab_size(),
-                                   session.sampler_scratch(), session.memory().sampler_bytes));
+  KES_RETURN_IF_ERROR(sampler.Init(options.sampler, session.vocab_size(), session.sampler_scratch(),
+                                   session.memory().sampler_bytes));
   const Tokenizer& tokenizer = session.model().tokenizer();
 
   const auto start = std::chrono::steady_clock::now();

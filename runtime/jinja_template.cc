@@ -56,8 +56,8 @@ Status JinjaTemplate::Parse(const std::string& source, const std::string& bos_to
   }
 }
 
-Status JinjaTemplate::Render(const std::vector<ChatMessage>& messages,
-                             bool add_generation_prompt, std::string* out) const {
+Status JinjaTemplate::Render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
+                             std::string* out) const {
   try {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const ChatMessage& m : messages) {
@@ -70,16 +70,16 @@ Status JinjaTemplate::Render(const std::vector<ChatMessage>& messages,
     context->set("eos_token", impl_->eos_token);
     const std::time_t now = impl_->now;
     context->set("strftime_now",
-                 minja::Value::callable([now](const std::shared_ptr<minja::Context>&,
-                                              minja::ArgumentsValue& args) {
-                   args.expectArgs("strftime_now", {1, 1}, {0, 0});
-                   const std::string format = args.args[0].get<std::string>();
-                   std::tm local{};
-                   localtime_r(&now, &local);
-                   std::ostringstream text;
-                   text << std::put_time(&local, format.c_str());
-                   return minja::Value(text.str());
-                 }));
+                 minja::Value::callable(
+                     [now](const std::shared_ptr<minja::Context>&, minja::ArgumentsValue& args) {
+                       args.expectArgs("strftime_now", {1, 1}, {0, 0});
+                       const std::string format = args.args[0].get<std::string>();
+                       std::tm local{};
+                       localtime_r(&now, &local);
+                       std::ostringstream text;
+                       text << std::put_time(&local, format.c_str());
+                       return minja::Value(text.str());
+                     }));
     *out = impl_->root->render(context);
     return OkStatus();
   } catch (const std::exception& e) {

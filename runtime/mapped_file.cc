@@ -68,8 +68,9 @@ void OnSigbus(int sig, siginfo_t* info, void*) {
     WriteAll(fault_program);
     WriteAll(": error: the file '");
     WriteAll(slot.path);
-    WriteAll("' changed or was truncated while in use (SIGBUS reading its mapping); replace a "
-             "file in use by writing a new one and renaming it over the old\n");
+    WriteAll(
+        "' changed or was truncated while in use (SIGBUS reading its mapping); replace a "
+        "file in use by writing a new one and renaming it over the old\n");
     ::_exit(1);
   }
   // Not ours: the default action, as if no handler were installed (a synchronous fault

@@ -8,8 +8,7 @@
 
 namespace kestrel {
 
-Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out,
-                  const KvOptions& kv) {
+Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out, const KvOptions& kv) {
   // Encoders (text or speech) have no KV cache to plan: their arena is PlanEncoderMemory's.
   KES_CHECK_OR_RETURN(model.meta().kv()->layers() != nullptr,
                       "this model has no KV cache (it is an encoder): nothing to plan for a "
@@ -89,7 +88,8 @@ Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out,
   }
   plan.sampler_offset = offset;
   // Sampling sorts (probability, id) pairs of the whole vocabulary in place.
-  plan.sampler_bytes = AlignUp(model.vocab_size() * (sizeof(float) + sizeof(int32_t)), kKesAlignment);
+  plan.sampler_bytes =
+      AlignUp(model.vocab_size() * (sizeof(float) + sizeof(int32_t)), kKesAlignment);
   offset += plan.sampler_bytes;
   plan.arena_bytes = offset;
   *out = std::move(plan);

@@ -33,13 +33,13 @@ struct KvRingPlan {
   size_t capacity = 0;   // slots
   size_t row_elems = 0;  // n_kv_heads * head_dim
   size_t head_dim = 0;
-  size_t window = 0;     // 0: global
+  size_t window = 0;  // 0: global
   // The most recent positions a query sees: the window, capped by the context; plus the sinks
   // when those are not among them.
   size_t reach = 0;
-  size_t sinks = 0;      // 0 for sliding-window layers
-  bool cross = false;    // a cross-attention layer: capacity = reach = its cross_length
-  size_t k_offset = 0;   // bytes from the arena start
+  size_t sinks = 0;     // 0 for sliding-window layers
+  bool cross = false;   // a cross-attention layer: capacity = reach = its cross_length
+  size_t k_offset = 0;  // bytes from the arena start
   size_t v_offset = 0;
   size_t k_scale_offset = 0;  // int8 only: [capacity, row_elems / 32] f32
   size_t v_scale_offset = 0;

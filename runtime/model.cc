@@ -28,15 +28,14 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
   };
   KES_CHECK_OR_RETURN(t->name() != nullptr && t->name()->size() > 0, where() + ": has no name");
   const fb::DType dtype = t->dtype();
-  KES_CHECK_OR_RETURN(IsWeightDType(dtype), where() + ": expected dtype " +
-                                                DTypeNames(IsWeightDType, " or ") +
-                                                ", found code " +
-                                                Num(static_cast<uint64_t>(dtype)));
+  KES_CHECK_OR_RETURN(IsWeightDType(dtype),
+                      where() + ": expected dtype " + DTypeNames(IsWeightDType, " or ") +
+                          ", found code " + Num(static_cast<uint64_t>(dtype)));
   const bool quantized = IsBlockQuantized(dtype);
   const bool panels = dtype == fb::DType::F32_PANELS;
-  KES_CHECK_OR_RETURN(t->shape() != nullptr && t->shape()->size() >= 1 && t->shape()->size() <= 4,
-                      where() + ": expected 1 to 4 dimensions, found " +
-                          Num(t->shape() ? t->shape()->size() : 0));
+  KES_CHECK_OR_RETURN(
+      t->shape() != nullptr && t->shape()->size() >= 1 && t->shape()->size() <= 4,
+      where() + ": expected 1 to 4 dimensions, found " + Num(t->shape() ? t->shape()->size() : 0));
   KES_CHECK_OR_RETURN(!(quantized || panels) || t->shape()->size() == 2,
                       where() + ": expected a matrix for dtype " + DTypeName(dtype) + ", found " +
                           Num(t->shape()->size()) + " dimensions");
@@ -46,9 +45,8 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
                       where() + ": dimension " + Num(row_elems) + " is zero or too large");
   const uint64_t row_bytes = RowBytes(dtype, row_elems);
   KES_CHECK_OR_RETURN(row_bytes != 0, where() + ": rows of " + Num(row_elems) +
-                                          " elements are not whole " +
-                                          Num(BlockElems(dtype)) + "-element blocks of " +
-                                          DTypeName(dtype));
+                                          " elements are not whole " + Num(BlockElems(dtype)) +
+                                          "-element blocks of " + DTypeName(dtype));
   uint64_t bytes = row_bytes;
   for (uint32_t i = 0; i + 1 < t->shape()->size(); ++i) {
     uint64_t dim = t->shape()->Get(i);
@@ -58,9 +56,9 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
                         where() + ": dimension " + Num(dim) + " is zero or overflows");
     bytes *= dim;
   }
-  KES_CHECK_OR_RETURN(t->size() == bytes,
-                      where() + ": expected " + Num(bytes) + " bytes for its shape and " +
-                          DTypeName(dtype) + ", found size " + Num(t->size()));
+  KES_CHECK_OR_RETURN(t->size() == bytes, where() + ": expected " + Num(bytes) +
+                                              " bytes for its shape and " + DTypeName(dtype) +
+                                              ", found size " + Num(t->size()));
   KES_CHECK_OR_RETURN(t->offset() % kKesAlignment == 0,
                       where() + ": offset " + Num(t->offset()) + " is not 64-byte aligned");
   KES_CHECK_OR_RETURN(t->offset() <= blob_size && t->size() <= blob_size - t->offset(),
@@ -73,9 +71,9 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
 // The preamble: "KESTREL\0", then a format version this runtime reads. `size` may be a prefix
 // of the file (CheckFileStart) or all of it (Verify).
 Status CheckPreamble(const uint8_t* data, size_t size, uint64_t file_size) {
-  KES_CHECK_OR_RETURN(size >= kKesPreambleBytes,
-                      "not a .kes file: expected at least " + Num(kKesPreambleBytes) +
-                          " bytes, found " + Num(file_size));
+  KES_CHECK_OR_RETURN(size >= kKesPreambleBytes, "not a .kes file: expected at least " +
+                                                     Num(kKesPreambleBytes) + " bytes, found " +
+                                                     Num(file_size));
   KES_CHECK_OR_RETURN(std::memcmp(data, kKesMagic, sizeof(kKesMagic)) == 0,
                       "not a .kes file: wrong magic (expected \"KESTREL\")");
   uint32_t version = 0;
@@ -101,8 +99,10 @@ Status CheckFileStart(const std::string& path) {
     struct stat inner;
     const bool checkpoint = ::stat((path + "/config.json").c_str(), &inner) == 0 ||
                             ::stat((path + "/model.bin").c_str(), &inner) == 0;
-    KES_CHECK_OR_RETURN(!checkpoint, "'" + path + "' is a checkpoint folder, not a .kes file; "
-                                     "convert it first: kestrel-convert " + path + " OUT.kes");
+    KES_CHECK_OR_RETURN(!checkpoint, "'" + path +
+                                         "' is a checkpoint folder, not a .kes file; "
+                                         "convert it first: kestrel-convert " +
+                                         path + " OUT.kes");
     return OkStatus();
   }
   if (!S_ISREG(st.st_mode)) return OkStatus();
@@ -118,8 +118,10 @@ Status CheckFileStart(const std::string& path) {
   }
   ::close(fd);
   KES_CHECK_OR_RETURN(n < 4 || std::memcmp(head, "GGUF", 4) != 0,
-                      "'" + path + "' is a GGUF file, not a .kes file; convert it first: "
-                      "kestrel-convert " + path + " OUT.kes");
+                      "'" + path +
+                          "' is a GGUF file, not a .kes file; convert it first: "
+                          "kestrel-convert " +
+                          path + " OUT.kes");
   return CheckPreamble(head, n, static_cast<uint64_t>(st.st_size)).WithContext(path);
 }
 
@@ -235,11 +237,12 @@ Status Model::Verify() {
                             layer->head_dim() <= 1024 && layer->n_kv_heads() <= 4096,
                         "KV layer " + Num(l) + ": expected 1..4096 heads of dim 1..1024, found " +
                             Num(layer->n_kv_heads()) + " x " + Num(layer->head_dim()));
-    KES_CHECK_OR_RETURN(layer->cross_length() <= 65536 &&
-                            (layer->cross_length() == 0 || layer->window() == 0),
-                        "KV layer " + Num(l) + ": a cross-attention layer holds 1..65536 "
-                        "positions and has no window, found cross_length " +
-                            Num(layer->cross_length()) + ", window " + Num(layer->window()));
+    KES_CHECK_OR_RETURN(
+        layer->cross_length() <= 65536 && (layer->cross_length() == 0 || layer->window() == 0),
+        "KV layer " + Num(l) +
+            ": a cross-attention layer holds 1..65536 "
+            "positions and has no window, found cross_length " +
+            Num(layer->cross_length()) + ", window " + Num(layer->window()));
   }
 
   KES_CHECK_OR_RETURN(meta_->plans() != nullptr, "model has no plans");

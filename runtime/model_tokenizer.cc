@@ -33,11 +33,12 @@ Status ReadByteLevelBpe(const fb::Tokenizer* tok, TokenizerConfig* config) {
 Status ReadWordPiece(const fb::Tokenizer* tok, TokenizerConfig* config) {
   config->algorithm = TokenizerAlgorithm::kWordPiece;
   const fb::WordPiece* wp = tok->wordpiece();
-  KES_CHECK_OR_RETURN(wp != nullptr, "tokenizer: kind WordPiece expected a wordpiece table, "
-                                     "found none");
-  KES_CHECK_OR_RETURN(tok->merges() == nullptr || tok->merges()->size() == 0,
-                      "tokenizer: kind WordPiece expected no merges, found " +
-                          Num(tok->merges()->size()));
+  KES_CHECK_OR_RETURN(wp != nullptr,
+                      "tokenizer: kind WordPiece expected a wordpiece table, "
+                      "found none");
+  KES_CHECK_OR_RETURN(
+      tok->merges() == nullptr || tok->merges()->size() == 0,
+      "tokenizer: kind WordPiece expected no merges, found " + Num(tok->merges()->size()));
   KES_CHECK_OR_RETURN(wp->continuing_prefix() != nullptr && wp->continuing_prefix()->size() > 0,
                       "tokenizer: WordPiece expected a non-empty continuing_prefix (\"##\"), "
                       "found none");
@@ -59,7 +60,8 @@ Status InitTokenizer(const fb::Tokenizer* tok, size_t vocab, Tokenizer* out) {
                           kind == fb::TokenizerKind::ByteLevelBpe ||
                           kind == fb::TokenizerKind::WordPiece,
                       "tokenizer: expected kind SentencePieceBpe (0), ByteLevelBpe (1) or "
-                      "WordPiece (2), found " + Num(static_cast<uint64_t>(kind)));
+                      "WordPiece (2), found " +
+                          Num(static_cast<uint64_t>(kind)));
   KES_CHECK_OR_RETURN(kind == fb::TokenizerKind::WordPiece || tok->wordpiece() == nullptr,
                       std::string("tokenizer: a wordpiece table given to kind ") +
                           fb::EnumNameTokenizerKind(kind) + " (only WordPiece reads it)");

@@ -61,9 +61,7 @@ class OpCheck {
   const fb::Plan& plan() const { return plan_; }
   const fb::Op& op() const { return op_; }
   const fb::Buffer& In(uint32_t i) const { return *plan_.buffers()->Get(op_.inputs()->Get(i)); }
-  const fb::Buffer& Out(uint32_t i) const {
-    return *plan_.buffers()->Get(op_.outputs()->Get(i));
-  }
+  const fb::Buffer& Out(uint32_t i) const { return *plan_.buffers()->Get(op_.outputs()->Get(i)); }
   const fb::Tensor& Weight(uint32_t i) const {
     return *model_.tensors()->Get(op_.weights()->Get(i));
   }
@@ -77,8 +75,7 @@ class OpCheck {
   // (`[&] { return "found " + std::to_string(n); }`), so checking a good file allocates nothing.
   Status Expect(bool condition, const std::string& message) const;
   Status Expect(bool condition, const char* message) const;
-  template <typename MakeMessage,
-            typename = decltype(std::string(std::declval<MakeMessage&>()()))>
+  template <typename MakeMessage, typename = decltype(std::string(std::declval<MakeMessage&>()()))>
   Status Expect(bool condition, MakeMessage&& make_message) const {
     return condition ? OkStatus() : Fail(make_message());
   }
@@ -138,9 +135,7 @@ class BindContext {
   const fb::Tensor& Weight(uint32_t i) const {
     return *model_.meta().tensors()->Get(op_.weights()->Get(i));
   }
-  const uint8_t* WeightData(uint32_t i) const {
-    return model_.TensorData(op_.weights()->Get(i));
-  }
+  const uint8_t* WeightData(uint32_t i) const { return model_.TensorData(op_.weights()->Get(i)); }
   uint32_t n_weights() const { return op_.weights() ? op_.weights()->size() : 0; }
   const fb::Op* fused_next() const { return fused_next_; }
   // The arena bytes of plan buffer `id`.

@@ -131,8 +131,9 @@ Status AtomicOutput::Create(const std::string& path, std::unique_ptr<AtomicOutpu
                       "cannot write " + quoted + ": expected a file name, found a folder");
   // A device or FIFO cannot be replaced by a rename (and must not be: /dev/null).
   KES_CHECK_OR_RETURN(!exists || S_ISREG(st.st_mode),
-                      "cannot write " + quoted + ": expected a regular file, found a device, FIFO "
-                      "or socket");
+                      "cannot write " + quoted +
+                          ": expected a regular file, found a device, FIFO "
+                          "or socket");
   // The name is shortened so the temporary's stays within NAME_MAX (255).
   std::string temp = folder + "/." + base.substr(0, 200) + ".XXXXXX.tmp";
   const int slot = RegisterTemporary(temp);
@@ -207,8 +208,7 @@ Status AtomicOutput::Commit() {
   return synced ? OkStatus() : Fail("sync the folder of", error);
 }
 
-Status CheckNotInput(const std::string& output, const std::string& input,
-                     const std::string& role) {
+Status CheckNotInput(const std::string& output, const std::string& input, const std::string& role) {
   struct stat in, out;
   if (::stat(input.c_str(), &in) != 0) return OkStatus();
   if (::stat(output.c_str(), &out) == 0 && SameFile(in, out)) {
@@ -226,7 +226,8 @@ Status CheckNotInput(const std::string& output, const std::string& input,
     struct stat st;
     if (::stat(dir.c_str(), &st) == 0 && SameFile(in, st)) {
       return Status::Error("cannot write '" + output + "': it lies inside the " + role +
-                           " folder '" + input + "', whose files it could replace; give a path "
+                           " folder '" + input +
+                           "', whose files it could replace; give a path "
                            "outside that folder");
     }
     if (dir == "/") return OkStatus();
@@ -241,9 +242,9 @@ Status CloseStdout() {
   const bool failed = !flushed || std::ferror(stdout);
   if (std::fclose(stdout) != 0 && g_stdout_errno == 0) g_stdout_errno = errno;
   if (!failed && g_stdout_errno == 0) return OkStatus();
-  return Status::Error(std::string("cannot write to standard output: ") +
-                       (g_stdout_errno != 0 ? std::strerror(g_stdout_errno)
-                                            : "an earlier write failed"));
+  return Status::Error(
+      std::string("cannot write to standard output: ") +
+      (g_stdout_errno != 0 ? std::strerror(g_stdout_errno) : "an earlier write failed"));
 }
 
 bool WriteStdout(const void* data, size_t n) {

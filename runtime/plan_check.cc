@@ -27,15 +27,14 @@ Status CheckOp(const fb::Model& model, const fb::Plan& plan, const fb::Op& op, u
   const auto count = [](const auto* v) -> uint64_t { return v ? v->size() : 0; };
   const uint64_t found[3] = {count(op.inputs()), count(op.outputs()), count(op.weights())};
   const uint64_t low[3] = {kind->inputs, kind->outputs, kind->min_weights};
-  const uint64_t high[3] = {kind->inputs + kind->optional_inputs, kind->outputs,
-                            kind->max_weights};
+  const uint64_t high[3] = {kind->inputs + kind->optional_inputs, kind->outputs, kind->max_weights};
   const char* names[3] = {"inputs", "outputs", "weights"};
   for (int i = 0; i < 3; ++i) {
-    KES_CHECK_OR_RETURN(found[i] >= low[i] && found[i] <= high[i],
-                        what() + ": expected " +
-                            (low[i] == high[i] ? Num(low[i])
-                                               : Num(low[i]) + " to " + Num(high[i])) +
-                            " " + names[i] + ", found " + Num(found[i]));
+    KES_CHECK_OR_RETURN(
+        found[i] >= low[i] && found[i] <= high[i],
+        what() + ": expected " +
+            (low[i] == high[i] ? Num(low[i]) : Num(low[i]) + " to " + Num(high[i])) + " " +
+            names[i] + ", found " + Num(found[i]));
   }
   for (const auto* ids : {op.inputs(), op.outputs()}) {
     if (!ids) continue;
@@ -59,14 +58,14 @@ Status CheckBuffer(const fb::Plan& plan, const fb::Buffer& b, uint32_t id,
                    uint64_t activation_bytes) {
   const auto where = [&] { return "plan '" + plan.name()->str() + "' buffer " + Num(id); };
   KES_CHECK_OR_RETURN(b.name() != nullptr, where() + ": has no name");
-  KES_CHECK_OR_RETURN(b.dtype() == fb::DType::F32 || b.dtype() == fb::DType::I32 ||
-                          b.dtype() == fb::DType::Q8_ACT,
-                      where() + ": expected dtype f32, i32 or q8-activations, found code " +
-                          Num(static_cast<uint64_t>(b.dtype())));
+  KES_CHECK_OR_RETURN(
+      b.dtype() == fb::DType::F32 || b.dtype() == fb::DType::I32 || b.dtype() == fb::DType::Q8_ACT,
+      where() + ": expected dtype f32, i32 or q8-activations, found code " +
+          Num(static_cast<uint64_t>(b.dtype())));
   const uint64_t rows = b.per_token() ? plan.max_tokens() : b.fixed_rows();
-  KES_CHECK_OR_RETURN(rows > 0 && rows <= kMaxStepTokens,
-                      where() + ": expected 1.." + Num(kMaxStepTokens) + " rows, found " +
-                          Num(rows));
+  KES_CHECK_OR_RETURN(
+      rows > 0 && rows <= kMaxStepTokens,
+      where() + ": expected 1.." + Num(kMaxStepTokens) + " rows, found " + Num(rows));
   KES_CHECK_OR_RETURN(b.row_elems() > 0 && b.row_elems() <= (uint64_t{1} << 32),
                       where() + ": row length " + Num(b.row_elems()) + " out of range");
   const uint64_t row_bytes = RowBytes(b.dtype(), b.row_elems());
@@ -75,14 +74,13 @@ Status CheckBuffer(const fb::Plan& plan, const fb::Buffer& b, uint32_t id,
   const uint64_t need = rows * row_bytes;
   KES_CHECK_OR_RETURN(b.size() >= need, where() + ": expected at least " + Num(need) +
                                             " bytes, found " + Num(b.size()));
-  KES_CHECK_OR_RETURN(b.arena_offset() % kKesAlignment == 0,
-                      where() + ": arena offset " + Num(b.arena_offset()) +
-                          " is not 64-byte aligned");
-  KES_CHECK_OR_RETURN(b.arena_offset() <= activation_bytes &&
-                          b.size() <= activation_bytes - b.arena_offset(),
-                      where() + ": bytes [" + Num(b.arena_offset()) + ", " +
-                          Num(b.arena_offset() + b.size()) + ") exceed the activation region of " +
-                          Num(activation_bytes) + " bytes");
+  KES_CHECK_OR_RETURN(
+      b.arena_offset() % kKesAlignment == 0,
+      where() + ": arena offset " + Num(b.arena_offset()) + " is not 64-byte aligned");
+  KES_CHECK_OR_RETURN(
+      b.arena_offset() <= activation_bytes && b.size() <= activation_bytes - b.arena_offset(),
+      where() + ": bytes [" + Num(b.arena_offset()) + ", " + Num(b.arena_offset() + b.size()) +
+          ") exceed the activation region of " + Num(activation_bytes) + " bytes");
   return OkStatus();
 }
 
@@ -100,8 +98,8 @@ Status CheckIo(const fb::Model& model, const fb::Plan& plan, const fb::PlanIo* i
     case fb::IoRole::TokenIds:
     case fb::IoRole::TokenTypes:
     case fb::IoRole::Positions:
-      KES_CHECK_OR_RETURN(input, what() + ": " + fb::EnumNameIoRole(io->role()) +
-                                     " can only be an input");
+      KES_CHECK_OR_RETURN(input,
+                          what() + ": " + fb::EnumNameIoRole(io->role()) + " can only be an input");
       KES_CHECK_OR_RETURN(b.dtype() == fb::DType::I32 && b.row_elems() == 1 && b.per_token(),
                           what() + ": expected i32, one value per token");
       return OkStatus();
@@ -132,8 +130,7 @@ Status CheckIo(const fb::Model& model, const fb::Plan& plan, const fb::PlanIo* i
                               b.row_elems() == model.hparams()->vocab_size() &&
                               (b.per_token() || b.fixed_rows() == 1),
                           what() + ": logits must be f32 rows of vocab_size " +
-                              Num(model.hparams()->vocab_size()) +
-                              ", one per token or one in all");
+                              Num(model.hparams()->vocab_size()) + ", one per token or one in all");
       return OkStatus();
   }
   return Status::Error(what() + ": unknown role " + Num(static_cast<uint64_t>(io->role())));
@@ -165,9 +162,9 @@ Status CheckPlanIo(const fb::Model& model, const fb::Plan& plan) {
     KES_CHECK_OR_RETURN(sequences >= 0, where() + ": embeddings output without a sequence table");
     const uint64_t table_rows = plan.buffers()->Get(static_cast<uint32_t>(sequences))->fixed_rows();
     const uint64_t rows = plan.buffers()->Get(static_cast<uint32_t>(embeddings))->fixed_rows();
-    KES_CHECK_OR_RETURN(rows == table_rows,
-                        where() + ": expected one embedding row per sequence (" +
-                            Num(table_rows) + "), found " + Num(rows));
+    KES_CHECK_OR_RETURN(rows == table_rows, where() +
+                                                ": expected one embedding row per sequence (" +
+                                                Num(table_rows) + "), found " + Num(rows));
   }
   return OkStatus();
 }
@@ -201,8 +198,8 @@ Status CheckIndexInputsKept(const fb::Plan& plan) {
       for (uint32_t id : *outputs) {
         KES_CHECK_OR_RETURN(id != index && !overlap(*plan.buffers()->Get(id), kept),
                             where() + " op " + Num(static_cast<uint64_t>(i)) + ": output buffer " +
-                                Num(id) + " overlaps input '" + io->name()->str() +
-                                "' (buffer " + Num(index) + ") before op " +
+                                Num(id) + " overlaps input '" + io->name()->str() + "' (buffer " +
+                                Num(index) + ") before op " +
                                 Num(static_cast<uint64_t>(last_reader)) + " reads it");
       }
     }
@@ -224,8 +221,7 @@ Status CheckPlan(const fb::Model& model, const fb::Plan& plan) {
                           " activation bytes, more than the model's " +
                           Num(model.activation_bytes()));
   for (uint32_t i = 0; i < plan.buffers()->size(); ++i) {
-    KES_RETURN_IF_ERROR(
-        CheckBuffer(plan, *plan.buffers()->Get(i), i, plan.activation_bytes()));
+    KES_RETURN_IF_ERROR(CheckBuffer(plan, *plan.buffers()->Get(i), i, plan.activation_bytes()));
   }
   KES_RETURN_IF_ERROR(CheckPlanIo(model, plan));
   for (uint32_t i = 0; i < plan.ops()->size(); ++i) {

@@ -12,7 +12,7 @@ struct NamedPre {
   PreTokenizer pre;
 };
 constexpr NamedPre kNames[] = {
-    {"gpt2", PreTokenizer::kGpt2},       {"smollm", PreTokenizer::kSmolLm},
+    {"gpt2", PreTokenizer::kGpt2},        {"smollm", PreTokenizer::kSmolLm},
     {"llama-bpe", PreTokenizer::kLlama3}, {"llama3", PreTokenizer::kLlama3},
     {"qwen2", PreTokenizer::kQwen2},
 };
@@ -123,9 +123,7 @@ size_t Contraction(const std::vector<CodePoint>& c, size_t p, bool any_case) {
 
 // [^\s\p{L}\p{N}]: anything else in the text, unassigned code points and invalid bytes included
 // (llama.cpp reads an invalid byte as U+FFFD, a symbol; we keep the byte itself).
-bool OtherChar(const CodePoint& c) {
-  return c.cp != kEnd && !c.space && !c.letter && !c.number;
-}
+bool OtherChar(const CodePoint& c) { return c.cp != kEnd && !c.space && !c.letter && !c.number; }
 
 // Cuts code points [begin, end) of c the gpt2 way; calls cut(k) with the end of each word.
 template <typename Cut>
@@ -265,9 +263,7 @@ void PreTokenize(PreTokenizer pre, std::string_view text, std::vector<std::strin
     word_start = end;
   };
   switch (pre) {
-    case PreTokenizer::kGpt2:
-      SplitGpt2(c, 0, n, cut);
-      break;
+    case PreTokenizer::kGpt2: SplitGpt2(c, 0, n, cut); break;
     case PreTokenizer::kSmolLm:
       // \p{N} first: every number character is a piece; gpt2 runs inside the pieces between.
       for (size_t p = 0; p < n;) {
@@ -281,12 +277,8 @@ void PreTokenize(PreTokenizer pre, std::string_view text, std::vector<std::strin
         p = q;
       }
       break;
-    case PreTokenizer::kLlama3:
-      SplitLlama3(c, 0, n, 3, cut);
-      break;
-    case PreTokenizer::kQwen2:
-      SplitLlama3(c, 0, n, 1, cut);
-      break;
+    case PreTokenizer::kLlama3: SplitLlama3(c, 0, n, 3, cut); break;
+    case PreTokenizer::kQwen2: SplitLlama3(c, 0, n, 1, cut); break;
   }
 }
 

@@ -15,8 +15,8 @@ Status Sampler::Init(const SamplerOptions& options, size_t vocab, void* scratch,
   KES_CHECK_OR_RETURN(vocab > 0, "sampler: vocabulary is empty");
   KES_CHECK_OR_RETURN(std::isfinite(options.temperature) && options.temperature >= 0.0f,
                       "temperature must be >= 0, found " + std::to_string(options.temperature));
-  KES_CHECK_OR_RETURN(options.top_k >= 0, "top-k must be >= 0, found " +
-                                              std::to_string(options.top_k));
+  KES_CHECK_OR_RETURN(options.top_k >= 0,
+                      "top-k must be >= 0, found " + std::to_string(options.top_k));
   KES_CHECK_OR_RETURN(options.top_p > 0.0f && options.top_p <= 1.0f,
                       "top-p must be in (0, 1], found " + std::to_string(options.top_p));
   KES_CHECK_OR_RETURN(scratch != nullptr && scratch_bytes >= ScratchBytes(vocab),

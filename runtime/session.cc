@@ -10,13 +10,13 @@ namespace kestrel {
 Status Session::Create(const Model& model, const SessionOptions& options,
                        std::unique_ptr<Session>* out) {
   KES_RETURN_IF_ERROR(CheckCanRun(options.n_threads));
-  KES_CHECK_OR_RETURN(!model.is_encoder(), "this is an encoder model (it embeds texts and has no "
-                                           "'prefill' or 'decode' plan): use an Encoder");
+  KES_CHECK_OR_RETURN(!model.is_encoder(),
+                      "this is an encoder model (it embeds texts and has no "
+                      "'prefill' or 'decode' plan): use an Encoder");
   KES_CHECK_OR_RETURN(!model.has_audio_encoder() || model.has_decoder(),
                       "this speech model has only its audio encoder (an 'encode_audio' plan, no "
                       "'decode' plan): run it with an AudioEncoder");
-  const size_t context =
-      std::min<size_t>(options.context_length, model.hparams().context_length());
+  const size_t context = std::min<size_t>(options.context_length, model.hparams().context_length());
   std::unique_ptr<Session> session(new Session(model, options.n_threads));
   KES_RETURN_IF_ERROR(PlanMemory(model, context, &session->memory_, options.kv));
   KES_RETURN_IF_ERROR(
@@ -25,9 +25,9 @@ Status Session::Create(const Model& model, const SessionOptions& options,
   // Every plan a session runs takes token ids and gives logits.
   const auto bind = [&](const fb::Plan& plan, BoundPlan* bound) {
     KES_RETURN_IF_ERROR(bound->Bind(model, plan, session->arena_.data(), session->memory_));
-    KES_CHECK_OR_RETURN(bound->token_input() != nullptr && bound->logits() != nullptr,
-                        "plan '" + plan.name()->str() +
-                            "': expected a token-ids input and a logits output");
+    KES_CHECK_OR_RETURN(
+        bound->token_input() != nullptr && bound->logits() != nullptr,
+        "plan '" + plan.name()->str() + "': expected a token-ids input and a logits output");
     return OkStatus();
   };
   KES_RETURN_IF_ERROR(bind(*model.FindPlan("prefill"), &session->prefill_));
@@ -71,7 +71,8 @@ bool KeepsKeysBefore(const KvRingPlan& ring, size_t position, size_t end) {
 
 Status Session::Rewind(size_t position) {
   KES_CHECK_OR_RETURN(position <= position_, "cannot rewind to position " +
-                                                 std::to_string(position) + ": expected at most "
+                                                 std::to_string(position) +
+                                                 ": expected at most "
                                                  "the current position " +
                                                  std::to_string(position_));
   for (size_t layer = 0; layer < memory_.kv.size(); ++layer) {
@@ -95,10 +96,9 @@ Status Session::CheckTokens(const int32_t* tokens, size_t n_tokens) const {
                       "(Session::SetEncoderStates, e.g. from an AudioEncoder)");
   // A table of learned positions ends at the context: no going past it, unlike rotary models.
   KES_CHECK_OR_RETURN(!learned_positions_ || position_ + n_tokens <= context_length(),
-                      "this model's learned positions end at " +
-                          std::to_string(context_length()) + " tokens; position " +
-                          std::to_string(position_) + " + " + std::to_string(n_tokens) +
-                          " tokens would pass them");
+                      "this model's learned positions end at " + std::to_string(context_length()) +
+                          " tokens; position " + std::to_string(position_) + " + " +
+                          std::to_string(n_tokens) + " tokens would pass them");
   for (size_t i = 0; i < n_tokens; ++i) {
     if (tokens[i] < 0 || static_cast<size_t>(tokens[i]) >= vocab_size()) {
       return Status::Error("token " + std::to_string(i) + " is id " + std::to_string(tokens[i]) +
@@ -109,8 +109,9 @@ Status Session::CheckTokens(const int32_t* tokens, size_t n_tokens) const {
 }
 
 Status Session::SetEncoderStates(const float* states, size_t n_positions) {
-  KES_CHECK_OR_RETURN(has_cross_, "this model has no 'cross_kv' plan (it is not an "
-                                  "encoder-decoder)");
+  KES_CHECK_OR_RETURN(has_cross_,
+                      "this model has no 'cross_kv' plan (it is not an "
+                      "encoder-decoder)");
   KES_CHECK_OR_RETURN(states != nullptr, "encoder states pointer is null");
   KES_CHECK_OR_RETURN(n_positions == cross_.max_tokens(),
                       "expected the encoder's " + std::to_string(cross_.max_tokens()) +

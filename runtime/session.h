@@ -95,8 +95,7 @@ class Session {
   // LoadState checks everything (format, checksum, model, context, KV type, sinks) before it
   // changes anything: a refused state leaves the session as it was. Not for encoder-decoders.
   size_t StateBytes(int32_t pending) const;
-  Status SaveState(const SequenceExtras& extras, uint8_t* out, size_t capacity,
-                   size_t* size) const;
+  Status SaveState(const SequenceExtras& extras, uint8_t* out, size_t capacity, size_t* size) const;
   Status LoadState(const uint8_t* data, size_t size, SequenceExtras* extras);
 
  private:
@@ -114,7 +113,7 @@ class Session {
   bool has_score_ = false;
   bool has_cross_ = false;
   bool has_encoder_states_ = false;  // SetEncoderStates ran: the cross-attention layers hold them
-  bool learned_positions_ = false;  // the plans take a Positions input (Whisper's decoder)
+  bool learned_positions_ = false;   // the plans take a Positions input (Whisper's decoder)
   const float* logits_ = nullptr;
   size_t position_ = 0;
   uint64_t sequence_version_ = 0;

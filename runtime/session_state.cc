@@ -29,8 +29,8 @@ std::string Hex(uint64_t v) {
 // The bytes one ring holds for the positions in use.
 size_t RingStateBytes(const KvRingPlan& ring, ops::KvType type, size_t position) {
   const size_t used = std::min(position, ring.capacity);
-  return 2 * used * (ops::KvRowBytes(type, ring.row_elems) +
-                     ops::KvRowScaleBytes(type, ring.row_elems));
+  return 2 * used *
+         (ops::KvRowBytes(type, ring.row_elems) + ops::KvRowScaleBytes(type, ring.row_elems));
 }
 
 size_t PayloadBytes(const MemoryPlan& memory, size_t position, size_t vocab) {
@@ -61,9 +61,7 @@ void ForEachRingBlock(const KvRingPlan& ring, ops::KvType type, size_t position,
   }
 }
 
-std::string Errno(const std::string& what, int error) {
-  return what + ": " + std::strerror(error);
-}
+std::string Errno(const std::string& what, int error) { return what + ": " + std::strerror(error); }
 
 }  // namespace
 
@@ -83,11 +81,12 @@ size_t Session::StateBytes(int32_t pending) const {
 Status Session::SaveState(const SequenceExtras& extras, uint8_t* out, size_t capacity,
                           size_t* size) const {
   const int32_t pending = extras.pending;
-  KES_CHECK_OR_RETURN(!has_cross_, "the state of an encoder-decoder session (its "
-                                   "cross-attention keys) cannot be saved");
+  KES_CHECK_OR_RETURN(!has_cross_,
+                      "the state of an encoder-decoder session (its "
+                      "cross-attention keys) cannot be saved");
   KES_CHECK_OR_RETURN(pending >= -1 && (pending < 0 || static_cast<size_t>(pending) < vocab_size()),
-                      "pending token: expected -1 or an id below " +
-                          std::to_string(vocab_size()) + ", found " + std::to_string(pending));
+                      "pending token: expected -1 or an id below " + std::to_string(vocab_size()) +
+                          ", found " + std::to_string(pending));
   const size_t total = StateBytes(pending);
   *size = total;
   KES_CHECK_OR_RETURN(out != nullptr && capacity >= total,
@@ -138,9 +137,8 @@ Status Session::LoadState(const uint8_t* data, size_t size, SequenceExtras* extr
   KES_CHECK_OR_RETURN(!has_cross_, "the state of an encoder-decoder session cannot be loaded");
   KES_CHECK_OR_RETURN(data != nullptr, "the state is NULL");
   KES_CHECK_OR_RETURN(size >= sizeof(StateHeader),
-                      "the state is cut short: " + std::to_string(size) +
-                          " bytes, less than its " + std::to_string(sizeof(StateHeader)) +
-                          "-byte header");
+                      "the state is cut short: " + std::to_string(size) + " bytes, less than its " +
+                          std::to_string(sizeof(StateHeader)) + "-byte header");
   StateHeader h;
   std::memcpy(&h, data, sizeof(h));
   KES_CHECK_OR_RETURN(std::memcmp(h.magic, kStateMagic, sizeof(h.magic)) == 0,
@@ -153,31 +151,30 @@ Status Session::LoadState(const uint8_t* data, size_t size, SequenceExtras* extr
   KES_CHECK_OR_RETURN(h.header_bytes == sizeof(StateHeader),
                       "the state header is " + std::to_string(h.header_bytes) +
                           " bytes, expected " + std::to_string(sizeof(StateHeader)));
-  KES_CHECK_OR_RETURN(size >= h.total_bytes,
-                      "the state is cut short: expected " + std::to_string(h.total_bytes) +
-                          " bytes, found " + std::to_string(size));
-  KES_CHECK_OR_RETURN(size == h.total_bytes,
-                      "expected a state of " + std::to_string(h.total_bytes) + " bytes, found " +
-                          std::to_string(size) + " (bytes after its end)");
+  KES_CHECK_OR_RETURN(size >= h.total_bytes, "the state is cut short: expected " +
+                                                 std::to_string(h.total_bytes) + " bytes, found " +
+                                                 std::to_string(size));
+  KES_CHECK_OR_RETURN(size == h.total_bytes, "expected a state of " +
+                                                 std::to_string(h.total_bytes) + " bytes, found " +
+                                                 std::to_string(size) + " (bytes after its end)");
   const uint64_t checksum = WeightsChecksum(data + kChecksummedFrom, size - kChecksummedFrom);
-  KES_CHECK_OR_RETURN(checksum == h.checksum,
-                      "the state is damaged: its checksum is " + Hex(checksum) + ", expected " +
-                          Hex(h.checksum));
+  KES_CHECK_OR_RETURN(checksum == h.checksum, "the state is damaged: its checksum is " +
+                                                  Hex(checksum) + ", expected " + Hex(h.checksum));
   const uint64_t model_id = ModelIdentity(model_);
-  KES_CHECK_OR_RETURN(h.model_id == model_id,
-                      "the state was saved from another model (weights " + Hex(h.model_id) +
-                          "; this session's model is " + Hex(model_id) + ")");
+  KES_CHECK_OR_RETURN(h.model_id == model_id, "the state was saved from another model (weights " +
+                                                  Hex(h.model_id) + "; this session's model is " +
+                                                  Hex(model_id) + ")");
   KES_CHECK_OR_RETURN(h.context_length == memory_.context_length,
                       "the state was saved by a session with a context of " +
                           std::to_string(h.context_length) + " tokens; this session's is " +
                           std::to_string(memory_.context_length) + " (make it with the same)");
   const auto kv_type = static_cast<uint32_t>(memory_.kv_options.type);
-  KES_CHECK_OR_RETURN(h.kv_type == kv_type,
-                      std::string("the state was saved by a session with a ") +
-                          (h.kv_type <= 2 ? ops::KvTypeName(static_cast<ops::KvType>(h.kv_type))
-                                          : "unknown") +
-                          " KV cache; this session's is " +
-                          ops::KvTypeName(memory_.kv_options.type) + " (make it with the same)");
+  KES_CHECK_OR_RETURN(
+      h.kv_type == kv_type,
+      std::string("the state was saved by a session with a ") +
+          (h.kv_type <= 2 ? ops::KvTypeName(static_cast<ops::KvType>(h.kv_type)) : "unknown") +
+          " KV cache; this session's is " + ops::KvTypeName(memory_.kv_options.type) +
+          " (make it with the same)");
   KES_CHECK_OR_RETURN(h.sinks == memory_.kv_options.sinks,
                       "the state was saved by a session with " + std::to_string(h.sinks) +
                           " attention sinks; this session has " +
@@ -185,13 +182,12 @@ Status Session::LoadState(const uint8_t* data, size_t size, SequenceExtras* extr
   KES_CHECK_OR_RETURN(h.n_layers == SelfLayers(memory_),
                       "the state holds " + std::to_string(h.n_layers) + " layers, the model " +
                           std::to_string(SelfLayers(memory_)));
-  KES_CHECK_OR_RETURN(h.pending >= -1 && (h.pending < 0 || static_cast<uint64_t>(h.pending) <
-                                                                vocab_size()),
-                      "the state's pending token " + std::to_string(h.pending) +
-                          " is not an id of the vocabulary");
-  KES_CHECK_OR_RETURN(h.sampler_ready <= 1, "the state's sampler flag is " +
-                                                std::to_string(h.sampler_ready) +
-                                                ", expected 0 or 1");
+  KES_CHECK_OR_RETURN(
+      h.pending >= -1 && (h.pending < 0 || static_cast<uint64_t>(h.pending) < vocab_size()),
+      "the state's pending token " + std::to_string(h.pending) + " is not an id of the vocabulary");
+  KES_CHECK_OR_RETURN(
+      h.sampler_ready <= 1,
+      "the state's sampler flag is " + std::to_string(h.sampler_ready) + ", expected 0 or 1");
   if (h.sampler_ready == 1) {
     Sampler probe;  // the options a sampler accepts, so the caller's Init after this succeeds
     const Status sampler = probe.Init(SamplerOptions{h.temperature, h.top_k, h.top_p, h.seed},
@@ -237,8 +233,8 @@ Status WriteFileAtomically(const std::string& path, const uint8_t* data, size_t 
   KES_CHECK_OR_RETURN(!base.empty(), "'" + path + "' names a folder, expected a file");
   std::string temp = (slash == std::string::npos ? "" : folder) + "." + base + ".XXXXXX";
   const int fd = ::mkstemp(&temp[0]);
-  if (fd < 0) return Status::Error(Errno("cannot create a file in the folder of '" + path + "'",
-                                         errno));
+  if (fd < 0)
+    return Status::Error(Errno("cannot create a file in the folder of '" + path + "'", errno));
   size_t done = 0;
   int error = 0;
   while (done < size && error == 0) {

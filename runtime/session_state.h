@@ -49,12 +49,12 @@ struct StateHeader {
   uint64_t model_id;        // ModelIdentity
   uint64_t context_length;
   uint64_t sinks;
-  uint64_t position;        // tokens run through the model
-  uint64_t vocab;           // logits saved: vocab floats; 0: none
-  uint32_t kv_type;         // ops::KvType
-  uint32_t n_layers;        // self-attention rings
-  int32_t pending;          // a token counted in the sequence but not run yet; -1: none
-  uint32_t byte_order;      // kStateByteOrder as the saving host wrote it
+  uint64_t position;    // tokens run through the model
+  uint64_t vocab;       // logits saved: vocab floats; 0: none
+  uint32_t kv_type;     // ops::KvType
+  uint32_t n_layers;    // self-attention rings
+  int32_t pending;      // a token counted in the sequence but not run yet; -1: none
+  uint32_t byte_order;  // kStateByteOrder as the saving host wrote it
   // SequenceExtras' sampler
   uint32_t sampler_ready;  // 0 or 1
   float temperature;

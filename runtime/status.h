@@ -30,14 +30,14 @@ inline Status OkStatus() { return Status(); }
 
 }  // namespace kestrel
 
-#define KES_RETURN_IF_ERROR(expr)            \
-  do {                                       \
-    ::kestrel::Status kes_status_ = (expr);  \
+#define KES_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::kestrel::Status kes_status_ = (expr);    \
     if (!kes_status_.ok()) return kes_status_; \
   } while (0)
 
 // Returns an error built from the streamed message when cond is false.
-#define KES_CHECK_OR_RETURN(cond, message)                      \
-  do {                                                          \
-    if (!(cond)) return ::kestrel::Status::Error(message);      \
+#define KES_CHECK_OR_RETURN(cond, message)                 \
+  do {                                                     \
+    if (!(cond)) return ::kestrel::Status::Error(message); \
   } while (0)

@@ -88,9 +88,9 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
                        const float* scores, const int8_t* types, const TokenizerConfig& config,
                        size_t n_merges, const std::function<std::string_view(size_t)>& merge) {
   KES_CHECK_OR_RETURN(n > 0, "tokenizer: expected a vocabulary of at least 1 token, found 0");
-  KES_CHECK_OR_RETURN(n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
-                      "tokenizer: vocabulary of " + std::to_string(n) +
-                          " tokens exceeds the int32 id range");
+  KES_CHECK_OR_RETURN(
+      n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
+      "tokenizer: vocabulary of " + std::to_string(n) + " tokens exceeds the int32 id range");
   KES_CHECK_OR_RETURN(piece && scores != nullptr && types != nullptr,
                       "tokenizer: pieces, scores and types are required");
   const std::pair<const char*, int32_t> ids[] = {{"bos", config.bos_id},
@@ -109,8 +109,8 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
                       "tokenizer: add_eos is set but there is no eos id");
   for (int32_t id : config.rstrip_ids) {
     KES_CHECK_OR_RETURN(id >= 0 && id < static_cast<int64_t>(n),
-                        "tokenizer: rstrip id expected in [0, " + std::to_string(n) +
-                            "), found " + std::to_string(id));
+                        "tokenizer: rstrip id expected in [0, " + std::to_string(n) + "), found " +
+                            std::to_string(id));
   }
 
   // Built aside and moved in at the end, so a failed Init leaves *this as it was.
@@ -119,9 +119,9 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
   fresh.scores_.assign(scores, scores + n);
   fresh.types_.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    KES_CHECK_OR_RETURN(types[i] >= 0 && types[i] <= 6,
-                        "tokenizer: token " + std::to_string(i) + " type expected 0..6, found " +
-                            std::to_string(types[i]));
+    KES_CHECK_OR_RETURN(types[i] >= 0 && types[i] <= 6, "tokenizer: token " + std::to_string(i) +
+                                                            " type expected 0..6, found " +
+                                                            std::to_string(types[i]));
     KES_CHECK_OR_RETURN(!std::isnan(scores[i]),
                         "tokenizer: token " + std::to_string(i) + " score is NaN");
     fresh.types_[i] = static_cast<TokenType>(types[i]);
@@ -171,15 +171,16 @@ Status Tokenizer::BuildPieces(size_t n, const std::function<std::string_view(siz
     switch (types_[i]) {
       case TokenType::kByte: {
         const int byte = ParseBytePiece(p);
-        KES_CHECK_OR_RETURN(byte >= 0, where(i) + "is a byte token, expected a piece like "
-                                                  "\"<0xAB>\", found " + Quoted(p));
+        KES_CHECK_OR_RETURN(byte >= 0, where(i) +
+                                           "is a byte token, expected a piece like "
+                                           "\"<0xAB>\", found " +
+                                           Quoted(p));
         if (byte_to_id_[byte] < 0) byte_to_id_[byte] = static_cast<int32_t>(i);
         texts_ += static_cast<char>(byte);
         break;
       }
       case TokenType::kControl:
-      case TokenType::kUnknown:
-        break;
+      case TokenType::kUnknown: break;
       case TokenType::kUserDefined:
         if (config_.algorithm == TokenizerAlgorithm::kWordPiece) {
           AppendWordPieceText(static_cast<int32_t>(i), &texts_);
@@ -321,8 +322,8 @@ void Tokenizer::BuildSpecialTrie() {
 uint32_t Tokenizer::TrieChild(uint32_t node, uint8_t byte) const {
   const auto first = edges_.begin() + trie_[node].first_edge;
   const auto last = first + trie_[node].n_edges;
-  const auto it = std::lower_bound(first, last, byte,
-                                   [](const TrieEdge& e, uint8_t b) { return e.byte < b; });
+  const auto it =
+      std::lower_bound(first, last, byte, [](const TrieEdge& e, uint8_t b) { return e.byte < b; });
   return it != last && it->byte == byte ? it->child : 0;
 }
 
@@ -460,12 +461,8 @@ Status Tokenizer::Encode(std::string_view text, bool add_special, bool parse_spe
       case TokenizerAlgorithm::kSentencePiece:
         s = EncodeSpm(raw, config_.add_space_prefix && after_special, &ids);
         break;
-      case TokenizerAlgorithm::kByteLevelBpe:
-        s = EncodeBpe(raw, &ids);
-        break;
-      case TokenizerAlgorithm::kWordPiece:
-        s = EncodeWordPiece(raw, &ids);
-        break;
+      case TokenizerAlgorithm::kByteLevelBpe: s = EncodeBpe(raw, &ids); break;
+      case TokenizerAlgorithm::kWordPiece: s = EncodeWordPiece(raw, &ids); break;
     }
     if (!s.ok()) {
       ids.resize(previous);
@@ -493,8 +490,8 @@ std::string_view Tokenizer::TokenText(int32_t id) const {
 std::string Tokenizer::Decode(const std::vector<int32_t>& ids) const {
   std::string text;
   for (int32_t id : ids) text.append(TokenText(id));
-  const bool spaced = config_.add_space_prefix ||
-                      config_.algorithm == TokenizerAlgorithm::kWordPiece;
+  const bool spaced =
+      config_.add_space_prefix || config_.algorithm == TokenizerAlgorithm::kWordPiece;
   if (spaced && !text.empty() && text[0] == ' ') text.erase(0, 1);
   return text;
 }

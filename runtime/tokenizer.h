@@ -189,8 +189,7 @@ class Tokenizer {
   Status EncodeBpe(std::string_view fragment, std::vector<int32_t>* out) const;
   // The buffers of EncodeBpeWord, reused across the words of one Encode (tokenizer_bpe.cc).
   struct BpeScratch;
-  Status EncodeBpeWord(std::string_view word, BpeScratch* scratch,
-                       std::vector<int32_t>* out) const;
+  Status EncodeBpeWord(std::string_view word, BpeScratch* scratch, std::vector<int32_t>* out) const;
   Status EncodeWordPiece(std::string_view fragment, std::vector<int32_t>* out) const;
   // Appends the pieces of one normalized word (UTF-8, `chars` code points), or unk_id.
   void EncodeWordPieceWord(std::string_view word, size_t chars, std::vector<int32_t>* out) const;
@@ -201,17 +200,17 @@ class Tokenizer {
   Status AppendPieceOrFallback(std::string_view piece, std::vector<int32_t>* out) const;
 
   TokenizerConfig config_;
-  std::string pieces_;                  // every piece, concatenated
-  std::vector<uint32_t> piece_offsets_;  // [n + 1]: piece i is [offsets[i], offsets[i + 1])
-  std::string texts_;                   // every TokenText, concatenated
-  std::vector<uint32_t> text_offsets_;   // [n + 1]
-  std::vector<float> scores_;           // [n]
-  std::vector<TokenType> types_;        // [n]
-  std::vector<IndexSlot> index_;        // open-addressing hash table of ids by piece
+  std::string pieces_;                     // every piece, concatenated
+  std::vector<uint32_t> piece_offsets_;    // [n + 1]: piece i is [offsets[i], offsets[i + 1])
+  std::string texts_;                      // every TokenText, concatenated
+  std::vector<uint32_t> text_offsets_;     // [n + 1]
+  std::vector<float> scores_;              // [n]
+  std::vector<TokenType> types_;           // [n]
+  std::vector<IndexSlot> index_;           // open-addressing hash table of ids by piece
   std::array<int32_t, 256> byte_to_id_{};  // byte token per byte value, -1 if absent
-  std::vector<int32_t> specials_;       // control/unknown/user-defined ids, longest piece first
-  std::vector<bool> rstrip_;            // per id: TokenizerConfig::rstrip_ids
-  std::vector<TrieNode> trie_;          // trie_[0] is the root
+  std::vector<int32_t> specials_;          // control/unknown/user-defined ids, longest piece first
+  std::vector<bool> rstrip_;               // per id: TokenizerConfig::rstrip_ids
+  std::vector<TrieNode> trie_;             // trie_[0] is the root
   std::vector<TrieEdge> edges_;
   // Open-addressing hash table of merges by (left, right), sized once at Init; empty for
   // algorithms without merges.

@@ -21,7 +21,9 @@ namespace {
 
 // GPT-2's bytes_to_unicode: bytes '!'..'~', 0xA1..0xAC and 0xAE..0xFF are their own code
 // point; the other 68 bytes, in order, are U+0100 onwards.
-bool Printable(unsigned b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; }
+bool Printable(unsigned b) {
+  return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+}
 
 struct ByteAlphabet {
   uint32_t to_char[256];
@@ -110,11 +112,12 @@ Status Tokenizer::BuildMerges(size_t n_merges,
     joined.assign(left).append(right);
     const int32_t l = Find(left), r = Find(right), result = Find(joined);
     KES_CHECK_OR_RETURN(l >= 0 && r >= 0 && result >= 0,
-                        where() + ": expected both pieces and their concatenation in the "
-                                  "vocabulary, found " +
-                            (l < 0 ? "no '" + std::string(left) + "'"
-                                   : r < 0 ? "no '" + std::string(right) + "'"
-                                           : "no '" + joined + "'"));
+                        where() +
+                            ": expected both pieces and their concatenation in the "
+                            "vocabulary, found " +
+                            (l < 0   ? "no '" + std::string(left) + "'"
+                             : r < 0 ? "no '" + std::string(right) + "'"
+                                     : "no '" + joined + "'"));
     const uint64_t key = static_cast<uint64_t>(l) << 32 | static_cast<uint32_t>(r);
     for (size_t slot = MergeHash(key, merge_shift_);; slot = (slot + 1) & mask) {
       if (merges_[slot].key == kNoMerge) {
@@ -188,8 +191,8 @@ Status Tokenizer::EncodeBpeWord(std::string_view word, BpeScratch* scratch,
     const size_t len = static_cast<unsigned char>(text[offs]) < 0x80 ? 1 : 2;
     const int32_t index = static_cast<int32_t>(symbols.size());
     symbols.push_back({index - 1, offs + len == text.size() ? -1 : index + 1,
-                       Find(std::string_view(text.data() + offs, len)),
-                       static_cast<uint32_t>(offs), static_cast<uint32_t>(len)});
+                       Find(std::string_view(text.data() + offs, len)), static_cast<uint32_t>(offs),
+                       static_cast<uint32_t>(len)});
     offs += len;
   }
   if (symbols.empty()) return OkStatus();
@@ -218,8 +221,8 @@ Status Tokenizer::EncodeBpeWord(std::string_view word, BpeScratch* scratch,
     queue.pop_back();
     Symbol& left = symbols[top.left];
     Symbol& right = symbols[top.right];
-    if (left.length == 0 || right.length == 0 || left.next != top.right ||
-        left.id != top.left_id || right.id != top.right_id) {
+    if (left.length == 0 || right.length == 0 || left.next != top.right || left.id != top.left_id ||
+        right.id != top.right_id) {
       continue;
     }
     left.length += right.length;

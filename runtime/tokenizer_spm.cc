@@ -57,8 +57,7 @@ Status Tokenizer::EncodeSpm(std::string_view fragment, bool space_prefix,
   const auto lower_priority = [](const Bigram& a, const Bigram& b) {
     return a.score < b.score || (a.score == b.score && a.left > b.left);
   };
-  std::priority_queue<Bigram, std::vector<Bigram>, decltype(lower_priority)> queue(
-      lower_priority);
+  std::priority_queue<Bigram, std::vector<Bigram>, decltype(lower_priority)> queue(lower_priority);
   const auto try_pair = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
     const std::string_view merged(text.data() + symbols[left].start,

@@ -40,7 +40,8 @@ Status Transcriber::Create(const Model& model, const TranscriberOptions& options
   const char* missing = model.has_audio_encoder() ? "no decoder" : "no audio encoder";
   KES_CHECK_OR_RETURN(model.has_audio_encoder() && model.has_decoder(),
                       std::string("expected a speech model with an audio encoder and a decoder "
-                                  "(Whisper); this one has ") + missing);
+                                  "(Whisper); this one has ") +
+                          missing);
   std::unique_ptr<Transcriber> t(new Transcriber(model));
   t->options_.n_threads = options.n_threads;
   KES_RETURN_IF_ERROR(
@@ -72,17 +73,15 @@ Status Transcriber::SetOptions(const TranscriberOptions& options) {
   // Messages are built only on failure: this runs where nothing may allocate.
   if (!options.language.empty()) {
     language = v.Language(model_.tokenizer(), options.language);
-    KES_CHECK_OR_RETURN(language >= 0, "unknown language '" + options.language +
-                                           "': expected a code of " +
-                                           std::to_string(v.languages.size()) +
-                                           " such as en, de, fr");
+    KES_CHECK_OR_RETURN(language >= 0,
+                        "unknown language '" + options.language + "': expected a code of " +
+                            std::to_string(v.languages.size()) + " such as en, de, fr");
   }
   if (!v.multilingual) {
     KES_CHECK_OR_RETURN(options.language.empty() || options.language == "en",
                         "this model is English-only: it cannot transcribe language '" +
                             options.language + "' (use a multilingual Whisper)");
-    KES_CHECK_OR_RETURN(!options.translate,
-                        "this model is English-only: it has no translate task");
+    KES_CHECK_OR_RETURN(!options.translate, "this model is English-only: it has no translate task");
   }
   const size_t n_threads = options_.n_threads;
   options_ = options;  // a valid code fits the string's inline buffer: nothing is allocated
@@ -95,8 +94,7 @@ Status Transcriber::SetOptions(const TranscriberOptions& options) {
 // on the first window of the recording, its last frame included, as faster-whisper encodes it.
 int32_t Transcriber::DetectLanguage(const float* mel, size_t frames) {
   const size_t window = encoder_->n_frames();
-  audio::CopyMelFrames(mel, static_cast<int>(n_mels()), frames, 0, window, window,
-                       window_.data());
+  audio::CopyMelFrames(mel, static_cast<int>(n_mels()), frames, 0, window, window, window_.data());
   encoder_->Encode(window_.data(), states_.data());
   session_->Reset();
   const int32_t sot = vocabulary_.sot;
@@ -113,8 +111,7 @@ int32_t Transcriber::DetectLanguage(const float* mel, size_t frames) {
   return best;
 }
 
-Status Transcriber::DecodeWindow(size_t prompt_length, float* no_speech_prob,
-                                 float* avg_log_prob) {
+Status Transcriber::DecodeWindow(size_t prompt_length, float* no_speech_prob, float* avg_log_prob) {
   const int32_t* prompt = prompt_.data();
   const size_t sot_index =
       static_cast<size_t>(std::find(prompt, prompt + prompt_length, vocabulary_.sot) - prompt);
@@ -139,9 +136,9 @@ Status Transcriber::DecodeWindow(size_t prompt_length, float* no_speech_prob,
   step.timestamps = options_.timestamps;
   step.max_initial_timestamp =
       vocabulary_.timestamp_begin +
-      static_cast<int32_t>(std::lround(options_.max_initial_timestamp /
-                                       (kSecondsPerFrame * (encoder_->n_frames() /
-                                                            encoder_->n_positions()))));
+      static_cast<int32_t>(
+          std::lround(options_.max_initial_timestamp /
+                      (kSecondsPerFrame * (encoder_->n_frames() / encoder_->n_positions()))));
   // The average log-probability matters only when the window may be silence (see Transcribe).
   step.score = *no_speech_prob > options_.no_speech_threshold;
   double log_prob = 0;
@@ -156,9 +153,8 @@ Status Transcriber::DecodeWindow(size_t prompt_length, float* no_speech_prob,
     if (n_generated_ == max_new) break;
     KES_RETURN_IF_ERROR(session_->Decode(r.token));
   }
-  *avg_log_prob = step.score
-                      ? static_cast<float>(log_prob / static_cast<double>(n_generated_ + 1))
-                      : 0.0f;
+  *avg_log_prob =
+      step.score ? static_cast<float>(log_prob / static_cast<double>(n_generated_ + 1)) : 0.0f;
   return OkStatus();
 }
 
@@ -184,8 +180,7 @@ Status Transcriber::Transcribe(const float* mel, size_t frames, SegmentSink sink
     if (options_.stop != nullptr && options_.stop->load(std::memory_order_relaxed)) {
       st.stopped = true;
       return Status::Error("stopped at frame " + std::to_string(seek) + " of " +
-                           std::to_string(content_frames) +
-                           ": TranscriberOptions::stop was set");
+                           std::to_string(content_frames) + ": TranscriberOptions::stop was set");
     }
     const size_t segment_size = std::min(window, content_frames - seek);
     audio::CopyMelFrames(mel, static_cast<int>(n_mels()), frames, seek, segment_size, window,
@@ -242,8 +237,7 @@ Status Transcriber::Transcribe(const float* mel, size_t frames, SegmentSink sink
       // Keep the last previous_.size() tokens of the text so far.
       const size_t add = std::min(end - first, previous_.size());
       const size_t keep = std::min(n_previous_, previous_.size() - add);
-      std::memmove(previous_.data(), previous_.data() + n_previous_ - keep,
-                   keep * sizeof(int32_t));
+      std::memmove(previous_.data(), previous_.data() + n_previous_ - keep, keep * sizeof(int32_t));
       std::memcpy(previous_.data() + keep, tokens + end - add, add * sizeof(int32_t));
       n_previous_ = keep + add;
     };

@@ -46,14 +46,14 @@ struct TranscriberOptions {
 };
 
 struct TranscriptSegment {
-  double start = 0, end = 0;  // seconds from the start of the recording
-  size_t seek = 0;            // the window's first frame
+  double start = 0, end = 0;        // seconds from the start of the recording
+  size_t seek = 0;                  // the window's first frame
   const int32_t* tokens = nullptr;  // text tokens, and timestamps when they are on
   size_t n_tokens = 0;
   // Of the window's tokens, the end token included; computed only when the no-speech
   // probability is above its threshold (0 otherwise).
   float avg_log_prob = 0;
-  float no_speech_prob = 0;   // of the window
+  float no_speech_prob = 0;  // of the window
 };
 
 // Called once per segment, in order; the tokens are valid during the call only.

@@ -12,8 +12,8 @@
 namespace kestrel {
 
 struct WhisperStepInput {
-  const float* logits = nullptr;        // [vocab] the decoder's, unchanged
-  const int32_t* generated = nullptr;   // the tokens generated so far in this window
+  const float* logits = nullptr;       // [vocab] the decoder's, unchanged
+  const int32_t* generated = nullptr;  // the tokens generated so far in this window
   size_t n_generated = 0;
   bool timestamps = false;
   // The first timestamp may be at most this token (<|1.00|> by default: timestamp_begin + 50).

@@ -19,8 +19,8 @@ Status FindPiece(const Tokenizer& tokenizer, const char* piece, int32_t* id) {
 Status NonSpeechTokens(const Tokenizer& tokenizer, std::vector<int32_t>* out) {
   static constexpr std::string_view kAscii = "\"#()*+/:;<=>@[\\]^_`{|}~";  // each alone
   static constexpr std::string_view kSymbols[] = {
-      "「", "」", "『", "』", "<<", ">>", "<<<", ">>>", "--", "---", "-(", "-[",
-      "('", "(\"", "((", "))", "(((", ")))", "[[", "]]", "{{", "}}", "♪♪", "♪♪♪"};
+      "「", "」",  "『", "』", "<<",  ">>",  "<<<", ">>>", "--", "---", "-(", "-[",
+      "('", "(\"", "((", "))", "(((", ")))", "[[",  "]]",  "{{", "}}",  "♪♪", "♪♪♪"};
   static constexpr std::string_view kMusic[] = {"♩", "♪", "♫", "♬", "♭", "♮", "♯"};
   // One id list and one text buffer for every Encode, so building the set costs a few
   // allocations per symbol rather than several.
@@ -71,8 +71,8 @@ Status WhisperVocabulary::Find(const Tokenizer& tokenizer, size_t vocab_size,
   v.timestamp_begin = v.no_timestamps + 1;
   v.timestamp_end = static_cast<int32_t>(vocab_size) - 1;
   KES_CHECK_OR_RETURN(v.timestamp_begin <= v.timestamp_end && v.sot < v.translate &&
-                          std::max({v.eot, v.sot, v.translate, v.transcribe, v.sot_lm,
-                                    v.sot_prev, v.no_speech}) < v.timestamp_begin,
+                          std::max({v.eot, v.sot, v.translate, v.transcribe, v.sot_lm, v.sot_prev,
+                                    v.no_speech}) < v.timestamp_begin,
                       "expected Whisper's special tokens before the timestamps, with "
                       "<|notimestamps|> before the last logit (" +
                           std::to_string(vocab_size) + " logits, <|notimestamps|> is " +

@@ -23,6 +23,7 @@ debian_packages=(
   espeak-ng sox  # test speech for the Whisper tests, made offline
   libcpp-httplib-dev  # `kestrel serve` (server/); the programs build without it, minus the server
   mold  # the sanitizer builds' linker (scripts/build.sh), 3x faster than GNU ld on their tests
+  clang-format-14  # scripts/check-format.sh: the layout .clang-format gives, as CI checks it
 )
 cross=0
 case "${1:-}" in

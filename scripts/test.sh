@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 echo "== disk at start: $(df -h --output=avail . | tail -1) free"
 bash scripts/install-deps.sh --cross
+# Every C and C++ file laid out as .clang-format says (a few seconds; before anything builds).
+bash scripts/check-format.sh
 # The models download (the network) while ggml's quantizers and the Release build compile (the
 # CPU); the tests wait for them. Their output is shown once they are done.
 mkdir -p build

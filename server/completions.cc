@@ -155,14 +155,13 @@ bool Stream(Job& job, httplib::DataSink& sink) {
   ServerState& state = *job.state;
   const ComputeScope computing(state.computing);
   if (job.request.chat &&
-      !SendEvent(sink, Dump(StreamChoice(job, {{"role", "assistant"}, {"content", ""}}, "",
-                                         nullptr)))) {
+      !SendEvent(sink,
+                 Dump(StreamChoice(job, {{"role", "assistant"}, {"content", ""}}, "", nullptr)))) {
     return false;
   }
   GenerationOutcome out;
   RunGeneration(
-      *state.text_model, job.lease->slot(), job.prompt, job.request, job.max_tokens,
-      state.stopping,
+      *state.text_model, job.lease->slot(), job.prompt, job.request, job.max_tokens, state.stopping,
       [&](std::string_view delta) {
         TestPause(state);
         if (delta.empty()) return true;
@@ -197,8 +196,7 @@ bool Answer(Job& job, httplib::DataSink& sink) {
   GenerationOutcome out;
   Clock::time_point last_write = Clock::now();
   RunGeneration(
-      *state.text_model, job.lease->slot(), job.prompt, job.request, job.max_tokens,
-      state.stopping,
+      *state.text_model, job.lease->slot(), job.prompt, job.request, job.max_tokens, state.stopping,
       [&](std::string_view) {
         TestPause(state);
         if (Clock::now() - last_write < std::chrono::milliseconds(500)) return true;
@@ -297,15 +295,11 @@ void HandleGeneration(ServerState& state, const httplib::Request& req, httplib::
   if (job->request.stream) {
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");  // nginx: pass the events on as they come
-    res.set_chunked_content_provider("text/event-stream",
-                                     [job](size_t, httplib::DataSink& sink) {
-                                       return Stream(*job, sink);
-                                     });
+    res.set_chunked_content_provider(
+        "text/event-stream", [job](size_t, httplib::DataSink& sink) { return Stream(*job, sink); });
   } else {
-    res.set_chunked_content_provider("application/json",
-                                     [job](size_t, httplib::DataSink& sink) {
-                                       return Answer(*job, sink);
-                                     });
+    res.set_chunked_content_provider(
+        "application/json", [job](size_t, httplib::DataSink& sink) { return Answer(*job, sink); });
   }
 }
 
@@ -315,10 +309,9 @@ void AddGenerationRoutes(httplib::Server& http, ServerState& state) {
   http.Post("/v1/completions", [&state](const httplib::Request& req, httplib::Response& res) {
     HandleGeneration(state, req, res, false);
   });
-  http.Post("/v1/chat/completions",
-            [&state](const httplib::Request& req, httplib::Response& res) {
-              HandleGeneration(state, req, res, true);
-            });
+  http.Post("/v1/chat/completions", [&state](const httplib::Request& req, httplib::Response& res) {
+    HandleGeneration(state, req, res, true);
+  });
 }
 
 }  // namespace kestrel::server

@@ -100,9 +100,9 @@ ApiError ReadInputs(const ServerState& state, kes_encoder* encoder, const json& 
     } else if (item.is_array()) {
       e = ids_of(item, &out->back());
     } else {
-      e = InvalidRequest(std::string("input: expected ") + expected + ", got a list holding " +
-                             item.type_name(),
-                         "input", "invalid_type");
+      e = InvalidRequest(
+          std::string("input: expected ") + expected + ", got a list holding " + item.type_name(),
+          "input", "invalid_type");
     }
     if (!e.ok()) return e;
   }
@@ -114,13 +114,13 @@ void Embed(ServerState& state, const httplib::Request& req, httplib::Response& r
   try {
     body = json::parse(req.body);
   } catch (const json::parse_error& e) {
-    return SendError(res, InvalidRequest(std::string("the body is not valid JSON: ") + e.what(),
-                                         "", "invalid_json"));
+    return SendError(res, InvalidRequest(std::string("the body is not valid JSON: ") + e.what(), "",
+                                         "invalid_json"));
   }
   if (!body.is_object()) {
-    return SendError(res, InvalidRequest(std::string("body: expected a JSON object, got ") +
-                                             body.type_name(),
-                                         "", "invalid_type"));
+    return SendError(
+        res, InvalidRequest(std::string("body: expected a JSON object, got ") + body.type_name(),
+                            "", "invalid_type"));
   }
   if (!state.embed_model) {
     return SendError(res, NotFound("this server has no embedding model (start it with "
@@ -130,9 +130,9 @@ void Embed(ServerState& state, const httplib::Request& req, httplib::Response& r
   const auto model = body.find("model");
   if (model != body.end() && !model->is_null()) {
     if (!model->is_string()) {
-      return SendError(res, InvalidRequest(std::string("model: expected a string, got ") +
-                                               model->type_name(),
-                                           "model", "invalid_type"));
+      return SendError(
+          res, InvalidRequest(std::string("model: expected a string, got ") + model->type_name(),
+                              "model", "invalid_type"));
     }
     if (*model != state.embed_model_id) {
       return SendError(res, NotFound("The model '" + model->get<std::string>() +
@@ -145,17 +145,18 @@ void Embed(ServerState& state, const httplib::Request& req, httplib::Response& r
   if (const auto f = body.find("encoding_format"); f != body.end() && !f->is_null()) {
     if (!f->is_string() || (*f != "float" && *f != "base64")) {
       return SendError(res, InvalidRequest("encoding_format: expected \"float\" or \"base64\", "
-                                           "got " + f->dump(),
+                                           "got " +
+                                               f->dump(),
                                            "encoding_format", "invalid_value"));
     }
     base64 = *f == "base64";
   }
   if (const auto d = body.find("dimensions"); d != body.end() && !d->is_null()) {
     if (!d->is_number_integer() || d->get<int64_t>() != static_cast<int64_t>(state.embed_dim)) {
-      return SendError(res, InvalidRequest("dimensions: this model's embeddings have " +
-                                               std::to_string(state.embed_dim) + ", got " +
-                                               d->dump(),
-                                           "dimensions", "invalid_value"));
+      return SendError(res,
+                       InvalidRequest("dimensions: this model's embeddings have " +
+                                          std::to_string(state.embed_dim) + ", got " + d->dump(),
+                                      "dimensions", "invalid_value"));
     }
   }
   const auto input = body.find("input");

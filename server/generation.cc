@@ -19,9 +19,12 @@ size_t IncompleteUtf8(std::string_view text) {
     const unsigned char c = static_cast<unsigned char>(text[n - back]);
     if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
     size_t need = 1;
-    if ((c & 0xE0) == 0xC0) need = 2;
-    else if ((c & 0xF0) == 0xE0) need = 3;
-    else if ((c & 0xF8) == 0xF0) need = 4;
+    if ((c & 0xE0) == 0xC0)
+      need = 2;
+    else if ((c & 0xF0) == 0xE0)
+      need = 3;
+    else if ((c & 0xF8) == 0xF0)
+      need = 4;
     return need > back ? back : 0;
   }
   return 0;

@@ -13,16 +13,16 @@ struct ServeOptions {
   std::string embed_model_path;    // --embed-model; "" for none
   std::string whisper_model_path;  // --whisper-model; "" for none
   std::string host = "127.0.0.1";
-  int port = 8080;           // 0: any free port (printed once listening)
-  size_t parallel = 1;       // slots: sessions generating at once
-  size_t queue = 0;          // requests that may wait for a slot; past it 503 (default 4 per slot)
-  size_t context = 4096;     // tokens per slot
-  size_t n_threads = 0;      // per slot; 0: the library's default
+  int port = 8080;        // 0: any free port (printed once listening)
+  size_t parallel = 1;    // slots: sessions generating at once
+  size_t queue = 0;       // requests that may wait for a slot; past it 503 (default 4 per slot)
+  size_t context = 4096;  // tokens per slot
+  size_t n_threads = 0;   // per slot; 0: the library's default
   // --template: the built-in chat format (gemma, chatml, llama3) instead of the model's own
   // Jinja template; "" for the model's.
   std::string chat_format;
-  std::string api_key;       // "" accepts any bearer token, or none
-  bool metrics = false;      // GET /metrics
+  std::string api_key;                // "" accepts any bearer token, or none
+  bool metrics = false;               // GET /metrics
   size_t max_body_bytes = 25u << 20;  // OpenAI's limit on audio uploads
   // Prints a byte count as `kestrel inspect` does ("1.50 MiB").
   std::string (*format_bytes)(uint64_t bytes) = nullptr;

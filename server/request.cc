@@ -29,8 +29,7 @@ ApiError ReadNumber(const json& body, const char* field, double min, double max,
   return {};
 }
 
-ApiError ReadInteger(const json& body, const char* field, int64_t min, int64_t max,
-                     int64_t* out) {
+ApiError ReadInteger(const json& body, const char* field, int64_t min, int64_t max, int64_t* out) {
   const auto it = body.find(field);
   if (it == body.end() || it->is_null()) return {};
   if (!it->is_number_integer()) return WrongType(field, "an integer", *it);
@@ -39,9 +38,8 @@ ApiError ReadInteger(const json& body, const char* field, int64_t min, int64_t m
                         ? INT64_MAX
                         : it->get<int64_t>();
   if (v < min || v > max) {
-    return InvalidRequest(std::string(field) + ": expected an integer in [" +
-                              std::to_string(min) + ", " + std::to_string(max) + "], got " +
-                              it->dump(),
+    return InvalidRequest(std::string(field) + ": expected an integer in [" + std::to_string(min) +
+                              ", " + std::to_string(max) + "], got " + it->dump(),
                           field, "invalid_value");
   }
   *out = v;
@@ -65,8 +63,7 @@ ApiError ReadStop(const json& body, std::vector<std::string>* stop) {
   }
   if (!it->is_array()) return WrongType("stop", "a string or a list of strings", *it);
   if (it->size() > 4) {
-    return InvalidRequest("stop: expected at most 4 sequences, got " +
-                              std::to_string(it->size()),
+    return InvalidRequest("stop: expected at most 4 sequences, got " + std::to_string(it->size()),
                           "stop", "invalid_value");
   }
   for (const json& s : *it) {
@@ -105,8 +102,8 @@ ApiError ReadMessages(const json& body, std::vector<Message>* messages) {
   if (it == body.end()) return InvalidRequest("messages: required", "messages", "missing");
   if (!it->is_array()) return WrongType("messages", "a list of messages", *it);
   if (it->empty()) {
-    return InvalidRequest("messages: expected at least one message, got an empty list",
-                          "messages", "empty");
+    return InvalidRequest("messages: expected at least one message, got an empty list", "messages",
+                          "empty");
   }
   for (size_t i = 0; i < it->size(); ++i) {
     const json& m = (*it)[i];
@@ -120,9 +117,9 @@ ApiError ReadMessages(const json& body, std::vector<Message>* messages) {
     message.role = role->get<std::string>();
     if (message.role == "developer") message.role = "system";
     if (message.role != "system" && message.role != "user" && message.role != "assistant") {
-      return InvalidRequest(field + ".role: expected system, developer, user or assistant, got " +
-                                role->dump(),
-                            field + ".role", "invalid_value");
+      return InvalidRequest(
+          field + ".role: expected system, developer, user or assistant, got " + role->dump(),
+          field + ".role", "invalid_value");
     }
     const auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
@@ -146,9 +143,9 @@ ApiError ReadPrompt(const json& body, GenerationRequest* out) {
   if (!it->is_array() || it->empty()) return WrongType("prompt", expected, *it);
   if ((*it)[0].is_string()) {
     if (it->size() != 1) {
-      return InvalidRequest("prompt: one prompt per request is supported, got " +
-                                std::to_string(it->size()),
-                            "prompt", "invalid_value");
+      return InvalidRequest(
+          "prompt: one prompt per request is supported, got " + std::to_string(it->size()),
+          "prompt", "invalid_value");
     }
     out->prompt = (*it)[0].get<std::string>();
     return {};

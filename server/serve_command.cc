@@ -21,8 +21,8 @@ const char kServeUsage[] =
     "                      arena, all made at start (default 1)\n"
     "  --queue N           requests that may wait for a free slot; more get 503 with\n"
     "                      Retry-After (default 4 per slot)\n"
-    "  -c, --ctx N         context per slot in tokens (default 4096, at most the model's)\n"
-    KESTREL_THREADS_USAGE
+    "  -c, --ctx N         context per slot in tokens (default 4096, at most the "
+    "model's)\n" KESTREL_THREADS_USAGE
     "                      (per slot; default: the cores shared among the slots)\n"
     "  --template NAME     write chats in the built-in format gemma, chatml or llama3 instead\n"
     "                      of by the model's own Jinja chat template\n"

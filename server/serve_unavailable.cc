@@ -7,9 +7,10 @@
 namespace kestrel::cli {
 
 int ServeCommand(const std::vector<std::string>&) {
-  std::fputs("kestrel: error: this kestrel was built without the server (cpp-httplib was not "
-             "found when it was configured: install libcpp-httplib-dev and build again)\n",
-             stderr);
+  std::fputs(
+      "kestrel: error: this kestrel was built without the server (cpp-httplib was not "
+      "found when it was configured: install libcpp-httplib-dev and build again)\n",
+      stderr);
   return 1;
 }
 

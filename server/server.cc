@@ -39,7 +39,8 @@ std::string Load(ServerState& state) {
   Result<kestrel::ModelInfo> info = model->Info();
   if (!info.ok()) return info.status().message();
   if (info->can_generate == 0) {
-    return o.model_path + " does not generate text (an encoder or speech model): give a text "
+    return o.model_path +
+           " does not generate text (an encoder or speech model): give a text "
            "generator as MODEL, and an encoder with --embed-model";
   }
   kestrel::SessionParams params = kestrel::DefaultSessionParams();
@@ -61,9 +62,9 @@ std::string Load(ServerState& state) {
   // A trial turn: a model whose template cannot write a chat is told at start, not per request.
   const kes_chat_message trial = {"user", "Hello", 5};
   size_t trial_bytes = 0;
-  const kes_status chat = kes_chat_apply_template(
-      model->get(), o.chat_format.empty() ? nullptr : o.chat_format.c_str(), &trial, 1, 1,
-      nullptr, 0, &trial_bytes);
+  const kes_status chat =
+      kes_chat_apply_template(model->get(), o.chat_format.empty() ? nullptr : o.chat_format.c_str(),
+                              &trial, 1, 1, nullptr, 0, &trial_bytes);
   if (chat != KES_OK && chat != KES_BUFFER_TOO_SMALL) {
     std::fprintf(stderr, "kestrel: warning: %s; /v1/chat/completions will answer 400\n",
                  kes_model_last_error(model->get()));
@@ -192,8 +193,9 @@ httplib::Server::HandlerResponse PreRoute(ServerState& state, const httplib::Req
   if (!key.empty()) {
     const std::string auth = req.get_header_value("Authorization");
     if (auth != "Bearer " + key) {
-      ApiError e{401, auth.empty() ? "no API key given: send 'Authorization: Bearer KEY'"
-                                   : "the API key given is not this server's (--api-key)",
+      ApiError e{401,
+                 auth.empty() ? "no API key given: send 'Authorization: Bearer KEY'"
+                              : "the API key given is not this server's (--api-key)",
                  "authentication_error", "", "invalid_api_key"};
       SendError(res, e);
       return httplib::Server::HandlerResponse::Handled;
@@ -208,8 +210,7 @@ httplib::Server::HandlerResponse PreRoute(ServerState& state, const httplib::Req
 }
 
 // Errors cpp-httplib answers itself (no route, a body over the limit) get a JSON body too.
-httplib::Server::HandlerResponse ErrorBodyFor(const ServerState& state,
-                                              const httplib::Request& req,
+httplib::Server::HandlerResponse ErrorBodyFor(const ServerState& state, const httplib::Request& req,
                                               httplib::Response& res) {
   if (!res.body.empty() || res.is_chunked_content_provider_) {
     return httplib::Server::HandlerResponse::Unhandled;
@@ -308,8 +309,10 @@ int RunServer(const ServeOptions& options) {
   }
   if (port >= 0 && listen_socket >= 0) ::listen(listen_socket, kListenBacklog);
   if (port < 0) {
-    std::fprintf(stderr, "kestrel: error: cannot listen on %s port %d (in use, or not an address "
-                 "of this machine)\n", options.host.c_str(), options.port);
+    std::fprintf(stderr,
+                 "kestrel: error: cannot listen on %s port %d (in use, or not an address "
+                 "of this machine)\n",
+                 options.host.c_str(), options.port);
     return 1;
   }
   std::printf("kestrel: listening on http://%s:%d (loading %s)\n", options.host.c_str(), port,

@@ -26,7 +26,7 @@ namespace kestrel::server {
 
 struct Metrics {
   std::atomic<uint64_t> requests{0};
-  std::atomic<uint64_t> prompt_tokens{0};      // prefilled (reused ones not counted)
+  std::atomic<uint64_t> prompt_tokens{0};  // prefilled (reused ones not counted)
   std::atomic<uint64_t> generated_tokens{0};
   std::atomic<uint64_t> prompt_micros{0};
   std::atomic<uint64_t> generation_micros{0};

@@ -12,7 +12,6 @@ size_t SharedPrefix(const std::vector<int32_t>& held, const std::vector<int32_t>
   return n;
 }
 
-
 SlotLease::~SlotLease() { pool_->Release(slot_); }
 
 SlotPool::SlotPool(std::vector<std::unique_ptr<Slot>> slots, size_t max_waiting)

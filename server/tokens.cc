@@ -24,8 +24,8 @@ ApiError ParseObject(const httplib::Request& req, json* body) {
                           "invalid_json");
   }
   if (!body->is_object()) {
-    return InvalidRequest(std::string("body: expected a JSON object, got ") + body->type_name(),
-                          "", "invalid_type");
+    return InvalidRequest(std::string("body: expected a JSON object, got ") + body->type_name(), "",
+                          "invalid_type");
   }
   return {};
 }
@@ -34,8 +34,8 @@ ApiError CheckModel(const ServerState& state, const json& body) {
   const auto it = body.find("model");
   if (it == body.end() || it->is_null()) return {};
   if (!it->is_string()) {
-    return InvalidRequest(std::string("model: expected a string, got ") + it->type_name(),
-                          "model", "invalid_type");
+    return InvalidRequest(std::string("model: expected a string, got ") + it->type_name(), "model",
+                          "invalid_type");
   }
   if (*it != state.text_model_id) {
     return NotFound("The model '" + it->get<std::string>() + "' does not exist", "model",
@@ -48,8 +48,7 @@ ApiError ReadFlag(const json& body, const char* field, bool* out) {
   const auto it = body.find(field);
   if (it == body.end() || it->is_null()) return {};
   if (!it->is_boolean()) {
-    return InvalidRequest(std::string(field) + ": expected true or false, got " +
-                              it->type_name(),
+    return InvalidRequest(std::string(field) + ": expected true or false, got " + it->type_name(),
                           field, "invalid_type");
   }
   *out = it->get<bool>();
@@ -91,11 +90,10 @@ void Detokenize(const ServerState& state, const httplib::Request& req, httplib::
   }
   if (e.ok()) {
     for (const json& t : *tokens) {
-      if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
-          t.get<uint64_t>() >= state.n_vocab) {
-        e = InvalidRequest("tokens: expected ids in [0, " + std::to_string(state.n_vocab) +
-                               "), got " + t.dump(),
-                           "tokens", "invalid_value");
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<uint64_t>() >= state.n_vocab) {
+        e = InvalidRequest(
+            "tokens: expected ids in [0, " + std::to_string(state.n_vocab) + "), got " + t.dump(),
+            "tokens", "invalid_value");
         break;
       }
       ids.push_back(t.get<int32_t>());

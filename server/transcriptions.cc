@@ -95,8 +95,10 @@ void Transcribe(ServerState& state, const httplib::Request& req, httplib::Respon
   }
   const std::string model = Field(req, "model");
   if (!model.empty() && model != state.whisper_model_id) {
-    return SendError(res, NotFound("The model '" + model + "' does not exist; this server "
-                                   "transcribes with '" + state.whisper_model_id + "'",
+    return SendError(res, NotFound("The model '" + model +
+                                       "' does not exist; this server "
+                                       "transcribes with '" +
+                                       state.whisper_model_id + "'",
                                    "model", "model_not_found"));
   }
   std::string format = Field(req, "response_format");
@@ -104,7 +106,8 @@ void Transcribe(ServerState& state, const httplib::Request& req, httplib::Respon
   if (format != "json" && format != "text" && format != "srt" && format != "vtt" &&
       format != "verbose_json") {
     return SendError(res, InvalidRequest("response_format: expected json, text, srt, vtt or "
-                                         "verbose_json, got '" + format + "'",
+                                         "verbose_json, got '" +
+                                             format + "'",
                                          "response_format", "invalid_value"));
   }
   const std::string language = Field(req, "language");
@@ -129,8 +132,8 @@ void Transcribe(ServerState& state, const httplib::Request& req, httplib::Respon
   if (s != KES_OK) {
     const std::string message = kes_transcriber_last_error(transcriber->get());
     if (s == KES_INVALID_ARGUMENT) {
-      return SendError(res, InvalidRequest("file: " + message, language.empty() ? "file" : "",
-                                           "invalid_audio"));
+      return SendError(
+          res, InvalidRequest("file: " + message, language.empty() ? "file" : "", "invalid_audio"));
     }
     return SendError(res, ServerError(message));
   }

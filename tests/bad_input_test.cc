@@ -71,16 +71,16 @@ enum class Usage { kNo, kAllowed };
   const std::vector<std::string> lines = Lines(r.err);
   const std::string prefix = tool + ": error: ";
   if (lines.empty() || lines[0].compare(0, prefix.size(), prefix) != 0) {
-    return ::testing::AssertionFailure() << "stderr does not start with '" << prefix << "': "
-                                         << Describe(r);
+    return ::testing::AssertionFailure()
+           << "stderr does not start with '" << prefix << "': " << Describe(r);
   }
   for (const std::string& k : keywords) {
     if (lines[0].find(k) == std::string::npos) {
       return ::testing::AssertionFailure() << "error does not mention '" << k << "': " << lines[0];
     }
   }
-  const bool usage_follows = usage == Usage::kAllowed && lines.size() > 1 &&
-                             lines[1].compare(0, 7, "usage: ") == 0;
+  const bool usage_follows =
+      usage == Usage::kAllowed && lines.size() > 1 && lines[1].compare(0, 7, "usage: ") == 0;
   if (lines.size() != 1 && !usage_follows) {
     return ::testing::AssertionFailure() << "expected one line on stderr: " << Describe(r);
   }
@@ -101,8 +101,8 @@ enum class Usage { kNo, kAllowed };
   }
   for (const std::string& k : keywords) {
     if (s.message().find(k) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message does not mention '" << k
-                                           << "': " << s.message();
+      return ::testing::AssertionFailure()
+             << "message does not mention '" << k << "': " << s.message();
     }
   }
   return ::testing::AssertionSuccess() << s.message();
@@ -243,7 +243,8 @@ TEST_P(TinyRunTest, ConvertsInspectsAndRuns) {
   EXPECT_NE(inspect.out.find("6 (5 sliding-window of 8 tokens, 1 global)"), std::string::npos)
       << inspect.out;
   EXPECT_NE(inspect.out.find("  " + dtype + " "), std::string::npos)
-      << "no " << dtype << " tensors listed:\n" << inspect.out;
+      << "no " << dtype << " tensors listed:\n"
+      << inspect.out;
 
   // Two thread counts, a prefill and a decode test each, in JSON.
   const ProcessResult bench =
@@ -255,9 +256,13 @@ TEST_P(TinyRunTest, ConvertsInspectsAndRuns) {
     ++rows;
   }
   EXPECT_EQ(rows, 4u) << bench.out;
-  const std::vector<std::string> keys = {
-      "\"test\": \"pp24\"", "\"test\": \"tg12\"", "\"ttft_ms\"",       "\"p99\"",
-      "\"peak_rss_bytes\"",   "\"target\"",           "\"weights\": \"" + dtype + "\""};
+  const std::vector<std::string> keys = {"\"test\": \"pp24\"",
+                                         "\"test\": \"tg12\"",
+                                         "\"ttft_ms\"",
+                                         "\"p99\"",
+                                         "\"peak_rss_bytes\"",
+                                         "\"target\"",
+                                         "\"weights\": \"" + dtype + "\""};
   for (const std::string& key : keys) {
     EXPECT_NE(bench.out.find(key), std::string::npos) << key << " missing:\n" << bench.out;
   }
@@ -399,8 +404,8 @@ TEST_F(KesFileTest, TruncatedAtAnyLengthFailsCleanly) {
 
   // The same through files and the CLI, at a few lengths.
   const std::string path = ScratchPath("truncated.kes");
-  for (size_t n : {size_t{10}, size_t{100}, metadata_end - 1, weights_offset + 1000,
-                   file.size() - 1}) {
+  for (size_t n :
+       {size_t{10}, size_t{100}, metadata_end - 1, weights_offset + 1000, file.size() - 1}) {
     ASSERT_TRUE(WriteBytes(path, file.data(), n)) << path;
     std::unique_ptr<Model> model;
     EXPECT_TRUE(FailsWith(Model::Open(path, &model), {path})) << n << " bytes";
@@ -572,229 +577,297 @@ const std::vector<Corruption>& Corruptions() {
   using Kind = fb::OpParams;
   static const std::vector<Corruption> all = {
       // Tensors against the weight blob.
-      {"TensorOffsetPastBlob", Writer::kRaw,
+      {"TensorOffsetPastBlob",
+       Writer::kRaw,
        [](fb::ModelT& m) { Tensor(m, "blk.2.ffn_up.weight").offset = m.weights_size + 64; },
        {"blk.2.ffn_up.weight", "outside the weight blob"}},
-      {"TensorOffsetHuge", Writer::kRaw,
+      {"TensorOffsetHuge",
+       Writer::kRaw,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").offset = ~uint64_t{63}; },
        {"blk.0.attn_q.weight", "outside the weight blob"}},
-      {"TensorOffsetMisaligned", Writer::kRaw,
+      {"TensorOffsetMisaligned",
+       Writer::kRaw,
        [](fb::ModelT& m) { Tensor(m, "blk.1.attn_k.weight").offset += 4; },
        {"blk.1.attn_k.weight", "offset", "not 64-byte aligned"}},
-      {"TensorSizeNotShape", Writer::kRaw,
+      {"TensorSizeNotShape",
+       Writer::kRaw,
        [](fb::ModelT& m) { Tensor(m, "blk.3.attn_v.weight").size -= 4; },
        {"blk.3.attn_v.weight", "bytes for its shape"}},
-      {"TensorShapeNotSize", Writer::kWriteKes,
+      {"TensorShapeNotSize",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "output_norm.weight").shape = {65}; },
        {"output_norm.weight", "bytes for its shape"}},
-      {"TensorShapeOverflows", Writer::kWriteKes,
+      {"TensorShapeOverflows",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          Tensor(m, "output_norm.weight").shape = {uint64_t{1} << 32, uint64_t{1} << 32, 64};
        },
        {"output_norm.weight", "overflows"}},
-      {"TensorShapeZero", Writer::kWriteKes,
+      {"TensorShapeZero",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "output_norm.weight").shape = {0}; },
        {"output_norm.weight", "zero"}},
-      {"WeightsSizePastEnd", Writer::kRaw, [](fb::ModelT& m) { m.weights_size += 64; },
+      {"WeightsSizePastEnd",
+       Writer::kRaw,
+       [](fb::ModelT& m) { m.weights_size += 64; },
        {"truncated", "weights"}},
-      {"WeightsOffsetMisaligned", Writer::kRawKeepWeightsOffset,
-       [](fb::ModelT& m) { m.weights_offset += 8; }, {"weights offset", "not 64-byte aligned"}},
-      {"WeightsOffsetInsideMetadata", Writer::kRawKeepWeightsOffset,
-       [](fb::ModelT& m) { m.weights_offset = 64; }, {"weights offset", "overlaps the metadata"}},
-      {"MetadataVersion", Writer::kRaw, [](fb::ModelT& m) { m.format_version = 7; },
+      {"WeightsOffsetMisaligned",
+       Writer::kRawKeepWeightsOffset,
+       [](fb::ModelT& m) { m.weights_offset += 8; },
+       {"weights offset", "not 64-byte aligned"}},
+      {"WeightsOffsetInsideMetadata",
+       Writer::kRawKeepWeightsOffset,
+       [](fb::ModelT& m) { m.weights_offset = 64; },
+       {"weights offset", "overlaps the metadata"}},
+      {"MetadataVersion",
+       Writer::kRaw,
+       [](fb::ModelT& m) { m.format_version = 7; },
        {"metadata format version 7"}},
       {"NoTensors", Writer::kRaw, [](fb::ModelT& m) { m.tensors.clear(); }, {"no tensors"}},
-      {"NoHyperParams", Writer::kWriteKes, [](fb::ModelT& m) { m.hparams.reset(); },
+      {"NoHyperParams",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { m.hparams.reset(); },
        {"no hyper-parameters"}},
       // Shapes and dtypes against the ops that use them.
-      {"MatMulShapeMismatch", Writer::kWriteKes,
-       [](fb::ModelT& m) { Tensor(m, "blk.0.ffn_gate.weight").shape = {64, 160}; },
+      {"MatMulShapeMismatch",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         Tensor(m, "blk.0.ffn_gate.weight").shape = {64, 160};
+       },
        {"MatMul", "expected rows of 160 elements, found 64"}},
-      {"MatMulNot2D", Writer::kWriteKes,
-       [](fb::ModelT& m) { Tensor(m, "blk.4.attn_output.weight").shape = {64, 8, 8}; },
+      {"MatMulNot2D",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) {
+         Tensor(m, "blk.4.attn_output.weight").shape = {64, 8, 8};
+       },
        {"MatMul", "blk.4.attn_output.weight", "expected 2 dimensions, found 3"}},
-      {"EmbeddingRowsNotVocab", Writer::kWriteKes,
+      {"EmbeddingRowsNotVocab",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& t = Tensor(m, "token_embd.weight");
          t.shape = {t.shape[0] / 2, t.shape[1] * 2};
        },
        {"Embed", "rows, expected vocab_size"}},
-      {"TensorDtypeI32", Writer::kWriteKes,
+      {"TensorDtypeI32",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::I32; },
        {"blk.0.attn_q.weight", "expected dtype f32, f32-panels, f16, bf16, q8, q4, q4_1",
         "found code 3"}},
       // Panels hold whole panels of 16 rows: a size short of the last panel is refused.
-      {"TensorPanelsShort", Writer::kRaw,
+      {"TensorPanelsShort",
+       Writer::kRaw,
        [](fb::ModelT& m) {
          auto& t = Tensor(m, "blk.0.attn_q.weight");
          t.dtype = fb::DType::F32_PANELS;
          t.size -= 4 * t.shape[1] * sizeof(float);
        },
        {"blk.0.attn_q.weight", "bytes for its shape and f32-panels", "found size"}},
-      {"TensorPanelsNotMatrix", Writer::kWriteKes,
+      {"TensorPanelsNotMatrix",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "output_norm.weight").dtype = fb::DType::F32_PANELS; },
        {"output_norm.weight", "expected a matrix for dtype f32-panels"}},
       // The f32 bytes relabelled q8: the size no longer fits the shape.
-      {"TensorDtypeQ8SizeMismatch", Writer::kWriteKes,
+      {"TensorDtypeQ8SizeMismatch",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::Q8_0; },
        {"blk.0.attn_q.weight", "bytes for its shape and q8", "found size"}},
-      {"TensorDtypeActivations", Writer::kWriteKes,
+      {"TensorDtypeActivations",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = fb::DType::Q8_ACT; },
        {"blk.0.attn_q.weight", "expected dtype", "found code 6"}},
       // An f32 matmul fed quantized activations.
-      {"MatMulInputQuantized", Writer::kWriteKes,
+      {"MatMulInputQuantized",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& plan = Plan(m, "decode");
          plan.buffers[BufferId(plan, "blk.0.attn_in")]->dtype = fb::DType::Q8_ACT;
        },
        {"blk.0.attn_in", "expected dtype f32, found q8-activations"}},
-      {"TensorDtypeUnknown", Writer::kWriteKes,
+      {"TensorDtypeUnknown",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Tensor(m, "blk.0.attn_q.weight").dtype = static_cast<fb::DType>(99); },
        {"blk.0.attn_q.weight", "expected dtype", "found code 99"}},
-      {"NormWeightF16", Writer::kWriteKes,
+      {"NormWeightF16",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& t = Tensor(m, "blk.0.attn_norm.weight");  // same bytes: f32 [64] as f16 [128]
          t.dtype = fb::DType::F16;
          t.shape = {128};
        },
        {"RmsNorm", "gamma", "expected f32 [64], found f16"}},
-      {"ActivationDtypeI32", Writer::kWriteKes,
+      {"ActivationDtypeI32",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& plan = Plan(m, "decode");
          plan.buffers[BufferId(plan, "blk.0.q")]->dtype = fb::DType::I32;
        },
        {"blk.0.q", "expected dtype f32, found i32"}},
-      {"BufferDtypeUnknown", Writer::kWriteKes,
+      {"BufferDtypeUnknown",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& plan = Plan(m, "decode");
          plan.buffers[BufferId(plan, "blk.0.q")]->dtype = static_cast<fb::DType>(200);
        },
        {"buffer", "expected dtype f32, i32 or q8-activations", "found code 200"}},
-      {"KvCacheDtype", Writer::kWriteKes, [](fb::ModelT& m) { m.kv->dtype = fb::DType::F16; },
+      {"KvCacheDtype",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { m.kv->dtype = fb::DType::F16; },
        {"KV cache", "expected dtype f32, found f16"}},
-      {"KvLayerHeadsZero", Writer::kWriteKes,
-       [](fb::ModelT& m) { m.kv->layers[3]->n_kv_heads = 0; }, {"KV layer 3", "found 0 x 16"}},
+      {"KvLayerHeadsZero",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { m.kv->layers[3]->n_kv_heads = 0; },
+       {"KV layer 3", "found 0 x 16"}},
       // Ops.
-      {"UnknownOpKind", Writer::kWriteKes,
+      {"UnknownOpKind",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& op = *Plan(m, "decode").ops[3];
          op.params.Reset();
          op.params.type = static_cast<fb::OpParams>(99);
        },
        {"decode", "op 3", "unknown op kind 99"}},
-      {"InputBufferIdOutOfRange", Writer::kWriteKes,
+      {"InputBufferIdOutOfRange",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::MatMul, 2).inputs[0] = 100000; },
        {"buffer id 100000 is out of range"}},
-      {"OutputBufferIdOutOfRange", Writer::kWriteKes,
+      {"OutputBufferIdOutOfRange",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::Add).outputs[0] = 4000000000u; },
        {"buffer id 4000000000 is out of range"}},
-      {"TensorIdOutOfRange", Writer::kWriteKes,
+      {"TensorIdOutOfRange",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::RmsNorm, 5).weights[0] = 80; },
        {"tensor id 80 is out of range", "80 tensors"}},
-      {"TokenInputIdOutOfRange", Writer::kWriteKes,
+      {"TokenInputIdOutOfRange",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Plan(m, "prefill").inputs[0]->buffer = 12345; },
        {"prefill", "input 'tokens'", "buffer id 12345 out of range"}},
-      {"NoTokenInput", Writer::kWriteKes, [](fb::ModelT& m) { Plan(m, "decode").inputs.clear(); },
+      {"NoTokenInput",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { Plan(m, "decode").inputs.clear(); },
        {"decode", "declares no inputs"}},
-      {"LogitsNotVocab", Writer::kWriteKes,
+      {"LogitsNotVocab",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& plan = Plan(m, "decode");
          plan.outputs[0]->buffer = BufferId(plan, "output_norm");
        },
        {"output 'logits'", "logits must be f32 rows of vocab_size"}},
-      {"LogitsAsInput", Writer::kWriteKes,
+      {"LogitsAsInput",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Plan(m, "decode").inputs[0]->role = fb::IoRole::Logits; },
        {"logits can only be an output"}},
-      {"WrongOperandCount", Writer::kWriteKes,
+      {"WrongOperandCount",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::RmsNorm, 1).weights.clear(); },
        {"RmsNorm", "expected 1 weights, found 0"}},
-      {"EpsilonNegative", Writer::kWriteKes,
+      {"EpsilonNegative",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::RmsNorm, 2).params.AsRmsNorm()->eps = -1.0f; },
        {"epsilon must be positive"}},
-      {"EpsilonNaN", Writer::kWriteKes,
-       [](fb::ModelT& m) {
-         DecodeOp(m, Kind::RmsNorm, 2).params.AsRmsNorm()->eps = std::nanf("");
-       },
+      {"EpsilonNaN",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { DecodeOp(m, Kind::RmsNorm, 2).params.AsRmsNorm()->eps = std::nanf(""); },
        {"epsilon must be positive"}},
-      {"NormLengthNotDividing", Writer::kWriteKes,
+      {"NormLengthNotDividing",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::RmsNorm, 0).params.AsRmsNorm()->dim = 48; },
        {"norm length 48 does not divide rows of 64"}},
-      {"RopeOddHeadDim", Writer::kWriteKes,
+      {"RopeOddHeadDim",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto* rope = DecodeOp(m, Kind::Rope).params.AsRope();
          rope->n_heads = 5;
          rope->head_dim = 15;
        },
        {"Rope", "even head_dim", "5 x 15"}},
-      {"RopeStyleUnknown", Writer::kWriteKes,
+      {"RopeStyleUnknown",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          DecodeOp(m, Kind::Rope).params.AsRope()->style = static_cast<fb::RopeStyle>(7);
        },
        {"Rope", "unknown RoPE style 7"}},
-      {"KvLayerOutOfRange", Writer::kWriteKes,
+      {"KvLayerOutOfRange",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::Attention, 1).params.AsAttention()->layer = 99; },
        {"Attention", "KV layer 99 out of range"}},
-      {"KvStoreLayerHuge", Writer::kWriteKes,
+      {"KvStoreLayerHuge",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::KvStore).params.AsKvStore()->layer = 4000000000u; },
        {"KvStore", "KV layer 4000000000 out of range"}},
-      {"AttentionHeadsMismatch", Writer::kWriteKes,
+      {"AttentionHeadsMismatch",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::Attention).params.AsAttention()->n_kv_heads = 3; },
        {"Attention", "heads do not match the KV layer"}},
-      {"AttentionWindowMismatch", Writer::kWriteKes,
+      {"AttentionWindowMismatch",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::Attention).params.AsAttention()->window = 3; },
        {"Attention", "sliding window 3 does not match the KV layer's window 8"}},
-      {"AttentionCausalOnSlidingLayer", Writer::kWriteKes,
+      {"AttentionCausalOnSlidingLayer",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          DecodeOp(m, Kind::Attention).params.AsAttention()->mask = fb::AttentionMask::Causal;
        },
        {"Attention", "causal attention over a sliding-window KV layer"}},
-      {"AttentionNegativeSoftCap", Writer::kWriteKes,
+      {"AttentionNegativeSoftCap",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::Attention).params.AsAttention()->logit_softcap = -1; },
        {"Attention", "logit_softcap must be 0 (off) or positive and finite, found -1"}},
-      {"MatMulLastRowIntoTokenRows", Writer::kWriteKes,
+      {"MatMulLastRowIntoTokenRows",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { DecodeOp(m, Kind::MatMul).params.AsMatMul()->last_row_only = true; },
        {"last-row output must be one f32 row"}},
-      {"MatMulBiasWrongLength", Writer::kWriteKes,
+      {"MatMulBiasWrongLength",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          DecodeOp(m, Kind::MatMul).weights.push_back(Plan(m, "decode").ops[0]->weights[0]);
        },
        {"MatMul", "bias", "expected f32 [64]"}},
       // The arena.
-      {"ArenaOffsetPastActivations", Writer::kWriteKes,
+      {"ArenaOffsetPastActivations",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& plan = Plan(m, "decode");
          plan.buffers[BufferId(plan, "blk.1.gate")]->arena_offset = plan.activation_bytes;
        },
        {"exceed the activation region"}},
-      {"ArenaOffsetHuge", Writer::kWriteKes,
+      {"ArenaOffsetHuge",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& plan = Plan(m, "prefill");
          plan.buffers[BufferId(plan, "blk.1.gate")]->arena_offset = ~uint64_t{63};
        },
        {"exceed the activation region"}},
-      {"ArenaOffsetMisaligned", Writer::kWriteKes,
+      {"ArenaOffsetMisaligned",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Plan(m, "decode").buffers[2]->arena_offset += 4; },
        {"arena offset", "not 64-byte aligned"}},
-      {"BufferTooSmall", Writer::kWriteKes,
+      {"BufferTooSmall",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& plan = Plan(m, "prefill");
          plan.buffers[BufferId(plan, "blk.0.up")]->size = 64;
        },
        {"plan 'prefill' buffer", "expected at least", "found 64"}},
-      {"BufferRowsHuge", Writer::kWriteKes,
+      {"BufferRowsHuge",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& buffer = *Plan(m, "decode").buffers[2];
          buffer.per_token = false;
          buffer.fixed_rows = uint64_t{1} << 40;
        },
        {"rows"}},
-      {"PlanActivationsAboveModel", Writer::kWriteKes,
+      {"PlanActivationsAboveModel",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { Plan(m, "score").activation_bytes = m.activation_bytes + 64; },
        {"score", "more than the model's"}},
-      {"PlanMaxTokensZero", Writer::kWriteKes,
-       [](fb::ModelT& m) { Plan(m, "prefill").max_tokens = 0; }, {"max_tokens 0 out of range"}},
+      {"PlanMaxTokensZero",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { Plan(m, "prefill").max_tokens = 0; },
+       {"max_tokens 0 out of range"}},
       // Plans.
-      {"NoDecodePlan", Writer::kWriteKes,
+      {"NoDecodePlan",
+       Writer::kWriteKes,
        [](fb::ModelT& m) {
          auto& plans = m.plans;
          for (size_t i = 0; i < plans.size(); ++i) {
@@ -802,27 +875,42 @@ const std::vector<Corruption>& Corruptions() {
          }
        },
        {"no 'decode' plan"}},
-      {"NoPrefillPlan", Writer::kWriteKes,
-       [](fb::ModelT& m) { Plan(m, "prefill").name = "prefil"; }, {"no 'prefill' plan"}},
+      {"NoPrefillPlan",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { Plan(m, "prefill").name = "prefil"; },
+       {"no 'prefill' plan"}},
       // Tokenizer.
-      {"TokenizerScoresCount", Writer::kWriteKes,
+      {"TokenizerScoresCount",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { m.tokenizer->scores.pop_back(); },
        {"tokenizer", "pieces, scores and types", "410, 409, 410"}},
-      {"VocabSizeNotTokenizer", Writer::kWriteKes,
-       [](fb::ModelT& m) { m.hparams->vocab_size += 1; }, {"tokenizer", "expected 411"}},
-      {"TokenizerTypeInvalid", Writer::kWriteKes,
-       [](fb::ModelT& m) { m.tokenizer->types[300] = 9; }, {"tokenizer", "300", "type"}},
-      {"TokenizerScoreNaN", Writer::kWriteKes,
+      {"VocabSizeNotTokenizer",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { m.hparams->vocab_size += 1; },
+       {"tokenizer", "expected 411"}},
+      {"TokenizerTypeInvalid",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { m.tokenizer->types[300] = 9; },
+       {"tokenizer", "300", "type"}},
+      {"TokenizerScoreNaN",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { m.tokenizer->scores[300] = std::nanf(""); },
        {"tokenizer", "300", "NaN"}},
-      {"TokenizerBosOutOfRange", Writer::kWriteKes,
-       [](fb::ModelT& m) { m.tokenizer->bos_id = 5000; }, {"tokenizer", "5000"}},
-      {"TokenizerPieceNotUtf8", Writer::kWriteKes,
+      {"TokenizerBosOutOfRange",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { m.tokenizer->bos_id = 5000; },
+       {"tokenizer", "5000"}},
+      {"TokenizerPieceNotUtf8",
+       Writer::kWriteKes,
        [](fb::ModelT& m) { m.tokenizer->pieces[300] = "\xff\xfe"; },
        {"tokenizer", "not valid UTF-8"}},
-      {"TokenizerBytePieceWrong", Writer::kWriteKes,
-       [](fb::ModelT& m) { m.tokenizer->pieces[7 + 65] = "<0xZZ>"; }, {"tokenizer", "byte token"}},
-      {"TokenizerMissing", Writer::kWriteKes, [](fb::ModelT& m) { m.tokenizer.reset(); },
+      {"TokenizerBytePieceWrong",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { m.tokenizer->pieces[7 + 65] = "<0xZZ>"; },
+       {"tokenizer", "byte token"}},
+      {"TokenizerMissing",
+       Writer::kWriteKes,
+       [](fb::ModelT& m) { m.tokenizer.reset(); },
        {"no tokenizer"}},
   };
   return all;
@@ -906,12 +994,12 @@ TEST_F(SessionInputTest, PrefillPastTheContextGoesOn) {
 
   session->Reset();
   GenerateStats stats;
-  EXPECT_TRUE(FailsWith(
-      Generate(*session, tokens.data(), 17, GenerateOptions(), nullptr, nullptr, &stats),
-      {"more than the context"}));
-  EXPECT_TRUE(FailsWith(
-      Generate(*session, tokens.data(), 0, GenerateOptions(), nullptr, nullptr, &stats),
-      {"empty"}));
+  EXPECT_TRUE(
+      FailsWith(Generate(*session, tokens.data(), 17, GenerateOptions(), nullptr, nullptr, &stats),
+                {"more than the context"}));
+  EXPECT_TRUE(
+      FailsWith(Generate(*session, tokens.data(), 0, GenerateOptions(), nullptr, nullptr, &stats),
+                {"empty"}));
 }
 
 TEST_F(SessionInputTest, TokenIdsOutOfRangeFail) {
@@ -925,9 +1013,9 @@ TEST_F(SessionInputTest, TokenIdsOutOfRangeFail) {
   const int32_t vocab = static_cast<int32_t>(model->vocab_size());
   for (int32_t bad : {vocab, vocab + 1, -1, INT32_MIN, INT32_MAX}) {
     const int32_t tokens[3] = {2, bad, 5};
-    EXPECT_TRUE(FailsWith(session->Prefill(tokens, 3),
-                          {"token 1 is id " + std::to_string(bad),
-                           "expected 0.." + std::to_string(vocab - 1)}));
+    EXPECT_TRUE(FailsWith(
+        session->Prefill(tokens, 3),
+        {"token 1 is id " + std::to_string(bad), "expected 0.." + std::to_string(vocab - 1)}));
     EXPECT_TRUE(FailsWith(session->Decode(bad), {std::to_string(bad)}));
     std::vector<float> logits(3 * model->vocab_size());
     EXPECT_TRUE(FailsWith(session->Score(tokens, 3, logits.data()), {std::to_string(bad)}));
@@ -968,8 +1056,8 @@ using CliTest = TinyModelTest;
 TEST_F(CliTest, PromptLongerThanTheContext) {
   std::string prompt;
   for (int i = 0; i < 40; ++i) prompt += "the cat sat on the mat ";
-  EXPECT_TRUE(IsCleanError(Cli({"run", kes(), "-p", prompt, "--ctx", "16", "-n", "4"}),
-                           "kestrel", {"context"}));
+  EXPECT_TRUE(IsCleanError(Cli({"run", kes(), "-p", prompt, "--ctx", "16", "-n", "4"}), "kestrel",
+                           {"context"}));
   // A prompt that fits runs on past the end of the context (sinks plus the most recent tokens).
   const ProcessResult fits =
       Cli({"run", kes(), "-p", "the cat", "--ctx", "16", "-n", "100", "--temp", "0"});
@@ -1019,25 +1107,31 @@ TEST_F(CliTest, BadFlagsAndValues) {
       {{"cpu", "extra"}, {"unexpected argument 'extra'"}, Usage::kAllowed},
       // The KV-cache flags of run, chat, bench and perplexity; inspect takes --kv-type only.
       {{"run", m, "-p", "hi", "--kv-type", "q4"},
-       {"--kv-type", "expected f32, f16 or int8", "found 'q4'"}, Usage::kNo},
+       {"--kv-type", "expected f32, f16 or int8", "found 'q4'"},
+       Usage::kNo},
       {{"run", m, "-p", "hi", "--kv-type"}, {"--kv-type needs a value"}, Usage::kNo},
       {{"run", m, "-p", "hi", "--sinks", "-1"}, {"--sinks", "whole number", "'-1'"}, Usage::kNo},
       {{"run", m, "-p", "hi", "--sinks", "300"},
-       {"--sinks", "expected fewer than the context of 256 tokens", "found 300"}, Usage::kNo},
+       {"--sinks", "expected fewer than the context of 256 tokens", "found 300"},
+       Usage::kNo},
       {{"run", m, "-p", "hi", "--ctx", "16", "--sinks", "16"},
-       {"--sinks", "context of 16 tokens", "found 16"}, Usage::kNo},
+       {"--sinks", "context of 16 tokens", "found 16"},
+       Usage::kNo},
       // The tiny model's heads of 16 take no int8 cache (blocks of 32): the runtime says so.
       {{"run", m, "-p", "hi", "--kv-type", "int8"},
-       {"int8 KV cache", "multiple of 32", "found 16", "--kv-type f16 or f32"}, Usage::kNo},
+       {"int8 KV cache", "multiple of 32", "found 16", "--kv-type f16 or f32"},
+       Usage::kNo},
       {{"chat", m, "--kv-type", "F16"}, {"--kv-type", "found 'F16'"}, Usage::kNo},
       {{"chat", m, "--sinks", "1e3"}, {"--sinks", "'1e3'"}, Usage::kNo},
       {{"bench", m, "--kv-type", "int4"}, {"--kv-type", "f32, f16 or int8", "'int4'"}, Usage::kNo},
       {{"bench", m, "-p", "24", "-n", "8", "--sinks", "24"},
-       {"--sinks", "context of 24 tokens", "found 24"}, Usage::kNo},
+       {"--sinks", "context of 24 tokens", "found 24"},
+       Usage::kNo},
       {{"bench", m, "--depth", "x"}, {"--depth", "whole number", "'x'"}, Usage::kNo},
       {{"bench", m, "-d", "0,,8"}, {"--depth", "''"}, Usage::kNo},
       {{"bench", m, "-p", "24", "-n", "8", "-d", "0,240"},
-       {"-p/-n of 24 tokens at --depth 240", "exceed the model's context of 256"}, Usage::kNo},
+       {"-p/-n of 24 tokens at --depth 240", "exceed the model's context of 256"},
+       Usage::kNo},
       {{"inspect", m, "--kv-type", "bf16"}, {"--kv-type", "found 'bf16'"}, Usage::kNo},
       {{"inspect", m, "--sinks", "4"}, {"unknown option '--sinks'", "inspect"}, Usage::kAllowed},
   };
@@ -1067,8 +1161,8 @@ TEST_F(CliTest, ConverterRejectsBadInputAndLeavesNothingBehind) {
                            Usage::kAllowed));
   EXPECT_TRUE(IsCleanError(Convert({tiny_->gguf, out, "--weights", "int3"}), "kestrel-convert",
                            {"--weights", "'int3'"}));
-  EXPECT_TRUE(IsCleanError(Convert({tiny_->gguf, out, "--prefill-tokens", "0"}),
-                           "kestrel-convert", {"--prefill-tokens"}));
+  EXPECT_TRUE(IsCleanError(Convert({tiny_->gguf, out, "--prefill-tokens", "0"}), "kestrel-convert",
+                           {"--prefill-tokens"}));
   const std::string missing = ScratchPath("missing.gguf");
   EXPECT_TRUE(IsCleanError(Convert({missing, out}), "kestrel-convert", {"cannot open", missing}));
   // A .kes file is not a GGUF.

@@ -24,7 +24,7 @@ using test::Describe;
 using test::ProcessResult;
 
 test::SessionPtr Create(const kes_model* model, size_t context = 0, kes_kv_type kv = KES_KV_F16,
-                  size_t sinks = 4) {
+                        size_t sinks = 4) {
   kes_session_params p = kes_session_default_params();
   p.n_threads = 1;  // `kestrel chat -t 1`
   if (context > 0) p.context_length = context;
@@ -92,8 +92,8 @@ std::string Lines(const std::vector<std::string>& turns) {
 TEST(CApiChat, AppliesTheModelsTemplateIntoCallerBuffers) {
   test::ModelPtr model = test::Open(test::TinyPath(test::kTinyQwen2));
   const std::string system = "Be kind.", user = "hello", reply = "hi there";
-  const std::vector<kes_chat_message> messages = {
-      Message("system", system), Message("user", user), Message("assistant", reply)};
+  const std::vector<kes_chat_message> messages = {Message("system", system), Message("user", user),
+                                                  Message("assistant", reply)};
   EXPECT_EQ(Apply(model.get(), nullptr, messages, 0),
             "<|im_start|>system\nBe kind.<|im_end|>\n<|im_start|>user\nhello<|im_end|>\n"
             "<|im_start|>assistant\nhi there<|im_end|>\n");
@@ -116,11 +116,10 @@ TEST(CApiChat, AppliesTheModelsTemplateIntoCallerBuffers) {
   EXPECT_EQ(std::string(kes_last_error()),
             "buf: expected a capacity of at least " + std::to_string(n) + " bytes, found 8");
   EXPECT_EQ(n, Apply(model.get(), nullptr, first, 1).size());
-  EXPECT_EQ(kes_chat_apply_template(model.get(), "vicuna", first.data(), first.size(), 1, nullptr,
-                                    0, &n),
-            KES_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(kes_last_error()).find("unknown chat template 'vicuna'"),
-            std::string::npos)
+  EXPECT_EQ(
+      kes_chat_apply_template(model.get(), "vicuna", first.data(), first.size(), 1, nullptr, 0, &n),
+      KES_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kes_last_error()).find("unknown chat template 'vicuna'"), std::string::npos)
       << kes_last_error();
   const std::vector<kes_chat_message> robot = {Message("robot", user)};
   EXPECT_EQ(kes_chat_apply_template(model.get(), nullptr, robot.data(), 1, 1, nullptr, 0, &n),
@@ -136,11 +135,10 @@ TEST(CApiChat, AppliesTheModelsTemplateIntoCallerBuffers) {
 
   // The tiny Gemma has no template: a built-in format must be named.
   test::ModelPtr gemma = test::Open(test::TinyPath(test::kTinyGemma3));
-  EXPECT_EQ(kes_chat_apply_template(gemma.get(), nullptr, first.data(), first.size(), 1, nullptr,
-                                    0, &n),
-            KES_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(kes_last_error()).find("the model has no chat template"),
-            std::string::npos)
+  EXPECT_EQ(
+      kes_chat_apply_template(gemma.get(), nullptr, first.data(), first.size(), 1, nullptr, 0, &n),
+      KES_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kes_last_error()).find("the model has no chat template"), std::string::npos)
       << kes_last_error();
 }
 
@@ -149,14 +147,14 @@ TEST(CApiChat, AppliesTheModelsTemplateIntoCallerBuffers) {
 std::vector<int32_t> ChatIds(const kes_model* model, const char* format,
                              const std::vector<kes_chat_message>& messages) {
   size_t n = 0;
-  kes_status s = kes_chat_tokenize(model, format, messages.data(), messages.size(), 1, nullptr,
-                                   0, &n);
+  kes_status s =
+      kes_chat_tokenize(model, format, messages.data(), messages.size(), 1, nullptr, 0, &n);
   EXPECT_EQ(s, KES_BUFFER_TOO_SMALL) << kes_last_error();
   EXPECT_EQ(std::string(kes_last_error()),
             "tokens: expected a capacity of at least " + std::to_string(n) + " tokens, found 0");
   std::vector<int32_t> ids(n);
-  s = kes_chat_tokenize(model, format, messages.data(), messages.size(), 1, ids.data(),
-                        ids.size(), &n);
+  s = kes_chat_tokenize(model, format, messages.data(), messages.size(), 1, ids.data(), ids.size(),
+                        &n);
   EXPECT_EQ(s, KES_OK) << kes_last_error();
   return ids;
 }
@@ -260,8 +258,8 @@ TEST(CApiChat, TrimmingTemplateAndPastTheContextEqualKestrelChat) {
                                    "{% endif %}",
                                    &kes),
             "");
-  const std::vector<std::string> turns = {"hello there", "the cat sat on the mat",
-                                          "with the dog", "and then what"};
+  const std::vector<std::string> turns = {"hello there", "the cat sat on the mat", "with the dog",
+                                          "and then what"};
   const ProcessResult r =
       test::Cli({"chat", kes, "--temp", "0", "-n", "6", "-t", "1"}, Lines(turns));
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
@@ -269,8 +267,8 @@ TEST(CApiChat, TrimmingTemplateAndPastTheContextEqualKestrelChat) {
   test::SessionPtr s = Create(model.get());
   EXPECT_EQ(ChatOutput(s.get(), turns, 6), r.out);
 
-  const ProcessResult past = test::Cli({"chat", kes, "--temp", "0", "-n", "6", "-t", "1",
-                                        "--ctx", "40", "--kv-type", "f32", "--sinks", "2"},
+  const ProcessResult past = test::Cli({"chat", kes, "--temp", "0", "-n", "6", "-t", "1", "--ctx",
+                                        "40", "--kv-type", "f32", "--sinks", "2"},
                                        Lines(turns));
   ASSERT_TRUE(past.exited && past.exit_code == 0) << Describe(past);
   test::SessionPtr small = Create(model.get(), 40, KES_KV_F32, 2);
@@ -288,9 +286,9 @@ TEST(CApiChat, ThinkingOffWritesQwen3sEmptyReasoningBlock) {
       test::ReadBytes(KESTREL_SOURCE_DIR "/tests/data/chat_templates/qwen3.jinja");
   ASSERT_FALSE(source.empty());
   std::string kes;
-  ASSERT_EQ(test::TinyWithTemplate("c-api-chat-qwen3",
-                                   std::string(source.begin(), source.end()), &kes),
-            "");
+  ASSERT_EQ(
+      test::TinyWithTemplate("c-api-chat-qwen3", std::string(source.begin(), source.end()), &kes),
+      "");
   test::ModelPtr model = test::Open(kes);
   const std::string user = "the cat sat";
   const std::vector<kes_chat_message> messages = {Message("user", user)};
@@ -338,9 +336,8 @@ TEST(CApiChat, ThinkingOffWritesQwen3sEmptyReasoningBlock) {
   ASSERT_EQ(kes_session_chat_start(session.get(), &off), KES_OK)
       << kes_session_last_error(session.get());
   EXPECT_EQ(ChatOutput(session.get(), turns, 6), r.out);
-  const ProcessResult thinking =
-      test::Cli({"chat", kes, "--temp", "0", "-n", "6", "-t", "1", "--verbose-prompt"},
-                Lines(turns));
+  const ProcessResult thinking = test::Cli(
+      {"chat", kes, "--temp", "0", "-n", "6", "-t", "1", "--verbose-prompt"}, Lines(turns));
   ASSERT_TRUE(thinking.exited && thinking.exit_code == 0) << Describe(thinking);
   EXPECT_EQ(thinking.err.find("<think>"), std::string::npos) << thinking.err;
 }
@@ -389,8 +386,7 @@ TEST(CApiChat, OtherCallsEndTheConversation) {
   ASSERT_EQ(kes_session_position(s.get(), &before), KES_OK);
   const kes_sampler_params greedy = Greedy();
   std::string out;
-  EXPECT_EQ(kes_session_chat(s.get(), long_turn.data(), long_turn.size(), &greedy, 6, Append,
-                             &out),
+  EXPECT_EQ(kes_session_chat(s.get(), long_turn.data(), long_turn.size(), &greedy, 6, Append, &out),
             KES_CONTEXT_FULL);
   EXPECT_NE(std::string(kes_session_last_error(s.get())).find("more than the context of 64"),
             std::string::npos)

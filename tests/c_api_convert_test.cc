@@ -104,13 +104,13 @@ TEST(CApiConvertTest, RefusesAsKestrelConvertDoes) {
   ASSERT_EQ(test::RunHostCommand("rm -rf '" + folder + "' && mkdir -p '" + folder + "'"), "");
   const std::string not_model = folder + "/notes.gguf";
   const std::string text = "not a GGUF file\n";
-  ASSERT_TRUE(test::WriteBytes(not_model, reinterpret_cast<const uint8_t*>(text.data()),
-                               text.size()));
+  ASSERT_TRUE(
+      test::WriteBytes(not_model, reinterpret_cast<const uint8_t*>(text.data()), text.size()));
   // An earlier output that every failed conversion must leave as it was.
   const std::string out = folder + "/out.kes";
   const std::string previous = "previous output";
-  ASSERT_TRUE(test::WriteBytes(out, reinterpret_cast<const uint8_t*>(previous.data()),
-                               previous.size()));
+  ASSERT_TRUE(
+      test::WriteBytes(out, reinterpret_cast<const uint8_t*>(previous.data()), previous.size()));
   const std::string input_copy = folder + "/model.gguf";
   ASSERT_EQ(test::RunHostCommand("cp '" + tiny.gguf + "' '" + input_copy + "'"), "");
   const std::vector<uint8_t> input_bytes = test::ReadBytes(input_copy);
@@ -132,10 +132,12 @@ TEST(CApiConvertTest, RefusesAsKestrelConvertDoes) {
     const std::string cli = CliError(args);
     if (r.weights != nullptr) {
       // The option is named as each interface names it; the rest is the same.
-      EXPECT_EQ(message, "kes_convert_params.weights: expected keep, f32, f16, bf16, q8, q4, "
-                         "q4_k_m, q4_k, q5_k or q6_k, found 'q3'");
-      EXPECT_EQ(cli, "--weights: expected keep, f32, f16, bf16, q8, q4, q4_k_m, q4_k, q5_k or "
-                     "q6_k, found 'q3'");
+      EXPECT_EQ(message,
+                "kes_convert_params.weights: expected keep, f32, f16, bf16, q8, q4, "
+                "q4_k_m, q4_k, q5_k or q6_k, found 'q3'");
+      EXPECT_EQ(cli,
+                "--weights: expected keep, f32, f16, bf16, q8, q4, q4_k_m, q4_k, q5_k or "
+                "q6_k, found 'q3'");
     } else {
       EXPECT_EQ(message, cli);
       EXPECT_NE(message, "");

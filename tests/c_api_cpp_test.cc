@@ -75,10 +75,8 @@ TEST(CppApi, MissingFileIsAStatusCodeWithThePath) {
   kapi::Result<kapi::Model> model = kapi::Model::Open(missing);
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), kapi::StatusCode::kIoError);
-  EXPECT_NE(model.status().message().find(missing), std::string::npos)
-      << model.status().message();
-  EXPECT_EQ(model.status().ToString().rfind("KES_IO_ERROR: ", 0), 0u)
-      << model.status().ToString();
+  EXPECT_NE(model.status().message().find(missing), std::string::npos) << model.status().message();
+  EXPECT_EQ(model.status().ToString().rfind("KES_IO_ERROR: ", 0), 0u) << model.status().ToString();
 }
 
 TEST(CppApi, ResultMoves) {
@@ -132,10 +130,10 @@ TEST_P(CppApiTest, GenerateNextTokenAndStopAsTheCApi) {
   std::vector<int32_t> generated;
   std::string text;
   kapi::Status s = session->Generate(*prompt, kapi::GreedySampler(), kNewTokens,
-                                        [&](int32_t id, std::string_view piece) {
-                                          generated.push_back(id);
-                                          text.append(piece);
-                                        });
+                                     [&](int32_t id, std::string_view piece) {
+                                       generated.push_back(id);
+                                       text.append(piece);
+                                     });
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(generated, expected);
   kapi::Result<std::string> detok = model->Detokenize(generated);
@@ -181,9 +179,10 @@ TEST_P(CppApiTest, RewindKeepsTheSharedBeginning) {
   const kapi::SessionParams params = OneThread();
   const auto greedy = [](kapi::Session& s, const std::vector<int32_t>& prompt) {
     std::vector<int32_t> out;
-    EXPECT_TRUE(s.Generate(prompt, kapi::GreedySampler(), kNewTokens,
-                           [&](int32_t id, std::string_view) { out.push_back(id); })
-                    .ok());
+    EXPECT_TRUE(
+        s.Generate(prompt, kapi::GreedySampler(), kNewTokens, [&](int32_t id, std::string_view) {
+           out.push_back(id);
+         }).ok());
     return out;
   };
   kapi::Result<kapi::Session> fresh = kapi::Session::Create(*model, &params);
@@ -223,8 +222,7 @@ TEST_P(CppApiTest, SessionInACallerArena) {
       kapi::Session::Create(*model, &params, arena.get(), *bytes - 1);
   EXPECT_EQ(short_arena.status().code(), kapi::StatusCode::kInvalidArgument);
   EXPECT_FALSE(short_arena.status().message().empty());
-  kapi::Result<kapi::Session> session =
-      kapi::Session::Create(*model, &params, arena.get(), *bytes);
+  kapi::Result<kapi::Session> session = kapi::Session::Create(*model, &params, arena.get(), *bytes);
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   // Logits before anything was prefilled: a clear error, not a crash.
   EXPECT_EQ(session->GetLogits().status().code(), kapi::StatusCode::kInvalidArgument);
@@ -354,8 +352,7 @@ TEST(CppApi, TranscriberGivesTheCCallsSegments) {
   EXPECT_EQ(missing.status().code(), kapi::StatusCode::kIoError);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, CppApiTest,
-                         ::testing::Values(&t::kTinyGemma3, &t::kTinyLlama),
+INSTANTIATE_TEST_SUITE_P(Tiny, CppApiTest, ::testing::Values(&t::kTinyGemma3, &t::kTinyLlama),
                          [](const ::testing::TestParamInfo<const t::TinyFamily*>& info) {
                            return std::string(info.param == &t::kTinyGemma3 ? "Gemma3" : "Llama");
                          });

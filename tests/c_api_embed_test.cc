@@ -48,12 +48,11 @@ const std::string& TinyBertPath() {
 }
 
 test::EncoderPtr Create(const kes_model* model, size_t threads, void* arena = nullptr,
-                  size_t bytes = 0) {
+                        size_t bytes = 0) {
   kes_encoder_params params = kes_encoder_default_params();
   params.n_threads = threads;
   kes_encoder* encoder = nullptr;
-  EXPECT_EQ(kes_encoder_create(model, &params, arena, bytes, &encoder), KES_OK)
-      << kes_last_error();
+  EXPECT_EQ(kes_encoder_create(model, &params, arena, bytes, &encoder), KES_OK) << kes_last_error();
   return test::EncoderPtr(encoder);
 }
 
@@ -67,8 +66,8 @@ size_t Dim(const kes_encoder* encoder) {
 // 40 texts: more than a step's 32, of 2 to 48+ tokens (the longest cut to the model's 48), an
 // empty one and one with a word the vocabulary lacks.
 std::vector<std::string> Texts() {
-  const char* words[] = {"the", "cat", "sits", "and", "the", "dog", "plays", "with", "a",
-                         "kestrel", "that", "hovers", "over", "fields", "of", "grass."};
+  const char* words[] = {"the", "cat",     "sits", "and",    "the",  "dog",    "plays", "with",
+                         "a",   "kestrel", "that", "hovers", "over", "fields", "of",    "grass."};
   std::vector<std::string> texts;
   for (size_t i = 0; i < 38; ++i) {
     std::string t;
@@ -108,12 +107,10 @@ std::string CliEmbed(const std::vector<std::string>& texts, size_t threads,
       p = end;
     }
   };
-  numbers(begin + 15, split, [&](const char* p, char** end) {
-    values->push_back(std::strtof(p, end));
-  });
-  numbers(split + 17, r.out.size(), [&](const char* p, char** end) {
-    counts->push_back(std::strtoul(p, end, 10));
-  });
+  numbers(begin + 15, split,
+          [&](const char* p, char** end) { values->push_back(std::strtof(p, end)); });
+  numbers(split + 17, r.out.size(),
+          [&](const char* p, char** end) { counts->push_back(std::strtoul(p, end, 10)); });
   return "";
 }
 
@@ -141,9 +138,9 @@ TEST(CApiEmbed, EqualsKestrelEmbedBitForBit) {
     ASSERT_EQ(cli.size(), texts.size() * dim);
 
     std::vector<float> out(texts.size() * dim, -1.0f);
-    ASSERT_EQ(kes_embed(encoder.get(), pointers.data(), lengths.data(), texts.size(), out.data(),
-                        dim),
-              KES_OK)
+    ASSERT_EQ(
+        kes_embed(encoder.get(), pointers.data(), lengths.data(), texts.size(), out.data(), dim),
+        KES_OK)
         << kes_encoder_last_error(encoder.get());
     EXPECT_EQ(std::memcmp(out.data(), cli.data(), cli.size() * sizeof(float)), 0)
         << "kes_embed differs from kestrel embed";
@@ -154,12 +151,12 @@ TEST(CApiEmbed, EqualsKestrelEmbedBitForBit) {
     std::vector<size_t> id_lengths;
     for (size_t i = 0; i < texts.size(); ++i) {
       size_t n = 0;
-      ASSERT_EQ(kes_encoder_tokenize(encoder.get(), texts[i].data(), texts[i].size(), nullptr, 0,
-                                     &n),
-                KES_BUFFER_TOO_SMALL);
+      ASSERT_EQ(
+          kes_encoder_tokenize(encoder.get(), texts[i].data(), texts[i].size(), nullptr, 0, &n),
+          KES_BUFFER_TOO_SMALL);
       ids[i].resize(n);
-      ASSERT_EQ(kes_encoder_tokenize(encoder.get(), texts[i].data(), texts[i].size(),
-                                     ids[i].data(), n, &n),
+      ASSERT_EQ(kes_encoder_tokenize(encoder.get(), texts[i].data(), texts[i].size(), ids[i].data(),
+                                     n, &n),
                 KES_OK);
       EXPECT_EQ(n, counts[i]) << "text " << i;
       id_pointers.push_back(ids[i].data());
@@ -248,8 +245,7 @@ TEST(CApiEmbed, ArgumentErrorsSayWhatWasExpected) {
   const char* texts[] = {"the cat", "the dog"};
   const size_t lengths[] = {7, 7};
 
-  EXPECT_EQ(kes_embed(encoder.get(), texts, lengths, 2, out.data(), dim + 1),
-            KES_INVALID_ARGUMENT);
+  EXPECT_EQ(kes_embed(encoder.get(), texts, lengths, 2, out.data(), dim + 1), KES_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kes_encoder_last_error(encoder.get())).find("expected the model's"),
             std::string::npos)
       << kes_encoder_last_error(encoder.get());
@@ -286,16 +282,14 @@ TEST(CApiEmbed, ArgumentErrorsSayWhatWasExpected) {
   kes_encoder_params params = kes_encoder_default_params();
   params.struct_size = sizeof(params) + 8;
   kes_encoder* refused = nullptr;
-  EXPECT_EQ(kes_encoder_create(model.get(), &params, nullptr, 0, &refused),
-            KES_INVALID_ARGUMENT);
+  EXPECT_EQ(kes_encoder_create(model.get(), &params, nullptr, 0, &refused), KES_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kes_last_error()).find("newer kestrel.h"), std::string::npos);
 
   // An older header's info struct (only struct_size and embedding_dim) is filled that far.
   struct OldInfo {
     size_t struct_size, embedding_dim, canary;
   } old = {2 * sizeof(size_t), 0, 12345};
-  ASSERT_EQ(kes_encoder_get_info(encoder.get(), reinterpret_cast<kes_encoder_info*>(&old)),
-            KES_OK);
+  ASSERT_EQ(kes_encoder_get_info(encoder.get(), reinterpret_cast<kes_encoder_info*>(&old)), KES_OK);
   EXPECT_EQ(old.embedding_dim, dim);
   EXPECT_EQ(old.canary, 12345u);
 }
@@ -323,8 +317,7 @@ struct EncoderBatch {
       lengths.push_back(t.size());
       std::vector<int32_t> one(64);
       size_t n = 0;
-      EXPECT_EQ(kes_encoder_tokenize(encoder.get(), t.data(), t.size(), one.data(), one.size(),
-                                     &n),
+      EXPECT_EQ(kes_encoder_tokenize(encoder.get(), t.data(), t.size(), one.data(), one.size(), &n),
                 KES_OK);
       one.resize(n);
       ids.push_back(one);

@@ -135,8 +135,7 @@ TEST(CApiState, RestoredSessionContinuesAsTheUninterruptedRun) {
     const std::vector<float> mid_logits = LogitsAfter(first.get(), forced);
 
     test::SessionPtr fresh = Create(model.get(), params);
-    ASSERT_EQ(kes_session_load_state(fresh.get(), after_prompt.data(), after_prompt.size()),
-              KES_OK)
+    ASSERT_EQ(kes_session_load_state(fresh.get(), after_prompt.data(), after_prompt.size()), KES_OK)
         << kes_session_last_error(fresh.get());
     EXPECT_EQ(Position(fresh.get()), prompt.size());
     EXPECT_EQ(Generate(fresh.get(), {}, 30, Sampler(0)), reference);
@@ -341,8 +340,9 @@ TEST(CApiState, RefusesCutDamagedForeignAndMismatchedStates) {
   refused(longer_context.get(), state,
           "the state was saved by a session with a context of 64 tokens; this session's is 128");
   test::SessionPtr f32 = Create(model.get(), Params(64, KES_KV_F32));
-  refused(f32.get(), state, "the state was saved by a session with a f16 KV cache; this "
-                            "session's is f32");
+  refused(f32.get(), state,
+          "the state was saved by a session with a f16 KV cache; this "
+          "session's is f32");
   kes_session_params sinks = Params(64);
   sinks.kv_sinks = 2;
   test::SessionPtr fewer_sinks = Create(model.get(), sinks);
@@ -432,8 +432,8 @@ TEST(CApiMemory, FiguresAreKestrelInspects) {
     EXPECT_GT(m.kv_cache_bytes, 0u);
     EXPECT_LE(m.activations_bytes + m.kv_cache_bytes + m.attention_bytes + m.sampler_bytes,
               m.arena_bytes);
-    const ProcessResult r = test::Cli({"inspect", path, "--ctx", "64", "--kv-type",
-                                       kv == KES_KV_F32 ? "f32" : "f16"});
+    const ProcessResult r =
+        test::Cli({"inspect", path, "--ctx", "64", "--kv-type", kv == KES_KV_F32 ? "f32" : "f16"});
     ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
     const auto expect_line = [&](const std::string& label, uint64_t bytes) {
       const std::string line = label + std::to_string(bytes) + " B (";
@@ -463,8 +463,7 @@ TEST(CApiMemory, FiguresAreKestrelInspects) {
   kes_memory_info m;
   m.struct_size = sizeof(m);
   EXPECT_EQ(kes_session_memory(model.get(), &sinks, &m), KES_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(kes_last_error()).find("kv_sinks"), std::string::npos)
-      << kes_last_error();
+  EXPECT_NE(std::string(kes_last_error()).find("kv_sinks"), std::string::npos) << kes_last_error();
 }
 
 }  // namespace

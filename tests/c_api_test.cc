@@ -85,8 +85,8 @@ struct Collected {
 Collected Generate(kes_session* session, const std::vector<int32_t>& prompt,
                    const kes_sampler_params& sampler, size_t max_tokens = kNewTokens) {
   Collected c;
-  const kes_status s = kes_generate(session, prompt.data(), prompt.size(), &sampler, max_tokens,
-                                    Collected::Add, &c);
+  const kes_status s =
+      kes_generate(session, prompt.data(), prompt.size(), &sampler, max_tokens, Collected::Add, &c);
   EXPECT_EQ(s, KES_OK) << kes_session_last_error(session);
   return c;
 }
@@ -144,8 +144,7 @@ TEST(CApi, GarbageAndTruncatedFilesAreBadModels) {
   AlignedBuffer buffer = Aligned(bytes.size());
   std::memcpy(buffer.get(), bytes.data(), bytes.size() / 2);
   kes_model* model = nullptr;
-  EXPECT_EQ(kes_model_open_memory(buffer.get(), bytes.size() / 2, nullptr, &model),
-            KES_BAD_MODEL);
+  EXPECT_EQ(kes_model_open_memory(buffer.get(), bytes.size() / 2, nullptr, &model), KES_BAD_MODEL);
   // Misaligned: the weights could not be used in place.
   EXPECT_EQ(kes_model_open_memory(static_cast<char*>(buffer.get()) + 8, 64, nullptr, &model),
             KES_INVALID_ARGUMENT);
@@ -211,8 +210,7 @@ TEST_P(CApiTest, TokenizeDetokenizeIntoCallerBuffers) {
   ASSERT_GT(n, 1u);
   EXPECT_EQ(one, -1) << "a short buffer is left alone";
   EXPECT_EQ(std::string(kes_model_last_error(model.get())),
-            "tokens: expected a capacity of at least " + std::to_string(n) +
-                " tokens, found 1");
+            "tokens: expected a capacity of at least " + std::to_string(n) + " tokens, found 1");
   std::vector<int32_t> tokens(n);
   size_t n_again = 0;
   ASSERT_EQ(kes_tokenize(model.get(), text.data(), text.size(), 0, tokens.data(), n, &n_again),
@@ -224,9 +222,9 @@ TEST_P(CApiTest, TokenizeDetokenizeIntoCallerBuffers) {
   ASSERT_EQ(kes_detokenize(model.get(), tokens.data(), n, small, sizeof(small), &bytes),
             KES_BUFFER_TOO_SMALL);
   EXPECT_EQ(bytes, text.size());
-  EXPECT_EQ(std::string(kes_model_last_error(model.get())),
-            "buf: expected a capacity of at least " + std::to_string(text.size()) +
-                " bytes, found 4");
+  EXPECT_EQ(
+      std::string(kes_model_last_error(model.get())),
+      "buf: expected a capacity of at least " + std::to_string(text.size()) + " bytes, found 4");
   std::string back(bytes, '\0');
   ASSERT_EQ(kes_detokenize(model.get(), tokens.data(), n, &back[0], back.size(), &bytes), KES_OK);
   EXPECT_EQ(back, text);
@@ -338,17 +336,17 @@ TEST_P(CApiTest, LogitsAndShortPieceBuffers) {
   size_t refused = 0;
   for (int i = 0; i < 8; ++i) {
     int32_t expected = -1;
-    ASSERT_EQ(kes_session_next_token(reference.get(), &sampled, &expected, piece, sizeof(piece),
-                                     &len),
-              KES_OK);
+    ASSERT_EQ(
+        kes_session_next_token(reference.get(), &sampled, &expected, piece, sizeof(piece), &len),
+        KES_OK);
     const size_t position = Position(session.get());
     kes_status s = kes_session_next_token(session.get(), &sampled, &token, piece, 0, &len);
     if (s == KES_BUFFER_TOO_SMALL) {
       ++refused;
       EXPECT_EQ(Position(session.get()), position) << "no token taken";
-      EXPECT_EQ(std::string(kes_session_last_error(session.get())),
-                "piece_buf: expected a capacity of at least " + std::to_string(len) +
-                    " bytes, found 0");
+      EXPECT_EQ(
+          std::string(kes_session_last_error(session.get())),
+          "piece_buf: expected a capacity of at least " + std::to_string(len) + " bytes, found 0");
       s = kes_session_next_token(session.get(), &sampled, &token, piece, len, &len);
     }
     ASSERT_EQ(s, KES_OK) << kes_session_last_error(session.get());
@@ -441,8 +439,8 @@ TEST_P(CApiTest, CallerArenaOfArenaSizeBytesAndNoLess) {
   EXPECT_EQ(session, nullptr);
   EXPECT_NE(std::string(kes_last_error()).find(std::to_string(bytes)), std::string::npos)
       << kes_last_error();
-  EXPECT_EQ(kes_session_create(model.get(), &params, static_cast<char*>(arena.get()) + 8,
-                               bytes - 8, &session),
+  EXPECT_EQ(kes_session_create(model.get(), &params, static_cast<char*>(arena.get()) + 8, bytes - 8,
+                               &session),
             KES_INVALID_ARGUMENT)
       << "misaligned";
 
@@ -507,12 +505,12 @@ TEST(CApi, ArgumentErrors) {
   small.context_length = 16;
   test::SessionPtr session = Create(model.get(), small);
   ASSERT_NE(session, nullptr);
-  std::vector<int32_t> long_prompt = Tokenize(model.get(), std::string(kPrompt) + " " + kPrompt +
-                                                               " " + kPrompt + " " + kPrompt);
+  std::vector<int32_t> long_prompt =
+      Tokenize(model.get(), std::string(kPrompt) + " " + kPrompt + " " + kPrompt + " " + kPrompt);
   ASSERT_GT(long_prompt.size(), 16u);
   const kes_sampler_params greedy = Greedy();
-  EXPECT_EQ(kes_generate(session.get(), long_prompt.data(), long_prompt.size(), &greedy, 4,
-                         nullptr, nullptr),
+  EXPECT_EQ(kes_generate(session.get(), long_prompt.data(), long_prompt.size(), &greedy, 4, nullptr,
+                         nullptr),
             KES_CONTEXT_FULL);
   EXPECT_NE(std::string(kes_session_last_error(session.get())).find("context of 16"),
             std::string::npos)
@@ -565,7 +563,7 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, CApiTest,
                          ::testing::Values(&test::kTinyGemma3, &test::kTinyLlama),
                          [](const ::testing::TestParamInfo<const test::TinyFamily*>& info) {
                            return std::string(info.param == &test::kTinyGemma3 ? "Gemma3"
-                                                                                : "Llama");
+                                                                               : "Llama");
                          });
 
 }  // namespace

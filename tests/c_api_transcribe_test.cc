@@ -95,8 +95,8 @@ struct Printed {
   static void Add(void* user_data, const kes_segment* s) {
     auto& p = *static_cast<Printed*>(user_data);
     const std::string text(s->text, s->text_len);
-    p.out += p.timestamps ? "[" + Timestamp(s->start) + " --> " + Timestamp(s->end) + "]" + text
-                          : text;
+    p.out +=
+        p.timestamps ? "[" + Timestamp(s->start) + " --> " + Timestamp(s->end) + "]" + text : text;
     p.out += "\n";
     ++p.segments;
   }
@@ -140,8 +140,8 @@ void ExpectCliTranscript(const std::string& model, kes_transcriber* t, const cha
   EXPECT_EQ(from_samples.out, cli.out) << "kes_transcribe_pcm at 22.05 kHz";
   if (!at_16k) return;
   ASSERT_TRUE(audio::Resample(samples, info.sample_rate, 16000, &resampled).ok());
-  ASSERT_EQ(kes_transcribe_pcm(t, resampled.data(), resampled.size(), 16000, &params,
-                               Printed::Add, &from_16k),
+  ASSERT_EQ(kes_transcribe_pcm(t, resampled.data(), resampled.size(), 16000, &params, Printed::Add,
+                               &from_16k),
             KES_OK)
       << kes_transcriber_last_error(t);
   EXPECT_EQ(from_16k.out, cli.out) << "kes_transcribe_pcm at 16 kHz";
@@ -178,37 +178,36 @@ TEST(CApiTranscribe, ErrorsSayWhatWasExpected) {
 
   kes_transcribe_params params = kes_transcribe_default_params();
   params.language = "xx";
-  EXPECT_EQ(kes_transcribe_pcm(t.get(), samples.data(), samples.size(), 16000, &params, nullptr,
-                               nullptr),
-            KES_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      kes_transcribe_pcm(t.get(), samples.data(), samples.size(), 16000, &params, nullptr, nullptr),
+      KES_INVALID_ARGUMENT);
   EXPECT_NE(error().find("unknown language 'xx'"), std::string::npos) << error();
   params = kes_transcribe_default_params();
   params.task = KES_TASK_TRANSLATE;
-  EXPECT_EQ(kes_transcribe_pcm(t.get(), samples.data(), samples.size(), 16000, &params, nullptr,
-                               nullptr),
-            KES_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      kes_transcribe_pcm(t.get(), samples.data(), samples.size(), 16000, &params, nullptr, nullptr),
+      KES_INVALID_ARGUMENT);
   EXPECT_NE(error().find("English-only"), std::string::npos) << error();
   params = kes_transcribe_default_params();
   params.task = 7;
-  EXPECT_EQ(kes_transcribe_pcm(t.get(), samples.data(), samples.size(), 16000, &params, nullptr,
-                               nullptr),
-            KES_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      kes_transcribe_pcm(t.get(), samples.data(), samples.size(), 16000, &params, nullptr, nullptr),
+      KES_INVALID_ARGUMENT);
   EXPECT_NE(error().find("KES_TASK_TRANSCRIBE"), std::string::npos) << error();
-  EXPECT_EQ(kes_transcribe_pcm(t.get(), samples.data(), samples.size(), 0, nullptr, nullptr,
-                               nullptr),
-            KES_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      kes_transcribe_pcm(t.get(), samples.data(), samples.size(), 0, nullptr, nullptr, nullptr),
+      KES_INVALID_ARGUMENT);
   EXPECT_EQ(kes_transcribe_pcm(t.get(), nullptr, 5, 16000, nullptr, nullptr, nullptr),
             KES_INVALID_ARGUMENT);
   EXPECT_EQ(error(), "samples is NULL");
   // A good call after the failed ones works, with the defaults again.
-  EXPECT_EQ(kes_transcribe_pcm(t.get(), samples.data(), samples.size(), 16000, nullptr, nullptr,
-                               nullptr),
-            KES_OK)
+  EXPECT_EQ(
+      kes_transcribe_pcm(t.get(), samples.data(), samples.size(), 16000, nullptr, nullptr, nullptr),
+      KES_OK)
       << error();
 
   const std::string missing = test::ScratchPath("no-such.wav");
-  EXPECT_EQ(kes_transcribe_file(t.get(), missing.c_str(), nullptr, nullptr, nullptr),
-            KES_IO_ERROR);
+  EXPECT_EQ(kes_transcribe_file(t.get(), missing.c_str(), nullptr, nullptr, nullptr), KES_IO_ERROR);
   EXPECT_NE(error().find(missing), std::string::npos) << error();
   EXPECT_EQ(kes_transcribe_file(t.get(), TinyWhisper().c_str(), nullptr, nullptr, nullptr),
             KES_INVALID_ARGUMENT)

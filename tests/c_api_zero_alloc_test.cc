@@ -60,8 +60,7 @@ TEST(CApiZeroAlloc, SessionCallsAllocateNothing) {
     params.context_length = 16;
     params.n_threads = threads;
     kes_session* session = nullptr;
-    ASSERT_EQ(kes_session_create(model, &params, nullptr, 0, &session), KES_OK)
-        << kes_last_error();
+    ASSERT_EQ(kes_session_create(model, &params, nullptr, 0, &session), KES_OK) << kes_last_error();
     kes_sampler_params sampler = kes_sampler_default_params();
     sampler.seed = 7;
     auto received = std::make_unique<Received>();
@@ -73,8 +72,8 @@ TEST(CApiZeroAlloc, SessionCallsAllocateNothing) {
 
     test::StartCountingAllocations();
     s[0] = kes_session_prefill(session, prompt.data(), 4);
-    s[1] = kes_generate(session, prompt.data() + 4, prompt.size() - 4, &sampler, 48,
-                        Received::Add, received.get());
+    s[1] = kes_generate(session, prompt.data() + 4, prompt.size() - 4, &sampler, 48, Received::Add,
+                        received.get());
     const size_t generated = received->n;
     s[2] = KES_OK;
     for (int i = 0; i < 24 && s[2] == KES_OK; ++i) {
@@ -120,8 +119,7 @@ TEST(CApiZeroAlloc, EmbedTokensAllocatesNothing) {
     kes_encoder_params params = kes_encoder_default_params();
     params.n_threads = threads;
     kes_encoder* encoder = nullptr;
-    ASSERT_EQ(kes_encoder_create(model, &params, nullptr, 0, &encoder), KES_OK)
-        << kes_last_error();
+    ASSERT_EQ(kes_encoder_create(model, &params, nullptr, 0, &encoder), KES_OK) << kes_last_error();
     std::vector<std::vector<int32_t>> ids(texts.size(), std::vector<int32_t>(64));
     std::vector<const int32_t*> pointers;
     std::vector<size_t> lengths(texts.size());
@@ -228,9 +226,9 @@ TEST(CApiZeroAlloc, TranscribePcmAllocatesNothing) {
   long calls[2];
   for (long& c : calls) {
     test::StartCountingAllocations();
-    EXPECT_EQ(kes_transcribe_pcm(t, samples.data(), samples.size(), 16000, nullptr, nullptr,
-                                 nullptr),
-              KES_OK);
+    EXPECT_EQ(
+        kes_transcribe_pcm(t, samples.data(), samples.size(), 16000, nullptr, nullptr, nullptr),
+        KES_OK);
     c = test::StopCountingAllocations();
   }
   EXPECT_GT(calls[0], 0) << "5 s past a spectrogram made for 2 s";

@@ -20,10 +20,9 @@ namespace {
 
 nlohmann::json RenderCase(const nlohmann::json& c) {
   std::unique_ptr<JinjaTemplate> jinja;
-  Status s = JinjaTemplate::Parse(c.at("template").get<std::string>(),
-                                  c.at("bos_token").get<std::string>(),
-                                  c.at("eos_token").get<std::string>(),
-                                  c.at("now").get<std::time_t>(), &jinja);
+  Status s = JinjaTemplate::Parse(
+      c.at("template").get<std::string>(), c.at("bos_token").get<std::string>(),
+      c.at("eos_token").get<std::string>(), c.at("now").get<std::time_t>(), &jinja);
   if (!s.ok()) return {{"error", s.message()}};
   if (c.contains("enable_thinking")) jinja->SetEnableThinking(c.at("enable_thinking").get<bool>());
   std::vector<ChatMessage> messages;

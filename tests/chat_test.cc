@@ -142,9 +142,9 @@ TEST(ChatTemplate, SplitsMarkupFromTheMessagesText) {
 
   // A template that raises is an error saying why, never an exception.
   std::unique_ptr<JinjaTemplate> raising;
-  ASSERT_TRUE(JinjaTemplate::Parse("{{ raise_exception('no system role, please') }}", "", "", 0,
-                                   &raising)
-                  .ok());
+  ASSERT_TRUE(
+      JinjaTemplate::Parse("{{ raise_exception('no system role, please') }}", "", "", 0, &raising)
+          .ok());
   Status s = RenderChatSegments(*raising, {{"user", "hi"}}, true, &segments);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("no system role, please"), std::string::npos) << s.message();
@@ -177,8 +177,9 @@ TEST(ChatConversation, FeedsOnlyTheNewTextAndGoesBackWhereTheTemplateDiffers) {
   std::vector<int32_t> tokens, reply;
   std::string text, note;
   ASSERT_TRUE(chat.BeginTurn(*session, "the cat", &tokens, &text, &note).ok());
-  EXPECT_EQ(text, "<|im_start|>system\nBe kind.<|im_end|>\n<|im_start|>user\nthe cat<|im_end|>\n"
-                  "<|im_start|>assistant\n");
+  EXPECT_EQ(text,
+            "<|im_start|>system\nBe kind.<|im_end|>\n<|im_start|>user\nthe cat<|im_end|>\n"
+            "<|im_start|>assistant\n");
   EXPECT_TRUE(note.empty()) << note;
   ASSERT_TRUE(session->Prefill(tokens.data(), tokens.size()).ok());
   const size_t prompt_end = session->position();
@@ -281,7 +282,7 @@ TEST(ChatCommand, WritesTheModelsOwnTemplateWithItsDefaultSystemPrompt) {
 TEST(ChatCommand, BrokenTemplateFallsBackToTheBuiltInFormat) {
   std::string kes;
   ASSERT_EQ(test::TinyWithTemplate("chat-broken", "<|im_start|>{% for m in messages %}{{ m.content",
-                             &kes),
+                                   &kes),
             "");
   const ProcessResult r = Cli({"chat", kes, "--temp", "0", "-n", "3"}, "hello\n");
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
@@ -293,13 +294,14 @@ TEST(ChatCommand, BrokenTemplateFallsBackToTheBuiltInFormat) {
 
   // A template that refuses one conversation (raise_exception) costs that turn only, which
   // leaves no trace in the next one.
-  ASSERT_EQ(test::TinyWithTemplate("chat-raising",
+  ASSERT_EQ(
+      test::TinyWithTemplate("chat-raising",
                              "{% for m in messages %}{% if m.content == 'boom' %}"
                              "{{ raise_exception('no boom here') }}{% endif %}"
                              "{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
                              "{% endfor %}{{ '<|im_start|>assistant\\n' }}",
                              &kes),
-            "");
+      "");
   const ProcessResult raised =
       Cli({"chat", kes, "--temp", "0", "-n", "3", "--verbose-prompt"}, "boom\nhello\n");
   ASSERT_TRUE(raised.exited && raised.exit_code == 1) << Describe(raised);
@@ -308,27 +310,28 @@ TEST(ChatCommand, BrokenTemplateFallsBackToTheBuiltInFormat) {
       << raised.err;
   EXPECT_NE(raised.err.find("prompt ("), std::string::npos) << raised.err;
   EXPECT_EQ(raised.err.find("boom<|im_end|>"), std::string::npos) << raised.err;
-  EXPECT_NE(raised.err.find("<|im_start|>user\nhello<|im_end|>"), std::string::npos)
-      << raised.err;
+  EXPECT_NE(raised.err.find("<|im_start|>user\nhello<|im_end|>"), std::string::npos) << raised.err;
 
   // A template that refuses a system prompt (Gemma 2's does) is found out before the first
   // turn: the built-in format, which takes one, writes the chat.
   ASSERT_EQ(test::TinyWithTemplate("chat-no-system",
-                             "{% if messages[0]['role'] == 'system' %}"
-                             "{{ raise_exception('System role not supported') }}{% endif %}"
-                             "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + "
-                             "m.content + '<|im_end|>\\n' }}{% endfor %}",
-                             &kes),
+                                   "{% if messages[0]['role'] == 'system' %}"
+                                   "{{ raise_exception('System role not supported') }}{% endif %}"
+                                   "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + "
+                                   "m.content + '<|im_end|>\\n' }}{% endfor %}",
+                                   &kes),
             "");
   const ProcessResult system =
       Cli({"chat", kes, "--temp", "0", "-n", "3", "--system", "Be kind."}, "hello\n");
   ASSERT_TRUE(system.exited && system.exit_code == 0) << Describe(system);
-  const size_t warning = system.err.find("kestrel: warning: the chat template fails: System role "
-                                         "not supported at row 1, column ");
+  const size_t warning = system.err.find(
+      "kestrel: warning: the chat template fails: System role "
+      "not supported at row 1, column ");
   ASSERT_NE(warning, std::string::npos) << system.err;
   EXPECT_EQ(system.err.find("using the built-in chatml format instead\n", warning),
             system.err.find('\n', warning) - std::string("using the built-in chatml format "
-                                                         "instead").size())
+                                                         "instead")
+                                                 .size())
       << "expected one line: " << system.err;
 }
 

@@ -48,8 +48,8 @@ class LongGenerationCliTest : public ::testing::TestWithParam<TinyFamily> {
 // Sampling hot over the whole vocabulary meets an end-of-generation token within 200 tokens for
 // most seeds; --ignore-eos then emits it and goes on to -n tokens, the same stream before it.
 TEST_P(LongGenerationCliTest, IgnoreEosKeepsGeneratingPastEndOfGeneration) {
-  const std::vector<std::string> hot = {"run", tiny_.kes, "-p", "the cat", "-n", "200",
-                                        "--temp", "3", "--top-k", "0", "--top-p", "1"};
+  const std::vector<std::string> hot = {"run",    tiny_.kes, "-p",      "the cat", "-n",      "200",
+                                        "--temp", "3",       "--top-k", "0",       "--top-p", "1"};
   ProcessResult stopped;
   std::string seed;
   for (int s = 0; s < 40 && seed.empty(); ++s) {
@@ -73,7 +73,9 @@ TEST_P(LongGenerationCliTest, IgnoreEosKeepsGeneratingPastEndOfGeneration) {
   ASSERT_FALSE(stopped.out.empty());
   const std::string before_end = stopped.out.substr(0, stopped.out.size() - 1);  // its "\n"
   EXPECT_EQ(ignored.out.compare(0, before_end.size(), before_end), 0)
-      << "without --ignore-eos:\n" << stopped.out << "\nwith it:\n" << ignored.out;
+      << "without --ignore-eos:\n"
+      << stopped.out << "\nwith it:\n"
+      << ignored.out;
 }
 
 // -n far beyond --ctx: generation goes on past the context, for every KV type and with or
@@ -81,9 +83,9 @@ TEST_P(LongGenerationCliTest, IgnoreEosKeepsGeneratingPastEndOfGeneration) {
 TEST_P(LongGenerationCliTest, IgnoreEosGoesOnPastTheContext) {
   for (const char* kv : {"f32", "f16"}) {
     for (const char* sinks : {"0", "4"}) {
-      const ProcessResult r = Cli({"run", tiny_.kes, "-p", "the cat sat", "-n", "300", "--ctx",
-                                   "48", "--temp", "0", "--ignore-eos", "--kv-type", kv,
-                                   "--sinks", sinks});
+      const ProcessResult r =
+          Cli({"run", tiny_.kes, "-p", "the cat sat", "-n", "300", "--ctx", "48", "--temp", "0",
+               "--ignore-eos", "--kv-type", kv, "--sinks", sinks});
       ASSERT_TRUE(Succeeded(r)) << kv << ", sinks " << sinks;
       EXPECT_EQ(DecodeSteps(r), 299) << r.err;
       EXPECT_NE(r.err.find(std::string("context: 48, KV ") + kv), std::string::npos) << r.err;
@@ -127,8 +129,8 @@ TEST_P(LongGenerationCliTest, TimingsFileHasEveryTokenAndTheResidentMemory) {
   EXPECT_EQ(resident, 2u);
   std::remove(path.c_str());
 
-  const ProcessResult bad = Cli({"run", tiny_.kes, "-p", "the cat", "-n", "2", "--timings",
-                                 "/nonexistent-dir/t.txt"});
+  const ProcessResult bad =
+      Cli({"run", tiny_.kes, "-p", "the cat", "-n", "2", "--timings", "/nonexistent-dir/t.txt"});
   EXPECT_TRUE(bad.exited && bad.exit_code == 1) << Describe(bad);
   EXPECT_NE(bad.err.find("--timings: cannot create '/nonexistent-dir/t.txt'"), std::string::npos)
       << bad.err;
@@ -137,8 +139,8 @@ TEST_P(LongGenerationCliTest, TimingsFileHasEveryTokenAndTheResidentMemory) {
 // Rows at each depth, labelled as llama-bench labels them; JSON gives the depth of every result
 // and the KV type (the default f16 unless --kv-type says otherwise).
 TEST_P(LongGenerationCliTest, BenchAtDepths) {
-  const ProcessResult table = Cli({"bench", tiny_.kes, "-p", "16", "-n", "8", "-d", "0,40",
-                                   "-r", "1", "--kv-type", "f32"});
+  const ProcessResult table =
+      Cli({"bench", tiny_.kes, "-p", "16", "-n", "8", "-d", "0,40", "-r", "1", "--kv-type", "f32"});
   ASSERT_TRUE(Succeeded(table));
   for (const char* row : {"| pp16  ", "| tg8   ", "| pp16 @ d40 |", "| tg8 @ d40  |"}) {
     EXPECT_EQ(Count(table.out, row), 1u) << row << " missing:\n" << table.out;
@@ -173,8 +175,7 @@ TEST_P(LongGenerationCliTest, BenchProfileSplitsEachTestByOp) {
   }
   double share = 0;
   size_t matmuls = 0;
-  for (size_t at = decode.find("\n| "); at != std::string::npos;
-       at = decode.find("\n| ", at + 1)) {
+  for (size_t at = decode.find("\n| "); at != std::string::npos; at = decode.find("\n| ", at + 1)) {
     const std::string row = decode.substr(at + 1, decode.find('\n', at + 1) - at - 1);
     std::vector<std::string> cells;
     for (size_t c = 0, bar; (bar = row.find('|', c)) != std::string::npos; c = bar + 1) {
@@ -250,7 +251,8 @@ TEST_P(LongGenerationCliTest, KvCacheDefaultsToF16) {
     const ProcessResult help = Cli({command, "--help"});
     ASSERT_TRUE(Succeeded(help)) << command;
     EXPECT_NE(help.out.find("f32, f16 or int8 (default f16)"), std::string::npos)
-        << command << ":\n" << help.out;
+        << command << ":\n"
+        << help.out;
     EXPECT_EQ(help.out.find("default f32"), std::string::npos) << command << ":\n" << help.out;
   }
 }

@@ -131,7 +131,9 @@ TEST_F(CliMisuse, ContextAboveTheModelsWarnsEverywhereAndTooSmallNamesCtx) {
     const ProcessResult r = Cli(args);
     EXPECT_TRUE(Failed(r)) << args[0] << ": " << Describe(r);
     EXPECT_TRUE(r.err.rfind("kestrel: error: --ctx: expected at least 5 tokens (the 4 attention "
-                            "sinks and more), found " + args.back(), 0) == 0)
+                            "sinks and more), found " +
+                                args.back(),
+                            0) == 0)
         << args[0] << ": " << r.err;
     EXPECT_EQ(r.out, "");
   }
@@ -226,10 +228,9 @@ TEST_F(CliMisuse, WrongKindOfModelNamesTheCommandToUse) {
     const ProcessResult r = Cli(c.args);
     EXPECT_TRUE(Failed(r)) << c.args[0] << " " << c.args[1] << ": " << Describe(r);
     EXPECT_TRUE(Contains(r.err, "kestrel: error: " + c.expected)) << c.args[0] << ": " << r.err;
-    const std::string use = c.expected.find("encoder") != std::string::npos ? "'kestrel embed'"
-                            : c.expected.find("speech") != std::string::npos
-                                ? "'kestrel transcribe"
-                                : "'kestrel run'";
+    const std::string use = c.expected.find("encoder") != std::string::npos  ? "'kestrel embed'"
+                            : c.expected.find("speech") != std::string::npos ? "'kestrel transcribe"
+                                                                             : "'kestrel run'";
     EXPECT_TRUE(Contains(r.err, use)) << c.args[0] << ": " << r.err;
     EXPECT_EQ(Count(r.err, "\n"), 1u) << c.args[0] << ": " << r.err;
     EXPECT_EQ(r.out, "");

@@ -32,15 +32,11 @@ constexpr char kMaker[] = "make_tiny_gemma2.py";
 
 using Gemma2Test = test::LlamaCppArchTest<kArch, kMaker>;
 
-TEST_F(Gemma2Test, LogitsMatchLlamaCpp) {
-  ExpectFixtureMatchesLlamaCpp();
-}
+TEST_F(Gemma2Test, LogitsMatchLlamaCpp) { ExpectFixtureMatchesLlamaCpp(); }
 
 // Prefill of the first half, then one decode step per token: the prefill and decode plans, whose
 // logits are a one-row buffer that the final soft-cap rewrites in place.
-TEST_F(Gemma2Test, PrefillAndDecodeMatchLlamaCpp) {
-  ExpectFixturePrefillAndDecodeMatchLlamaCpp();
-}
+TEST_F(Gemma2Test, PrefillAndDecodeMatchLlamaCpp) { ExpectFixturePrefillAndDecodeMatchLlamaCpp(); }
 
 // With either cap lifted far above anything the model reaches, or the window wider than the
 // text, the logits must move well away from llama.cpp's: the fixture really exercises the caps and

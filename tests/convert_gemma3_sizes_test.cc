@@ -29,15 +29,13 @@ constexpr char kMaker[] = "make_tiny_gemma3.py";
 
 using Gemma3SizesTest = test::LlamaCppArchTest<kArch, kMaker>;
 
-TEST_F(Gemma3SizesTest, LinearRopeScalingMatchesLlamaCpp) {
-  ExpectFixtureMatchesLlamaCpp();
-}
+TEST_F(Gemma3SizesTest, LinearRopeScalingMatchesLlamaCpp) { ExpectFixtureMatchesLlamaCpp(); }
 
 // The global layers' scaling matters, and the sliding layers' base does: the same file without
 // the scaling, or with the sliding layers on the global base, is far from llama.cpp's logits.
 TEST_F(Gemma3SizesTest, ScalingAndTheSlidingBaseMatter) {
-  ExpectEditsMatter({"--drop-key gemma3.rope.scaling.type",
-                     "--set gemma3.rope.freq_base_swa=f32:1000000"});
+  ExpectEditsMatter(
+      {"--drop-key gemma3.rope.scaling.type", "--set gemma3.rope.freq_base_swa=f32:1000000"});
 }
 
 }  // namespace

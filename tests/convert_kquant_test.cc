@@ -52,9 +52,12 @@ std::string ExpectedType(const std::string& recipe, const std::string& name, boo
   const bool more_bits = has("blk.2.") || has("blk.3.");
   std::string type;
   if (recipe == "q4_k_m") {
-    if (name == "output.weight" || (tied && name == "token_embd.weight")) type = "Q6_K";
-    else if (has("attn_v") || has("ffn_down")) type = more_bits ? "Q6_K" : "Q4_K";
-    else type = "Q4_K";
+    if (name == "output.weight" || (tied && name == "token_embd.weight"))
+      type = "Q6_K";
+    else if (has("attn_v") || has("ffn_down"))
+      type = more_bits ? "Q6_K" : "Q4_K";
+    else
+      type = "Q4_K";
   } else {
     type = recipe == "q4_k" ? "Q4_K" : recipe == "q5_k" ? "Q5_K" : "Q6_K";
   }
@@ -166,14 +169,14 @@ TEST_P(ConvertKquant, TypesValuesAndLogits) {
     Job job{id, GgmlName(t->dtype()), test::ScratchPath("kquant-" + name + ".f32"),
             test::ScratchPath("kquant-" + name + ".bin")};
     ASSERT_TRUE(test::WriteRaw(job.in, source));
-    list += job.type + " " + std::to_string(t->shape()->Get(1)) + " " + job.in + " " + job.out +
-            "\n";
+    list +=
+        job.type + " " + std::to_string(t->shape()->Get(1)) + " " + job.in + " " + job.out + "\n";
     jobs.push_back(job);
     fake_quant += name + " " + job.type + "\n";
   }
   const std::string list_path = test::ScratchPath("kquant-jobs.txt");
-  ASSERT_TRUE(test::WriteBytes(list_path, reinterpret_cast<const uint8_t*>(list.data()),
-                               list.size()));
+  ASSERT_TRUE(
+      test::WriteBytes(list_path, reinterpret_cast<const uint8_t*>(list.data()), list.size()));
   ASSERT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
                                  "/tests/py/ggml_oracle.py batch " + list_path),
             "");
@@ -183,9 +186,9 @@ TEST_P(ConvertKquant, TypesValuesAndLogits) {
     const size_t rows = t->shape()->Get(0), k = t->shape()->Get(1);
     const std::vector<uint8_t> blocks = test::ReadBytes(job.out);
     gguf::GgmlType type = gguf::GgmlType::F32;
-    for (gguf::GgmlType g : {gguf::GgmlType::Q8_0, gguf::GgmlType::Q4_0, gguf::GgmlType::Q4_1,
-                             gguf::GgmlType::Q5_0, gguf::GgmlType::Q5_1, gguf::GgmlType::Q4_K,
-                             gguf::GgmlType::Q5_K, gguf::GgmlType::Q6_K}) {
+    for (gguf::GgmlType g :
+         {gguf::GgmlType::Q8_0, gguf::GgmlType::Q4_0, gguf::GgmlType::Q4_1, gguf::GgmlType::Q5_0,
+          gguf::GgmlType::Q5_1, gguf::GgmlType::Q4_K, gguf::GgmlType::Q5_K, gguf::GgmlType::Q6_K}) {
       if (job.type == gguf::GgmlTypeName(g)) type = g;
     }
     ASSERT_EQ(blocks.size(), rows * k / gguf::BlockElements(type) * gguf::BlockBytes(type));
@@ -227,26 +230,27 @@ TEST_P(ConvertKquant, TypesValuesAndLogits) {
   const std::vector<float> logits = Score(*model, tokens);
   for (float v : logits) ASSERT_TRUE(std::isfinite(v));
   const size_t vocab = model->vocab_size();
-  const double vs_dequantized = test::LargestLogitError(
-      logits.data(), Score(*fake, tokens).data(), tokens.size(), vocab);
-  const double vs_f32 = test::LargestLogitError(
-      logits.data(), Score(*reference, tokens).data(), tokens.size(), vocab);
+  const double vs_dequantized =
+      test::LargestLogitError(logits.data(), Score(*fake, tokens).data(), tokens.size(), vocab);
+  const double vs_f32 = test::LargestLogitError(logits.data(), Score(*reference, tokens).data(),
+                                                tokens.size(), vocab);
   EXPECT_LT(vs_dequantized, kLogitTolerance);
-  std::printf("%s %s: largest logit error %.4f of the range vs ggml-dequantized f32 weights, "
-              "%.4f vs the original f32 weights\n",
-              c.arch, c.recipe, vs_dequantized, vs_f32);
+  std::printf(
+      "%s %s: largest logit error %.4f of the range vs ggml-dequantized f32 weights, "
+      "%.4f vs the original f32 weights\n",
+      c.arch, c.recipe, vs_dequantized, vs_f32);
   for (const std::string& path : {gguf_path, kes, f32, list_path, fake_list, fake_gguf, fake_kes}) {
     std::remove(path.c_str());
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Recipes, ConvertKquant,
-    ::testing::Values(Case{"llama", "q4_k_m"}, Case{"qwen2", "q4_k_m"}, Case{"llama", "q4_k"},
-                      Case{"llama", "q5_k"}, Case{"llama", "q6_k"}),
-    [](const auto& info) {
-      return std::string(info.param.arch) + "_" + info.param.recipe;
-    });
+INSTANTIATE_TEST_SUITE_P(Recipes, ConvertKquant,
+                         ::testing::Values(Case{"llama", "q4_k_m"}, Case{"qwen2", "q4_k_m"},
+                                           Case{"llama", "q4_k"}, Case{"llama", "q5_k"},
+                                           Case{"llama", "q6_k"}),
+                         [](const auto& info) {
+                           return std::string(info.param.arch) + "_" + info.param.recipe;
+                         });
 
 // --weights keep of a GGUF whose matrices of rows of 256 are Q3_K or Q2_K (ggml's own quantizers,
 // as llama.cpp's Q3_K_S/M/L and Q2_K mixes hold them; Kestrel has no quantizer for either): the
@@ -277,8 +281,8 @@ TEST_P(ConvertKeepLowBit, KeepsGgmlValuesAndRuns) {
   }
   ASSERT_GE(n_low_bit, 4u) << "token_embd and the attention and FFN inputs have rows of 256";
   const std::string list_path = test::ScratchPath("kquant" + tag + ".txt");
-  ASSERT_TRUE(test::WriteBytes(list_path, reinterpret_cast<const uint8_t*>(list.data()),
-                               list.size()));
+  ASSERT_TRUE(
+      test::WriteBytes(list_path, reinterpret_cast<const uint8_t*>(list.data()), list.size()));
   const std::string quant_gguf =
       MakeGguf("llama", std::string(kKquantSizes) + " --ggml-quant " + list_path, tag);
   const std::string fake_gguf =
@@ -312,9 +316,10 @@ TEST_P(ConvertKeepLowBit, KeepsGgmlValuesAndRuns) {
   for (float v : logits) ASSERT_TRUE(std::isfinite(v));
   const double error = test::LargestLogitError(logits.data(), Score(*fake, tokens).data(),
                                                tokens.size(), model->vocab_size());
-  std::printf("llama keep with %s: largest logit error %.4f of the range vs ggml-dequantized "
-              "f32 weights\n",
-              c.name, error);
+  std::printf(
+      "llama keep with %s: largest logit error %.4f of the range vs ggml-dequantized "
+      "f32 weights\n",
+      c.name, error);
   EXPECT_LT(error, kLogitTolerance);
 
   // Kept, never made: asking the importer for the type from F32 values is a clear error.
@@ -328,12 +333,11 @@ TEST_P(ConvertKeepLowBit, KeepsGgmlValuesAndRuns) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, ConvertKeepLowBit,
-                         ::testing::Values(KeptLowBitCase{"Q3_K", gguf::GgmlType::Q3_K,
-                                                          fb::DType::Q3_K},
-                                           KeptLowBitCase{"Q2_K", gguf::GgmlType::Q2_K,
-                                                          fb::DType::Q2_K}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Types, ConvertKeepLowBit,
+    ::testing::Values(KeptLowBitCase{"Q3_K", gguf::GgmlType::Q3_K, fb::DType::Q3_K},
+                      KeptLowBitCase{"Q2_K", gguf::GgmlType::Q2_K, fb::DType::Q2_K}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 // Gemma 3 270M is 640 wide, not a multiple of 256: most of its matrices take the fallback. The
 // shipped Q4_K_M file (made by llama.cpp from the bf16 checkpoint) shows what llama.cpp chose.
@@ -355,8 +359,8 @@ TEST(WeightRecipe, ChoosesTheTypesOfTheShippedGemmaQ4_K_M) {
   }
   // token_embd and 9 attn_v (Q6_K, rows of 640) as Q8_0; 9 ffn_down Q6_K; attn_output and the
   // other ffn_down Q4_K; attn_q/k, the other attn_v, ffn_gate/up Q5_0 (Q4_K's fallback).
-  EXPECT_EQ(counts, (std::map<std::string, int>{{"Q8_0", 10}, {"Q6_K", 9}, {"Q4_K", 27},
-                                                {"Q5_0", 81}}));
+  EXPECT_EQ(counts,
+            (std::map<std::string, int>{{"Q8_0", 10}, {"Q6_K", 9}, {"Q4_K", 27}, {"Q5_0", 81}}));
 }
 
 TEST(WeightRecipe, UseMoreBitsAsLlamaCpp) {
@@ -376,8 +380,8 @@ TEST(ConvertKquantBadInput, RowsNoTypeFitsAreAnErrorForQ4_KAndF16ForQ4_K_M) {
   ASSERT_TRUE(r.exited && r.exit_code == 1) << Describe(r);
   EXPECT_EQ(r.err.find("kestrel-convert: error: "), 0u) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "expected one line: " << r.err;
-  for (const char* part : {"tensor '", "rows of 48 elements", "Q4_K",
-                           "blocks of 256", "blocks of 32", "--weights q4_k_m"}) {
+  for (const char* part : {"tensor '", "rows of 48 elements", "Q4_K", "blocks of 256",
+                           "blocks of 32", "--weights q4_k_m"}) {
     EXPECT_NE(r.err.find(part), std::string::npos) << part << " in " << r.err;
   }
   EXPECT_FALSE(test::Exists(kes));

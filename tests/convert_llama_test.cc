@@ -17,8 +17,8 @@ using test::ProcessResult;
 
 struct Edit {
   const char* name;
-  const char* edit_args;               // for tests/py/edit_gguf.py
-  std::vector<std::string> keywords;   // the error must contain all; empty: it must convert
+  const char* edit_args;              // for tests/py/edit_gguf.py
+  std::vector<std::string> keywords;  // the error must contain all; empty: it must convert
 };
 
 class ConvertLlamaEdit : public ::testing::TestWithParam<Edit> {};
@@ -56,27 +56,34 @@ TEST_P(ConvertLlamaEdit, RefusesClearlyOrConverts) {
 INSTANTIATE_TEST_SUITE_P(
     Edits, ConvertLlamaEdit,
     ::testing::Values(
-        Edit{"yarn", "--set llama.rope.scaling.type=str:yarn --set llama.rope.scaling.factor=f32:4",
+        Edit{"yarn",
+             "--set llama.rope.scaling.type=str:yarn --set llama.rope.scaling.factor=f32:4",
              {"unsupported RoPE scaling \"yarn\"", "linear"}},
-        Edit{"architecture", "--set general.architecture=str:mamba",
+        Edit{"architecture",
+             "--set general.architecture=str:mamba",
              {"unsupported architecture 'mamba'", "gemma3, llama, phi3, qwen2"}},
-        Edit{"pre_tokenizer", "--set tokenizer.ggml.pre=str:deepseek-coder",
+        Edit{"pre_tokenizer",
+             "--set tokenizer.ggml.pre=str:deepseek-coder",
              {"tokenizer.ggml.pre", "'deepseek-coder'", "smollm"}},
-        Edit{"tokenizer_model", "--set tokenizer.ggml.model=str:bert",
+        Edit{"tokenizer_model",
+             "--set tokenizer.ggml.model=str:bert",
              {"tokenizer.ggml.model", "\"bert\""}},
         Edit{"experts", "--set llama.expert_count=u32:8", {"mixture-of-experts"}},
-        Edit{"odd_rotary", "--set llama.rope.dimension_count=u32:7",
+        Edit{"odd_rotary",
+             "--set llama.rope.dimension_count=u32:7",
              {"rope.dimension_count", "even count of at most the head size 16", "found 7"}},
-        Edit{"rotary_past_head", "--set llama.rope.dimension_count=u32:18",
+        Edit{"rotary_past_head",
+             "--set llama.rope.dimension_count=u32:18",
              {"rope.dimension_count", "found 18"}},
         // Partial rotary converts, with factors for the pairs that turn (this file's are for
         // all 16 dimensions).
-        Edit{"partial_rotary", "--set llama.rope.dimension_count=u32:8",
+        Edit{"partial_rotary",
+             "--set llama.rope.dimension_count=u32:8",
              {"rope_freqs.weight", "expected shape [4], found [8]"}},
-        Edit{"missing_tensor", "--drop-tensor blk.2.ffn_up.weight",
+        Edit{"missing_tensor",
+             "--drop-tensor blk.2.ffn_up.weight",
              {"no tensor 'blk.2.ffn_up.weight'"}},
-        Edit{"bad_merge", "--set tokenizer.ggml.merges=str:x",
-             {"tokenizer.ggml.merges"}},
+        Edit{"bad_merge", "--set tokenizer.ggml.merges=str:x", {"tokenizer.ggml.merges"}},
         Edit{"tied_head", "--drop-tensor output.weight", {}}),
     [](const auto& info) { return std::string(info.param.name); });
 

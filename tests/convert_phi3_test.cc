@@ -40,13 +40,9 @@ using Phi3Test = test::LlamaCppArchTest<kPlain, kMaker>;
 using Phi3LongRopeTest = test::LlamaCppArchTest<kLong, kMaker>;
 using Phi3PartialRotaryTest = test::LlamaCppArchTest<kPartial, kMaker>;
 
-TEST_F(Phi3Test, LogitsMatchLlamaCpp) {
-  ExpectFixtureMatchesLlamaCpp();
-}
+TEST_F(Phi3Test, LogitsMatchLlamaCpp) { ExpectFixtureMatchesLlamaCpp(); }
 
-TEST_F(Phi3LongRopeTest, LogitsMatchLlamaCpp) {
-  ExpectFixtureMatchesLlamaCpp();
-}
+TEST_F(Phi3LongRopeTest, LogitsMatchLlamaCpp) { ExpectFixtureMatchesLlamaCpp(); }
 
 // Prefill of the first half, then one decode step per token: the decode plan, and the keys the
 // attention step rotates itself, with the long factors too.
@@ -62,9 +58,7 @@ TEST_F(Phi3LongRopeTest, LongFactorsAndAttentionFactorMatter) {
                      "--set phi3.rope.scaling.attn_factor=f32:1"});
 }
 
-TEST_F(Phi3PartialRotaryTest, LogitsMatchLlamaCpp) {
-  ExpectFixtureMatchesLlamaCpp();
-}
+TEST_F(Phi3PartialRotaryTest, LogitsMatchLlamaCpp) { ExpectFixtureMatchesLlamaCpp(); }
 
 TEST_F(Phi3PartialRotaryTest, PrefillAndDecodeMatchLlamaCpp) {
   ExpectFixturePrefillAndDecodeMatchLlamaCpp();
@@ -112,8 +106,8 @@ TEST(Phi3SpecialTokens, NamedPhi3DropsTheWhitespaceAfterThemAsLlamaCpp) {
        {326, 10, 72, 101, 292, 111, 258, 270, 328, 10, 327}},
       {"<|system|>  spaced  \t\n<|end|>\n\n<|user|> x </s> y <s> z <|endoftext|> w <unk> "
        "v<|im_end|>\n q<|assistant|>",
-       {325, 115, 112, 97,  99,  101, 100, 32, 32,  9,   10,  328, 326, 120, 32, 324,
-        121, 32,  323, 32,  122, 32,  320, 264, 32, 329, 32, 118, 322, 113, 327},
+       {325, 115, 112, 97, 99,  101, 100, 32,  32, 9,   10, 328, 326, 120, 32, 324,
+        121, 32,  323, 32, 122, 32,  320, 264, 32, 329, 32, 118, 322, 113, 327},
        {}},
   };
   const std::string named_gguf = test::ScratchPath("phi3-named.gguf");
@@ -136,8 +130,8 @@ TEST(Phi3SpecialTokens, NamedPhi3DropsTheWhitespaceAfterThemAsLlamaCpp) {
       if (!named && c.unnamed.empty()) continue;
       std::vector<int32_t> ids;
       ASSERT_TRUE(model->tokenizer().Encode(c.text, false, true, &ids).ok());
-      EXPECT_EQ(ids, named ? c.llama_cpp : c.unnamed) << (named ? "named" : "unnamed") << ": "
-                                                      << c.text;
+      EXPECT_EQ(ids, named ? c.llama_cpp : c.unnamed)
+          << (named ? "named" : "unnamed") << ": " << c.text;
     }
   }
   std::remove(named_gguf.c_str());

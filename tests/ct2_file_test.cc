@@ -25,7 +25,10 @@ class Writer {
     String(spec);
     U32(revision);
   }
-  Writer& U8(uint8_t v) { bytes_.push_back(v); return *this; }
+  Writer& U8(uint8_t v) {
+    bytes_.push_back(v);
+    return *this;
+  }
   Writer& U16(uint16_t v) { return U8(v & 0xFF).U8(static_cast<uint8_t>(v >> 8)); }
   Writer& U32(uint32_t v) {
     for (int i = 0; i < 4; ++i) U8(static_cast<uint8_t>(v >> (8 * i)));
@@ -138,8 +141,8 @@ TEST(Ct2File, EveryTruncationFailsCleanly) {
     SCOPED_TRACE("first " + std::to_string(n) + " bytes");
     std::unique_ptr<File> file;
     std::vector<uint8_t> storage;
-    const Status s = OpenCopy(std::vector<uint8_t>(good.begin(), good.begin() + n), &file,
-                              &storage);
+    const Status s =
+        OpenCopy(std::vector<uint8_t>(good.begin(), good.begin() + n), &file, &storage);
     ASSERT_FALSE(s.ok());
     EXPECT_NE(s.message().find("model.bin"), std::string::npos) << s.message();
   }
@@ -151,9 +154,11 @@ TEST(Ct2File, RejectsBadHeaders) {
   ExpectRejected(Writer(6, "").U32(0).U32(0).bytes(), {"empty model specification"});
   ExpectRejected(Writer(6, "x").bytes(), {"variable count at byte 12", "needs 4 bytes"});
   // A string whose length leaves out the NUL, one with a NUL inside, one of length 0.
-  const std::vector<uint8_t> no_nul = {6, 0, 0, 0, 2, 0, 'A', 'B', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const std::vector<uint8_t> no_nul = {6, 0, 0, 0, 2, 0, 'A', 'B', 3, 0,
+                                       0, 0, 0, 0, 0, 0, 0,   0,   0, 0};
   ExpectRejected(no_nul, {"model specification", "does not end with a NUL"});
-  const std::vector<uint8_t> inner_nul = {6, 0, 0, 0, 3, 0, 'A', 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const std::vector<uint8_t> inner_nul = {6, 0, 0, 0, 3, 0, 'A', 0, 0, 3, 0,
+                                          0, 0, 0, 0, 0, 0, 0,   0, 0, 0};
   ExpectRejected(inner_nul, {"NUL byte at 1 of 3"});
   const std::vector<uint8_t> zero_length = {6, 0, 0, 0, 0, 0};
   ExpectRejected(zero_length, {"length 0"});
@@ -165,9 +170,9 @@ TEST(Ct2File, RejectsBadVariables) {
                  {"variable 0 of 1 'w'", "4 bytes (expected 8 for shape [2] of float32)"});
   ExpectRejected(Writer().U32(1).Variable("w", {2}, 9, F32Bytes({1, 2})).U32(0).bytes(),
                  {"dtype id 9"});
-  ExpectRejected(Writer().U32(1).Variable("w", {1, 1, 1, 1, 1, 1, 1, 1, 1}, 0, F32Bytes({1}))
-                     .U32(0).bytes(),
-                 {"rank 9 (expected at most 8)"});
+  ExpectRejected(
+      Writer().U32(1).Variable("w", {1, 1, 1, 1, 1, 1, 1, 1, 1}, 0, F32Bytes({1})).U32(0).bytes(),
+      {"rank 9 (expected at most 8)"});
   // Dimensions whose product overflows 64 bits must not wrap to a small byte count.
   ExpectRejected(Writer()
                      .U32(1)
@@ -189,8 +194,8 @@ TEST(Ct2File, RejectsBadVariables) {
   // Empty tensors are fine.
   std::unique_ptr<File> file;
   std::vector<uint8_t> storage;
-  const Status s = OpenCopy(Writer().U32(1).Variable("w", {0, 5}, 0, {}).U32(0).bytes(), &file,
-                            &storage);
+  const Status s =
+      OpenCopy(Writer().U32(1).Variable("w", {0, 5}, 0, {}).U32(0).bytes(), &file, &storage);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(file->Find("w")->n_elements, 0u);
 }
@@ -211,8 +216,8 @@ TEST(Ct2File, RejectsBadAliasesAndTrailingBytes) {
 // from inputs refused at the first check; the whole tiny Whisper among them must also convert
 // with the tokenizer files the harness uses (fuzz/ct2_tokenizer).
 TEST(Ct2File, FuzzSeedsOpen) {
-  const std::filesystem::path seeds = std::filesystem::path(KESTREL_SOURCE_DIR) / "fuzz" /
-                                      "corpus" / "ct2_model";
+  const std::filesystem::path seeds =
+      std::filesystem::path(KESTREL_SOURCE_DIR) / "fuzz" / "corpus" / "ct2_model";
   size_t opened = 0;
   for (const auto& entry : std::filesystem::directory_iterator(seeds)) {
     std::unique_ptr<File> file;

@@ -44,10 +44,9 @@ void PrintTo(const Variant& v, std::ostream* os) { *os << v.stem; }
 std::string MakeModel(const Variant& v, std::string* gguf, std::string* kes) {
   *gguf = test::ScratchPath(std::string(v.stem) + ".gguf");
   *kes = test::ScratchPath(std::string(v.stem) + ".kes");
-  const std::string made = test::RunHostCommand(std::string(KESTREL_PYTHON) + " " +
-                                                KESTREL_SOURCE_DIR +
-                                                "/tests/py/make_tiny_llama.py " + *gguf + " " +
-                                                v.make_args);
+  const std::string made =
+      test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                           "/tests/py/make_tiny_llama.py " + *gguf + " " + v.make_args);
   if (!made.empty()) return made;
   const ProcessResult r = test::Convert({*gguf, *kes, "--weights", "keep"});
   return r.exited && r.exit_code == 0 ? "" : "kestrel-convert failed: " + Describe(r);
@@ -76,10 +75,10 @@ std::string OracleEmbeddings(const std::string& gguf,
   const std::string in = test::ScratchPath("decoder-embedding-texts.i32");
   const std::string result = test::ScratchPath("decoder-embedding-oracle.f32");
   if (!test::WriteRaw(in, flat)) return "cannot write " + in;
-  const std::string ran = test::RunHostCommand(
-      std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-      "/tests/py/decoder_embedding_oracle.py --gguf " + gguf + " --sequences " + in + " --out " +
-      result);
+  const std::string ran =
+      test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                           "/tests/py/decoder_embedding_oracle.py --gguf " + gguf +
+                           " --sequences " + in + " --out " + result);
   if (!ran.empty()) return ran;
   *out = test::ReadRaw<float>(result);
   std::remove(in.c_str());

@@ -34,9 +34,10 @@ struct TinyBert {
   const char* flags;
 };
 const TinyBert kMeanNormalized = {"tiny-bert", ""};
-const TinyBert kVariants[] = {kMeanNormalized,
-                              {"tiny-bert-cls", "--pooling cls --no-normalize --seed 11"},
-                              {"tiny-bert-max", "--pooling max --keep-accents --no-pooler --seed 12"}};
+const TinyBert kVariants[] = {
+    kMeanNormalized,
+    {"tiny-bert-cls", "--pooling cls --no-normalize --seed 11"},
+    {"tiny-bert-max", "--pooling max --keep-accents --no-pooler --seed 12"}};
 
 std::string MakeTinyBert(const TinyBert& bert, std::string* folder) {
   return test::MakeTinyBert(bert.stem, bert.flags, folder);
@@ -132,20 +133,20 @@ TEST_P(TinyBertOracle, EmbeddingsMatchTheNumPyOracle) {
   std::remove(kes.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    PoolingAndWeights, TinyBertOracle,
-    ::testing::Values(OracleCase{kMeanNormalized, "f32", "0.99999"},
-                      OracleCase{kMeanNormalized, "f16", "0.99999"},
-                      OracleCase{kMeanNormalized, "q8", "0.999"},
-                      OracleCase{kMeanNormalized, "q4", "0.94"},
-                      OracleCase{kVariants[1], "f32", "0.99999"},
-                      OracleCase{kVariants[2], "f32", "0.99999"},
-                      OracleCase{kVariants[2], "q8", "0.999"}),
-    [](const auto& info) {
-      std::string name = std::string(info.param.bert.stem) + "_" + info.param.weights;
-      for (char& ch : name) ch = ch == '-' ? '_' : ch;
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(PoolingAndWeights, TinyBertOracle,
+                         ::testing::Values(OracleCase{kMeanNormalized, "f32", "0.99999"},
+                                           OracleCase{kMeanNormalized, "f16", "0.99999"},
+                                           OracleCase{kMeanNormalized, "q8", "0.999"},
+                                           OracleCase{kMeanNormalized, "q4", "0.94"},
+                                           OracleCase{kVariants[1], "f32", "0.99999"},
+                                           OracleCase{kVariants[2], "f32", "0.99999"},
+                                           OracleCase{kVariants[2], "q8", "0.999"}),
+                         [](const auto& info) {
+                           std::string name =
+                               std::string(info.param.bert.stem) + "_" + info.param.weights;
+                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
+                           return name;
+                         });
 
 // A checkpoint split over three files by model.safetensors.index.json converts to the very same
 // .kes as the single-file one (both folders share a base name, which the file records).
@@ -176,12 +177,13 @@ TEST(TinyBertReference, WrittenForCrossBuilds) {
   std::vector<float> out;
   ASSERT_EQ(Embed(*model, Batch(*model, kBatch), 1, &out), "");
   const std::vector<uint8_t> bytes = ReadBytes(kes);
-  ASSERT_TRUE(WriteBytes(ReferencePath(KESTREL_TEST_TMP, "tiny-bert.kes"), bytes.data(),
-                         bytes.size()));
+  ASSERT_TRUE(
+      WriteBytes(ReferencePath(KESTREL_TEST_TMP, "tiny-bert.kes"), bytes.data(), bytes.size()));
   ASSERT_TRUE(WriteRaw(ReferencePath(KESTREL_TEST_TMP, "tiny-bert-embeddings.f32"), out));
-  ASSERT_EQ(RunHostCommand("rm -rf '" + ReferencePath(KESTREL_TEST_TMP, "tiny-bert") + "' && cp -r '" +
-                           folder + "' '" + ReferencePath(KESTREL_TEST_TMP, "tiny-bert") + "'"),
-            "");
+  ASSERT_EQ(
+      RunHostCommand("rm -rf '" + ReferencePath(KESTREL_TEST_TMP, "tiny-bert") + "' && cp -r '" +
+                     folder + "' '" + ReferencePath(KESTREL_TEST_TMP, "tiny-bert") + "'"),
+      "");
   std::remove(kes.c_str());
 }
 
@@ -191,9 +193,9 @@ TEST(TinyBertCross, ConvertsToTheHostsBytesAndEmbedsAsTheHostDoes) {
   const std::string ref_kes = ReferencePath(KESTREL_HOST_TEST_TMP, "tiny-bert.kes");
   ASSERT_TRUE(Exists(ref_kes)) << ref_kes << " is missing: run the native tests first";
   const std::string kes = ScratchPath("tiny-bert-cross.kes");
-  ASSERT_EQ(ConvertTiny(ReferencePath(KESTREL_HOST_TEST_TMP, "tiny-bert"), kes,
-                        {"--weights", "f32"}),
-            "");
+  ASSERT_EQ(
+      ConvertTiny(ReferencePath(KESTREL_HOST_TEST_TMP, "tiny-bert"), kes, {"--weights", "f32"}),
+      "");
   EXPECT_TRUE(ReadBytes(kes) == ReadBytes(ref_kes)) << "this converter wrote other bytes";
   std::remove(kes.c_str());
   std::unique_ptr<Model> model;
@@ -247,8 +249,8 @@ TEST_F(TinyBertEncoder, BatchesSplitIntoStepsGiveEachTextsOwnEmbedding) {
     std::vector<float> alone;
     ASSERT_EQ(Embed(*model_, {batch[i]}, 1, &alone), "");
     const std::vector<float> row(together.begin() + i * dim, together.begin() + (i + 1) * dim);
-    EXPECT_LE(LargestDifference(row, alone), 1e-6) << "text " << i << " of " << batch[i].size()
-                                                   << " tokens";
+    EXPECT_LE(LargestDifference(row, alone), 1e-6)
+        << "text " << i << " of " << batch[i].size() << " tokens";
   }
 }
 

@@ -41,8 +41,8 @@ int Run(const std::string& folder, const std::string& cases_path, bool add_speci
     ++line_number;
     nlohmann::json text;
     s = safetensors::ParseJson(line, cases_path + " line " + std::to_string(line_number), &text);
-    if (s.ok() && !text.is_string()) s = Status::Error("line " + std::to_string(line_number) +
-                                                      ": expected a JSON string");
+    if (s.ok() && !text.is_string())
+      s = Status::Error("line " + std::to_string(line_number) + ": expected a JSON string");
     if (s.ok()) s = tokenizer.Encode(text.get<std::string>(), add_special, true, &ids);
     if (!s.ok()) {
       std::fprintf(stderr, "hf_wordpiece_ids: %s\n", s.message().c_str());

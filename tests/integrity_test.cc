@@ -46,9 +46,7 @@ class IntegrityTest : public ::testing::Test {
   }
   void SetUp() override { ASSERT_TRUE(setup_error_->empty()) << *setup_error_; }
 
-  static const fb::Model& Meta() {
-    return *fb::GetModel(tiny_->bytes.data() + kKesPreambleBytes);
-  }
+  static const fb::Model& Meta() { return *fb::GetModel(tiny_->bytes.data() + kKesPreambleBytes); }
 
   static TinyModel* tiny_;
   static std::string* setup_error_;
@@ -223,9 +221,12 @@ std::string RunOnTerminal(const std::vector<std::string>& program_args, int* exi
     char buf[4096];
     for (;;) {
       const ssize_t n = ::read(master, buf, sizeof(buf));
-      if (n > 0) seen.append(buf, static_cast<size_t>(n));
-      else if (n < 0 && errno == EINTR) continue;
-      else break;  // EIO: every copy of the slave closed
+      if (n > 0)
+        seen.append(buf, static_cast<size_t>(n));
+      else if (n < 0 && errno == EINTR)
+        continue;
+      else
+        break;  // EIO: every copy of the slave closed
     }
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -269,8 +270,7 @@ TEST(EmbedProgress, ShowsOnATerminalAndKeepsTheEmbeddings) {
     lines.push_back("text number " + std::to_string(i) + std::string(i % 5, 'a') + " here");
     texts += lines.back() + "\n";
   }
-  ASSERT_TRUE(WriteBytes(texts_path, reinterpret_cast<const uint8_t*>(texts.data()),
-                         texts.size()));
+  ASSERT_TRUE(WriteBytes(texts_path, reinterpret_cast<const uint8_t*>(texts.data()), texts.size()));
 
   int exit_code = -1;
   const std::string seen =
@@ -325,8 +325,8 @@ TEST(Progress, WritesOnlyToATerminalAndErasesItsLine) {
     // An hour between draws, not the default 100 ms: on a loaded machine the thread may be
     // preempted that long between the two updates, and the second would draw too.
     Progress progress("embedding text", 40, std::chrono::hours(1));
-    progress.Update(1);   // the first update draws at once
-    progress.Update(2);   // later ones only once the interval has passed
+    progress.Update(1);  // the first update draws at once
+    progress.Update(2);  // later ones only once the interval has passed
   }
   ::dup2(saved, 2);
   ::close(saved);

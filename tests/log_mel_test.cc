@@ -51,8 +51,8 @@ double DiffFromNumPy(const std::vector<float>& samples, int n_mels,
     f.write(reinterpret_cast<const char*>(samples.data()),
             static_cast<std::streamsize>(samples.size() * sizeof(float)));
   }
-  const bool ran = RunOracle("--samples '" + in + "' --out '" + out + "' --n-mels " +
-                             std::to_string(n_mels));
+  const bool ran =
+      RunOracle("--samples '" + in + "' --out '" + out + "' --n-mels " + std::to_string(n_mels));
   const std::vector<double> oracle = ReadDoubles(out);
   std::remove(in.c_str());
   std::remove(out.c_str());

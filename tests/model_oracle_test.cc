@@ -32,8 +32,8 @@ constexpr size_t kGreedyTokens = 32;
 std::string TmpPath(const std::string& name) { return std::string(KESTREL_TEST_TMP) + "/" + name; }
 
 struct OracleResult {
-  std::vector<float> logits;     // [n, vocab]
-  std::vector<int32_t> greedy;   // kGreedyTokens ids
+  std::vector<float> logits;    // [n, vocab]
+  std::vector<int32_t> greedy;  // kGreedyTokens ids
 };
 
 struct RealModel {
@@ -61,10 +61,9 @@ void RunOracle(const RealModel& m, const std::string& tag, const std::vector<int
   std::remove(logits.c_str());
   std::remove(gen.c_str());
   const std::string command = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                              "/tests/py/" + m.oracle + " --gguf " + m.gguf +
-                              " --tokens-file " + in + " --logits-out " + logits +
-                              " --generate " + std::to_string(kGreedyTokens) +
-                              " --generated-out " + gen;
+                              "/tests/py/" + m.oracle + " --gguf " + m.gguf + " --tokens-file " +
+                              in + " --logits-out " + logits + " --generate " +
+                              std::to_string(kGreedyTokens) + " --generated-out " + gen;
   ASSERT_EQ(std::system(command.c_str()), 0) << "oracle failed: " << command;
   out->logits = ReadRaw<float>(logits);
   out->greedy = ReadRaw<int32_t>(gen);
@@ -112,10 +111,11 @@ class OracleTest : public ::testing::TestWithParam<RealModel> {
     Status s = session->Score(tokens.data(), n, ours.data());
     ASSERT_TRUE(s.ok()) << s.message();
     size_t worst_at = 0;
-    const double worst =
-        LargestLogitError(ours.data(), oracle.logits.data(), n, vocab, &worst_at);
-    std::printf("[%s] %zu positions, %zu threads: largest logit error %.3g of the range "
-                "(position %zu)\n", tag.c_str(), n, threads, worst, worst_at);
+    const double worst = LargestLogitError(ours.data(), oracle.logits.data(), n, vocab, &worst_at);
+    std::printf(
+        "[%s] %zu positions, %zu threads: largest logit error %.3g of the range "
+        "(position %zu)\n",
+        tag.c_str(), n, threads, worst, worst_at);
     EXPECT_LE(worst, kLogitTolerance) << "at position " << worst_at;
 
     // The prefill plan (bigger chunks, last-token logits) and greedy decoding.
@@ -129,8 +129,7 @@ class OracleTest : public ::testing::TestWithParam<RealModel> {
     std::vector<int32_t> greedy;
     for (size_t i = 0; i < kGreedyTokens; ++i) {
       const float* logits = session->logits();
-      const int32_t next =
-          static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+      const int32_t next = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
       greedy.push_back(next);
       if (i + 1 < kGreedyTokens) {
         ASSERT_TRUE(session->Decode(next).ok());

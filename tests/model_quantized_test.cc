@@ -105,9 +105,10 @@ TEST_P(QuantizedModelTest, StaysCloseToF32AndIsThreadCountInvariant) {
     agree += std::max_element(r, r + vocab) - r == std::max_element(q, q + vocab) - q;
   }
   const double mean_kl = kl_sum / n, agreement = static_cast<double>(agree) / n;
-  std::printf("[ quantized] %s vs f32 over %zu positions: mean KL %.5f (max %.5f) nats, top-1 "
-              "agreement %.3f\n",
-              c.file, n, mean_kl, kl_max, agreement);
+  std::printf(
+      "[ quantized] %s vs f32 over %zu positions: mean KL %.5f (max %.5f) nats, top-1 "
+      "agreement %.3f\n",
+      c.file, n, mean_kl, kl_max, agreement);
   EXPECT_LE(mean_kl, c.max_mean_kl) << c.file;
   EXPECT_GE(agreement, c.min_top1_agreement) << c.file;
 }

@@ -80,8 +80,8 @@ std::vector<Case> ReadFixture(const std::string& path) {
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
     const nlohmann::json j = nlohmann::json::parse(line);
-    cases.push_back({j.at("name").get<std::string>(), Text(j.at("text")),
-                     Ids(j.at("ids_special")), Ids(j.at("ids_plain"))});
+    cases.push_back({j.at("name").get<std::string>(), Text(j.at("text")), Ids(j.at("ids_special")),
+                     Ids(j.at("ids_plain"))});
   }
   return cases;
 }
@@ -126,8 +126,8 @@ TEST(TokenizerHostile, QwenVocabularyMatchesLlamaCpp) {
   ASSERT_TRUE(test::Exists(tiktoken)) << tiktoken << " is missing: scripts/fetch-model.sh";
   const std::string gguf_path = test::ScratchPath("qwen-vocabulary.gguf");
   ASSERT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                                 "/tests/py/qwen_vocab_gguf.py --tiktoken " + tiktoken +
-                                 " --out " + gguf_path),
+                                 "/tests/py/qwen_vocab_gguf.py --tiktoken " + tiktoken + " --out " +
+                                 gguf_path),
             "");
   std::unique_ptr<gguf::File> file;
   Status s = gguf::File::Open(gguf_path, &file);
@@ -153,8 +153,12 @@ TEST(TokenizerHostile, PlainTextNeverGivesControlTokens) {
     const Status s = Model::Open(std::string(KESTREL_TEST_TMP) + "/" + kes, &model);
     ASSERT_TRUE(s.ok()) << s.message();
     const Tokenizer& tok = model->tokenizer();
-    std::vector<std::string> texts = {"a\x04" "b", "a\xF4\x90\x80\x80" "b",
-                                      "\xF5\x80\x80\x80 \xF7\xBF\xBF\xBF", "<|endoftext|><eos>"};
+    std::vector<std::string> texts = {
+        "a\x04"
+        "b",
+        "a\xF4\x90\x80\x80"
+        "b",
+        "\xF5\x80\x80\x80 \xF7\xBF\xBF\xBF", "<|endoftext|><eos>"};
     for (int b = 0; b < 256; ++b) texts.push_back("x" + std::string(1, static_cast<char>(b)));
     for (const std::string& text : texts) {
       std::vector<int32_t> ids;
@@ -178,12 +182,17 @@ TEST(TokenizerHostile, WhisperGivesNoControlTokensAndDecodesBack) {
   Tokenizer tok;
   s = TokenizerFromTable(table, &tok);
   ASSERT_TRUE(s.ok()) << s.message();
-  const std::vector<Case> cases = ReadFixture(std::string(KESTREL_SOURCE_DIR) +
-                                              "/tests/data/tokenizer_hostile_smollm2.jsonl");
+  const std::vector<Case> cases =
+      ReadFixture(std::string(KESTREL_SOURCE_DIR) + "/tests/data/tokenizer_hostile_smollm2.jsonl");
   ASSERT_GE(cases.size(), 500u);
   std::vector<int32_t> ids;
-  ASSERT_TRUE(tok.Encode("a\x04" "b", false, false, &ids).ok());
-  EXPECT_EQ(tok.Decode(ids), "a\x04" "b");
+  ASSERT_TRUE(tok.Encode("a\x04"
+                         "b",
+                         false, false, &ids)
+                  .ok());
+  EXPECT_EQ(tok.Decode(ids),
+            "a\x04"
+            "b");
   for (const Case& c : cases) {
     ASSERT_TRUE(tok.Encode(c.text, false, /*parse_special=*/false, &ids).ok()) << c.name;
     for (int32_t id : ids) {

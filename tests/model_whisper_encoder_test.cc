@@ -56,8 +56,8 @@ std::vector<float> Reference(const std::vector<float>& window) {
   const std::string in = test::ScratchPath("mel.f32"), out = test::ScratchPath("hidden.f32");
   EXPECT_TRUE(test::WriteRaw(in, window));
   EXPECT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                                 "/tests/py/whisper_encode_ref.py --folder " + kFolder +
-                                 " --mel " + in + " --out " + out),
+                                 "/tests/py/whisper_encode_ref.py --folder " + kFolder + " --mel " +
+                                 in + " --out " + out),
             "");
   std::vector<float> hidden = test::ReadRaw<float>(out);
   std::remove(in.c_str());
@@ -122,10 +122,11 @@ TEST_P(WhisperEncoder, MatchesCTranslate2) {
     std::vector<float> ours(want.size());
     encoder->Encode(window.data(), ours.data());
     const Distance dist = Compare(ours, want, 384);
-    std::printf("%s weights, %s: max |ours - ctranslate2| = %.3g, mean row cosine %.6f, "
-                "%zu of %zu rows below 0.99\n",
-                weights.c_str(), clip.name, dist.max_abs, dist.mean_row_cosine,
-                dist.rows_below_099, dist.rows);
+    std::printf(
+        "%s weights, %s: max |ours - ctranslate2| = %.3g, mean row cosine %.6f, "
+        "%zu of %zu rows below 0.99\n",
+        weights.c_str(), clip.name, dist.max_abs, dist.mean_row_cosine, dist.rows_below_099,
+        dist.rows);
     if (exact_weights) {
       EXPECT_LE(dist.max_abs, 1e-3) << clip.name;
     } else {

@@ -2,8 +2,9 @@
 // Hugging Face `tokenizers` on the folder's own tokenizer.json, which is what faster-whisper
 // encodes and decodes with (tests/py/whisper_tokenize_ref.py): the mixed-text corpus of
 // tests/py/tokenizer_corpus.py and Whisper's special tokens in text give the same ids, and the
-// ids decode to the same text (special tokens left out, as faster-whisper decodes). Also the vocabulary's layout (ids of the special and timestamp
-// tokens) and that damaged folders fail clearly.
+// ids decode to the same text (special tokens left out, as faster-whisper decodes). Also the
+// vocabulary's layout (ids of the special and timestamp tokens) and that damaged folders fail
+// clearly.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -44,8 +45,8 @@ TEST(WhisperTokenizer, MatchesHuggingFaceTokenizersAsFasterWhisperUsesThem) {
   s = TokenizerFromTable(table, &tok);
   ASSERT_TRUE(s.ok()) << s.message();
 
-  const std::string prefix = std::string(KESTREL_TEST_TMP) + "/whisper-tok-" +
-                             std::to_string(::getpid());
+  const std::string prefix =
+      std::string(KESTREL_TEST_TMP) + "/whisper-tok-" + std::to_string(::getpid());
   const std::string cases_path = prefix + "-cases.bin", ids_path = prefix + "-ids.txt",
                     decoded_path = prefix + "-decoded.bin";
   const std::string command = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
@@ -89,9 +90,9 @@ TEST(WhisperTokenizer, KnowsTheSpecialAndTimestampTokens) {
   EXPECT_EQ(table.pieces[50257], "<|startoftranscript|>");
   EXPECT_EQ(table.pieces[50363], "<|0.00|>");
   EXPECT_EQ(table.pieces[kVocab - 1], "<|30.00|>");
-  EXPECT_EQ(table.types[50363], 3);     // control
+  EXPECT_EQ(table.types[50363], 3);  // control
   EXPECT_EQ(table.types[kVocab - 1], 3);
-  EXPECT_EQ(table.types[50255], 1);     // a word piece
+  EXPECT_EQ(table.types[50255], 1);  // a word piece
   EXPECT_EQ(table.merges.size(), 50000u);
 }
 
@@ -100,8 +101,8 @@ TEST(WhisperTokenizer, DamagedFoldersFailClearly) {
   Status s = ReadWhisperTokenizer(kFolder, kVocab + 1, &table);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("51864 pieces (expected 51865"), std::string::npos) << s.message();
-  const std::string dir = std::string(KESTREL_TEST_TMP) + "/whisper-tok-damaged-" +
-                          std::to_string(::getpid());
+  const std::string dir =
+      std::string(KESTREL_TEST_TMP) + "/whisper-tok-damaged-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(kFolder + "/vocabulary.txt", dir + "/vocabulary.txt",
                              std::filesystem::copy_options::overwrite_existing);

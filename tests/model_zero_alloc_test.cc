@@ -27,7 +27,7 @@ using test::StartCountingAllocations;
 using test::StopCountingAllocations;
 
 struct ZeroAllocCase {
-  const char* model;    // <model>.kes from the ctest fixture
+  const char* model;  // <model>.kes from the ctest fixture
   size_t threads;
   ops::KvType kv_type = ops::KvType::kF32;
   // 512: the 600 tokens of prompt and generation pass the context and the rings wrap.
@@ -79,8 +79,8 @@ TEST_P(ZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
   EXPECT_EQ(stats.decode_steps, 64u);
   EXPECT_EQ(collected->tokens, 65u);
   EXPECT_GT(collected->bytes, 0u);
-  EXPECT_EQ(calls, 0) << "heap calls during inference with " << c.model << " and "
-                               << c.threads << " thread(s)";
+  EXPECT_EQ(calls, 0) << "heap calls during inference with " << c.model << " and " << c.threads
+                      << " thread(s)";
 }
 
 // Gemma 3 and SmolLM2 (Llama family), f32 and the block-quantized kernels (with their
@@ -144,22 +144,23 @@ TEST_P(ZeroAllocEncodeTest, EncodeAllocatesNothing) {
   const long calls = StopCountingAllocations();
 
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(calls, 0) << "heap calls during Encode with " << c.model << " and "
-                               << c.threads << " thread(s)";
+  EXPECT_EQ(calls, 0) << "heap calls during Encode with " << c.model << " and " << c.threads
+                      << " thread(s)";
   double norm = 0;
   for (size_t j = 0; j < encoder->embedding_dim(); ++j) norm += double{out[j]} * out[j];
   EXPECT_NEAR(norm, 1.0, 1e-4) << "MiniLM's embeddings are L2-normalized";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Encoders, ZeroAllocEncodeTest,
-    ::testing::Values(ZeroAllocCase{"minilm-l6-f32", 1}, ZeroAllocCase{"minilm-l6-f32", 2},
-                      ZeroAllocCase{"minilm-l6-q8", 2}, ZeroAllocCase{"minilm-l6-q4", 1}),
-    [](const auto& info) {
-      std::string name = info.param.model;
-      for (char& c : name) c = c == '-' ? '_' : c;
-      return name + "_" + std::to_string(info.param.threads) + "_threads";
-    });
+INSTANTIATE_TEST_SUITE_P(Encoders, ZeroAllocEncodeTest,
+                         ::testing::Values(ZeroAllocCase{"minilm-l6-f32", 1},
+                                           ZeroAllocCase{"minilm-l6-f32", 2},
+                                           ZeroAllocCase{"minilm-l6-q8", 2},
+                                           ZeroAllocCase{"minilm-l6-q4", 1}),
+                         [](const auto& info) {
+                           std::string name = info.param.model;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name + "_" + std::to_string(info.param.threads) + "_threads";
+                         });
 
 // `kestrel chat`'s inference: turns of the model's chat format generated one after another on
 // one session (the KV cache kept), counted over every Generate call. Encoding a turn happens

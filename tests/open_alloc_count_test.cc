@@ -121,8 +121,7 @@ void CheckOpenAndCreate(const OpenCase& c, const char* api, const char* property
   std::string path = std::string(KESTREL_TEST_TMP) + "/" + c.kes;
   if (c.runner == Runner::kTranscriber) {
     path = test::ScratchPath("whisper-tiny-q8.kes");
-    const test::ProcessResult r =
-        test::Convert({KESTREL_WHISPER_CT2_DIR, path, "--weights", "q8"});
+    const test::ProcessResult r = test::Convert({KESTREL_WHISPER_CT2_DIR, path, "--weights", "q8"});
     ASSERT_TRUE(r.exited && r.exit_code == 0)
         << test::Describe(r) << " (fetch the model with scripts/fetch-model.sh whisper)";
   }
@@ -132,9 +131,10 @@ void CheckOpenAndCreate(const OpenCase& c, const char* api, const char* property
   ASSERT_EQ(open_and_create(path, c.runner, &counted), "");
   if (c.runner == Runner::kTranscriber) std::remove(path.c_str());
 
-  std::printf("%s, %s: open + create: %ld heap allocations, %ld frees (first open in the "
-              "process: %ld allocations)\n",
-              c.name, api, counted.allocations, counted.frees, first.allocations);
+  std::printf(
+      "%s, %s: open + create: %ld heap allocations, %ld frees (first open in the "
+      "process: %ld allocations)\n",
+      c.name, api, counted.allocations, counted.frees, first.allocations);
   ::testing::Test::RecordProperty(property, static_cast<int>(counted.allocations));
   EXPECT_LE(counted.allocations, kMaxAllocations)
       << c.name << ", " << api << ": heap allocations opening the model and creating its runner";

@@ -26,7 +26,6 @@
 namespace kestrel::ops {
 namespace {
 
-
 struct Case {
   size_t n_heads, n_kv_heads, head_dim;
   size_t n_tokens;
@@ -34,7 +33,7 @@ struct Case {
   int64_t window;   // 0: causal
   int64_t context;  // 0: unlimited
   size_t sinks;
-  bool rotate;      // keys rotated by RoPE (theta 10000, NEOX) and sinks moved past the context
+  bool rotate;  // keys rotated by RoPE (theta 10000, NEOX) and sinks moved past the context
 };
 
 constexpr double kRopeTheta = 10000.0;
@@ -167,9 +166,9 @@ double RunCase(const Case& c, KvType type, size_t partition_keys = 0) {
     const size_t parts = PartitionsSeen(a, c.pos0, c.pos0).count();
     const size_t items = c.n_kv_heads * parts;
     for (size_t threads : {size_t{2}, size_t{3}, items}) {
-      std::vector<float> partials(items / c.n_kv_heads * c.n_heads *
-                                      AttentionPartialFloats(c.head_dim),
-                                  std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> partials(
+          items / c.n_kv_heads * c.n_heads * AttentionPartialFloats(c.head_dim),
+          std::numeric_limits<float>::quiet_NaN());
       std::vector<float> split(q.size(), 1234.5f);
       AttentionArgs sa = a;
       sa.out = split.data();
@@ -234,17 +233,17 @@ double RunCase(const Case& c, KvType type, size_t partition_keys = 0) {
 
 const Case kCases[] = {
     // heads, kv, dim, tokens, pos0, window, context, sinks, rotate
-    {4, 1, 256, 1, 300, 0, 0, 0, false},     // decode, Gemma 3's global shape
-    {4, 1, 256, 37, 10, 0, 0, 0, false},     // prefill, query blocks of 4 tokens x 4 heads
-    {9, 3, 64, 70, 5, 0, 0, 0, false},       // SmolLM2's shape: 3 heads per kv head
-    {2, 2, 32, 20, 40, 16, 0, 0, false},     // sliding window
-    {4, 1, 64, 1, 500, 0, 64, 4, false},     // decode far past a context of 64, ring wrapped
-    {4, 1, 64, 40, 40, 0, 64, 4, false},     // a step that crosses the context
-    {4, 1, 64, 64, 300, 0, 64, 4, false},    // a whole past-context step
-    {4, 1, 64, 30, 300, 0, 64, 0, false},    // no sinks: the most recent tokens only
-    {2, 2, 32, 20, 200, 48, 32, 0, false},   // a window wider than the context
-    {4, 1, 64, 1, 500, 0, 64, 4, true},      // sinks moved by RoPE, decode
-    {9, 3, 64, 45, 200, 0, 96, 5, true},     // and prefill, several tokens per block
+    {4, 1, 256, 1, 300, 0, 0, 0, false},    // decode, Gemma 3's global shape
+    {4, 1, 256, 37, 10, 0, 0, 0, false},    // prefill, query blocks of 4 tokens x 4 heads
+    {9, 3, 64, 70, 5, 0, 0, 0, false},      // SmolLM2's shape: 3 heads per kv head
+    {2, 2, 32, 20, 40, 16, 0, 0, false},    // sliding window
+    {4, 1, 64, 1, 500, 0, 64, 4, false},    // decode far past a context of 64, ring wrapped
+    {4, 1, 64, 40, 40, 0, 64, 4, false},    // a step that crosses the context
+    {4, 1, 64, 64, 300, 0, 64, 4, false},   // a whole past-context step
+    {4, 1, 64, 30, 300, 0, 64, 0, false},   // no sinks: the most recent tokens only
+    {2, 2, 32, 20, 200, 48, 32, 0, false},  // a window wider than the context
+    {4, 1, 64, 1, 500, 0, 64, 4, true},     // sinks moved by RoPE, decode
+    {9, 3, 64, 45, 200, 0, 96, 5, true},    // and prefill, several tokens per block
 };
 
 TEST(AttentionKvTest, EveryKvTypeMatchesTheReferenceInAndPastTheContext) {
@@ -252,8 +251,8 @@ TEST(AttentionKvTest, EveryKvTypeMatchesTheReferenceInAndPastTheContext) {
   test::ForEachTarget([&](const char*) {
     for (KvType type : {KvType::kF32, KvType::kF16, KvType::kInt8}) {
       for (const Case& c : kCases) {
-        SCOPED_TRACE(std::string(KvTypeName(type)) + " heads " + std::to_string(c.n_heads) +
-                     "/" + std::to_string(c.n_kv_heads) + " dim " + std::to_string(c.head_dim) +
+        SCOPED_TRACE(std::string(KvTypeName(type)) + " heads " + std::to_string(c.n_heads) + "/" +
+                     std::to_string(c.n_kv_heads) + " dim " + std::to_string(c.head_dim) +
                      " tokens " + std::to_string(c.n_tokens) + " at " + std::to_string(c.pos0) +
                      " window " + std::to_string(c.window) + " context " +
                      std::to_string(c.context) + " sinks " + std::to_string(c.sinks) +
@@ -272,15 +271,15 @@ TEST(AttentionKvTest, EveryKvTypeMatchesTheReferenceInAndPastTheContext) {
 TEST(AttentionKvTest, PartitionsMatchTheReferenceAndSplitAcrossThreadsExactly) {
   const Case cases[] = {
       // heads, kv, dim, tokens, pos0, window, context, sinks, rotate
-      {4, 1, 256, 1, 300, 0, 0, 0, false},    // decode, Gemma 3's global shape
-      {9, 3, 64, 1, 1000, 0, 0, 0, false},    // SmolLM2's shape
-      {9, 3, 64, 70, 5, 0, 0, 0, false},      // prefill across partitions
-      {2, 2, 32, 1, 40, 16, 0, 0, false},     // sliding window
-      {4, 1, 64, 1, 500, 0, 200, 4, false},   // decode past the context, ring wrapped
-      {4, 1, 64, 1, 130, 0, 200, 4, true},    // sinks inside the context, rotation unused
-      {4, 1, 64, 1, 500, 0, 200, 4, true},    // sinks moved by RoPE
-      {9, 3, 64, 45, 200, 0, 96, 5, true},    // prefill past the context
-      {40, 2, 16, 1, 333, 0, 0, 3, false},    // 20 queries per kv head: two query blocks
+      {4, 1, 256, 1, 300, 0, 0, 0, false},   // decode, Gemma 3's global shape
+      {9, 3, 64, 1, 1000, 0, 0, 0, false},   // SmolLM2's shape
+      {9, 3, 64, 70, 5, 0, 0, 0, false},     // prefill across partitions
+      {2, 2, 32, 1, 40, 16, 0, 0, false},    // sliding window
+      {4, 1, 64, 1, 500, 0, 200, 4, false},  // decode past the context, ring wrapped
+      {4, 1, 64, 1, 130, 0, 200, 4, true},   // sinks inside the context, rotation unused
+      {4, 1, 64, 1, 500, 0, 200, 4, true},   // sinks moved by RoPE
+      {9, 3, 64, 45, 200, 0, 96, 5, true},   // prefill past the context
+      {40, 2, 16, 1, 333, 0, 0, 3, false},   // 20 queries per kv head: two query blocks
   };
   double worst = 0.0;
   test::ForEachTarget([&](const char*) {
@@ -288,10 +287,9 @@ TEST(AttentionKvTest, PartitionsMatchTheReferenceAndSplitAcrossThreadsExactly) {
       for (const Case& c : cases) {
         if (type == KvType::kInt8 && c.head_dim % kKvInt8Block != 0) continue;
         for (size_t keys : {size_t{7}, size_t{64}, size_t{100}}) {
-          SCOPED_TRACE(std::string(KvTypeName(type)) + " heads " + std::to_string(c.n_heads) +
-                       "/" + std::to_string(c.n_kv_heads) + " tokens " +
-                       std::to_string(c.n_tokens) + " at " + std::to_string(c.pos0) +
-                       " partitions of " + std::to_string(keys));
+          SCOPED_TRACE(std::string(KvTypeName(type)) + " heads " + std::to_string(c.n_heads) + "/" +
+                       std::to_string(c.n_kv_heads) + " tokens " + std::to_string(c.n_tokens) +
+                       " at " + std::to_string(c.pos0) + " partitions of " + std::to_string(keys));
           const double error = RunCase(c, type, keys);
           EXPECT_LE(error, c.rotate ? 2e-5 : 1e-5);
           worst = std::max(worst, error);

@@ -339,19 +339,19 @@ struct StepCase {
 constexpr Step kWindow512Chunk = {33, 1000003, 512, 544};
 
 const StepCase kSteps[] = {
-    {{1, 0, 0, 1}, false},            // first token: one key
-    {{1, 1000, 0, 1001}, false},      // long causal history, exact capacity
-    {{1, 1000, 0, 1500}, false},      // spare slots never written (NaN)
-    {{5, 0, 0, 5}, false},            // first prefill chunk
-    {{33, 40, 0, 80}, false},         // chunk after history
-    {{70, 0, 0, 70}, false},          // several blocks per row
-    {{1, 1000003, 7, 7}, true},       // window decode, capacity == window
-    {{5, 3, 7, 11}, false},           // window longer than the early rows' history
-    {{33, 1000003, 16, 48}, true},    // window 16, exact capacity
-    {kWindow512Chunk, true},          // window 512, exact capacity, many blocks
-    {{9, 2000, 512, 600}, true},      // window 512 with spare slots
-    {{33, 0, 512, 544}, false},       // window longer than the history: causal
-    {{1, 511, 512, 512}, false},      // window exactly the whole history
+    {{1, 0, 0, 1}, false},          // first token: one key
+    {{1, 1000, 0, 1001}, false},    // long causal history, exact capacity
+    {{1, 1000, 0, 1500}, false},    // spare slots never written (NaN)
+    {{5, 0, 0, 5}, false},          // first prefill chunk
+    {{33, 40, 0, 80}, false},       // chunk after history
+    {{70, 0, 0, 70}, false},        // several blocks per row
+    {{1, 1000003, 7, 7}, true},     // window decode, capacity == window
+    {{5, 3, 7, 11}, false},         // window longer than the early rows' history
+    {{33, 1000003, 16, 48}, true},  // window 16, exact capacity
+    {kWindow512Chunk, true},        // window 512, exact capacity, many blocks
+    {{9, 2000, 512, 600}, true},    // window 512 with spare slots
+    {{33, 0, 512, 544}, false},     // window longer than the history: causal
+    {{1, 511, 512, 512}, false},    // window exactly the whole history
 };
 
 const Shape kHeadShapes[] = {{4, 4, 0}, {8, 2, 0}, {4, 1, 0}};  // MHA, GQA, MQA

@@ -77,9 +77,8 @@ void CheckGated(GatedKernel kernel, double (*reference)(double), int alias, Boun
 }
 
 void CheckGelu(int alias) {
-  CheckGated(GeluTanhMul, GeluTanh, alias, [](double g, double up, double) {
-    return kGeluBound * std::fabs(g * up);
-  });
+  CheckGated(GeluTanhMul, GeluTanh, alias,
+             [](double g, double up, double) { return kGeluBound * std::fabs(g * up); });
 }
 
 void CheckSilu(int alias) {
@@ -168,8 +167,8 @@ void CheckSoftCap(bool in_place) {
         for (size_t i = 0; i < n; ++i) {
           const double want = cap * std::tanh(double{in[i]} / cap);
           ASSERT_LE(std::fabs(out_ptr[i] - want), 8 * kU * cap)
-              << "i " << i << " in " << in[i] << " cap " << cap << " got " << out_ptr[i]
-              << " want " << want << " n " << n;
+              << "i " << i << " in " << in[i] << " cap " << cap << " got " << out_ptr[i] << " want "
+              << want << " n " << n;
           ASSERT_LE(std::fabs(out_ptr[i]), cap) << "i " << i << " in " << in[i];
         }
         if (!in_place) {

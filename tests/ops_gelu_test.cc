@@ -48,8 +48,8 @@ std::vector<float> Sweep() {
       x.push_back(-e);
     }
   }
-  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-6f, -1e-6f, 30.0f, -30.0f, 1e30f, -1e30f,
-                  3e38f, -3e38f, kInf, -kInf}) {
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-6f, -1e-6f, 30.0f, -30.0f, 1e30f, -1e30f, 3e38f,
+                  -3e38f, kInf, -kInf}) {
     x.push_back(v);
   }
   return x;

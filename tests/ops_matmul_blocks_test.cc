@@ -89,8 +89,7 @@ std::vector<uint8_t> Pack(GgmlBlockType t, const std::vector<uint8_t>& blocks, s
   std::vector<uint8_t> packed(layout.TotalBytes(), 0);
   for (size_t r = 0; r < rows; ++r) {
     for (size_t b = 0; b < layout.blocks_per_row; ++b) {
-      PackGgmlBlock(t, layout, blocks.data() + (r * layout.blocks_per_row + b) *
-                                                   GgmlBlockBytes(t),
+      PackGgmlBlock(t, layout, blocks.data() + (r * layout.blocks_per_row + b) * GgmlBlockBytes(t),
                     r, b, packed.data());
     }
   }
@@ -235,8 +234,8 @@ TEST(OpsMatMulBlocks, MatchesExactReferenceForEveryKeptType) {
         for (const PreparedCase& p : prepared) {
           const test::QuantMatMulCase& c = p.c;
           std::vector<float> y(c.n_tokens * c.n_out, kSentinel);
-          tc.matmul(p.packed.data(), p.xq.data(), y.data(), c.n_tokens, c.k, c.n_out,
-                    c.row_begin, c.row_end);
+          tc.matmul(p.packed.data(), p.xq.data(), y.data(), c.n_tokens, c.k, c.n_out, c.row_begin,
+                    c.row_end);
           test::ExpectQuantMatMulMatches(c, y, p.exact, p.bound);
         }
       });

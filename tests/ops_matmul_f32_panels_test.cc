@@ -35,8 +35,8 @@ TEST(OpsMatMulF32Panels, PacksSixteenRowsColumnByColumn) {
       for (size_t j = 0; j < kF32PanelRows; ++j) {
         const size_t r = p * kF32PanelRows + j;
         const float want = r < n_out ? w[r * k + i] : 0.0f;  // rows past n_out are zero
-        ASSERT_EQ(panels[(p * k + i) * kF32PanelRows + j], want) << "panel " << p << " column "
-                                                                 << i << " lane " << j;
+        ASSERT_EQ(panels[(p * k + i) * kF32PanelRows + j], want)
+            << "panel " << p << " column " << i << " lane " << j;
       }
     }
   }
@@ -77,8 +77,8 @@ void CheckCase(const Case& c, const std::vector<float>& w, const std::vector<flo
     for (size_t r = 0; r < c.n_out; ++r) {
       const float got = y[t * c.n_out + r];
       if (r < c.row_begin || r >= c.row_end) {
-        ASSERT_EQ(got, kSentinel) << "row " << r << " outside [" << c.row_begin << ", "
-                                  << c.row_end << ") was written, token " << t;
+        ASSERT_EQ(got, kSentinel) << "row " << r << " outside [" << c.row_begin << ", " << c.row_end
+                                  << ") was written, token " << t;
         continue;
       }
       double want = 0, magnitude = 0;
@@ -90,8 +90,8 @@ void CheckCase(const Case& c, const std::vector<float>& w, const std::vector<flo
       const double bound = exact ? 0.0 : test::Gamma(c.k + 1) * magnitude;
       ASSERT_LE(std::fabs(got - want), bound)
           << "y[" << t << ", " << r << "] got " << got << " want " << want << "; n_tokens "
-          << c.n_tokens << " k " << c.k << " n_out " << c.n_out << " rows [" << c.row_begin
-          << ", " << c.row_end << ")";
+          << c.n_tokens << " k " << c.k << " n_out " << c.n_out << " rows [" << c.row_begin << ", "
+          << c.row_end << ")";
     }
   }
   for (size_t i = c.n_tokens * c.n_out; i < y.size(); ++i) {
@@ -135,8 +135,7 @@ TEST(OpsMatMulF32Panels, PiecesComposeBitForBit) {
     const std::vector<float> panels = Pack(w, s.n_out, s.k);
     ForEachTarget([&](const char*) {
       std::vector<float> whole(s.n_tokens * s.n_out, kSentinel);
-      MatMulF32Panels(panels.data(), x.data(), whole.data(), s.n_tokens, s.k, s.n_out, 0,
-                      s.n_out);
+      MatMulF32Panels(panels.data(), x.data(), whole.data(), s.n_tokens, s.k, s.n_out, 0, s.n_out);
       std::vector<float> by_rows(whole.size(), kSentinel);
       const size_t splits[] = {0, 1, 6, 16, s.n_out / 2 + 1, s.n_out};
       for (size_t i = 0; i + 1 < std::size(splits); ++i) {
@@ -147,8 +146,8 @@ TEST(OpsMatMulF32Panels, PiecesComposeBitForBit) {
       std::vector<float> by_tokens(whole.size(), kSentinel);
       for (size_t t = 0, count = 1; t < s.n_tokens; t += count, count = count % 5 + 1) {
         const size_t n = std::min(count, s.n_tokens - t);
-        MatMulF32Panels(panels.data(), x.data() + t * s.k, by_tokens.data() + t * s.n_out, n,
-                        s.k, s.n_out, 0, s.n_out);
+        MatMulF32Panels(panels.data(), x.data() + t * s.k, by_tokens.data() + t * s.n_out, n, s.k,
+                        s.n_out, 0, s.n_out);
       }
       ASSERT_EQ(whole, by_tokens);
     });

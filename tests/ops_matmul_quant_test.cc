@@ -66,8 +66,8 @@ std::vector<float> Activations(size_t n, std::mt19937& rng) {
 
 // out (rows of Q8ActRowBytes(k), then bytes of 0xAB) holds x's rows as ReferenceQuantize makes
 // them, bit for bit, and nothing past them.
-void ExpectReferenceRows(const std::vector<uint8_t>& out, const std::vector<float>& x,
-                         size_t rows, size_t k) {
+void ExpectReferenceRows(const std::vector<uint8_t>& out, const std::vector<float>& x, size_t rows,
+                         size_t k) {
   for (size_t r = 0; r < rows; ++r) {
     const QuantizedRow ref = ReferenceQuantize(x.data() + r * k, k);
     const uint8_t* row = out.data() + r * Q8ActRowBytes(k);
@@ -112,7 +112,6 @@ TEST(QuantizeRowsQ8Scaled, QuantizesTheRowsTimesTheFactors) {
     }
   });
 }
-
 
 // Random ggml blocks for a [rows, k] weight: scales of either sign and varied magnitude.
 std::vector<uint8_t> RandomGgmlBlocks(bool q4, size_t rows, size_t k, std::mt19937& rng) {
@@ -188,9 +187,9 @@ struct PreparedCase {
 PreparedCase Prepare(bool q4, const test::QuantMatMulCase& c, std::mt19937& rng) {
   PreparedCase p{c, {}, {}, {}, {}};
   const std::vector<uint8_t> blocks = RandomGgmlBlocks(q4, c.n_out, c.k, rng);
-  EXPECT_TRUE(PackGgmlBlocks(q4 ? fb::DType::Q4_0 : fb::DType::Q8_0, blocks.data(), c.n_out, c.k,
-                             &p.packed)
-                  .ok());
+  EXPECT_TRUE(
+      PackGgmlBlocks(q4 ? fb::DType::Q4_0 : fb::DType::Q8_0, blocks.data(), c.n_out, c.k, &p.packed)
+          .ok());
   const GgmlWeights w{q4, c.k, blocks};
   p.x = Activations(c.n_tokens * c.k, rng);
   p.exact.assign(c.n_tokens * c.n_out, 0.0);
@@ -248,9 +247,9 @@ TEST(EmbedQuant, DequantizesOneRowPerToken) {
     const size_t vocab = 11, dim = 96;
     const std::vector<uint8_t> blocks = RandomGgmlBlocks(q4, vocab, dim, rng);
     std::vector<uint8_t> packed;
-    ASSERT_TRUE(PackGgmlBlocks(q4 ? fb::DType::Q4_0 : fb::DType::Q8_0, blocks.data(), vocab, dim,
-                               &packed)
-                    .ok());
+    ASSERT_TRUE(
+        PackGgmlBlocks(q4 ? fb::DType::Q4_0 : fb::DType::Q8_0, blocks.data(), vocab, dim, &packed)
+            .ok());
     const GgmlWeights w{q4, dim, blocks};
     const std::vector<int32_t> tokens = {10, 0, 3, 3, 9};
     std::vector<float> out(tokens.size() * dim);

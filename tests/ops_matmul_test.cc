@@ -15,8 +15,8 @@
 namespace kestrel::ops {
 namespace {
 
-using test::EncodedWeights;
 using test::EncodeAs;
+using test::EncodedWeights;
 using test::ForEachTarget;
 using test::kSentinel;
 
@@ -79,8 +79,8 @@ std::vector<Case> AllCases() {
 // Runs one case for weight type T and checks y against a double reference: rows in the range
 // within bound_scale * sum |w * x| (0 demands exact equality), all other entries untouched.
 template <typename T>
-void CheckCase(const Case& c, const std::vector<float>& w_values, const std::vector<float>& x_values,
-               double (*bound_scale)(size_t k)) {
+void CheckCase(const Case& c, const std::vector<float>& w_values,
+               const std::vector<float>& x_values, double (*bound_scale)(size_t k)) {
   const EncodedWeights<T> w = EncodeAs<T>(w_values);
   std::vector<T> w_buf(c.misalign + w.stored.size());
   std::copy(w.stored.begin(), w.stored.end(), w_buf.begin() + c.misalign);
@@ -109,8 +109,8 @@ void CheckCase(const Case& c, const std::vector<float>& w_values, const std::vec
       }
       ASSERT_LE(std::fabs(got - exact), scale * magnitude)
           << "y[" << t << ", " << r << "] got " << got << " want " << exact << "; n_tokens "
-          << c.n_tokens << " k " << c.k << " n_out " << c.n_out << " rows [" << c.rows.begin
-          << ", " << c.rows.end << ") misalign " << c.misalign;
+          << c.n_tokens << " k " << c.k << " n_out " << c.n_out << " rows [" << c.rows.begin << ", "
+          << c.rows.end << ") misalign " << c.misalign;
     }
   }
   for (size_t i = c.n_tokens * c.n_out; i < y.size(); ++i) {

@@ -40,12 +40,8 @@ Pooled PoolReference(const std::vector<float>& rows, size_t n_rows, size_t dim, 
         p.bound[i] = Gamma(n_rows + 1) * sum_abs / n_rows;
         break;
       }
-      case PoolMode::kCls:
-        p.value[i] = at(0);
-        break;
-      case PoolMode::kLast:
-        p.value[i] = at(n_rows - 1);
-        break;
+      case PoolMode::kCls: p.value[i] = at(0); break;
+      case PoolMode::kLast: p.value[i] = at(n_rows - 1); break;
       case PoolMode::kMax:
         p.value[i] = at(0);
         for (size_t r = 1; r < n_rows; ++r) p.value[i] = std::max(p.value[i], at(r));

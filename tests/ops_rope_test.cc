@@ -32,9 +32,7 @@ struct RopeCase {
 };
 
 // The two elements of pair i within a head.
-size_t First(const RopeCase& c, size_t i) {
-  return c.layout == RopeLayout::kNeox ? i : 2 * i;
-}
+size_t First(const RopeCase& c, size_t i) { return c.layout == RopeLayout::kNeox ? i : 2 * i; }
 size_t Second(const RopeCase& c, size_t i) {
   return c.layout == RopeLayout::kNeox ? c.Rotary() / 2 + i : 2 * i + 1;
 }
@@ -52,8 +50,7 @@ std::vector<double> Reference(const std::vector<float>& x, const RopeCase& c) {
     for (size_t h = 0; h < c.n_heads; ++h) {
       const size_t base = (t * c.n_heads + h) * c.head_dim;
       for (size_t i = 0; i < half; ++i) {
-        double inv_freq =
-            1.0 / std::pow(double{c.theta_base}, double(2 * i) / double(c.Rotary()));
+        double inv_freq = 1.0 / std::pow(double{c.theta_base}, double(2 * i) / double(c.Rotary()));
         if (c.factors != nullptr) inv_freq /= c.factors[i];
         const double angle = pos * double{c.freq_scale} * inv_freq;
         const size_t a = base + First(c, i), b = base + Second(c, i);
@@ -84,8 +81,8 @@ void CheckCase(const RopeCase& c, std::mt19937& rng) {
   for (size_t j = 0; j < c.n_tokens * row; ++j) {
     const size_t head_start = j / c.head_dim * c.head_dim;
     if (j - head_start >= c.Rotary()) {
-      ASSERT_EQ(got[j], x[j]) << "element " << j - head_start << " past the rotary "
-                              << c.Rotary() << " of a head of " << c.head_dim << " moved";
+      ASSERT_EQ(got[j], x[j]) << "element " << j - head_start << " past the rotary " << c.Rotary()
+                              << " of a head of " << c.head_dim << " moved";
       continue;
     }
     const size_t i = PairOf(c, j - head_start);
@@ -111,8 +108,8 @@ TEST(OpsRope, MatchesFloat64Reference) {
     // half = 1, 3, 5, 8, 31, 32, 64, 128 (Gemma 3), 512: tails and whole vectors.
     for (size_t head_dim : {2, 6, 10, 16, 62, 64, 128, 256, 1024}) {
       for (size_t n_heads : {1, 3, 4}) {
-        for (int64_t pos0 : {int64_t{0}, int64_t{1}, int64_t{511}, int64_t{32765},
-                             int64_t{39990}}) {
+        for (int64_t pos0 :
+             {int64_t{0}, int64_t{1}, int64_t{511}, int64_t{32765}, int64_t{39990}}) {
           for (float theta : {1e6f, 1e4f}) {
             for (float scale : {1.0f, 0.125f}) {
               for (RopeLayout layout : {RopeLayout::kNeox, RopeLayout::kAdjacent}) {
@@ -135,8 +132,8 @@ TEST(OpsRope, PartialRotaryTurnsTheFirstElementsOnly) {
   std::mt19937 rng(5);
   const auto factors = test::RandomFloats(kRopeMaxHeadDim / 2, 1.0f, 8.0f, rng);
   ForEachTarget([&](const char*) {
-    for (const auto& [head_dim, rotary] : {std::pair<size_t, size_t>{16, 12}, {16, 2},
-                                           {128, 96}, {128, 64}, {256, 250}}) {
+    for (const auto& [head_dim, rotary] :
+         {std::pair<size_t, size_t>{16, 12}, {16, 2}, {128, 96}, {128, 64}, {256, 250}}) {
       for (int64_t pos0 : {int64_t{0}, int64_t{37}, int64_t{32765}}) {
         for (RopeLayout layout : {RopeLayout::kNeox, RopeLayout::kAdjacent}) {
           for (const float* f : {static_cast<const float*>(nullptr), factors.data()}) {

@@ -43,8 +43,8 @@ struct Problem {
   size_t KvWidth() const { return shape.n_kv_heads * shape.head_dim; }
 
   SequenceAttentionArgs Args(float* out) const {
-    return {q.data(), k.data(), v.data(), out,   len, shape.n_heads, shape.n_kv_heads,
-            shape.head_dim, scale, causal};
+    return {q.data(),      k.data(),         v.data(),       out,   len,
+            shape.n_heads, shape.n_kv_heads, shape.head_dim, scale, causal};
   }
 };
 
@@ -112,8 +112,8 @@ void RunAndCheck(const Problem& pr, const std::vector<double>& ref, size_t head_
     const size_t head = i % pr.RowWidth() / pr.shape.head_dim;
     if (head < head_begin || head >= head_end) {
       if (std::memcmp(&out[i], &kUntouched, sizeof(float)) != 0 && reported++ < 5) {
-        ADD_FAILURE() << what << ": head " << head << " outside [" << head_begin << ", "
-                      << head_end << ") was written at " << i;
+        ADD_FAILURE() << what << ": head " << head << " outside [" << head_begin << ", " << head_end
+                      << ") was written at " << i;
       }
       continue;
     }
@@ -182,9 +182,10 @@ TEST(AttentionSequenceTest, PartialHeadRangesWriteOnlyTheirHeads) {
     const Problem pr = MakeProblem(shape, 33, 7);
     const std::vector<double> ref = Reference(pr);
     test::ForEachTarget([&](const char* target) {
-      for (const auto& range : {std::make_pair(size_t{1}, size_t{3}), std::make_pair(size_t{0},
-                                size_t{1}), std::make_pair(shape.n_heads - 1, shape.n_heads),
-                                std::make_pair(size_t{2}, size_t{2})}) {
+      for (const auto& range :
+           {std::make_pair(size_t{1}, size_t{3}), std::make_pair(size_t{0}, size_t{1}),
+            std::make_pair(shape.n_heads - 1, shape.n_heads),
+            std::make_pair(size_t{2}, size_t{2})}) {
         RunAndCheck(pr, ref, range.first, range.second, acc,
                     Describe(pr) + " heads [" + std::to_string(range.first) + ", " +
                         std::to_string(range.second) + ") on " + target);

@@ -162,8 +162,8 @@ TEST(OutputFiles, InputAsOutputIsRefused) {
   const std::string gguf = folder + "/x.gguf";
   ASSERT_EQ(MakeTinyGguf(gguf, 1, kTinyGemma3), "");
   const std::vector<uint8_t> original = ReadBytes(gguf);
-  for (const std::string& output : {gguf, folder + "/../" + folder.substr(folder.rfind('/') + 1) +
-                                              "/./x.gguf"}) {
+  for (const std::string& output :
+       {gguf, folder + "/../" + folder.substr(folder.rfind('/') + 1) + "/./x.gguf"}) {
     const ProcessResult r = Convert({gguf, output});
     EXPECT_TRUE(r.exited && r.exit_code == 1) << Describe(r);
     EXPECT_NE(r.err.find("it is the input"), std::string::npos) << r.err;
@@ -318,9 +318,9 @@ TEST(OutputFiles, SignalsRemoveTheTemporary) {
     const std::string fifo = folder + "/calibration.fifo";
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     const std::string log = ScratchPath("signal" + std::to_string(sig));
-    const Child child = Start({KESTREL_CONVERT_BIN, bert, folder + "/out.kes", "--weights", "q8",
-                               "--calibration", fifo},
-                              log + ".out", log + ".err");
+    const Child child = Start(
+        {KESTREL_CONVERT_BIN, bert, folder + "/out.kes", "--weights", "q8", "--calibration", fifo},
+        log + ".out", log + ".err");
     ASSERT_GE(child.pid, 0);
     // Waits for the temporary to appear beside the FIFO: at most 120 s, room for a slow, loaded
     // machine to start kestrel-convert and read the model.

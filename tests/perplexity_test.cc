@@ -59,9 +59,9 @@ double JsonNumber(const std::string& json, const std::string& key) {
 // Lower-case English the tiny vocabulary covers with merges and single letters: a few hundred
 // tokens, varied enough that no two chunks are the same.
 std::string SampleText() {
-  const char* words[] = {"the", "cat", "sat", "on", "mat", "and", "dog", "was", "in",
-                         "sun", "for", "a", "long", "time", "hello", "world", "that",
-                         "with", "good", "day", "text", "is", "not", "what", "they"};
+  const char* words[] = {"the",  "cat", "sat",  "on",   "mat",  "and",   "dog",   "was",  "in",
+                         "sun",  "for", "a",    "long", "time", "hello", "world", "that", "with",
+                         "good", "day", "text", "is",   "not",  "what",  "they"};
   const size_t n_words = sizeof(words) / sizeof(words[0]);
   std::string text;
   uint32_t state = 12345;
@@ -149,8 +149,7 @@ Expected Recompute(const Model& model, const std::string& text, size_t ctx, size
 // --stream's perplexity, recomputed independently: the chunks' tokens (BOS first, none replaced)
 // scored by one Score call from position 0 of a session of `ctx` positions and `sinks` sinks,
 // counting the positions chunked scoring counts (offsets ctx/2 .. ctx-2 of every chunk).
-Expected RecomputeStreamed(const Model& model, const std::string& text, size_t ctx,
-                           size_t sinks) {
+Expected RecomputeStreamed(const Model& model, const std::string& text, size_t ctx, size_t sinks) {
   std::vector<int32_t> tokens;
   EXPECT_TRUE(model.tokenizer().Encode(text, true, false, &tokens).ok());
   const size_t chunks = tokens.size() / ctx, n = chunks * ctx, vocab = model.vocab_size();
@@ -187,8 +186,7 @@ class PerplexityTest : public ::testing::Test {
     ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
     text_path_ = ScratchPath("perplexity-text.txt");
     const std::string text = SampleText();
-    ASSERT_TRUE(WriteBytes(text_path_, reinterpret_cast<const uint8_t*>(text.data()),
-                           text.size()));
+    ASSERT_TRUE(WriteBytes(text_path_, reinterpret_cast<const uint8_t*>(text.data()), text.size()));
   }
   void TearDown() override { std::remove(text_path_.c_str()); }
 
@@ -212,8 +210,8 @@ TEST_F(PerplexityTest, MatchesLlamaCppProtocolRecomputedFromScoreLogits) {
   EXPECT_TRUE(std::isfinite(e.ppl));
   EXPECT_GT(e.ppl, 1.0);
 
-  const ProcessResult r = Cli({"perplexity", "-t", "1", kes(), "-f", text_path_,
-                               "--ctx", "64", "--json"});
+  const ProcessResult r =
+      Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "64", "--json"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   EXPECT_EQ(JsonNumber(r.out, "ctx"), 64.0) << r.out;
   EXPECT_EQ(JsonNumber(r.out, "chunks"), static_cast<double>(e.chunks)) << r.out;
@@ -240,8 +238,8 @@ TEST_F(PerplexityTest, SummaryLineChunkLimitAndThreads) {
   const Expected e = Recompute(*model, SampleText(), 32, 2, ops::KvType::kF32);
   ASSERT_EQ(e.chunks, 2u);
 
-  const ProcessResult r = Cli({"perplexity", kes(), "-f", text_path_, "-c", "32", "--chunks",
-                               "2", "-t", "2", "--kv-type", "f32"});
+  const ProcessResult r = Cli({"perplexity", kes(), "-f", text_path_, "-c", "32", "--chunks", "2",
+                               "-t", "2", "--kv-type", "f32"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   double ppl = 0, err = 0;
   size_t tokens = 0, chunks = 0, ctx = 0;
@@ -271,9 +269,8 @@ TEST_F(PerplexityTest, StreamScoresTheChunksAsOneSequence) {
     ASSERT_GE(e.chunks, 5u) << "the sample text should run well past the context";
     ASSERT_EQ(e.scored, chunked.scored);
 
-    const ProcessResult r =
-        Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "32",
-             "--stream", "--sinks", sinks, "--json"});
+    const ProcessResult r = Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "32",
+                                 "--stream", "--sinks", sinks, "--json"});
     ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
     EXPECT_NE(r.out.find("\"stream\": true"), std::string::npos) << r.out;
     EXPECT_EQ(JsonNumber(r.out, "sinks"), std::atof(sinks)) << r.out;
@@ -285,9 +282,8 @@ TEST_F(PerplexityTest, StreamScoresTheChunksAsOneSequence) {
     // The running perplexity per chunk, as chunked scoring prints it.
     EXPECT_NE(r.err.find("[" + std::to_string(e.chunks) + "]"), std::string::npos) << r.err;
   }
-  const ProcessResult line =
-      Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "32",
-           "--stream", "--kv-type", "f32"});
+  const ProcessResult line = Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "32",
+                                  "--stream", "--kv-type", "f32"});
   ASSERT_TRUE(line.exited && line.exit_code == 0) << Describe(line);
   EXPECT_NE(line.out.find("chunks of 32, streamed with 4 sinks), KV f32"), std::string::npos)
       << line.out;
@@ -295,12 +291,10 @@ TEST_F(PerplexityTest, StreamScoresTheChunksAsOneSequence) {
 
 // One chunk streamed is the chunk scored from position 0: the same tokens, the same numbers.
 TEST_F(PerplexityTest, StreamOfOneChunkIsTheChunk) {
-  const ProcessResult chunked =
-      Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "64",
-           "--chunks", "1", "--json"});
-  const ProcessResult streamed =
-      Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "64",
-           "--chunks", "1", "--stream", "--json"});
+  const ProcessResult chunked = Cli(
+      {"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "64", "--chunks", "1", "--json"});
+  const ProcessResult streamed = Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx",
+                                      "64", "--chunks", "1", "--stream", "--json"});
   ASSERT_TRUE(chunked.exited && chunked.exit_code == 0) << Describe(chunked);
   ASSERT_TRUE(streamed.exited && streamed.exit_code == 0) << Describe(streamed);
   EXPECT_EQ(JsonNumber(streamed.out, "ppl"), JsonNumber(chunked.out, "ppl")) << streamed.out;
@@ -312,8 +306,8 @@ TEST_F(PerplexityTest, BadInputGivesOneErrorLine) {
   const std::string missing = ScratchPath("no-such-text.txt");
   EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", missing, "--ctx", "64"}),
                            {"cannot open text file", missing}));
-  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", TmpPath(""), "-c", "64"}),
-                           {"not a regular file"}));
+  EXPECT_TRUE(
+      IsCleanError(Cli({"perplexity", m, "-f", TmpPath(""), "-c", "64"}), {"not a regular file"}));
   EXPECT_TRUE(IsCleanError(Cli({"perplexity", ScratchPath("no-such.kes"), "-f", text_path_}),
                            {"cannot open"}));
 
@@ -326,15 +320,14 @@ TEST_F(PerplexityTest, BadInputGivesOneErrorLine) {
   ASSERT_TRUE(Model::Open(m, &model).ok());
   std::vector<int32_t> tokens;
   ASSERT_TRUE(model->tokenizer().Encode(short_text, true, false, &tokens).ok());
-  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", short_path, "--ctx", "64"}),
-                           {"has " + std::to_string(tokens.size()) + " tokens",
-                            "needs at least 64"}));
+  EXPECT_TRUE(
+      IsCleanError(Cli({"perplexity", m, "-f", short_path, "--ctx", "64"}),
+                   {"has " + std::to_string(tokens.size()) + " tokens", "needs at least 64"}));
   std::remove(short_path.c_str());
 
   // Larger than the model's context (256 tokens): lowered to it, with a warning (as run and chat).
   {
-    const ProcessResult r =
-        Cli({"perplexity", "-t", "1", m, "-f", text_path_, "--ctx", "512"});
+    const ProcessResult r = Cli({"perplexity", "-t", "1", m, "-f", text_path_, "--ctx", "512"});
     EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
     EXPECT_NE(r.err.find("warning: --ctx 512 is more than the model's context of 256 tokens; "
                          "using 256"),
@@ -350,21 +343,20 @@ TEST_F(PerplexityTest, BadInputGivesOneErrorLine) {
   EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f"}), {"-f needs a value"}));
   EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--ctx", "abc"}),
                            {"--ctx", "whole number", "'abc'"}));
-  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--ctx", "2"}),
-                           {"--ctx", "'2'"}));
-  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--chunks", "0"}),
-                           {"--chunks", "'0'"}));
+  EXPECT_TRUE(
+      IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--ctx", "2"}), {"--ctx", "'2'"}));
+  EXPECT_TRUE(
+      IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--chunks", "0"}), {"--chunks", "'0'"}));
   EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "-t", "0"}), {"-t", "'0'"}));
   EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "extra"}),
                            {"unexpected argument 'extra'"}));
   EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--kv-type", "q8_0"}),
                            {"--kv-type", "expected f32, f16 or int8", "found 'q8_0'"}));
-  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--ctx", "64", "--sinks",
-                                "64"}),
+  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--ctx", "64", "--sinks", "64"}),
                            {"--sinks", "fewer than the context of 64 tokens", "found 64"}));
-  EXPECT_TRUE(IsCleanError(Cli({"perplexity", m, "-f", text_path_, "--stream",
-                                "--kl-divergence-base", "base.kld"}),
-                           {"--stream", "--kl-divergence-base", "'base.kld'"}));
+  EXPECT_TRUE(IsCleanError(
+      Cli({"perplexity", m, "-f", text_path_, "--stream", "--kl-divergence-base", "base.kld"}),
+      {"--stream", "--kl-divergence-base", "'base.kld'"}));
 }
 
 // What --kl-divergence should report for `model` against `base`, recomputed in double from both
@@ -396,8 +388,8 @@ struct ExpectedKld {
   size_t ambiguous_top = 0;
 };
 
-ExpectedKld RecomputeKld(const Model& base, const Model& model, const std::string& text,
-                         size_t ctx, size_t max_chunks) {
+ExpectedKld RecomputeKld(const Model& base, const Model& model, const std::string& text, size_t ctx,
+                         size_t max_chunks) {
   size_t chunks = 0;
   const std::vector<ScoredRow> base_rows = ScoreRows(base, text, ctx, max_chunks, &chunks);
   const std::vector<ScoredRow> rows = ScoreRows(model, text, ctx, max_chunks, &chunks);
@@ -452,8 +444,8 @@ std::string ConvertTiny(const std::string& gguf, const std::string& weights) {
 std::string WriteBase(const std::string& kes, const std::string& text_path,
                       const std::string& name) {
   const std::string path = ScratchPath(name);
-  const ProcessResult r = Cli({"perplexity", "-t", "1", kes, "-f", text_path,
-                               "--ctx", "64", "--kl-divergence-base", path});
+  const ProcessResult r = Cli(
+      {"perplexity", "-t", "1", kes, "-f", text_path, "--ctx", "64", "--kl-divergence-base", path});
   EXPECT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   EXPECT_NE(r.err.find("saved to '" + path + "'"), std::string::npos) << r.err;
   return path;
@@ -511,9 +503,8 @@ TEST_F(PerplexityTest, KlDivergenceOfAModelAgainstItselfIsZero) {
   const ExpectedKld e = RecomputeKld(*model, *model, SampleText(), 64, SIZE_MAX);
   ASSERT_EQ(e.kld_mean, 0.0);
   const std::string base = WriteBase(kes(), text_path_, "kld-self.bin");
-  const ProcessResult r =
-      Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "64",
-           "--json", "--kl-divergence-base", base, "--kl-divergence"});
+  const ProcessResult r = Cli({"perplexity", "-t", "1", kes(), "-f", text_path_, "--ctx", "64",
+                               "--json", "--kl-divergence-base", base, "--kl-divergence"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   EXPECT_EQ(JsonNumber(r.out, "kld_positions"), static_cast<double>(e.count)) << r.out;
   EXPECT_LE(std::fabs(JsonNumber(r.out, "kld_mean")), e.kld_mean_bound) << r.out;
@@ -538,9 +529,9 @@ TEST_F(PerplexityTest, KlDivergenceOfQuantizedModelsMatchesRecomputedFromScoreLo
     ASSERT_TRUE(Model::Open(quantized, &model).ok());
     const ExpectedKld e = RecomputeKld(*base, *model, SampleText(), 64, SIZE_MAX);
     EXPECT_GT(e.kld_mean, 4 * e.kld_mean_bound) << "the test should see a real divergence";
-    const ProcessResult r = Cli(
-        {"perplexity", "-t", "1", quantized, "-f", text_path_, "--ctx", "64",
-         "--json", "--kl-divergence-base", base_file, "--kl-divergence"});
+    const ProcessResult r =
+        Cli({"perplexity", "-t", "1", quantized, "-f", text_path_, "--ctx", "64", "--json",
+             "--kl-divergence-base", base_file, "--kl-divergence"});
     ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
     EXPECT_EQ(JsonNumber(r.out, "kld_positions"), static_cast<double>(e.count)) << r.out;
     EXPECT_NEAR(JsonNumber(r.out, "kld_mean"), e.kld_mean, e.kld_mean_bound) << r.out;
@@ -548,14 +539,15 @@ TEST_F(PerplexityTest, KlDivergenceOfQuantizedModelsMatchesRecomputedFromScoreLo
     EXPECT_NEAR(JsonNumber(r.out, "ln_ppl_ratio"), e.ln_ppl_ratio, e.ln_ppl_ratio_bound) << r.out;
     EXPECT_NEAR(JsonNumber(r.out, "rms_dp"), e.rms_dp, e.rms_dp_bound + 1e-12) << r.out;
     EXPECT_NEAR(JsonNumber(r.out, "same_top"), e.same_top,
-                static_cast<double>(e.ambiguous_top) / e.count) << r.out;
+                static_cast<double>(e.ambiguous_top) / e.count)
+        << r.out;
     EXPECT_NEAR(JsonNumber(r.out, "ppl"), Recompute(*model, SampleText(), 64, SIZE_MAX).ppl,
-                1e-9 * JsonNumber(r.out, "ppl")) << r.out;
+                1e-9 * JsonNumber(r.out, "ppl"))
+        << r.out;
     // --chunks scores the first chunks of a longer base file.
     const ProcessResult two =
-        Cli({"perplexity", "-t", "1", quantized, "-f", text_path_, "--ctx",
-             "64", "--chunks", "2", "--json", "--kl-divergence-base", base_file,
-             "--kl-divergence"});
+        Cli({"perplexity", "-t", "1", quantized, "-f", text_path_, "--ctx", "64", "--chunks", "2",
+             "--json", "--kl-divergence-base", base_file, "--kl-divergence"});
     ASSERT_TRUE(two.exited && two.exit_code == 0) << Describe(two);
     EXPECT_EQ(JsonNumber(two.out, "kld_positions"), 2.0 * (64 - 1 - 32)) << two.out;
     EXPECT_NEAR(JsonNumber(two.out, "kld_mean"),
@@ -564,13 +556,12 @@ TEST_F(PerplexityTest, KlDivergenceOfQuantizedModelsMatchesRecomputedFromScoreLo
   }
   // The summary names each figure as llama-perplexity does.
   const ProcessResult r =
-      Cli({"perplexity", "-t", "1", ConvertTiny(tiny_->gguf, "q4"), "-f",
-           text_path_, "--ctx", "64", "--kl-divergence-base", base_file,
-           "--kl-divergence"});
+      Cli({"perplexity", "-t", "1", ConvertTiny(tiny_->gguf, "q4"), "-f", text_path_, "--ctx", "64",
+           "--kl-divergence-base", base_file, "--kl-divergence"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
-  for (const char* name : {"Mean PPL(base)", "Mean ln(PPL(Q)/PPL(base))", "Mean    KLD:",
-                           "Median  KLD:", "99.0%   KLD:", "Maximum KLD:", "RMS Δp    :",
-                           "Same top p:"}) {
+  for (const char* name :
+       {"Mean PPL(base)", "Mean ln(PPL(Q)/PPL(base))", "Mean    KLD:", "Median  KLD:",
+        "99.0%   KLD:", "Maximum KLD:", "RMS Δp    :", "Same top p:"}) {
     EXPECT_NE(r.out.find(name), std::string::npos) << name << " missing from " << r.out;
   }
   std::remove(base_file.c_str());
@@ -583,8 +574,8 @@ TEST_F(PerplexityTest, KlDivergenceBaseFileMismatchGivesOneErrorLine) {
   ASSERT_GT(bytes.size(), 1000u);
   const auto compare = [&](const std::string& file, const std::string& ctx,
                            const std::string& text) {
-    return Cli({"perplexity", "-t", "1", m, "-f", text, "--ctx", ctx,
-                "--kl-divergence-base", file, "--kl-divergence"});
+    return Cli({"perplexity", "-t", "1", m, "-f", text, "--ctx", ctx, "--kl-divergence-base", file,
+                "--kl-divergence"});
   };
   EXPECT_TRUE(IsCleanError(compare(base, "32", text_path_),
                            {"was made with --ctx 64", "this run uses --ctx 32"}));
@@ -592,8 +583,8 @@ TEST_F(PerplexityTest, KlDivergenceBaseFileMismatchGivesOneErrorLine) {
   const std::string other_text = ScratchPath("kld-other-text.txt");
   const std::string text = "the dog " + SampleText();
   ASSERT_TRUE(WriteBytes(other_text, reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-  EXPECT_TRUE(IsCleanError(compare(base, "64", other_text),
-                           {"made from other tokens", "there", "here"}));
+  EXPECT_TRUE(
+      IsCleanError(compare(base, "64", other_text), {"made from other tokens", "there", "here"}));
   std::remove(other_text.c_str());
 
   const std::string edited = ScratchPath("kld-edited.bin");
@@ -601,9 +592,9 @@ TEST_F(PerplexityTest, KlDivergenceBaseFileMismatchGivesOneErrorLine) {
     EXPECT_TRUE(WriteBytes(edited, edit.data(), edit.size()));
     return compare(edited, "64", text_path_);
   };
-  EXPECT_TRUE(IsCleanError(compare_edited({bytes.begin(), bytes.end() - 100}),
-                           {edited, "is truncated",
-                            std::to_string(bytes.size() - 100) + " bytes"}));
+  EXPECT_TRUE(
+      IsCleanError(compare_edited({bytes.begin(), bytes.end() - 100}),
+                   {edited, "is truncated", std::to_string(bytes.size() - 100) + " bytes"}));
   EXPECT_TRUE(IsCleanError(compare_edited({bytes.begin(), bytes.begin() + 12}),
                            {"is truncated", "20-byte header"}));
   std::vector<uint8_t> longer = bytes;

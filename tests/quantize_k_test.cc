@@ -26,7 +26,7 @@ using test::ScratchPath;
 struct TypeCase {
   const char* name;  // ggml's
   GgmlBlockType type;
-  bool gguf_py;      // gguf.quants.quantize implements it
+  bool gguf_py;  // gguf.quants.quantize implements it
 };
 // How ctest and gtest name a case (instead of its raw bytes).
 void PrintTo(const TypeCase& c, std::ostream* os) { *os << c.name; }
@@ -66,7 +66,8 @@ std::vector<float> TrickyValues(size_t elems) {
   }
   for (int b = 0; b < 8; ++b) block([&](size_t) { return normal(rng); });
   for (int b = 0; b < 4; ++b) block([&](size_t) { return uniform(rng) + 0.5f; });  // mostly > 0
-  block([&](size_t i) { return normal(rng) * std::pow(10.0f, static_cast<float>(i / 16 % 9) - 4); });
+  block(
+      [&](size_t i) { return normal(rng) * std::pow(10.0f, static_cast<float>(i / 16 % 9) - 4); });
   block([](size_t) { return 0.0f; });
   block([](size_t) { return 0.75f; });
   block([](size_t) { return -0.75f; });
@@ -93,9 +94,8 @@ void ExpectSameBlocks(const std::string& what, const std::vector<uint8_t>& ours,
     if (ours[i] != reference[i] && differing++ == 0) first = i;
   }
   EXPECT_EQ(differing, 0u) << what << ": " << differing << " bytes differ, the first in block "
-                           << first / block_bytes << " at byte " << first % block_bytes
-                           << ": ours " << int{ours[first]} << ", reference "
-                           << int{reference[first]};
+                           << first / block_bytes << " at byte " << first % block_bytes << ": ours "
+                           << int{ours[first]} << ", reference " << int{reference[first]};
 }
 
 class QuantizeKTest : public ::testing::TestWithParam<TypeCase> {};
@@ -112,9 +112,9 @@ TEST_P(QuantizeKTest, MatchesGgmlBitForBit) {
   QuantizeGgml(c.type, values.data(), values.size(), &ours);
   ASSERT_EQ(ours.size(), values.size() / elems * bytes);
   std::string error;
-  const std::vector<uint8_t> ggml = Oracle(
-      std::string("ggml_oracle.py' quantize ") + c.name + " " + std::to_string(row), values,
-      &error);
+  const std::vector<uint8_t> ggml =
+      Oracle(std::string("ggml_oracle.py' quantize ") + c.name + " " + std::to_string(row), values,
+             &error);
   ASSERT_EQ(error, "");
   ExpectSameBlocks(std::string(c.name) + " vs ggml", ours, ggml, bytes);
   if (c.gguf_py) {
@@ -125,17 +125,16 @@ TEST_P(QuantizeKTest, MatchesGgmlBitForBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Types, QuantizeKTest,
-    ::testing::Values(TypeCase{"Q8_0", GgmlBlockType::kQ8_0, true},
-                      TypeCase{"Q4_0", GgmlBlockType::kQ4_0, true},
-                      TypeCase{"Q4_1", GgmlBlockType::kQ4_1, true},
-                      TypeCase{"Q5_0", GgmlBlockType::kQ5_0, true},
-                      TypeCase{"Q5_1", GgmlBlockType::kQ5_1, true},
-                      TypeCase{"Q4_K", GgmlBlockType::kQ4_K, false},
-                      TypeCase{"Q5_K", GgmlBlockType::kQ5_K, false},
-                      TypeCase{"Q6_K", GgmlBlockType::kQ6_K, false}),
-    [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Types, QuantizeKTest,
+                         ::testing::Values(TypeCase{"Q8_0", GgmlBlockType::kQ8_0, true},
+                                           TypeCase{"Q4_0", GgmlBlockType::kQ4_0, true},
+                                           TypeCase{"Q4_1", GgmlBlockType::kQ4_1, true},
+                                           TypeCase{"Q5_0", GgmlBlockType::kQ5_0, true},
+                                           TypeCase{"Q5_1", GgmlBlockType::kQ5_1, true},
+                                           TypeCase{"Q4_K", GgmlBlockType::kQ4_K, false},
+                                           TypeCase{"Q5_K", GgmlBlockType::kQ5_K, false},
+                                           TypeCase{"Q6_K", GgmlBlockType::kQ6_K, false}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace kestrel

@@ -32,9 +32,9 @@ std::vector<uint8_t> OracleQuantize(const char* type, const std::vector<float>& 
     *error = "cannot write " + in;
     return {};
   }
-  *error = RunHostCommand(std::string("'") + KESTREL_PYTHON + "' '" + KESTREL_SOURCE_DIR +
-                          "/tests/py/dequant_ref.py' quantize " + type + " '" + in + "' '" + out +
-                          "'");
+  *error =
+      RunHostCommand(std::string("'") + KESTREL_PYTHON + "' '" + KESTREL_SOURCE_DIR +
+                     "/tests/py/dequant_ref.py' quantize " + type + " '" + in + "' '" + out + "'");
   std::vector<uint8_t> blocks = test::ReadBytes(out);
   std::remove(in.c_str());
   std::remove(out.c_str());
@@ -58,7 +58,7 @@ std::vector<float> TrickyValues() {
   block([](int) { return 0.75f; });
   block([](int) { return -0.75f; });
   block([](int i) { return i == 5 ? -8.0f : static_cast<float>(i % 7) - 3.0f; });
-  block([](int i) { return i == 0 ? 127.0f : static_cast<float>(i) - 15.5f; });     // Q8 ties
+  block([](int i) { return i == 0 ? 127.0f : static_cast<float>(i) - 15.5f; });  // Q8 ties
   block([](int i) { return i == 0 ? -8.0f : static_cast<float>(i % 16) * 0.5f - 4.0f; });  // Q4
   block([](int i) { return (i % 2 ? 1.0f : -1.0f) * 1e-41f * static_cast<float>(i + 1); });
   block([](int i) { return i % 3 == 0 ? 2.0f : (i % 3 == 1 ? -2.0f : 0.1f * i); });
@@ -77,8 +77,7 @@ void ExpectSameBlocks(const char* type, const std::vector<uint8_t>& ours,
   }
 }
 
-void CheckQuantizer(const char* type,
-                    void (*quantize)(const float*, size_t, std::vector<uint8_t>*),
+void CheckQuantizer(const char* type, void (*quantize)(const float*, size_t, std::vector<uint8_t>*),
                     size_t block_bytes) {
   const std::vector<float> values = TrickyValues();
   std::string error;
@@ -112,8 +111,8 @@ std::vector<float> DequantizeImported(const KesModel& m, uint32_t id) {
   std::vector<int32_t> all(rows);
   for (size_t r = 0; r < rows; ++r) all[r] = static_cast<int32_t>(r);
   std::vector<float> out(rows * k);
-  (t.dtype == fb::DType::Q4_0 ? ops::EmbedQ4 : ops::EmbedQ8)(
-      m.tensor_bytes[id].data(), rows, k, all.data(), rows, 1.0f, out.data());
+  (t.dtype == fb::DType::Q4_0 ? ops::EmbedQ4 : ops::EmbedQ8)(m.tensor_bytes[id].data(), rows, k,
+                                                             all.data(), rows, 1.0f, out.data());
   return out;
 }
 

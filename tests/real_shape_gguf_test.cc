@@ -48,7 +48,8 @@ assert f["llama.rope.freq_base"].contents() == 500000.0
 std::string MakeShape(const std::string& out_dir) {
   return test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
                               "/bench/real_shape_gguf.py --shapes tiny-llama3 --types f16 "
-                              "--out-dir " + out_dir + " > " + out_dir + ".paths");
+                              "--out-dir " +
+                              out_dir + " > " + out_dir + ".paths");
 }
 
 double ModifiedTime(const std::string& path) {
@@ -113,8 +114,8 @@ TEST(RealShapeGguf, ASkeletonExpandsToAFileOfTheSameShapeThatRuns) {
   const std::string gguf = dir + "/tiny-llama3.F16.gguf", skeleton = dir + "/tiny.skel";
   const std::string expanded = dir + "/expanded.gguf", kes = dir + "/expanded.kes";
   ASSERT_EQ(MakeShape(dir), "");
-  const std::string script = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                             "/bench/gguf_skeleton.py ";
+  const std::string script =
+      std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR + "/bench/gguf_skeleton.py ";
   ASSERT_EQ(test::RunHostCommand(script + "shrink " + gguf + " " + skeleton + " > /dev/null"), "");
   // Expanding needs no package: the interpreter alone, isolated from site-packages.
   ASSERT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " -I -S " + KESTREL_SOURCE_DIR +
@@ -127,9 +128,9 @@ TEST(RealShapeGguf, ASkeletonExpandsToAFileOfTheSameShapeThatRuns) {
   const std::string check = dir + "/check_expanded.py";
   ASSERT_TRUE(test::WriteBytes(check, reinterpret_cast<const uint8_t*>(kCheckExpanded),
                                sizeof(kCheckExpanded) - 1));
-  EXPECT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + check + " " + gguf + " " +
-                                 expanded),
-            "");
+  EXPECT_EQ(
+      test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + check + " " + gguf + " " + expanded),
+      "");
   const ProcessResult convert = test::Convert({expanded, kes, "--weights", "keep"});
   ASSERT_TRUE(convert.exited && convert.exit_code == 0) << Describe(convert);
   const ProcessResult bench =

@@ -21,7 +21,8 @@ namespace {
 // A .safetensors file: the header length, the header text, the data.
 std::vector<uint8_t> Make(const std::string& header, const std::vector<uint8_t>& data = {}) {
   std::vector<uint8_t> bytes;
-  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i)));
+  for (int i = 0; i < 8; ++i)
+    bytes.push_back(static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i)));
   bytes.insert(bytes.end(), header.begin(), header.end());
   bytes.insert(bytes.end(), data.begin(), data.end());
   return bytes;
@@ -62,17 +63,16 @@ std::vector<uint8_t> OneTensor(const std::string& entry, size_t data_bytes) {
 
 TEST(SafetensorsFile, ReadsF32F16Bf16BitExactly) {
   const std::vector<float> f32 = {1.5f, -0.0f, 3.4028235e38f, 1e-45f, -7.25f, 0.1f};
-  const std::vector<uint16_t> f16 = {0x3C00, 0x0001, 0xFBFF, 0x7C00};       // 1, 2^-24, -65504, inf
+  const std::vector<uint16_t> f16 = {0x3C00, 0x0001, 0xFBFF, 0x7C00};      // 1, 2^-24, -65504, inf
   const std::vector<uint16_t> bf16 = {0x3FC0, 0x8001, 0x7F80, 0xC049, 0};  // 1.5, tiny, inf, ...
   std::vector<uint8_t> data;
   Append(&data, f32);
   Append(&data, f16);
   Append(&data, bf16);
-  const std::string header =
-      R"({"__metadata__":{"format":"pt","k":"v"},)"
-      R"("z.f32":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
-      R"("a.f16":{"dtype":"F16","shape":[4],"data_offsets":[24,32]},)"
-      R"("m.bf16":{"dtype":"BF16","shape":[5,1],"data_offsets":[32,42]}})";
+  const std::string header = R"({"__metadata__":{"format":"pt","k":"v"},)"
+                             R"("z.f32":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                             R"("a.f16":{"dtype":"F16","shape":[4],"data_offsets":[24,32]},)"
+                             R"("m.bf16":{"dtype":"BF16","shape":[5,1],"data_offsets":[32,42]}})";
   std::unique_ptr<File> file;
   std::vector<uint8_t> storage;
   ASSERT_TRUE(OpenCopy(Make(header, data), &file, &storage).ok());
@@ -137,8 +137,8 @@ TEST(SafetensorsMalformed, Header) {
   ExpectRejected(Make("{\"w\": nonsense}"), {"header", "well-formed JSON", "line 1, column"});
   ExpectRejected(Make("[1, 2]"), {"header", "JSON object", "found an array"});
   ExpectRejected(Make(R"({"__metadata__":[1]})"), {"__metadata__", "object", "array"});
-  ExpectRejected(Make(R"({"__metadata__":{"k":3}})"), {"__metadata__ 'k'", "a string",
-                                                       "the number 3"});
+  ExpectRejected(Make(R"({"__metadata__":{"k":3}})"),
+                 {"__metadata__ 'k'", "a string", "the number 3"});
   ExpectRejected(Make(std::string(100, '[') + std::string(100, ']')), {"levels of nesting"});
   ExpectRejected(Make("{}", {1, 2, 3}), {"3 trailing bytes"});
 }
@@ -148,15 +148,20 @@ TEST(SafetensorsMalformed, Entries) {
       {R"({"shape":[1],"data_offsets":[0,4]})", "missing 'dtype'"},
       {R"({"dtype":"F32","data_offsets":[0,4]})", "missing 'shape'"},
       {R"({"dtype":"F32","shape":[1]})", "missing 'data_offsets'"},
-      {R"({"dtype":7,"shape":[1],"data_offsets":[0,4]})", "'dtype' to be a string, found the number 7"},
-      {R"({"dtype":"F32","shape":{},"data_offsets":[0,4]})", "'shape' to be an array, found an object"},
+      {R"({"dtype":7,"shape":[1],"data_offsets":[0,4]})",
+       "'dtype' to be a string, found the number 7"},
+      {R"({"dtype":"F32","shape":{},"data_offsets":[0,4]})",
+       "'shape' to be an array, found an object"},
       {R"({"dtype":"F32","shape":[1],"data_offsets":"0,4"})", "'data_offsets' to be an array"},
-      {R"({"dtype":"F32","shape":[-1],"data_offsets":[0,4]})", "non-negative integers, found the number -1"},
+      {R"({"dtype":"F32","shape":[-1],"data_offsets":[0,4]})",
+       "non-negative integers, found the number -1"},
       {R"({"dtype":"F32","shape":[1.5],"data_offsets":[0,4]})", "found the number 1.5"},
       {R"({"dtype":"F32","shape":[1],"data_offsets":[0]})", "2 integers [begin, end], found 1"},
       {R"({"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":1})", "unexpected key 'x'"},
-      {R"({"dtype":"F33","shape":[1],"data_offsets":[0,4]})", "unknown dtype 'F33' (expected one of BOOL"},
-      {R"({"dtype":"F32","shape":[2],"data_offsets":[0,4]})", "shape [2] of F32 needs 8 bytes, but data_offsets [0, 4] hold 4"},
+      {R"({"dtype":"F33","shape":[1],"data_offsets":[0,4]})",
+       "unknown dtype 'F33' (expected one of BOOL"},
+      {R"({"dtype":"F32","shape":[2],"data_offsets":[0,4]})",
+       "shape [2] of F32 needs 8 bytes, but data_offsets [0, 4] hold 4"},
       {R"({"dtype":"F32","shape":[0],"data_offsets":[4,0]})", "begin after end"},
       {R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})", "within the data section of 4 bytes"},
       {R"({"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,4]})", "overflows"},
@@ -172,30 +177,32 @@ TEST(SafetensorsMalformed, Entries) {
 TEST(SafetensorsMalformed, TilingAndDuplicates) {
   const std::vector<uint8_t> data(12, 0);
   ExpectRejected(Make(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                      R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", data),
+                      R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                      data),
                  {"'a' [0, 8] and 'b' [4, 12] overlap"});
   ExpectRejected(Make(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                      R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", data),
+                      R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                      data),
                  {"data bytes [4, 8)", "'b'", "no tensor"});
   ExpectRejected(Make(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},)"
-                      R"("a":{"dtype":"F32","shape":[0],"data_offsets":[12,12]}})", data),
-                 {"header", "duplicate key 'a'"});
-  ExpectRejected(Make(R"({"a":{"dtype":"F32","shape":[3],"dtype":"F16","data_offsets":[0,12]}})",
+                      R"("a":{"dtype":"F32","shape":[0],"data_offsets":[12,12]}})",
                       data),
-                 {"duplicate key 'dtype' in the object of 'a'"});
+                 {"header", "duplicate key 'a'"});
+  ExpectRejected(
+      Make(R"({"a":{"dtype":"F32","shape":[3],"dtype":"F16","data_offsets":[0,12]}})", data),
+      {"duplicate key 'dtype' in the object of 'a'"});
 }
 
 // Cuts every prefix and flips bytes of a good file: each must fail with a message, none crash.
 TEST(SafetensorsMalformed, TruncationAndCorruptionNeverCrash) {
   std::vector<uint8_t> data(10, 0x3C);
-  const std::vector<uint8_t> good =
-      Make(R"({"__metadata__":{"a":"b"},"x":{"dtype":"F16","shape":[5],"data_offsets":[0,10]}})",
-           data);
+  const std::vector<uint8_t> good = Make(
+      R"({"__metadata__":{"a":"b"},"x":{"dtype":"F16","shape":[5],"data_offsets":[0,10]}})", data);
   for (size_t length = 0; length < good.size(); ++length) {
     std::unique_ptr<File> file;
     std::vector<uint8_t> storage;
-    const Status s = OpenCopy(std::vector<uint8_t>(good.begin(), good.begin() + length), &file,
-                              &storage);
+    const Status s =
+        OpenCopy(std::vector<uint8_t>(good.begin(), good.begin() + length), &file, &storage);
     EXPECT_FALSE(s.ok()) << length;
     EXPECT_FALSE(s.message().empty());
   }
@@ -245,15 +252,16 @@ std::string Index(const std::string& weight_map) {
 
 TEST(SafetensorsCheckpoint, SingleFileAndShards) {
   std::unique_ptr<Checkpoint> c;
-  ASSERT_TRUE(Checkpoint::Open(Folder("st-single", {{"model.safetensors", Shard({"a", "b"})}}), &c)
-                  .ok());
+  ASSERT_TRUE(
+      Checkpoint::Open(Folder("st-single", {{"model.safetensors", Shard({"a", "b"})}}), &c).ok());
   EXPECT_FALSE(c->sharded());
   std::vector<float> v;
   ASSERT_TRUE(c->ReadF32("b", &v).ok());
   EXPECT_EQ(v, std::vector<float>{2.0f});
   ExpectHas(c->ReadF32("nope", &v), {"'nope'", "found in none"});
 
-  const std::string index = Index(R"("a":"s1.safetensors","b":"s2.safetensors","c":"s2.safetensors")");
+  const std::string index =
+      Index(R"("a":"s1.safetensors","b":"s2.safetensors","c":"s2.safetensors")");
   const Status s = Checkpoint::Open(Folder("st-sharded", {{"model.safetensors.index.json", index},
                                                           {"s1.safetensors", Shard({"a"})},
                                                           {"s2.safetensors", Shard({"c", "b"})}}),
@@ -274,10 +282,13 @@ TEST(SafetensorsCheckpoint, BadIndexes) {
     std::string index;
     std::vector<std::string> words;
   } cases[] = {
-      {Index(R"("a":"s1.safetensors","b":"gone.safetensors")"), {"gone.safetensors", "No such file"}},
+      {Index(R"("a":"s1.safetensors","b":"gone.safetensors")"),
+       {"gone.safetensors", "No such file"}},
       {Index(R"("a":"s1.safetensors","z":"s2.safetensors")"), {"'z'", "found in no shard"}},
-      {Index(R"("a":"s1.safetensors","b":"s1.safetensors")"), {"'b'", "s1.safetensors", "found in no shard"}},
-      {Index(R"("a":"s1.safetensors","b":"s2.safetensors")"), {"'c'", "s2.safetensors", "missing from weight_map"}},
+      {Index(R"("a":"s1.safetensors","b":"s1.safetensors")"),
+       {"'b'", "s1.safetensors", "found in no shard"}},
+      {Index(R"("a":"s1.safetensors","b":"s2.safetensors")"),
+       {"'c'", "s2.safetensors", "missing from weight_map"}},
       {Index(R"("a":"../s1.safetensors")"), {"'a'", "plain file name", "'/'"}},
       {Index(R"("a":"..")"), {"'a'", "plain file name", "'..'"}},
       {Index(R"("a":"")"), {"empty string"}},
@@ -291,22 +302,23 @@ TEST(SafetensorsCheckpoint, BadIndexes) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.index);
     std::unique_ptr<Checkpoint> checkpoint;
-    const std::string dir = Folder("st-bad-" + std::to_string(n++),
-                                   {{"model.safetensors.index.json", c.index},
-                                    {"s1.safetensors", s1},
-                                    {"s2.safetensors", s2}});
+    const std::string dir =
+        Folder("st-bad-" + std::to_string(n++), {{"model.safetensors.index.json", c.index},
+                                                 {"s1.safetensors", s1},
+                                                 {"s2.safetensors", s2}});
     std::vector<std::string> words = c.words;
     words.push_back("model.safetensors.index.json");
     ExpectHas(Checkpoint::Open(dir, &checkpoint), words);
   }
   // The same tensor in two shards, each listed.
   std::unique_ptr<Checkpoint> checkpoint;
-  ExpectHas(Checkpoint::Open(Folder("st-twice", {{"model.safetensors.index.json",
-                                                  Index(R"("a":"s1.safetensors","b":"s2.safetensors")")},
-                                                 {"s1.safetensors", Shard({"a"})},
-                                                 {"s2.safetensors", Shard({"b", "a"})}}),
-                             &checkpoint),
-            {"tensor 'a' is in two shards", "s1.safetensors", "s2.safetensors"});
+  ExpectHas(
+      Checkpoint::Open(Folder("st-twice", {{"model.safetensors.index.json",
+                                            Index(R"("a":"s1.safetensors","b":"s2.safetensors")")},
+                                           {"s1.safetensors", Shard({"a"})},
+                                           {"s2.safetensors", Shard({"b", "a"})}}),
+                       &checkpoint),
+      {"tensor 'a' is in two shards", "s1.safetensors", "s2.safetensors"});
   ExpectHas(Checkpoint::Open(Folder("st-empty", {}), &checkpoint), {"found neither"});
 }
 

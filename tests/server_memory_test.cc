@@ -68,9 +68,9 @@ TEST(ServerMemory, StackBelowTheCallerIsGivenBack) {
   // A stack backed by transparent huge pages would not grow page by page; the test needs it to.
   ASSERT_GE(deep - before, touched * 3 / 4)
       << "touching " << touched << " KiB of stack made " << deep - before << " KiB resident";
-  EXPECT_LE(released, before + 64) << "stack resident: " << before << " KiB before, " << deep
-                                   << " KiB after a deep call, " << released
-                                   << " KiB after it was given back";
+  EXPECT_LE(released, before + 64)
+      << "stack resident: " << before << " KiB before, " << deep << " KiB after a deep call, "
+      << released << " KiB after it was given back";
   EXPECT_EQ(sum_again, sum);
   EXPECT_GE(again - released, touched * 3 / 4);
 }

@@ -120,9 +120,9 @@ void ExpectSame(const Generation& alone, const Generation& together, const std::
   ASSERT_EQ(together.error, "") << what;
   EXPECT_EQ(together.tokens, alone.tokens) << what << ": token ids";
   ASSERT_EQ(together.logits.size(), alone.logits.size()) << what;
-  EXPECT_EQ(std::memcmp(together.logits.data(), alone.logits.data(),
-                        alone.logits.size() * sizeof(float)),
-            0)
+  EXPECT_EQ(
+      std::memcmp(together.logits.data(), alone.logits.data(), alone.logits.size() * sizeof(float)),
+      0)
       << what << ": logits differ";
 }
 
@@ -159,8 +159,8 @@ TEST_P(SessionConcurrency, TwoSessionsOnOneModelGenerateWhatEachGeneratesAlone) 
   // Twice, for another interleaving of the two threads.
   for (int round = 0; round < 2; ++round) {
     Generation together_a, together_b;
-    RunTogether({[&] { together_a = Generate(*model, c.a); },
-                 [&] { together_b = Generate(*model, c.b); }});
+    RunTogether(
+        {[&] { together_a = Generate(*model, c.a); }, [&] { together_b = Generate(*model, c.b); }});
     const std::string r = " (round " + std::to_string(round) + ")";
     ExpectSame(alone_a, together_a, "session a" + r);
     ExpectSame(alone_b, together_b, "session b" + r);
@@ -221,9 +221,9 @@ TEST(EncoderConcurrency, TwoEncodersOnOneModelEmbedWhatEachEmbedsAlone) {
 
   const std::vector<std::string> texts_a = {"The cat sits outside", "A man is playing guitar",
                                             "The new movie is awesome"};
-  const std::vector<std::string> texts_b = {
-      "The dog plays in the garden", "A woman watches TV", "The new movie is so great",
-      "Hello world", "one two three four five six seven eight nine ten"};
+  const std::vector<std::string> texts_b = {"The dog plays in the garden", "A woman watches TV",
+                                            "The new movie is so great", "Hello world",
+                                            "one two three four five six seven eight nine ten"};
   std::vector<float> alone_a, alone_b;
   ASSERT_EQ(Embed(*model, texts_a, 1, &alone_a), "");
   ASSERT_EQ(Embed(*model, texts_b, 2, &alone_b), "");

@@ -83,8 +83,7 @@ int main(int argc, char** argv) {
   check(transcriber == NULL, "kes_transcriber_create leaves no handle", "not NULL");
   check_refused("kes_transcribe_pcm",
                 kes_transcribe_pcm(NULL, samples, 160, 16000, NULL, NULL, NULL));
-  check_refused("kes_transcribe_file",
-                kes_transcribe_file(NULL, "speech.wav", NULL, NULL, NULL));
+  check_refused("kes_transcribe_file", kes_transcribe_file(NULL, "speech.wav", NULL, NULL, NULL));
   check_refused("kes_transcriber_language", kes_transcriber_language(NULL, &code, &code_len));
   check(strcmp(kes_transcriber_last_error(NULL), "") == 0, "kes_transcriber_last_error(NULL)",
         "not empty");

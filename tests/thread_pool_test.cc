@@ -67,8 +67,8 @@ TEST(ThreadPool, MoreThreadsThanCpusStaysFast) {
   // waking 8x the threads costs far more per run than here. The ratio covers machines where even
   // the fitting pool is that slow; the floor, one CPU (fit near 0), where a ratio means nothing.
   EXPECT_LT(over, std::max(100 * fit, 1.0))
-      << cpus << " CPUs: " << kRuns << " runs took " << fit << " s with " << cpus
-      << " threads and " << over << " s with " << 8 * cpus;
+      << cpus << " CPUs: " << kRuns << " runs took " << fit << " s with " << cpus << " threads and "
+      << over << " s with " << 8 * cpus;
 }
 
 TEST(CpuCount, PhysicalCoresAreAtMostTheCpusAvailable) {

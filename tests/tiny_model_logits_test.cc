@@ -121,8 +121,8 @@ TEST_P(TinyModelLogits, MatchTheOracleAndBecomeTheReferenceForCrossBuilds) {
   ops::test::ForEachTarget([&](const char* target) {
     const std::vector<float> logits = Score(*kept, tokens, 1);
     EXPECT_TRUE(Score(*kept, tokens, 2) == logits) << target << ": 2 threads differ from 1";
-    const double vs_f32 = LargestLogitError(logits.data(), ours.data(), tokens.size(), vocab,
-                                            &worst_at);
+    const double vs_f32 =
+        LargestLogitError(logits.data(), ours.data(), tokens.size(), vocab, &worst_at);
     std::printf("%s keep on %s vs f32: largest logit error %.3g of the range (position %zu)\n",
                 stem.c_str(), target, vs_f32, worst_at);
     EXPECT_LE(vs_f32, kKeepTolerance) << target << " at position " << worst_at;
@@ -130,8 +130,8 @@ TEST_P(TinyModelLogits, MatchTheOracleAndBecomeTheReferenceForCrossBuilds) {
       keep_logits = logits;
       return;
     }
-    const double vs_first = LargestLogitError(logits.data(), keep_logits.data(), tokens.size(),
-                                              vocab, &worst_at);
+    const double vs_first =
+        LargestLogitError(logits.data(), keep_logits.data(), tokens.size(), vocab, &worst_at);
     std::printf("%s keep on %s vs the first target: %.3g of the range\n", stem.c_str(), target,
                 vs_first);
     EXPECT_LE(vs_first, kKeepCrossTolerance) << target << " at position " << worst_at;
@@ -163,8 +163,10 @@ class TinyModelCrossTest : public ::testing::TestWithParam<TinyFamily> {
       size_t worst_at = 0;
       const double worst =
           LargestLogitError(ours.data(), host.data(), tokens.size(), vocab, &worst_at);
-      std::printf("%s%s, %zu threads: largest logit error vs the host build %.3g of the range "
-                  "(position %zu)\n", GetParam().stem, variant.c_str(), threads, worst, worst_at);
+      std::printf(
+          "%s%s, %zu threads: largest logit error vs the host build %.3g of the range "
+          "(position %zu)\n",
+          GetParam().stem, variant.c_str(), threads, worst, worst_at);
       EXPECT_LE(worst, tolerance) << "at position " << worst_at;
     }
   }
@@ -199,8 +201,7 @@ TEST_P(TinyModelCrossTest, HostWrittenKeepKesGivesTheHostLogits) {
   ExpectHostLogits("-keep", kKeepCrossTolerance);
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyModel, TinyModelCrossTest, ::testing::ValuesIn(kFamilies),
-                         FamilyName);
+INSTANTIATE_TEST_SUITE_P(TinyModel, TinyModelCrossTest, ::testing::ValuesIn(kFamilies), FamilyName);
 
 #endif  // KESTREL_CROSS_BUILD
 

@@ -115,13 +115,17 @@ TEST(TokenizerBpe, CharacterWithoutTokenIsDroppedNotUnknown) {
     config.pre = pre;
     config.unk_id = config.bos_id = config.eos_id = 0;
     Tokenizer tok;
-    ASSERT_TRUE(tok.Init(pieces.size(), [&](size_t i) { return std::string_view(pieces[i]); },
-                         scores.data(), types.data(), config)
+    ASSERT_TRUE(tok.Init(
+                       pieces.size(), [&](size_t i) { return std::string_view(pieces[i]); },
+                       scores.data(), types.data(), config)
                     .ok());
     const int32_t a = tok.Find("a"), b = tok.Find("b");
     for (const bool parse_special : {false, true}) {
       std::vector<int32_t> ids;
-      ASSERT_TRUE(tok.Encode("a\x04" "b", false, parse_special, &ids).ok());
+      ASSERT_TRUE(tok.Encode("a\x04"
+                             "b",
+                             false, parse_special, &ids)
+                      .ok());
       EXPECT_EQ(ids, (std::vector<int32_t>{a, b})) << "parse_special=" << parse_special;
       ASSERT_TRUE(tok.Encode(std::string("\x04\x00\x04", 3), false, parse_special, &ids).ok());
       EXPECT_EQ(ids, std::vector<int32_t>{}) << "parse_special=" << parse_special;
@@ -142,7 +146,7 @@ TEST(TokenizerBpe, InvalidUtf8ReadsAsLlamaCppReadsIt) {
   EXPECT_EQ(t.Encode("\xFF"), bytes("\xEF\xBF\xBD"));
   EXPECT_EQ(t.Encode("\x80\x80"), bytes("\xEF\xBF\xBD\xEF\xBF\xBD"));
   EXPECT_EQ(t.Encode("\xC3"), bytes("\xEF\xBF\xBD"));  // truncated at the end
-  EXPECT_EQ(t.Encode("\xC1\x81"), bytes("A"));            // overlong 'A'
+  EXPECT_EQ(t.Encode("\xC1\x81"), bytes("A"));         // overlong 'A'
   EXPECT_EQ(t.Encode(std::string("\xC0\x80", 2)), bytes(std::string(1, '\0')));
   EXPECT_EQ(t.Encode("\xED\xA0\x80"), bytes("\xED\xA0\x80"));  // lone surrogate U+D800
   EXPECT_EQ(t.tok.Decode(t.Encode("x\xFEy")), "x\xEF\xBF\xBDy");
@@ -194,11 +198,15 @@ TEST(PreTokenizer, SanitizeUtf8ReadsBytesAsLlamaCppDoes) {
   const std::string fffd = "\xEF\xBF\xBD";
   EXPECT_EQ(SanitizeUtf8("ok \xC3\xA9 \xF0\x9F\x98\x80"), "ok \xC3\xA9 \xF0\x9F\x98\x80");
   EXPECT_EQ(SanitizeUtf8("\xF8\x88\x80\x80\x80"), fffd + fffd + fffd + fffd + fffd);
-  EXPECT_EQ(SanitizeUtf8("\xE3\x81" "a"), fffd + fffd + "a");  // truncated: each byte alone
-  EXPECT_EQ(SanitizeUtf8("\xE0\x80\xAF"), "/");                // overlong
-  EXPECT_EQ(SanitizeUtf8("\xED\xBF\xBF"), "\xED\xBF\xBF");     // lone low surrogate kept
+  EXPECT_EQ(SanitizeUtf8("\xE3\x81"
+                         "a"),
+            fffd + fffd + "a");                             // truncated: each byte alone
+  EXPECT_EQ(SanitizeUtf8("\xE0\x80\xAF"), "/");             // overlong
+  EXPECT_EQ(SanitizeUtf8("\xED\xBF\xBF"), "\xED\xBF\xBF");  // lone low surrogate kept
   // Above U+10FFFF llama.cpp throws; one U+FFFD for the whole sequence here.
-  EXPECT_EQ(SanitizeUtf8("a\xF4\x90\x80\x80" "b"), "a" + fffd + "b");
+  EXPECT_EQ(SanitizeUtf8("a\xF4\x90\x80\x80"
+                         "b"),
+            "a" + fffd + "b");
   EXPECT_EQ(SanitizeUtf8(std::string("\0", 1)), std::string("\0", 1));
 }
 

@@ -166,12 +166,17 @@ TEST(TokenizerTiny, ByteFallbackForMissingCharacters) {
   Tokenizer tok;
   ASSERT_TRUE(v.Init(&tok, config).ok());
   // U+00E9 is C3 A9; U+1F600 is F0 9F 98 80.
-  EXPECT_EQ(Encode(tok, "a\xC3\xA9" "b"), (Ids{a, byte0 + 0xC3, byte0 + 0xA9, b}));
+  EXPECT_EQ(Encode(tok,
+                   "a\xC3\xA9"
+                   "b"),
+            (Ids{a, byte0 + 0xC3, byte0 + 0xA9, b}));
   EXPECT_EQ(Encode(tok, "\xF0\x9F\x98\x80"),
             (Ids{byte0 + 0xF0, byte0 + 0x9F, byte0 + 0x98, byte0 + 0x80}));
   // Malformed UTF-8 still encodes and decodes back to the same bytes. As in llama.cpp a lead
   // byte decides the symbol length, so 0xFF swallows the next three bytes, 'b' included.
-  const std::string bad = "a\xFF\xE3\x81" "b\x80";
+  const std::string bad =
+      "a\xFF\xE3\x81"
+      "b\x80";
   EXPECT_EQ(Encode(tok, bad),
             (Ids{a, byte0 + 0xFF, byte0 + 0xE3, byte0 + 0x81, byte0 + 'b', byte0 + 0x80}));
   EXPECT_EQ(Encode(tok, "b\xC3"), (Ids{b, byte0 + 0xC3}));  // truncated at the end
@@ -191,7 +196,10 @@ TEST(TokenizerTiny, UnknownTokenWithoutByteTokens) {
   config.unk_id = unk;
   Tokenizer tok;
   ASSERT_TRUE(v.Init(&tok, config).ok());
-  EXPECT_EQ(Encode(tok, "a\xC3\xA9\xC3\xA9" "b"), (Ids{a, unk, unk, b}));  // one per character
+  EXPECT_EQ(Encode(tok,
+                   "a\xC3\xA9\xC3\xA9"
+                   "b"),
+            (Ids{a, unk, unk, b}));  // one per character
   EXPECT_EQ(tok.TokenText(unk), "");
 
   Tokenizer no_unk;
@@ -217,7 +225,10 @@ TEST(TokenizerTiny, ByteFallbackToSingleBytePieces) {
   Tokenizer tok;
   ASSERT_TRUE(v.Init(&tok, config).ok());
   // 0xFF starts a 4-byte symbol: "\xFFa\xE9" is one symbol of three bytes, not a token.
-  EXPECT_EQ(Encode(tok, "x\xFF" "a\xE9"), (Ids{x, ff, a, e9}));
+  EXPECT_EQ(Encode(tok,
+                   "x\xFF"
+                   "a\xE9"),
+            (Ids{x, ff, a, e9}));
   EXPECT_EQ(Encode(tok, "\xC3\xA9"), (Ids{unk}));  // no <0xC3> and no "\xC3" piece
 }
 
@@ -235,7 +246,7 @@ TEST(TokenizerTiny, ControlTokensSplitOnlyWithParseSpecial) {
   EXPECT_EQ(Encode(tok, text, false, true), (Ids{turn, u, nl, u, end, nl}));
   const Ids plain = Encode(tok, text, false, false);
   for (int32_t id : plain) EXPECT_NE(tok.Type(id), TokenType::kControl) << Pieces(tok, plain);
-  EXPECT_EQ(tok.Decode(plain), text);  // typed text stays text
+  EXPECT_EQ(tok.Decode(plain), text);                               // typed text stays text
   EXPECT_EQ(tok.Decode(Encode(tok, text, false, true)), "u\nu\n");  // control tokens print nothing
   EXPECT_EQ(tok.TokenText(turn), "");
 }
@@ -244,7 +255,10 @@ TEST(TokenizerTiny, UserDefinedTokensAlwaysSplitAndNeverMergeAcross) {
   TinyVocab v;
   const int32_t a = v.Add("a"), tag = v.Add("<b>", 0.0f, kUserDefined);
   const int32_t spaces = v.Add("  ", 0.0f, kUserDefined);  // Gemma 3 stores space runs raw
-  const int32_t sp = v.Add("\xE2\x96\x81"), sp_a = v.Add("\xE2\x96\x81" "a", -1.0f);
+  const int32_t sp = v.Add("\xE2\x96\x81"), sp_a = v.Add(
+                                                "\xE2\x96\x81"
+                                                "a",
+                                                -1.0f);
   const int32_t a_lt = v.Add("a<", -0.5f);
   v.AddAllBytes();
   Tokenizer tok;
@@ -476,13 +490,18 @@ std::vector<std::pair<std::string, bool>> RealVocabStrings() {
       {"\n", false},
       {"\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n", false},
       {"mixed \t \n whitespace \r\n windows line", false},
-      {"Caf\xC3\xA9 na\xC3\xAFve r\xC3\xA9sum\xC3\xA9 \xC3\xBC" "ber stra\xC3\x9F" "e", false},
+      {"Caf\xC3\xA9 na\xC3\xAFve r\xC3\xA9sum\xC3\xA9 \xC3\xBC"
+       "ber stra\xC3\x9F"
+       "e",
+       false},
       {"\xC3\x85ngstr\xC3\xB6m and \xC3\x89mile Zola, se\xC3\xB1or", false},
       {"\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\xE3\x81\xAE\xE3\x83\x86\xE3\x82\xAD\xE3\x82\xB9\xE3"
        "\x83\x88\xE3\x81\xA7\xE3\x81\x99\xE3\x80\x82",
-       false},                                                       // Japanese
-      {"\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C\xEF\xBC\x81", false},  // 你好，世界！
-      {"\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4 \xED\x85\x8D\xEC\x8A\xA4\xED\x8A\xB8", false},  // Korean
+       false},  // Japanese
+      {"\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C\xEF\xBC\x81",
+       false},  // 你好，世界！
+      {"\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4 \xED\x85\x8D\xEC\x8A\xA4\xED\x8A\xB8",
+       false},  // Korean
       {"\xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7 \xD8\xA8\xD8\xA7\xD9\x84\xD8\xB9\xD8\xA7\xD9\x84"
        "\xD9\x85",
        false},  // Arabic
@@ -492,7 +511,7 @@ std::vector<std::pair<std::string, bool>> RealVocabStrings() {
       {"\xD0\x9F\xD1\x80\xD0\xB8\xD0\xB2\xD0\xB5\xD1\x82, \xD0\xBC\xD0\xB8\xD1\x80!", false},
       {"\xCE\x93\xCE\xB5\xCE\xB9\xCE\xAC \xCF\x83\xCE\xBF\xCF\x85 \xCE\xBA\xCF\x8C\xCF\x83\xCE\xBC"
        "\xCE\xB5",
-       false},  // Greek
+       false},                                                                       // Greek
       {"\xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D \xD7\xA2\xD7\x95\xD7\x9C\xD7\x9D", false},  // Hebrew
       {"\xE0\xB8\xAA\xE0\xB8\xA7\xE0\xB8\xB1\xE0\xB8\xAA\xE0\xB8\x94\xE0\xB8\xB5", false},  // Thai
       {"emoji \xF0\x9F\x98\x80\xF0\x9F\x98\x82\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD", false},
@@ -504,20 +523,23 @@ std::vector<std::pair<std::string, bool>> RealVocabStrings() {
        false},
       {"\xE2\x9D\xA4\xEF\xB8\x8F heart with variation selector", false},
       {"combining e\xCC\x81 vs \xC3\xA9 and a\xCC\x8A", false},
-      {"hieroglyphs \xF0\x93\x80\x80\xF0\x93\x80\x81\xF0\x93\x80\x82", false},    // byte fallback
+      {"hieroglyphs \xF0\x93\x80\x80\xF0\x93\x80\x81\xF0\x93\x80\x82", false},  // byte fallback
       {"cuneiform \xF0\x92\x80\x80 linear b \xF0\x90\x80\x80", false},
       {"private use \xEE\x80\x80\xEF\xA3\xBF and \xF4\x8F\xBF\xBD", false},
       {"math \xE2\x88\x80x\xE2\x88\x88\xE2\x84\x9D: x\xC2\xB2 \xE2\x89\xA5 0, \xE2\x88\x91 "
        "\xE2\x88\xAB \xE2\x88\x9E",
        false},
       {"control chars \x01\x02\x7F and NUL-free", false},
-      {"int main() {\n  std::vector<int> v{1, 2, 3};\n  for (auto& x : v) x *= 2;\n  return 0;\n}\n",
+      {"int main() {\n  std::vector<int> v{1, 2, 3};\n  for (auto& x : v) x *= 2;\n  return "
+       "0;\n}\n",
        false},
       {"def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n", false},
       {"\tif (x) {\n\t\ty = x->next;\n\t}\n", false},
       {"SELECT id, name FROM users WHERE age >= 21 ORDER BY name;", false},
       {"{\"key\": [1, 2.5, -3e10, true, null], \"nested\": {\"a\": \"b\"}}", false},
-      {"3.14159265358979 1,000,000 0x1F 1e-9 42% $19.99 \xE2\x82\xAC" "5", false},
+      {"3.14159265358979 1,000,000 0x1F 1e-9 42% $19.99 \xE2\x82\xAC"
+       "5",
+       false},
       {"1234567890 12345678901234567890", false},
       {"https://www.example.com/path/to/page?query=1&lang=en#section-2", false},
       {"email: someone@example.org, phone +1 (555) 123-4567", false},
@@ -535,8 +557,13 @@ std::vector<std::pair<std::string, bool>> RealVocabStrings() {
       {"hyphen-ated words, don't stop; it's (really) \"quoted\" 'single'", false},
       {"repeated aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa letters", false},
       {"...!!!?\?\?---___===+++***", false},
-      {"\xE2\x80\x9C" "curly quotes\xE2\x80\x9D \xE2\x80\x94 em dash \xE2\x80\xA6 ellipsis", false},
-      {"no\xC2\xA0" "break\xE2\x80\x83" "em\xE3\x80\x80ideographic spaces", false},
+      {"\xE2\x80\x9C"
+       "curly quotes\xE2\x80\x9D \xE2\x80\x94 em dash \xE2\x80\xA6 ellipsis",
+       false},
+      {"no\xC2\xA0"
+       "break\xE2\x80\x83"
+       "em\xE3\x80\x80ideographic spaces",
+       false},
       {"antidisestablishmentarianism pneumonoultramicroscopicsilicovolcanoconiosis", false},
   };
 }
@@ -603,8 +630,8 @@ class TokenizerGemma3Test : public ::testing::Test {
     std::string error;
     const auto start = std::chrono::steady_clock::now();
     if (!ReadGemmaVocab(KESTREL_MODEL_GGUF, tok_, &error)) {
-      load_error_ = new std::string("reading the vocabulary of " +
-                                    std::string(KESTREL_MODEL_GGUF) + ": " + error);
+      load_error_ = new std::string("reading the vocabulary of " + std::string(KESTREL_MODEL_GGUF) +
+                                    ": " + error);
       return;
     }
     std::printf("vocabulary read and tokenizer built in %.0f ms\n",
@@ -638,7 +665,8 @@ class TokenizerGemma3Test : public ::testing::Test {
                                   << "\n  oracle:  " << Pieces(*tok_, expected[i]);
       if (check_decode && !cases[i].parse_special &&
           cases[i].text.find("\xE2\x96\x81") == std::string::npos) {
-        EXPECT_EQ(tok_->Decode(got), cases[i].text) << "text \"" << Printable(cases[i].text) << "\"";
+        EXPECT_EQ(tok_->Decode(got), cases[i].text)
+            << "text \"" << Printable(cases[i].text) << "\"";
       }
     }
     std::printf("%zu cases, %zu tokens, %zu mismatches\n", cases.size(), tokens, mismatches);
@@ -724,16 +752,81 @@ TEST_F(TokenizerGemma3Test, MatchesSentencePieceOracleOnVariedStrings) {
 // Random strings glued from fragments that stress the corners: runs of spaces, tabs and
 // newlines, special tokens and pieces of them, a literal U+2581, scripts and byte fallback.
 std::vector<std::string> RandomStrings(size_t count, uint32_t seed) {
-  static const char* const kFragments[] = {
-      "the", "The", " quick", "brown", "fox", " ", "  ", "   ", "        ", "\t", "\t\t", "\n",
-      "\n\n", "\r\n", "0", "42", "3.14", ",", ".", "!", "?", "'s", "(", ")", "{", "}", "->",
-      "::", "#", "*", "_", "=", "\"", "<", ">", "/", "<b>", "</b>", "<start_of_turn>",
-      "<end_of_turn>", "<start_of", "_turn>", "<eos>", "<bos>", "<unused17>", "[multimodal]",
-      "\xE2\x96\x81", "\xE2\x96\x81\xE2\x96\x81", "\xC3\xA9", "\xC3\xB1", "\xC3\x9F",
-      "\xE6\x97\xA5\xE6\x9C\xAC", "\xE4\xB8\xAD", "\xD9\x85\xD8\xB1", "\xE0\xA4\xA8\xE0\xA4\xAE",
-      "\xD0\x9F\xD1\x80", "\xF0\x9F\x98\x80", "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9",
-      "\xF0\x9F\x87\xAB\xF0\x9F\x87\xB7", "\xF0\x93\x80\x80", "\xEE\x80\x80", "\xE2\x80\x8B",
-      "ing", "tion", "un", "re", "http", "://", "www", "x", "y", "z", "Q", "\x01", "\x7F"};
+  static const char* const kFragments[] = {"the",
+                                           "The",
+                                           " quick",
+                                           "brown",
+                                           "fox",
+                                           " ",
+                                           "  ",
+                                           "   ",
+                                           "        ",
+                                           "\t",
+                                           "\t\t",
+                                           "\n",
+                                           "\n\n",
+                                           "\r\n",
+                                           "0",
+                                           "42",
+                                           "3.14",
+                                           ",",
+                                           ".",
+                                           "!",
+                                           "?",
+                                           "'s",
+                                           "(",
+                                           ")",
+                                           "{",
+                                           "}",
+                                           "->",
+                                           "::",
+                                           "#",
+                                           "*",
+                                           "_",
+                                           "=",
+                                           "\"",
+                                           "<",
+                                           ">",
+                                           "/",
+                                           "<b>",
+                                           "</b>",
+                                           "<start_of_turn>",
+                                           "<end_of_turn>",
+                                           "<start_of",
+                                           "_turn>",
+                                           "<eos>",
+                                           "<bos>",
+                                           "<unused17>",
+                                           "[multimodal]",
+                                           "\xE2\x96\x81",
+                                           "\xE2\x96\x81\xE2\x96\x81",
+                                           "\xC3\xA9",
+                                           "\xC3\xB1",
+                                           "\xC3\x9F",
+                                           "\xE6\x97\xA5\xE6\x9C\xAC",
+                                           "\xE4\xB8\xAD",
+                                           "\xD9\x85\xD8\xB1",
+                                           "\xE0\xA4\xA8\xE0\xA4\xAE",
+                                           "\xD0\x9F\xD1\x80",
+                                           "\xF0\x9F\x98\x80",
+                                           "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9",
+                                           "\xF0\x9F\x87\xAB\xF0\x9F\x87\xB7",
+                                           "\xF0\x93\x80\x80",
+                                           "\xEE\x80\x80",
+                                           "\xE2\x80\x8B",
+                                           "ing",
+                                           "tion",
+                                           "un",
+                                           "re",
+                                           "http",
+                                           "://",
+                                           "www",
+                                           "x",
+                                           "y",
+                                           "z",
+                                           "Q",
+                                           "\x01",
+                                           "\x7F"};
   constexpr size_t kCount = sizeof(kFragments) / sizeof(kFragments[0]);
   std::mt19937 rng(seed);
   std::vector<std::string> out;
@@ -809,8 +902,8 @@ TEST_F(TokenizerGemma3Test, EncodesAMegabyteOfText) {
   const Ids ids = Encode(*tok_, text, true, true);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::printf("encoded %zu bytes into %zu tokens in %.1f ms (%.1f MB/s)\n", text.size(),
-              ids.size(), ms, text.size() / 1e3 / ms);
+  std::printf("encoded %zu bytes into %zu tokens in %.1f ms (%.1f MB/s)\n", text.size(), ids.size(),
+              ms, text.size() / 1e3 / ms);
   EXPECT_GT(ids.size(), text.size() / 20);
 }
 

@@ -19,10 +19,11 @@ namespace kestrel {
 namespace {
 
 const std::vector<std::string> kPieces = {
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",                          // 0-4
-    "un", "##aff", "##able", "una", "##ffable", "aff", "able",              // 5-11
-    "hello", "world", ",", "!", ".", "$", "cafe", "naive", "中", "文",      // 12-21
-    "a", "##b", "x", "##y", "i", "##\xCC\x87", "istanbul", "tab",          // 22-29
+    "[PAD]", "[UNK]", "[CLS]",  "[SEP]", "[MASK]",                          // 0-4
+    "un",    "##aff", "##able", "una",   "##ffable", "aff",        "able",  // 5-11
+    "hello", "world", ",",      "!",     ".",        "$",          "cafe",     "naive",
+    "中",    "文",                                                                     // 12-21
+    "a",     "##b",   "x",      "##y",   "i",        "##\xCC\x87", "istanbul", "tab",  // 22-29
 };
 
 TokenizerConfig WordPieceConfig() {
@@ -39,8 +40,9 @@ Tokenizer Make(const TokenizerConfig& config = WordPieceConfig()) {
   types[0] = types[2] = types[3] = types[4] = 3;
   types[1] = 2;
   Tokenizer t;
-  const Status s = t.Init(kPieces.size(), [](size_t i) { return std::string_view(kPieces[i]); },
-                          scores.data(), types.data(), config);
+  const Status s = t.Init(
+      kPieces.size(), [](size_t i) { return std::string_view(kPieces[i]); }, scores.data(),
+      types.data(), config);
   EXPECT_TRUE(s.ok()) << s.message();
   return t;
 }
@@ -77,14 +79,17 @@ TEST(WordPiece, UnknownWordsAreOneUnknownToken) {
 TEST(WordPiece, NormalizesLikeBert) {
   const Tokenizer t = Make();
   EXPECT_EQ(Ids(t, "HeLLo, World!"), (V{12, 14, 13, 15}));
-  EXPECT_EQ(Ids(t, "Café NAÏVE"), (V{18, 19}));              // accents stripped, lowercased
-  EXPECT_EQ(Ids(t, "cafe\xCC\x81"), (V{18}));                // combining acute dropped
-  EXPECT_EQ(Ids(t, "中文"), (V{20, 21}));                     // each ideograph its own word
-  EXPECT_EQ(Ids(t, "hel\x01lo\xE2\x80\x8B"), (V{12}));       // control and format chars dropped
-  EXPECT_EQ(Ids(t, "a\tx\r\nhello\xC2\xA0world\xE3\x80\x80" "a"), (V{22, 24, 12, 13, 22}));
-  EXPECT_EQ(Ids(t, "hello\x0Bworld"), (V{1}));               // vertical tab is dropped, not a space
-  EXPECT_EQ(Ids(t, "$hello."), (V{17, 12, 16}));             // ASCII symbols are punctuation
-  EXPECT_EQ(Ids(t, "\xC4\xB0stanbul"), (V{28}));             // İ: NFD then lowercase
+  EXPECT_EQ(Ids(t, "Café NAÏVE"), (V{18, 19}));         // accents stripped, lowercased
+  EXPECT_EQ(Ids(t, "cafe\xCC\x81"), (V{18}));           // combining acute dropped
+  EXPECT_EQ(Ids(t, "中文"), (V{20, 21}));               // each ideograph its own word
+  EXPECT_EQ(Ids(t, "hel\x01lo\xE2\x80\x8B"), (V{12}));  // control and format chars dropped
+  EXPECT_EQ(Ids(t,
+                "a\tx\r\nhello\xC2\xA0world\xE3\x80\x80"
+                "a"),
+            (V{22, 24, 12, 13, 22}));
+  EXPECT_EQ(Ids(t, "hello\x0Bworld"), (V{1}));    // vertical tab is dropped, not a space
+  EXPECT_EQ(Ids(t, "$hello."), (V{17, 12, 16}));  // ASCII symbols are punctuation
+  EXPECT_EQ(Ids(t, "\xC4\xB0stanbul"), (V{28}));  // İ: NFD then lowercase
   TokenizerConfig keep_accents = WordPieceConfig();
   keep_accents.normalizer.strip_accents = false;
   EXPECT_EQ(Ids(Make(keep_accents), "\xC4\xB0"), (V{26, 27}));  // full lowercase: i + U+0307
@@ -115,8 +120,11 @@ TEST(WordPiece, InitChecksItsOptions) {
   std::vector<int8_t> types(kPieces.size(), 1);
   const auto init = [&](const TokenizerConfig& c) {
     Tokenizer t;
-    return t.Init(kPieces.size(), [](size_t i) { return std::string_view(kPieces[i]); },
-                  scores.data(), types.data(), c).message();
+    return t
+        .Init(
+            kPieces.size(), [](size_t i) { return std::string_view(kPieces[i]); }, scores.data(),
+            types.data(), c)
+        .message();
   };
   TokenizerConfig c = WordPieceConfig();
   c.unk_id = -1;
@@ -139,8 +147,8 @@ class HfTokenizerFiles : public ::testing::Test {
     ::mkdir(dir_.c_str(), 0755);
   }
   void TearDown() override {
-    for (const char* name : {"tokenizer.json", "vocab.txt", "tokenizer_config.json",
-                             "special_tokens_map.json"}) {
+    for (const char* name :
+         {"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"}) {
       ::unlink((dir_ + "/" + name).c_str());
     }
     ::rmdir(dir_.c_str());
@@ -162,14 +170,17 @@ class HfTokenizerFiles : public ::testing::Test {
                                                         "a": 3, "##b": 4})") {
     return R"({"added_tokens": [{"id": 0, "content": "[UNK]", "special": true, "lstrip": false,
                "rstrip": false, "single_word": false, "normalized": false}],
-               "normalizer": )" + normalizer + R"(, "pre_tokenizer": {"type": "BertPreTokenizer"},
+               "normalizer": )" +
+           normalizer + R"(, "pre_tokenizer": {"type": "BertPreTokenizer"},
                "post_processor": {"type": "TemplateProcessing",
                  "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
                             {"Sequence": {"id": "A", "type_id": 0}},
                             {"SpecialToken": {"id": "[SEP]", "type_id": 0}}]},
-               "model": {"type": ")" + model_type + R"(", "unk_token": "[UNK]",
+               "model": {"type": ")" +
+           model_type + R"(", "unk_token": "[UNK]",
                  "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
-                 "vocab": )" + vocab + "}}";
+                 "vocab": )" +
+           vocab + "}}";
   }
   std::string dir_;
 };
@@ -220,7 +231,8 @@ TEST_F(HfTokenizerFiles, DamagedTokenizerJsonNamesFileAndField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {Json("BPE"), "model.type: expected \"WordPiece\""},
       {Json().substr(0, 200), "expected well-formed JSON"},
-      {Json("WordPiece", R"({"type": "Lowercase"})"), "normalizer.type: expected \"BertNormalizer\""},
+      {Json("WordPiece", R"({"type": "Lowercase"})"),
+       "normalizer.type: expected \"BertNormalizer\""},
       {Json("WordPiece", R"({"type": "BertNormalizer", "clean_text": 1})"),
        "normalizer.clean_text: expected a boolean, found the number 1"},
       {Json("WordPiece", R"({"type": "BertNormalizer", "clean_text": true,
@@ -229,15 +241,18 @@ TEST_F(HfTokenizerFiles, DamagedTokenizerJsonNamesFileAndField) {
        "duplicate key 'lowercase'"},
       {Json("WordPiece", R"({"type": "BertNormalizer", "clean_text": true,
                              "handle_chinese_chars": true, "strip_accents": null,
-                             "lowercase": true})", R"({"[UNK]": 0, "a": 5})"),
+                             "lowercase": true})",
+            R"({"[UNK]": 0, "a": 5})"),
        "model.vocab: expected ids 0..1"},
       {Json("WordPiece", R"({"type": "BertNormalizer", "clean_text": true,
                              "handle_chinese_chars": true, "strip_accents": null,
-                             "lowercase": true})", R"({"[UNK]": 0, "a": "1"})"),
+                             "lowercase": true})",
+            R"({"[UNK]": 0, "a": "1"})"),
        "model.vocab.a: expected a non-negative integer, found the string \"1\""},
       {Json("WordPiece", R"({"type": "BertNormalizer", "clean_text": true,
                              "handle_chinese_chars": true, "strip_accents": null,
-                             "lowercase": true})", R"({"[CLS]": 0, "a": 1})"),
+                             "lowercase": true})",
+            R"({"[CLS]": 0, "a": 1})"),
        "model.unk_token: \"[UNK]\" is not in the vocabulary"},
   };
   for (const auto& [text, expected] : cases) {

@@ -95,9 +95,10 @@ TEST(WavFile, ScalesEveryIntegerFormatAsFfmpeg) {
   ASSERT_TRUE(Decode(Wav(Format(1, 1, 8000, 8), {128, 0, 255, 192}), &info, &s).ok());
   EXPECT_EQ(s, (std::vector<float>{0.0f, -1.0f, 127.0f / 128, 0.5f}));
   // 24-bit: x / 2^23, sign from the top byte.
-  ASSERT_TRUE(Decode(Wav(Format(1, 1, 44100, 24), {0x00, 0x00, 0x40, 0x00, 0x00, 0x80,
-                                                  0xFF, 0xFF, 0xFF}),
-                     &info, &s).ok());
+  ASSERT_TRUE(
+      Decode(Wav(Format(1, 1, 44100, 24), {0x00, 0x00, 0x40, 0x00, 0x00, 0x80, 0xFF, 0xFF, 0xFF}),
+             &info, &s)
+          .ok());
   EXPECT_EQ(s, (std::vector<float>{0.5f, -1.0f, -1.0f / 8388608}));
   // 32-bit: x / 2^31.
   std::vector<uint8_t> d32;

@@ -116,8 +116,8 @@ double MeanRowCosine(const std::vector<float>& a, const std::vector<float>& b, d
 
 struct WeightCase {
   const char* weights;
-  double max_abs;      // bound on |ours - oracle| (0: not checked)
-  double min_cosine;   // bound on the mean row cosine
+  double max_abs;     // bound on |ours - oracle| (0: not checked)
+  double min_cosine;  // bound on the mean row cosine
 };
 void PrintTo(const WeightCase& c, std::ostream* os) { *os << c.weights; }
 
@@ -134,8 +134,7 @@ TEST_P(TinyWhisperEncoder, MatchesNumPyWhisper) {
   ASSERT_TRUE(s.ok()) << s.message();
   double max_abs = 0;
   const double cosine = MeanRowCosine(ours, want, &max_abs);
-  std::printf("%s: max |ours - numpy| = %.3g, mean row cosine %.7f\n", c.weights, max_abs,
-              cosine);
+  std::printf("%s: max |ours - numpy| = %.3g, mean row cosine %.7f\n", c.weights, max_abs, cosine);
   if (c.max_abs > 0) {
     EXPECT_LE(max_abs, c.max_abs);
   }
@@ -150,8 +149,7 @@ TEST_P(TinyWhisperEncoder, MatchesNumPyWhisper) {
 
 INSTANTIATE_TEST_SUITE_P(Weights, TinyWhisperEncoder,
                          testing::Values(WeightCase{"f32", 1e-4, 0.9999999},
-                                         WeightCase{"f16", 0, 0.99999},
-                                         WeightCase{"q8", 0, 0.999},
+                                         WeightCase{"f16", 0, 0.99999}, WeightCase{"q8", 0, 0.999},
                                          WeightCase{"q4", 0, 0.98}),
                          [](const testing::TestParamInfo<WeightCase>& info) {
                            return std::string(info.param.weights);
@@ -282,9 +280,9 @@ TEST_P(TinyWhisperDecoder, LogitsMatchNumPyWhisper) {
     // One prefill of the whole sequence ends with the same logits as the steps.
     session->Reset();
     ASSERT_TRUE(session->Prefill(tokens.data(), tokens.size()).ok());
-    EXPECT_LE(test::LargestLogitError(session->logits(), ours.data() + (rows - 1) * vocab, 1,
-                                      vocab),
-              1e-5);
+    EXPECT_LE(
+        test::LargestLogitError(session->logits(), ours.data() + (rows - 1) * vocab, 1, vocab),
+        1e-5);
   }
 }
 
@@ -584,9 +582,9 @@ TEST(TinyWhisper, MultilingualDetectsTheLanguageAndTranslates) {
     FirstSegment first;
     ASSERT_TRUE(transcriber->Transcribe(recording.data(), frames, KeepFirstSegment, &first).ok());
     EXPECT_EQ(transcriber->language(), c.expected_language);
-    const std::vector<int32_t> want =
-        greedy(frames - 1, {v.sot, c.expected_language, c.translate ? v.translate : v.transcribe,
-                            v.no_timestamps});
+    const std::vector<int32_t> want = greedy(
+        frames - 1,
+        {v.sot, c.expected_language, c.translate ? v.translate : v.transcribe, v.no_timestamps});
     // Segments split at timestamp pairs (the random model writes timestamps even without
     // timestamp mode, and faster-whisper splits those too): the first one begins the decoding.
     ASSERT_FALSE(first.tokens.empty());

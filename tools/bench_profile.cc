@@ -84,8 +84,8 @@ std::string StepProfile::Table(const std::string& test, size_t calls) const {
             [](const Label* a, const Label* b) { return a->seconds > b->seconds; });
   const double per_call = calls == 0 ? 0 : 1.0 / static_cast<double>(calls);
   std::string out;
-  Append(&out, "\n%s: time per %s by op (matmuls: weight bytes read per second)\n\n",
-         test.c_str(), test.rfind("tg", 0) == 0 ? "token" : "prompt");
+  Append(&out, "\n%s: time per %s by op (matmuls: weight bytes read per second)\n\n", test.c_str(),
+         test.rfind("tg", 0) == 0 ? "token" : "prompt");
   out += "| op                         | steps | ms per call | share | weights GB/s |\n";
   out += "|:---------------------------|------:|------------:|------:|-------------:|\n";
   for (const Label* label : order) {

@@ -37,10 +37,10 @@ class StepProfile {
   static void Observe(void* context, const BoundPlan& plan, const fb::Op& op, size_t n_tokens);
 
   struct Label {
-    std::string name;      // "MatMul q4_k", "RmsNorm", ...
+    std::string name;  // "MatMul q4_k", "RmsNorm", ...
     double seconds = 0;
     uint64_t steps = 0;
-    uint64_t weight_bytes = 0;  // of every step counted, for the bytes-per-second column
+    uint64_t weight_bytes = 0;     // of every step counted, for the bytes-per-second column
     bool streams_weights = false;  // a matmul: every weight byte read each step
   };
   std::vector<Label> labels_;

@@ -47,8 +47,8 @@ std::string WeightFormat(const Model& model) {
   for (const fb::Tensor* t : *model.meta().tensors()) {
     // Panels are f32 weights in another order: the same format to whoever reads the figures.
     const fb::DType dtype = t->dtype() == fb::DType::F32_PANELS ? fb::DType::F32 : t->dtype();
-    auto it = std::find_if(bytes.begin(), bytes.end(),
-                           [&](const auto& e) { return e.first == dtype; });
+    auto it =
+        std::find_if(bytes.begin(), bytes.end(), [&](const auto& e) { return e.first == dtype; });
     if (it == bytes.end()) it = bytes.insert(bytes.end(), {dtype, 0});
     it->second += t->size();
     total += t->size();
@@ -60,7 +60,8 @@ std::string WeightFormat(const Model& model) {
   }
   if (bytes.empty()) return "?";
   if (bytes.size() == 1) return DTypeName(bytes[0].first);
-  std::sort(bytes.begin(), bytes.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::sort(bytes.begin(), bytes.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
   std::string format;
   for (const auto& [dtype, n] : bytes) {
     if (!format.empty()) format += ' ';
@@ -109,9 +110,8 @@ std::string EncoderBenchJsonFields(const Model& model, size_t arena_bytes, size_
                 "  \"model\": \"%s\",\n  \"weights\": \"%s\",\n  \"cpu\": \"%s\",\n"
                 "  \"target\": \"%s\",\n  \"weight_bytes\": %llu,\n  \"arena_bytes\": %zu,\n"
                 "  \"peak_rss_bytes\": %llu,\n  \"repetitions\": %zu,\n",
-                JsonEscape(model.meta().architecture()->str()).c_str(),
-                WeightFormat(model).c_str(), JsonEscape(CpuName()).c_str(),
-                ops::ChosenTargetName().c_str(),
+                JsonEscape(model.meta().architecture()->str()).c_str(), WeightFormat(model).c_str(),
+                JsonEscape(CpuName()).c_str(), ops::ChosenTargetName().c_str(),
                 static_cast<unsigned long long>(model.weights_bytes()), arena_bytes,
                 static_cast<unsigned long long>(PeakResidentBytes()), repetitions);
   return text;
@@ -119,10 +119,9 @@ std::string EncoderBenchJsonFields(const Model& model, size_t arena_bytes, size_
 
 void PrintEncoderBenchHeader(const char* kind, const std::string& model_path, const Model& model,
                              size_t arena_bytes) {
-  std::printf("model: %s %s (%s), weights %s, %s; arena %s\n",
-              model.meta().architecture()->c_str(), kind, model_path.c_str(),
-              WeightFormat(model).c_str(), FormatBytes(model.weights_bytes()).c_str(),
-              FormatBytes(arena_bytes).c_str());
+  std::printf("model: %s %s (%s), weights %s, %s; arena %s\n", model.meta().architecture()->c_str(),
+              kind, model_path.c_str(), WeightFormat(model).c_str(),
+              FormatBytes(model.weights_bytes()).c_str(), FormatBytes(arena_bytes).c_str());
   std::printf("cpu: %s; SIMD target %s; peak resident memory %s\n", CpuName().c_str(),
               ops::ChosenTargetName().c_str(), FormatBytes(PeakResidentBytes()).c_str());
 }

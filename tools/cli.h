@@ -29,8 +29,8 @@ int TranscribeCommand(const std::vector<std::string>& args);
 int Fail(const std::string& message);
 
 // Usage lines of the sampling flags run and chat share (a string literal, to concatenate).
-#define KESTREL_SAMPLER_FLAGS_USAGE                                                   \
-  "  --temp T            temperature; 0 is greedy (default 0.8)\n"                   \
+#define KESTREL_SAMPLER_FLAGS_USAGE                                                 \
+  "  --temp T            temperature; 0 is greedy (default 0.8)\n"                  \
   "  --top-k K           keep the K most likely tokens; 0 keeps all (default 40)\n" \
   "  --top-p P           keep the smallest set with probability P (default 0.95)\n" \
   "  --seed S            random seed (default 0)\n"
@@ -44,8 +44,8 @@ bool SamplerFlag(FlagReader& flags, const std::string& arg, SamplerOptions* opti
                  Status* status);
 
 // Usage lines of the KV-cache flags run, chat, bench and perplexity share.
-#define KESTREL_KV_FLAGS_USAGE                                                              \
-  "  --kv-type T         KV cache type: f32, f16 or int8 (default f16)\n"                  \
+#define KESTREL_KV_FLAGS_USAGE                                                                 \
+  "  --kv-type T         KV cache type: f32, f16 or int8 (default f16)\n"                      \
   "  --sinks N           first tokens kept for good once past the context (attention sinks;\n" \
   "                      default 4)\n"
 
@@ -73,8 +73,7 @@ bool ThreadsFlag(FlagReader& flags, const std::string& arg, size_t* n_threads, S
 // default): more than the model's context is clamped to it, with a warning when given (as
 // llama.cpp warns when n_ctx exceeds the training context); fewer tokens than `minimum`, or
 // than the default attention sinks and one more, is an error naming --ctx.
-Status ChooseContext(const Model& model, size_t asked, bool given, size_t minimum,
-                     size_t* context);
+Status ChooseContext(const Model& model, size_t asked, bool given, size_t minimum, size_t* context);
 
 // Reads all of `path`, or standard input for "-", for the flag `flag` (e.g. "-f").
 Status ReadInputText(const std::string& flag, const std::string& path, std::string* out);

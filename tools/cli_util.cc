@@ -80,11 +80,10 @@ bool KvFlag(FlagReader& flags, const std::string& arg, KvOptions* kv, Status* st
 
 Status CreateSession(const Model& model, const SessionOptions& options,
                      std::unique_ptr<Session>* out) {
-  const size_t context =
-      std::min<size_t>(options.context_length, model.hparams().context_length());
-  KES_CHECK_OR_RETURN(options.kv.sinks < context,
-                      "--sinks: expected fewer than the context of " + std::to_string(context) +
-                          " tokens, found " + std::to_string(options.kv.sinks));
+  const size_t context = std::min<size_t>(options.context_length, model.hparams().context_length());
+  KES_CHECK_OR_RETURN(options.kv.sinks < context, "--sinks: expected fewer than the context of " +
+                                                      std::to_string(context) + " tokens, found " +
+                                                      std::to_string(options.kv.sinks));
   return Session::Create(model, options, out);
 }
 
@@ -164,10 +163,10 @@ Status ChooseContext(const Model& model, size_t asked, bool given, size_t minimu
   // that fills it is the flag to blame, and CreateSession says so.
   const size_t sinks = KvOptions().sinks;
   minimum = std::max(minimum, sinks + 1);
-  KES_CHECK_OR_RETURN(*context >= minimum,
-                      "--ctx: expected at least " + std::to_string(minimum) + " tokens (the " +
-                          std::to_string(sinks) + " attention sinks and more), found " +
-                          std::to_string(*context));
+  KES_CHECK_OR_RETURN(*context >= minimum, "--ctx: expected at least " + std::to_string(minimum) +
+                                               " tokens (the " + std::to_string(sinks) +
+                                               " attention sinks and more), found " +
+                                               std::to_string(*context));
   return OkStatus();
 }
 
@@ -214,8 +213,7 @@ Status ExpectModelKind(const Model& model, const std::string& path, ModelKind wa
     case ModelKind::kSpeech:
       return Status::Error(path + " is a speech model (" + arch +
                            "); use 'kestrel transcribe MODEL AUDIO.wav'");
-    case ModelKind::kTextGenerator:
-      break;
+    case ModelKind::kTextGenerator: break;
   }
   return Status::Error(path + " is a text generator (" + arch + ")" +
                        (wanted == ModelKind::kEncoder ? ", not an embedding model" : "") +

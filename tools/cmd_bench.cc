@@ -65,13 +65,13 @@ struct BenchOptions {
 
 struct Result {
   size_t threads = 0;
-  size_t depth = 0;      // tokens in the KV cache before the test
-  std::string test;      // "pp512" or "tg128", as llama-bench names them
+  size_t depth = 0;  // tokens in the KV cache before the test
+  std::string test;  // "pp512" or "tg128", as llama-bench names them
   size_t tokens = 0;
   Summary tokens_per_second;
-  Summary ttft_ms;       // prefill only
+  Summary ttft_ms;                            // prefill only
   double p50_ms = 0, p90_ms = 0, p99_ms = 0;  // decode only, over every timed token
-  std::string profile;  // --profile's table
+  std::string profile;                        // --profile's table
 };
 
 // The row's name in the table: "pp512", or "pp512 @ d4096" at a depth, as llama-bench labels it.
@@ -203,8 +203,8 @@ Status BenchPrefill(Session& session, const BenchOptions& o, const std::vector<i
 // The decode test: -n tokens one at a time from position `depth`, each fed the previous argmax.
 // `latencies` is the caller's, reserved, so the timed loop allocates nothing.
 Status BenchDecode(Session& session, const BenchOptions& o, const std::vector<int32_t>& prompt,
-                   const std::vector<int32_t>& filler, size_t depth,
-                   std::vector<double>* latencies, StepProfile* profile, Result* r) {
+                   const std::vector<int32_t>& filler, size_t depth, std::vector<double>* latencies,
+                   StepProfile* profile, Result* r) {
   r->test = "tg" + std::to_string(o.n_gen), r->tokens = o.n_gen;
   std::vector<double> speed;
   latencies->clear();
@@ -293,21 +293,21 @@ RunInfo DescribeRun(const Model& model, const MemoryPlan& memory) {
 
 void PrintJson(const RunInfo& info, const MemoryPlan& memory, size_t repetitions,
                const std::vector<Result>& results) {
-  std::printf("{\n  \"model\": \"%s\",\n  \"weights\": \"%s\",\n  \"cpu\": \"%s\",\n"
-              "  \"target\": \"%s\",\n  \"weight_bytes\": %llu,\n  \"arena_bytes\": %zu,\n"
-              "  \"kv_type\": \"%s\",\n  \"kv_bytes\": %zu,\n  \"context\": %zu,\n"
-              "  \"peak_rss_bytes\": %llu,\n  \"repetitions\": %zu,\n  \"results\": [\n",
-              JsonEscape(info.architecture).c_str(), info.weights.c_str(),
-              JsonEscape(info.cpu).c_str(), info.target.c_str(),
-              static_cast<unsigned long long>(info.weight_bytes), memory.arena_bytes,
-              info.kv_type, memory.kv_bytes, memory.context_length,
-              static_cast<unsigned long long>(info.peak_rss), repetitions);
+  std::printf(
+      "{\n  \"model\": \"%s\",\n  \"weights\": \"%s\",\n  \"cpu\": \"%s\",\n"
+      "  \"target\": \"%s\",\n  \"weight_bytes\": %llu,\n  \"arena_bytes\": %zu,\n"
+      "  \"kv_type\": \"%s\",\n  \"kv_bytes\": %zu,\n  \"context\": %zu,\n"
+      "  \"peak_rss_bytes\": %llu,\n  \"repetitions\": %zu,\n  \"results\": [\n",
+      JsonEscape(info.architecture).c_str(), info.weights.c_str(), JsonEscape(info.cpu).c_str(),
+      info.target.c_str(), static_cast<unsigned long long>(info.weight_bytes), memory.arena_bytes,
+      info.kv_type, memory.kv_bytes, memory.context_length,
+      static_cast<unsigned long long>(info.peak_rss), repetitions);
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
-    std::printf("    {\"threads\": %zu, \"test\": \"%s\", \"depth\": %zu, \"tokens\": %zu, "
-                "\"tokens_per_second\": %s",
-                r.threads, r.test.c_str(), r.depth, r.tokens,
-                JsonSummary(r.tokens_per_second).c_str());
+    std::printf(
+        "    {\"threads\": %zu, \"test\": \"%s\", \"depth\": %zu, \"tokens\": %zu, "
+        "\"tokens_per_second\": %s",
+        r.threads, r.test.c_str(), r.depth, r.tokens, JsonSummary(r.tokens_per_second).c_str());
     if (r.test[0] == 'p') {
       std::printf(", \"ttft_ms\": %s", JsonSummary(r.ttft_ms).c_str());
     } else {
@@ -344,8 +344,8 @@ void PrintTable(const RunInfo& info, const MemoryPlan& memory, size_t repetition
       std::printf("| %7zu | %-*s | %19s | %9.1f |        |        |        |\n", r.threads, width,
                   Label(r).c_str(), speed, r.ttft_ms.median);
     } else {
-      std::printf("| %7zu | %-*s | %19s |           | %6.2f | %6.2f | %6.2f |\n", r.threads,
-                  width, Label(r).c_str(), speed, r.p50_ms, r.p90_ms, r.p99_ms);
+      std::printf("| %7zu | %-*s | %19s |           | %6.2f | %6.2f | %6.2f |\n", r.threads, width,
+                  Label(r).c_str(), speed, r.p50_ms, r.p90_ms, r.p99_ms);
     }
   }
   for (const Result& r : results) std::fputs(r.profile.c_str(), stdout);

@@ -23,10 +23,10 @@ namespace {
 
 struct AudioResult {
   size_t threads;
-  Summary window_ms;       // the encoder
-  Summary cross_ms;        // the decoder's cross-attention K/V from the encoder states
-  Summary decoder_ms;      // cross K/V, prompt and every step
-  Summary token_ms;        // one greedy step (decode and rules)
+  Summary window_ms;   // the encoder
+  Summary cross_ms;    // the decoder's cross-attention K/V from the encoder states
+  Summary decoder_ms;  // cross K/V, prompt and every step
+  Summary token_ms;    // one greedy step (decode and rules)
 };
 
 // The decoder's share of one window: cross K/V, the prompt, `tokens` greedy steps. An end token
@@ -116,32 +116,37 @@ int BenchAudioEncoder(const std::string& model_path, const Model& model,
       decoder_ms.push_back(total);
       token_ms.push_back(tokens ? (total - cross) / static_cast<double>(tokens) : 0);
     }
-    results.push_back({threads, Summarize(ms), Summarize(cross_ms), Summarize(decoder_ms),
-                       Summarize(token_ms)});
+    results.push_back(
+        {threads, Summarize(ms), Summarize(cross_ms), Summarize(decoder_ms), Summarize(token_ms)});
   }
 
-  const double window_seconds = static_cast<double>(frames) * audio::kWhisperHop /
-                                audio::kWhisperSampleRate;
-  const double gflop = (static_cast<double>(MatMulFlopsPerToken(model)) * positions +
-                        4.0 * positions * positions * hp.n_heads() * hp.head_dim() *
-                            hp.n_layers()) / 1e9;
+  const double window_seconds =
+      static_cast<double>(frames) * audio::kWhisperHop / audio::kWhisperSampleRate;
+  const double gflop =
+      (static_cast<double>(MatMulFlopsPerToken(model)) * positions +
+       4.0 * positions * positions * hp.n_heads() * hp.head_dim() * hp.n_layers()) /
+      1e9;
   if (options.json) {
-    std::printf("{\n%s  \"window_seconds\": %.2f,\n  \"gflop_per_window\": %.4f,\n"
-                "  \"decoder_tokens_per_window\": %zu,\n  \"encode\": [\n",
-                EncoderBenchJsonFields(model, arena_bytes, options.repetitions).c_str(),
-                window_seconds, gflop, tokens);
+    std::printf(
+        "{\n%s  \"window_seconds\": %.2f,\n  \"gflop_per_window\": %.4f,\n"
+        "  \"decoder_tokens_per_window\": %zu,\n  \"encode\": [\n",
+        EncoderBenchJsonFields(model, arena_bytes, options.repetitions).c_str(), window_seconds,
+        gflop, tokens);
     for (size_t i = 0; i < results.size(); ++i) {
       const AudioResult& r = results[i];
-      std::printf("    {\"threads\": %zu, \"window_ms\": %.4f, \"real_time_factor\": %.3f, "
-                  "\"window\": %s", r.threads, r.window_ms.median,
-                  window_seconds * 1e3 / r.window_ms.median, JsonSummary(r.window_ms).c_str());
+      std::printf(
+          "    {\"threads\": %zu, \"window_ms\": %.4f, \"real_time_factor\": %.3f, "
+          "\"window\": %s",
+          r.threads, r.window_ms.median, window_seconds * 1e3 / r.window_ms.median,
+          JsonSummary(r.window_ms).c_str());
       if (decoder) {
-        std::printf(",\n     \"cross_kv_ms\": %.4f, \"decoder_window_ms\": %.4f, "
-                    "\"decoder_ms_per_token\": %.4f, \"end_to_end_real_time_factor\": %.3f,\n"
-                    "     \"decoder_window\": %s",
-                    r.cross_ms.median, r.decoder_ms.median, r.token_ms.median,
-                    window_seconds * 1e3 / (r.window_ms.median + r.decoder_ms.median),
-                    JsonSummary(r.decoder_ms).c_str());
+        std::printf(
+            ",\n     \"cross_kv_ms\": %.4f, \"decoder_window_ms\": %.4f, "
+            "\"decoder_ms_per_token\": %.4f, \"end_to_end_real_time_factor\": %.3f,\n"
+            "     \"decoder_window\": %s",
+            r.cross_ms.median, r.decoder_ms.median, r.token_ms.median,
+            window_seconds * 1e3 / (r.window_ms.median + r.decoder_ms.median),
+            JsonSummary(r.decoder_ms).c_str());
       }
       std::printf("}%s\n", i + 1 < results.size() ? "," : "");
     }
@@ -154,10 +159,12 @@ int BenchAudioEncoder(const std::string& model_path, const Model& model,
   if (decoder) std::printf(", %zu decoded tokens", tokens);
   std::printf("; median of %zu repetitions after one warm-up; ± is the standard deviation\n\n",
               options.repetitions);
-  std::printf("| threads |     encoder ms | encoder GFLOP/s | decoder ms (cross K/V) |"
-              " ms/token | real-time factor |\n");
-  std::printf("|--------:|---------------:|----------------:|-----------------------:|"
-              "---------:|-----------------:|\n");
+  std::printf(
+      "| threads |     encoder ms | encoder GFLOP/s | decoder ms (cross K/V) |"
+      " ms/token | real-time factor |\n");
+  std::printf(
+      "|--------:|---------------:|----------------:|-----------------------:|"
+      "---------:|-----------------:|\n");
   for (const AudioResult& r : results) {
     char ms[64], dec[64];
     std::snprintf(ms, sizeof(ms), "%.1f ± %.1f", r.window_ms.median, r.window_ms.stddev);

@@ -85,11 +85,12 @@ int BenchEncoder(const std::string& model_path, const Model& model,
                 EncoderBenchJsonFields(model, arena_bytes, options.repetitions).c_str());
     for (size_t i = 0; i < results.size(); ++i) {
       const EncoderResult& r = results[i];
-      std::printf("    {\"threads\": %zu, \"seq_len\": %zu, \"batch\": %zu, \"texts_per_s\": %.4f, "
-                  "\"latency_ms\": %.4f, \"texts_per_second\": %s, \"latency\": %s}%s\n",
-                  r.threads, r.seq_len, r.batch, r.texts_per_second.median, r.latency_ms.median,
-                  JsonSummary(r.texts_per_second).c_str(), JsonSummary(r.latency_ms).c_str(),
-                  i + 1 < results.size() ? "," : "");
+      std::printf(
+          "    {\"threads\": %zu, \"seq_len\": %zu, \"batch\": %zu, \"texts_per_s\": %.4f, "
+          "\"latency_ms\": %.4f, \"texts_per_second\": %s, \"latency\": %s}%s\n",
+          r.threads, r.seq_len, r.batch, r.texts_per_second.median, r.latency_ms.median,
+          JsonSummary(r.texts_per_second).c_str(), JsonSummary(r.latency_ms).c_str(),
+          i + 1 < results.size() ? "," : "");
     }
     std::printf("  ]\n}\n");
     return 0;

@@ -34,13 +34,11 @@ const char kChatUsage[] =
     "  --no-think          ask a thinking model (Qwen3, SmolLM3) to reply without its\n"
     "                      reasoning block: its template's enable_thinking set to false\n"
     "  --verbose-prompt    print each turn's prompt, as the model gets it, to stderr\n"
-    "  -n, --n-predict N   most tokens per reply (default 512)\n"
-    KESTREL_THREADS_USAGE
+    "  -n, --n-predict N   most tokens per reply (default 512)\n" KESTREL_THREADS_USAGE
     "  -c, --ctx N         context length in tokens (default 4096, at most the model's); a\n"
     "                      longer chat goes on with the attention sinks and the most recent\n"
-    "                      tokens; a turn longer than the context is skipped with an error\n"
-    KESTREL_SAMPLER_FLAGS_USAGE
-    KESTREL_KV_FLAGS_USAGE;
+    "                      tokens; a turn longer than the context is skipped with an "
+    "error\n" KESTREL_SAMPLER_FLAGS_USAGE KESTREL_KV_FLAGS_USAGE;
 
 // Streams each reply token and keeps it for the conversation's record.
 void StreamAndKeep(void* reply, int32_t token, std::string_view text) {
@@ -118,8 +116,7 @@ int ChatCommand(const std::vector<std::string>& args) {
   }
   if (no_think) SetEnableThinking(&writer, false);
   const std::string chat_format = writer.Describe();
-  std::unique_ptr<ChatConversation> chat =
-      MakeChatConversation(*model, std::move(writer), system);
+  std::unique_ptr<ChatConversation> chat = MakeChatConversation(*model, std::move(writer), system);
   std::unique_ptr<Session> session;
   s = CreateSession(*model, session_options, &session);
   if (!s.ok()) return Fail(s.message());

@@ -19,8 +19,8 @@ const char kEmbedUsage[] =
     "  -p, --prompt TEXT   a text to embed (may be given several times)\n"
     "  -f, --file FILE     texts to embed, one per line; '-' reads standard input\n"
     "  --ids FILE          token ids to embed instead of texts: one sequence per line, ids\n"
-    "                      separated by spaces, special tokens included; '-': standard input\n"
-    KESTREL_THREADS_USAGE
+    "                      separated by spaces, special tokens included; '-': standard "
+    "input\n" KESTREL_THREADS_USAGE
     "  --json              print {\"embeddings\": [[...], ...], \"token_counts\": [...]}\n"
     "  --disable-targets T SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n"
     "Texts longer than the model's sequence limit are truncated, as sentence-transformers does.\n";

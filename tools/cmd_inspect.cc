@@ -92,8 +92,10 @@ int InspectEncoder(const std::string& model_path, const Model& model) {
   std::printf("layers:         %u (bidirectional attention)\n", hp.n_layers());
   std::printf("d_model:        %u, ffn %u, heads %u x %u\n", hp.d_model(), hp.ffn_dim(),
               hp.n_heads(), hp.head_dim());
-  std::printf("vocab:          %u, longest text %u tokens (longer ones are truncated), norm eps "
-              "%g\n", hp.vocab_size(), hp.context_length(), hp.norm_eps());
+  std::printf(
+      "vocab:          %u, longest text %u tokens (longer ones are truncated), norm eps "
+      "%g\n",
+      hp.vocab_size(), hp.context_length(), hp.norm_eps());
   for (const fb::Op* op : *plan.ops()) {
     if (op->params_type() != fb::OpParams::Pool) continue;
     const fb::Pool& pool = *op->params_as_Pool();
@@ -113,9 +115,10 @@ int InspectEncoder(const std::string& model_path, const Model& model) {
     if (op->weights() != nullptr && op->weights()->size() > 0) ++smoothed;
   }
   if (quantized > 0) {
-    std::printf("matmul inputs:  int8 per 32 values at %zu inputs, %zu of them smoothed "
-                "(SmoothQuant factors from the converter's calibration)\n",
-                quantized, smoothed);
+    std::printf(
+        "matmul inputs:  int8 per 32 values at %zu inputs, %zu of them smoothed "
+        "(SmoothQuant factors from the converter's calibration)\n",
+        quantized, smoothed);
   }
   PrintTensorsByDtype(model);
   std::printf("\nmemory:\n");
@@ -153,9 +156,10 @@ int InspectAudioEncoder(const std::string& model_path, const Model& model) {
   if (model.has_decoder()) {
     size_t self_layers = 0;
     for (const fb::KvLayer* layer : *meta.kv()->layers()) self_layers += layer->cross_length() == 0;
-    std::printf("decoder:        %zu layers (causal self-attention, cross-attention over the "
-                "encoder's positions), %u text positions\n",
-                self_layers, hp.context_length());
+    std::printf(
+        "decoder:        %zu layers (causal self-attention, cross-attention over the "
+        "encoder's positions), %u text positions\n",
+        self_layers, hp.context_length());
   } else {
     std::printf("decoder:        none converted (the encoder alone)\n");
   }
@@ -169,8 +173,8 @@ int InspectAudioEncoder(const std::string& model_path, const Model& model) {
               FormatBytes(model.weights_bytes()).c_str());
   std::printf("  activations:  %s (the whole arena)\n", FormatBytes(memory.arena_bytes).c_str());
   const double matmul = static_cast<double>(MatMulFlopsPerToken(model)) * positions;
-  const double attention = 4.0 * positions * positions * hp.n_heads() * hp.head_dim() *
-                           hp.n_layers();
+  const double attention =
+      4.0 * positions * positions * hp.n_heads() * hp.head_dim() * hp.n_layers();
   std::printf("\nFLOPs per window: %.2f GFLOP matmul, %.2f GFLOP attention\n", matmul / 1e9,
               attention / 1e9);
   std::printf("\nSIMD target:    %s (supported: %s)\n", ops::ChosenTargetName().c_str(),
@@ -240,8 +244,8 @@ int InspectCommand(const std::vector<std::string>& args) {
               meta.name() ? meta.name()->c_str() : "unnamed",
               meta.source() ? meta.source()->c_str() : "unknown");
   if (sliding > 0) {
-    std::printf("layers:         %u (%zu sliding-window of %u tokens, %zu global)\n",
-                hp.n_layers(), sliding, hp.sliding_window(), hp.n_layers() - sliding);
+    std::printf("layers:         %u (%zu sliding-window of %u tokens, %zu global)\n", hp.n_layers(),
+                sliding, hp.sliding_window(), hp.n_layers() - sliding);
   } else {
     std::printf("layers:         %u (all global attention)\n", hp.n_layers());
   }

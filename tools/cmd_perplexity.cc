@@ -46,9 +46,8 @@ const char kPerplexityUsage[] =
     "  --stream            score the chunks as one sequence running past the context (sinks plus\n"
     "                      the most recent tokens) instead of each from position 0: the same\n"
     "                      tokens are scored (second half of every chunk, at least ctx/2 tokens\n"
-    "                      of context each), with all the context the session keeps\n"
-    KESTREL_THREADS_USAGE
-    KESTREL_KV_FLAGS_USAGE
+    "                      of context each), with all the context the session "
+    "keeps\n" KESTREL_THREADS_USAGE KESTREL_KV_FLAGS_USAGE
     "  --json              print one JSON object instead of the summary line\n"
     "  --kl-divergence-base PATH\n"
     "                      save the log-probabilities of the scored tokens to PATH (llama.cpp's\n"
@@ -74,8 +73,8 @@ struct NllSums {
 // when given. The score plan runs `step` tokens at a time, so Score is called `step` tokens at a
 // time too: the same chunks as one call over the whole chunk, with a logits buffer of `step` rows
 // instead of `ctx`.
-Status ScoreChunk(Session& session, const int32_t* tokens, size_t ctx, size_t step,
-                  float* logits, NllSums* sums, KlDivergenceFile* kld) {
+Status ScoreChunk(Session& session, const int32_t* tokens, size_t ctx, size_t step, float* logits,
+                  NllSums* sums, KlDivergenceFile* kld) {
   const size_t vocab = session.vocab_size(), first = ctx / 2;
   for (size_t begin = 0; begin < ctx; begin += step) {
     const size_t n = std::min(step, ctx - begin);
@@ -146,7 +145,8 @@ Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bo
   // llama.cpp's base file holds chunked scores; a streamed one would pass for them.
   KES_CHECK_OR_RETURN(!o->stream || o->kld_base_path.empty(),
                       "--stream: expected no --kl-divergence-base (the base file holds "
-                      "llama.cpp's chunked scores), found '" + o->kld_base_path + "'");
+                      "llama.cpp's chunked scores), found '" +
+                          o->kld_base_path + "'");
   // A base run writes PATH: checked before any work, so a forgotten --kl-divergence never
   // costs the text, the model or some other file.
   if (!o->kld_base_path.empty() && !o->kl_divergence) {
@@ -183,10 +183,9 @@ Status TokenizeText(const PerplexityOptions& o, PerplexityRun* run) {
                                                   /*parse_special=*/false, &run->tokens);
   KES_RETURN_IF_ERROR(s.WithContext("text file '" + o.text_path + "'"));
   KES_CHECK_OR_RETURN(run->tokens.size() >= o.ctx,
-                      "text file '" + o.text_path + "' has " +
-                          std::to_string(run->tokens.size()) + " tokens; --ctx " +
-                          std::to_string(o.ctx) + " needs at least " + std::to_string(o.ctx) +
-                          " for one chunk");
+                      "text file '" + o.text_path + "' has " + std::to_string(run->tokens.size()) +
+                          " tokens; --ctx " + std::to_string(o.ctx) + " needs at least " +
+                          std::to_string(o.ctx) + " for one chunk");
   run->n_chunks = run->tokens.size() / o.ctx;
   if (o.max_chunks > 0) run->n_chunks = std::min(run->n_chunks, o.max_chunks);
   return OkStatus();
@@ -253,14 +252,14 @@ void PrintResults(const PerplexityOptions& o, const PerplexityRun& run, const Nl
   const KlDivergenceSummary kld = comparing ? run.kld->sums().Summarize() : KlDivergenceSummary();
   if (o.json) {
     // text_tokens lets a caller check that another runtime tokenized the text the same way.
-    std::printf("{\"model\": \"%s\", \"ctx\": %zu, \"chunks\": %zu, \"tokens_scored\": %zu, "
-                "\"text_tokens\": %zu, \"ppl\": %.17g, \"ppl_err\": %.17g, \"seconds\": %.4f, "
-                "\"threads\": %zu, \"stream\": %s, \"sinks\": %zu, \"kv_type\": \"%s\"%s}\n",
-                JsonEscape(o.model_path).c_str(), o.ctx, run.n_chunks, sums.count,
-                run.tokens.size(), sums.Perplexity(), sums.Error(), seconds, threads,
-                o.stream ? "true" : "false", o.session.kv.sinks,
-                ops::KvTypeName(o.session.kv.type),
-                comparing ? KlDivergenceJsonMembers(kld).c_str() : "");
+    std::printf(
+        "{\"model\": \"%s\", \"ctx\": %zu, \"chunks\": %zu, \"tokens_scored\": %zu, "
+        "\"text_tokens\": %zu, \"ppl\": %.17g, \"ppl_err\": %.17g, \"seconds\": %.4f, "
+        "\"threads\": %zu, \"stream\": %s, \"sinks\": %zu, \"kv_type\": \"%s\"%s}\n",
+        JsonEscape(o.model_path).c_str(), o.ctx, run.n_chunks, sums.count, run.tokens.size(),
+        sums.Perplexity(), sums.Error(), seconds, threads, o.stream ? "true" : "false",
+        o.session.kv.sinks, ops::KvTypeName(o.session.kv.type),
+        comparing ? KlDivergenceJsonMembers(kld).c_str() : "");
     return;
   }
   const std::string streamed =

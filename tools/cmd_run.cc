@@ -19,12 +19,10 @@ const char kRunUsage[] =
     "usage: kestrel run MODEL.kes (-p PROMPT | -f FILE) [options]\n"
     "  -p, --prompt TEXT   the prompt (control tokens like <start_of_turn> are recognized)\n"
     "  -f, --file FILE     read the prompt from FILE, all of it; '-' reads standard input\n"
-    "  -n, --n-predict N   tokens to generate (default 128)\n"
-    KESTREL_THREADS_USAGE
+    "  -n, --n-predict N   tokens to generate (default 128)\n" KESTREL_THREADS_USAGE
     "  -c, --ctx N         context length in tokens (default 4096; more than the model's is\n"
-    "                      lowered to it, with a warning)\n"
-    KESTREL_SAMPLER_FLAGS_USAGE
-    KESTREL_KV_FLAGS_USAGE
+    "                      lowered to it, with a warning)\n" KESTREL_SAMPLER_FLAGS_USAGE
+        KESTREL_KV_FLAGS_USAGE
     "  --no-bos            do not add BOS before the prompt (added when the model asks for it)\n"
     "  --ignore-eos        keep generating past EOS and end-of-turn, -n tokens in all (past the\n"
     "                      context too: for long streams, benchmarks and tests)\n"
@@ -39,8 +37,10 @@ void ReadResidentKib(long* peak, long* current) {
   std::string key;
   long value;
   while (status >> key) {
-    if (key == "VmHWM:" && status >> value) *peak = value;
-    else if (key == "VmRSS:" && status >> value) *current = value;
+    if (key == "VmHWM:" && status >> value)
+      *peak = value;
+    else if (key == "VmRSS:" && status >> value)
+      *current = value;
   }
 }
 
@@ -160,8 +160,8 @@ int RunCommand(const std::vector<std::string>& args) {
   // Checked here as well as in Generate, so that a prompt that cannot run is not echoed first.
   if (tokens.size() > session->context_length()) {
     return Fail("the prompt is " + std::to_string(tokens.size()) +
-                " tokens, more than the context of " +
-                std::to_string(session->context_length()) + " tokens (--ctx; the model's is " +
+                " tokens, more than the context of " + std::to_string(session->context_length()) +
+                " tokens (--ctx; the model's is " +
                 std::to_string(model->hparams().context_length()) + ")");
   }
 

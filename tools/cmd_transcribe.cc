@@ -25,8 +25,8 @@ const char kTranscribeUsage[] =
     "  --task T            transcribe (default) or translate (to English)\n"
     "  --timestamps        segment timestamps\n"
     "  --previous-text     the text so far as the prompt of each next 30-second window\n"
-    "                      (faster-whisper's condition_on_previous_text; default off)\n"
-    KESTREL_THREADS_USAGE
+    "                      (faster-whisper's condition_on_previous_text; default "
+    "off)\n" KESTREL_THREADS_USAGE
     "  --json              print {\"language\", \"text\", \"segments\": [{\"start\", \"end\",\n"
     "                      \"text\", \"tokens\"}], and the timings}\n"
     "  --disable-targets T SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n"
@@ -42,7 +42,7 @@ struct Collector {
   const Tokenizer* tokenizer;
   int32_t eot;
   std::vector<Segment> segments;
-  bool stream;       // print each segment as it comes
+  bool stream;  // print each segment as it comes
   bool timestamps;
 };
 
@@ -142,8 +142,8 @@ int TranscribeCommand(const std::vector<std::string>& args) {
   mel->Compute(samples.data(), samples.size(), features.data());
   const double mel_seconds = Seconds(start, Clock::now());
 
-  Collector collector{&model->tokenizer(), transcriber->vocabulary().eot, {}, !json,
-                      options.timestamps};
+  Collector collector{
+      &model->tokenizer(), transcriber->vocabulary().eot, {}, !json, options.timestamps};
   TranscribeStats stats;
   s = transcriber->Transcribe(features.data(), frames, Collect, &collector, &stats);
   if (!s.ok()) return Fail(s.message());
@@ -165,11 +165,12 @@ int TranscribeCommand(const std::vector<std::string>& args) {
       }
       std::printf("]}");
     }
-    std::printf("],\n \"audio_seconds\": %.3f, \"windows\": %zu, \"tokens\": %zu,\n"
-                " \"mel_seconds\": %.4f, \"encoder_seconds\": %.4f, \"decoder_seconds\": %.4f,"
-                " \"total_seconds\": %.4f, \"real_time_factor\": %.3f}\n",
-                audio_seconds, stats.windows, stats.tokens, mel_seconds, stats.encoder_seconds,
-                stats.decoder_seconds, total_seconds, audio_seconds / total_seconds);
+    std::printf(
+        "],\n \"audio_seconds\": %.3f, \"windows\": %zu, \"tokens\": %zu,\n"
+        " \"mel_seconds\": %.4f, \"encoder_seconds\": %.4f, \"decoder_seconds\": %.4f,"
+        " \"total_seconds\": %.4f, \"real_time_factor\": %.3f}\n",
+        audio_seconds, stats.windows, stats.tokens, mel_seconds, stats.encoder_seconds,
+        stats.decoder_seconds, total_seconds, audio_seconds / total_seconds);
   } else {
     std::fprintf(stderr,
                  "%.1f s of audio (%s) in %.2f s: %zu windows, encoder %.2f s, decoder %.2f s "

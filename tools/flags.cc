@@ -14,8 +14,8 @@ Status ParseInt(const std::string& flag, const std::string& text, int64_t min, i
   errno = 0;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max) {
-    return Status::Error(flag + ": expected a whole number from " + std::to_string(min) +
-                         " to " + std::to_string(max) + ", found '" + text + "'");
+    return Status::Error(flag + ": expected a whole number from " + std::to_string(min) + " to " +
+                         std::to_string(max) + ", found '" + text + "'");
   }
   *out = v;
   return OkStatus();
@@ -55,8 +55,8 @@ Status FlagReader::DisableTargets(const std::string& flag) {
   return error.empty() ? OkStatus() : Status::Error(flag + ": " + error);
 }
 
-Status FlagReader::Positional(const std::string& arg, const std::string& command,
-                              const char* usage, std::string* model_path) {
+Status FlagReader::Positional(const std::string& arg, const std::string& command, const char* usage,
+                              std::string* model_path) {
   if (!arg.empty() && arg[0] == '-') {
     return Status::Error("unknown option '" + arg + "' for '" + command + "'\n" + usage);
   }

@@ -78,8 +78,9 @@ double Percentile(const std::vector<float>& sorted, double fraction) {
 Status CheckHeader(const std::string& path, const char* magic, uint32_t file_ctx,
                    int32_t file_vocab, int32_t file_chunks, size_t ctx, size_t vocab) {
   KES_CHECK_OR_RETURN(std::memcmp(magic, kMagic, sizeof(kMagic)) == 0,
-                      Quoted(path) + " is not a log-probability file of llama-perplexity's "
-                                     "--kl-divergence-base format (no '_logits_' magic)");
+                      Quoted(path) +
+                          " is not a log-probability file of llama-perplexity's "
+                          "--kl-divergence-base format (no '_logits_' magic)");
   KES_CHECK_OR_RETURN(file_ctx == ctx, Quoted(path) + " was made with --ctx " +
                                            std::to_string(file_ctx) + "; this run uses --ctx " +
                                            std::to_string(ctx));
@@ -105,12 +106,11 @@ Status CheckSize(const std::string& path, std::FILE* file, size_t ctx, size_t vo
   const bool fits = size >= kHeaderBytes && (size - kHeaderBytes) / per_chunk >= chunks;
   const uint64_t expected = fits ? kHeaderBytes + chunks * per_chunk : 0;
   if (fits && size == expected) return OkStatus();
-  return Status::Error(Quoted(path) + (fits ? " is longer than" : " is truncated:") + " " +
-                       std::to_string(size) + " bytes, where its header announces " +
-                       std::to_string(chunks) + " chunks of " + std::to_string(ctx) +
-                       " tokens over a vocabulary of " + std::to_string(vocab) + " (" +
-                       std::to_string(kHeaderBytes) + " + " + std::to_string(per_chunk) +
-                       " bytes per chunk)");
+  return Status::Error(
+      Quoted(path) + (fits ? " is longer than" : " is truncated:") + " " + std::to_string(size) +
+      " bytes, where its header announces " + std::to_string(chunks) + " chunks of " +
+      std::to_string(ctx) + " tokens over a vocabulary of " + std::to_string(vocab) + " (" +
+      std::to_string(kHeaderBytes) + " + " + std::to_string(per_chunk) + " bytes per chunk)");
 }
 
 // The text's tokens must be the ones the base model scored.
@@ -176,8 +176,7 @@ Status CheckBaseFileTarget(const std::string& path, const std::string& text_path
     return OkStatus();
   }
   char magic[sizeof(kMagic)] = {};
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                       std::fclose);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
   const bool is_base = S_ISREG(st.st_mode) && file != nullptr &&
                        std::fread(magic, sizeof(magic), 1, file.get()) == 1 &&
                        std::memcmp(magic, kMagic, sizeof(kMagic)) == 0;
@@ -192,8 +191,7 @@ Status KlDivergenceFile::Open(const std::string& path, size_t ctx, size_t vocab,
                               const std::vector<int32_t>& tokens, size_t* n_chunks,
                               std::unique_ptr<KlDivergenceFile>* out) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
-  KES_CHECK_OR_RETURN(file != nullptr,
-                      "cannot open " + Quoted(path) + ": " + std::strerror(errno));
+  KES_CHECK_OR_RETURN(file != nullptr, "cannot open " + Quoted(path) + ": " + std::strerror(errno));
   out->reset(new KlDivergenceFile(path, file, nullptr, vocab));
   char magic[sizeof(kMagic)] = {};
   uint32_t file_ctx = 0;
@@ -209,10 +207,9 @@ Status KlDivergenceFile::Open(const std::string& path, size_t ctx, size_t vocab,
   KES_RETURN_IF_ERROR(CheckSize(path, file, ctx, vocab, file_chunks));
   // Every chunk's tokens precede the rows; only those of the chunks scored are compared.
   std::vector<int32_t> file_tokens(file_chunks * ctx);
-  KES_CHECK_OR_RETURN(
-      std::fread(file_tokens.data(), sizeof(int32_t), file_tokens.size(), file) ==
-          file_tokens.size(),
-      "cannot read the tokens of " + Quoted(path));
+  KES_CHECK_OR_RETURN(std::fread(file_tokens.data(), sizeof(int32_t), file_tokens.size(), file) ==
+                          file_tokens.size(),
+                      "cannot read the tokens of " + Quoted(path));
   *n_chunks = *n_chunks == 0 ? file_chunks : std::min(*n_chunks, file_chunks);
   file_tokens.resize(*n_chunks * ctx);
   return CheckTokens(path, file_tokens, tokens);
@@ -242,9 +239,9 @@ Status KlDivergenceFile::CompareRow(const float* logits, int32_t next_token) {
   std::memcpy(&scale, row_.data(), sizeof(float));
   std::memcpy(&min_log_prob, row_.data() + 2, sizeof(float));
   KES_CHECK_OR_RETURN(std::isfinite(scale) && scale >= 0 && std::isfinite(min_log_prob),
-                      "row " + std::to_string(rows_done_) + " of " + Quoted(path_) +
-                          " has scale " + std::to_string(scale) + " and minimum " +
-                          std::to_string(min_log_prob) + ": not log-probabilities");
+                      "row " + std::to_string(rows_done_) + " of " + Quoted(path_) + " has scale " +
+                          std::to_string(scale) + " and minimum " + std::to_string(min_log_prob) +
+                          ": not log-probabilities");
   const uint16_t* q = row_.data() + 4;
   const double lse = LogSumExp(logits, vocab_);
   double kld = 0;
@@ -270,9 +267,7 @@ Status KlDivergenceFile::CompareRow(const float* logits, int32_t next_token) {
   return OkStatus();
 }
 
-Status KlDivergenceFile::Finish() {
-  return writing_ ? out_->Commit() : OkStatus();
-}
+Status KlDivergenceFile::Finish() { return writing_ ? out_->Commit() : OkStatus(); }
 
 KlDivergenceSummary KlDivergenceSums::Summarize() const {
   KlDivergenceSummary r;
@@ -289,8 +284,8 @@ KlDivergenceSummary KlDivergenceSums::Summarize() const {
   // (of the means, hence the second division by n - 1, as llama.cpp does).
   const double cov = n < 10 ? 0 : (nll_nll_base / n - (nll / n) * (nll_base / n)) / (n - 1);
   r.ln_ppl_ratio = log_ppl - log_base;
-  r.ln_ppl_ratio_err = std::sqrt(
-      std::max(0.0, log_ppl_err * log_ppl_err + log_base_err * log_base_err - 2 * cov));
+  r.ln_ppl_ratio_err =
+      std::sqrt(std::max(0.0, log_ppl_err * log_ppl_err + log_base_err * log_base_err - 2 * cov));
   std::tie(r.kld_mean, r.kld_err) = MeanAndError(kld, kld2, n);
   std::vector<float> sorted = klds;
   std::sort(sorted.begin(), sorted.end());

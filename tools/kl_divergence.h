@@ -39,13 +39,13 @@ double LogSumExp(const float* logits, size_t vocab);
 // What --kl-divergence reports, with llama.cpp's uncertainties (0 for fewer than 11 positions).
 // Fractions (same_top, rms_dp) are in [0, 1]; the text output prints them as percentages.
 struct KlDivergenceSummary {
-  size_t count = 0;  // positions compared
+  size_t count = 0;             // positions compared
   double ppl = 0, ppl_err = 0;  // PPL(Q), this model's
   double ppl_base = 0, ppl_base_err = 0;
   double ln_ppl_ratio = 0, ln_ppl_ratio_err = 0;  // mean ln(PPL(Q) / PPL(base))
   double kld_mean = 0, kld_err = 0;
   double kld_max = 0, kld_p999 = 0, kld_p99 = 0, kld_median = 0, kld_min = 0;
-  double rms_dp = 0, rms_dp_err = 0;  // RMS of p(correct token) - p_base(correct token)
+  double rms_dp = 0, rms_dp_err = 0;      // RMS of p(correct token) - p_base(correct token)
   double same_top = 0, same_top_err = 0;  // share of positions with the same most likely token
 };
 
@@ -93,7 +93,7 @@ class KlDivergenceFile {
   Status CompareRow(const float* logits, int32_t next_token);
 
   std::string path_;
-  std::FILE* file_;                   // the base being read (--kl-divergence)
+  std::FILE* file_;                    // the base being read (--kl-divergence)
   std::unique_ptr<AtomicOutput> out_;  // the base being written
   size_t vocab_;
   bool writing_;

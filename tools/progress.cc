@@ -42,8 +42,8 @@ void Progress::Update(size_t done, uint64_t bytes) {
   char line[256];
   int n = 0;
   if (total_ > 0) {
-    n = std::snprintf(line, sizeof(line), "\r%s %zu/%zu (%zu%%)\033[K", what_.c_str(), done,
-                      total_, done * 100 / total_);
+    n = std::snprintf(line, sizeof(line), "\r%s %zu/%zu (%zu%%)\033[K", what_.c_str(), done, total_,
+                      done * 100 / total_);
   } else {
     n = std::snprintf(line, sizeof(line), "\r%s %zu\033[K", what_.c_str(), done);
   }
@@ -52,15 +52,14 @@ void Progress::Update(size_t done, uint64_t bytes) {
     n -= 3;
     const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
     // At least a millisecond: the first draw comes at once.
-    const double seconds =
-        std::max(std::chrono::duration<double>(now - start_).count(), 1e-3);
+    const double seconds = std::max(std::chrono::duration<double>(now - start_).count(), 1e-3);
     const int more = std::snprintf(line + n, sizeof(line) - static_cast<size_t>(n),
                                    ", %.1f MiB, %.1f MiB/s\033[K", mib, mib / seconds);
     n = more > 0 ? n + more : 0;
   }
   if (n <= 0) return;
-  WriteStderr(line, static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n)
-                                                          : sizeof(line) - 1);
+  WriteStderr(line,
+              static_cast<size_t>(n) < sizeof(line) ? static_cast<size_t>(n) : sizeof(line) - 1);
   shown_ = true;
 }
 

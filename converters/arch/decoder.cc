@@ -130,9 +130,9 @@ Status ReadRopeScaling(const gguf::File& f, DecoderConfig* c) {
                           "in rope_freqs.weight)");
   double factor;
   KES_RETURN_IF_ERROR(f.GetFloat(c->arch + ".rope.scaling.factor", &factor));
-  KES_CHECK_OR_RETURN(factor > 0 && std::isfinite(factor),
-                      c->arch + ".rope.scaling.factor must be positive, found " +
-                          std::to_string(factor));
+  KES_CHECK_OR_RETURN(
+      factor > 0 && std::isfinite(factor),
+      c->arch + ".rope.scaling.factor must be positive, found " + std::to_string(factor));
   c->rope_freq_scale = static_cast<float>(1.0 / factor);
   return OkStatus();
 }
@@ -163,15 +163,16 @@ Status CheckAttentionKind(const gguf::File& f, DecoderConfig* c) {
   const std::string key = c->arch + ".attention.causal";
   if (f.Has(key)) KES_RETURN_IF_ERROR(f.GetBool(key, &c->causal));
   if (!c->embedding) {
-    KES_CHECK_OR_RETURN(c->causal, key + " is false in a model without pooling_type: expected "
-                                         "causal attention for generation");
+    KES_CHECK_OR_RETURN(c->causal, key +
+                                       " is false in a model without pooling_type: expected "
+                                       "causal attention for generation");
     return OkStatus();
   }
-  const bool sliding =
-      std::find(c->sliding.begin(), c->sliding.end(), true) != c->sliding.end();
+  const bool sliding = std::find(c->sliding.begin(), c->sliding.end(), true) != c->sliding.end();
   KES_CHECK_OR_RETURN(!sliding && c->attn_softcap == 0 && c->long_rope_above == 0,
-                      "an embedding model (" + c->arch + ".pooling_type) with sliding-window "
-                      "attention, attention soft-capping or LongRoPE is not supported");
+                      "an embedding model (" + c->arch +
+                          ".pooling_type) with sliding-window "
+                          "attention, attention soft-capping or LongRoPE is not supported");
   return OkStatus();
 }
 
@@ -192,9 +193,9 @@ Status ReadSlidingLayers(const gguf::File& f, int64_t default_pattern, DecoderCo
   if (f.Has(key) && f.GetType(key, &type).ok() && type == gguf::ValueType::ARRAY) {
     std::vector<int64_t> flags;
     KES_RETURN_IF_ERROR(f.GetIntArray(key, &flags));
-    KES_CHECK_OR_RETURN(flags.size() == c->n_layers,
-                        key + ": expected one flag per layer (" + std::to_string(c->n_layers) +
-                            "), found " + std::to_string(flags.size()));
+    KES_CHECK_OR_RETURN(flags.size() == c->n_layers, key + ": expected one flag per layer (" +
+                                                         std::to_string(c->n_layers) + "), found " +
+                                                         std::to_string(flags.size()));
     for (uint32_t l = 0; l < c->n_layers; ++l) c->sliding[l] = flags[l] != 0;
     return OkStatus();
   }
@@ -216,9 +217,9 @@ Status ReadDecoderConfig(const gguf::File& f, DecoderConfig* c) {
   if (f.Has(a + ".attention.head_count_kv")) {
     KES_RETURN_IF_ERROR(GetDimension(f, a + ".attention.head_count_kv", 1024, &c->n_kv_heads));
   }
-  KES_CHECK_OR_RETURN(c->n_heads % c->n_kv_heads == 0,
-                      "head_count " + Num(c->n_heads) + " is not a multiple of head_count_kv " +
-                          Num(c->n_kv_heads));
+  KES_CHECK_OR_RETURN(c->n_heads % c->n_kv_heads == 0, "head_count " + Num(c->n_heads) +
+                                                           " is not a multiple of head_count_kv " +
+                                                           Num(c->n_kv_heads));
   c->head_dim = c->d_model / c->n_heads;
   if (f.Has(a + ".attention.key_length")) {
     KES_RETURN_IF_ERROR(GetDimension(f, a + ".attention.key_length", 1024, &c->head_dim));
@@ -234,8 +235,10 @@ Status ReadDecoderConfig(const gguf::File& f, DecoderConfig* c) {
     uint32_t rot = 0;
     KES_RETURN_IF_ERROR(GetDimension(f, a + ".rope.dimension_count", 1024, &rot));
     KES_CHECK_OR_RETURN(rot > 0 && rot % 2 == 0 && rot <= c->head_dim,
-                        a + ".rope.dimension_count: expected an even count of at most the head "
-                            "size " + Num(c->head_dim) + ", found " + Num(rot));
+                        a +
+                            ".rope.dimension_count: expected an even count of at most the head "
+                            "size " +
+                            Num(c->head_dim) + ", found " + Num(rot));
     if (rot < c->head_dim) c->rotary_dims = rot;
   }
   KES_RETURN_IF_ERROR(GetDimension(f, a + ".feed_forward_length", 1 << 20, &c->ffn_dim));
@@ -279,8 +282,8 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
         ImportTensor(f, "rope_freqs.weight", fb::DType::F32, {factors}, m, &w->rope_freqs));
   }
   if (c.long_rope_above > 0) {
-    KES_RETURN_IF_ERROR(ImportTensor(f, "rope_factors_short.weight", fb::DType::F32, {factors}, m,
-                                     &w->rope_freqs));
+    KES_RETURN_IF_ERROR(
+        ImportTensor(f, "rope_factors_short.weight", fb::DType::F32, {factors}, m, &w->rope_freqs));
     KES_RETURN_IF_ERROR(ImportTensor(f, "rope_factors_long.weight", fb::DType::F32, {factors}, m,
                                      &w->rope_long_freqs));
   }
@@ -298,8 +301,8 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
       return f.FindTensor(p + name) != nullptr ? vector(name, n, id) : OkStatus();
     };
     // Rows [first, first + n) of fused matrix `name` ([total, in]) as the matrix `part`.
-    const auto rows = [&](const char* name, uint64_t total, uint64_t first, uint64_t n,
-                          uint64_t in, const char* part, uint32_t* id) {
+    const auto rows = [&](const char* name, uint64_t total, uint64_t first, uint64_t n, uint64_t in,
+                          const char* part, uint32_t* id) {
       fb::DType dtype;
       KES_RETURN_IF_ERROR(WeightDType(f, p + name, options, &dtype));
       return ImportTensorRows(f, p + name, total, first, n, in, dtype, p + part, m, id);
@@ -341,8 +344,8 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
   return OkStatus();
 }
 
-void AddDecoderPlans(const DecoderConfig& c, const DecoderWeights& w,
-                     const ConvertOptions& options, KesModel* m) {
+void AddDecoderPlans(const DecoderConfig& c, const DecoderWeights& w, const ConvertOptions& options,
+                     KesModel* m) {
   fb::ModelT& meta = m->meta;
   meta.architecture = c.arch;
   auto hp = std::make_unique<fb::HyperParamsT>();
@@ -364,9 +367,8 @@ void AddDecoderPlans(const DecoderConfig& c, const DecoderWeights& w,
   meta.kv = std::make_unique<fb::KvLayoutT>();
   meta.kv->dtype = fb::DType::F32;
   if (c.embedding) {  // no KV cache: each step holds its texts' keys and values
-    meta.plans.push_back(
-        BuildPlan("encode", options.prefill_tokens, PlanKind::kEmbeddings, c, w, *m,
-                  options.max_batch));
+    meta.plans.push_back(BuildPlan("encode", options.prefill_tokens, PlanKind::kEmbeddings, c, w,
+                                   *m, options.max_batch));
     return;
   }
   for (uint32_t l = 0; l < c.n_layers; ++l) {

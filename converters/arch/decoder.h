@@ -4,9 +4,9 @@
 // it into DecoderConfig and calls these.
 //
 // Per layer, in order (optional parts in brackets):
-//   h = attn_norm(x); q, k, v = h Wq [+ bq], h Wk [+ bk], h Wv [+ bv]; [q, k = q_norm(q), k_norm(k)]
-//   [q, k = rope(q), rope(k)]; store k, v; a = attention(q) Wo; [a = post_attn_norm(a)]; x = x + a
-//   h = ffn_norm(x); f = (act(h Wgate) * h Wup) Wdown; [f = post_ffn_norm(f)]; x = x + f
+//   h = attn_norm(x); q, k, v = h Wq [+ bq], h Wk [+ bk], h Wv [+ bv]; [q, k = q_norm(q),
+//   k_norm(k)] [q, k = rope(q), rope(k)]; store k, v; a = attention(q) Wo; [a = post_attn_norm(a)];
+//   x = x + a h = ffn_norm(x); f = (act(h Wgate) * h Wup) Wdown; [f = post_ffn_norm(f)]; x = x + f
 // then logits = output_norm(x) Wout (Wout: output.weight, or the embedding table when tied),
 // [logits = c tanh(logits / c)].
 #pragma once
@@ -27,14 +27,14 @@ struct DecoderConfig {
   uint32_t n_layers = 0, d_model = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0, ffn_dim = 0;
   uint32_t vocab = 0, context = 0;
   float norm_eps = 0;
-  float embed_scale = 1.0f;      // Gemma: sqrt(d_model)
-  float attention_scale = 0;     // multiplies q.k
+  float embed_scale = 1.0f;   // Gemma: sqrt(d_model)
+  float attention_scale = 0;  // multiplies q.k
   fb::Activation activation = fb::Activation::Silu;
   fb::RopeStyle rope_style = fb::RopeStyle::Neox;
-  float rope_theta = 10000.0f;        // global-attention layers
-  float rope_freq_scale = 1.0f;       // global-attention layers: 1 / linear scaling factor
-  float rope_theta_local = 0;         // sliding-window layers (0: no such layers)
-  bool rope_freq_factors = false;     // rope_freqs.weight divides the frequencies (Llama 3)
+  float rope_theta = 10000.0f;     // global-attention layers
+  float rope_freq_scale = 1.0f;    // global-attention layers: 1 / linear scaling factor
+  float rope_theta_local = 0;      // sliding-window layers (0: no such layers)
+  bool rope_freq_factors = false;  // rope_freqs.weight divides the frequencies (Llama 3)
   // Partial rotary (rope.dimension_count below the head size: Phi-4-mini): each head's first
   // rotary_dims elements turn, the rest pass through; 0: the whole head.
   uint32_t rotary_dims = 0;
@@ -44,14 +44,14 @@ struct DecoderConfig {
   // LongRoPE (Phi-3): rope_factors_short/long.weight divide the frequencies, the long ones in a
   // session of more than this many tokens (the model's original context); 0: no such factors.
   uint32_t long_rope_above = 0;
-  bool fused_gate_up = false;         // ffn_up is [gate; up] and there is no ffn_gate (Phi-3)
-  uint32_t window = 0;                // sliding window of local layers
-  std::vector<bool> sliding;          // per layer
-  std::vector<bool> no_rope;          // per layer: q, k not rotated (SmolLM3's every 4th)
-  bool qk_norm = false;               // RMSNorm of q and k per head before RoPE (Gemma 3, Qwen3)
-  bool post_norms = false;            // RMSNorm of the attention and FFN outputs (Gemma 2/3)
-  float attn_softcap = 0;             // > 0: scores = c tanh(scores / c) (Gemma 2)
-  float final_softcap = 0;            // > 0: logits = c tanh(logits / c) (Gemma 2)
+  bool fused_gate_up = false;  // ffn_up is [gate; up] and there is no ffn_gate (Phi-3)
+  uint32_t window = 0;         // sliding window of local layers
+  std::vector<bool> sliding;   // per layer
+  std::vector<bool> no_rope;   // per layer: q, k not rotated (SmolLM3's every 4th)
+  bool qk_norm = false;        // RMSNorm of q and k per head before RoPE (Gemma 3, Qwen3)
+  bool post_norms = false;     // RMSNorm of the attention and FFN outputs (Gemma 2/3)
+  float attn_softcap = 0;      // > 0: scores = c tanh(scores / c) (Gemma 2)
+  float final_softcap = 0;     // > 0: logits = c tanh(logits / c) (Gemma 2)
   // An embedding model (<arch>.pooling_type mean, cls or last: Qwen3-Embedding): the layers run
   // over each text of a batch (causally unless `causal` is false) and output_norm's rows are
   // pooled and L2-normalized into one embedding per text (an "encode" plan), instead of
@@ -72,9 +72,9 @@ struct DecoderLayerWeights {
 
 struct DecoderWeights {
   uint32_t embedding, output_norm;
-  uint32_t output;                   // the embedding table when the head is tied
-  uint32_t rope_freqs = kNoTensor;   // [rotary / 2] with config.rope_freq_factors, or the
-                                     // short LongRoPE factors with config.long_rope_above
+  uint32_t output;                       // the embedding table when the head is tied
+  uint32_t rope_freqs = kNoTensor;       // [rotary / 2] with config.rope_freq_factors, or the
+                                         // short LongRoPE factors with config.long_rope_above
   uint32_t rope_long_freqs = kNoTensor;  // the long LongRoPE factors
   std::vector<DecoderLayerWeights> layers;
 };

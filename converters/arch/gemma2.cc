@@ -49,9 +49,8 @@ Status ConvertGemma2(const gguf::File& f, const ConvertOptions& options, KesMode
   c.activation = fb::Activation::GeluTanh;
   c.rope_style = fb::RopeStyle::Neox;
   c.post_norms = true;
-  c.attention_scale = c.n_layers == 46
-                          ? 1.0f / std::sqrt(static_cast<float>(c.d_model / c.n_heads))
-                          : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  c.attention_scale = c.n_layers == 46 ? 1.0f / std::sqrt(static_cast<float>(c.d_model / c.n_heads))
+                                       : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   return ConvertDecoder(f, std::move(c), options, m);
 }
 

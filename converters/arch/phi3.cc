@@ -51,9 +51,9 @@ Status ConvertPhi3(const gguf::File& f, const ConvertOptions& options, KesModel*
   if (f.Has(attn_factor_key)) {
     double attn_factor = 0;
     KES_RETURN_IF_ERROR(f.GetFloat(attn_factor_key, &attn_factor));
-    KES_CHECK_OR_RETURN(attn_factor > 0 && std::isfinite(attn_factor),
-                        attn_factor_key + ": expected a positive number, found " +
-                            std::to_string(attn_factor));
+    KES_CHECK_OR_RETURN(
+        attn_factor > 0 && std::isfinite(attn_factor),
+        attn_factor_key + ": expected a positive number, found " + std::to_string(attn_factor));
     c.rope_magnitude = static_cast<float>(attn_factor);
   }
   return ConvertDecoder(f, std::move(c), options, m);

@@ -8,12 +8,8 @@ struct Entry {
   ArchitectureConverter convert;
 };
 constexpr Entry kArchitectures[] = {
-    {"gemma2", ConvertGemma2},
-    {"gemma3", ConvertGemma3},
-    {"llama", ConvertLlama},
-    {"phi3", ConvertPhi3},
-    {"qwen2", ConvertLlama},
-    {"qwen3", ConvertLlama},
+    {"gemma2", ConvertGemma2}, {"gemma3", ConvertGemma3}, {"llama", ConvertLlama},
+    {"phi3", ConvertPhi3},     {"qwen2", ConvertLlama},   {"qwen3", ConvertLlama},
     {"smollm3", ConvertLlama},
 };
 

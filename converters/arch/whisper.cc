@@ -29,15 +29,14 @@ uint32_t FeedForward(PlanBuilder& b, const std::string& p, uint32_t x, uint32_t 
 }  // namespace
 
 Status CheckWhisperShape(const WhisperShape& s) {
-  KES_CHECK_OR_RETURN(s.n_mels >= 1 && s.d_model >= 1 && s.n_heads >= 1 &&
-                          s.d_model % s.n_heads == 0 && s.d_model / s.n_heads <= 1024 &&
-                          s.ffn >= 1 && s.n_layers >= 1 && s.vocab >= 1 && s.n_positions >= 1 &&
-                          s.n_positions <= 65536,
-                      "expected a width divisible into heads of at most 1024, at least one layer "
-                      "and 1 to 65536 positions; found width " + std::to_string(s.d_model) +
-                          ", " + std::to_string(s.n_heads) + " heads, " +
-                          std::to_string(s.n_layers) + " layers, " +
-                          std::to_string(s.n_positions) + " positions");
+  KES_CHECK_OR_RETURN(
+      s.n_mels >= 1 && s.d_model >= 1 && s.n_heads >= 1 && s.d_model % s.n_heads == 0 &&
+          s.d_model / s.n_heads <= 1024 && s.ffn >= 1 && s.n_layers >= 1 && s.vocab >= 1 &&
+          s.n_positions >= 1 && s.n_positions <= 65536,
+      "expected a width divisible into heads of at most 1024, at least one layer "
+      "and 1 to 65536 positions; found width " +
+          std::to_string(s.d_model) + ", " + std::to_string(s.n_heads) + " heads, " +
+          std::to_string(s.n_layers) + " layers, " + std::to_string(s.n_positions) + " positions");
   return OkStatus();
 }
 
@@ -166,8 +165,8 @@ void DecoderPlan(const WhisperShape& s, const WhisperDecoderShape& dec,
     const uint32_t after_cross = b.Activation(p + "after_cross", d);
     b.MatMul(cross, after_cross, lw.cross.o, lw.cross.o_bias);
     b.Add(after_self, after_cross, after_cross);
-    x = FeedForward(b, p, after_cross, d, dec.ffn, lw.ffn_norm, lw.ffn_norm_bias, lw.up,
-                    lw.up_bias, lw.down, lw.down_bias);
+    x = FeedForward(b, p, after_cross, d, dec.ffn, lw.ffn_norm, lw.ffn_norm_bias, lw.up, lw.up_bias,
+                    lw.down, lw.down_bias);
   }
   const uint32_t final_x = b.Activation("final_norm", d);
   b.LayerNorm(x, final_x, w.final_norm, w.final_norm_bias, kWhisperLayerNormEps);

@@ -68,8 +68,7 @@ fb::DType WhisperMatrixDType(fb::DType dtype);
 
 // Sets the architecture, hyper-parameters and (empty) KV layout, and adds the "encode_audio"
 // plan: one step is one 30-second window of n_positions positions, two log-mel frames each.
-void BuildWhisperEncoder(const WhisperShape& shape, const WhisperEncoderWeights& w,
-                         KesModel* out);
+void BuildWhisperEncoder(const WhisperShape& shape, const WhisperEncoderWeights& w, KesModel* out);
 
 // Adds the decoder: a KV layout of n_layers self-attention rings then n_layers cross-attention
 // layers of the encoder's n_positions, the "cross_kv" plan (encoder states in, every layer's

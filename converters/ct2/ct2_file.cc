@@ -67,8 +67,8 @@ class Cursor {
 
  private:
   Status Truncated(const char* what, size_t needed) const {
-    return Status::Error(std::string(what) + " at byte " + Num(offset_) + ": needs " +
-                         Num(needed) + " bytes, the file has " + Num(remaining()) + " left");
+    return Status::Error(std::string(what) + " at byte " + Num(offset_) + ": needs " + Num(needed) +
+                         " bytes, the file has " + Num(remaining()) + " left");
   }
 
   const uint8_t* base_;
@@ -143,8 +143,8 @@ Status File::Parse() {
     uint8_t rank = 0;
     KES_RETURN_IF_ERROR(in.Read("rank", &rank).WithContext(where));
     if (rank > kMaxRank) {
-      return Status::Error(where + ": rank " + Num(rank) + " (expected at most " +
-                           Num(kMaxRank) + ")");
+      return Status::Error(where + ": rank " + Num(rank) + " (expected at most " + Num(kMaxRank) +
+                           ")");
     }
     // Counted with saturation: 8 factors below 2^32 could overflow 64 bits.
     constexpr uint64_t kTooMany = uint64_t{1} << 40;
@@ -154,8 +154,10 @@ Status File::Parse() {
       uint32_t dim = 0;
       KES_RETURN_IF_ERROR(in.Read("dimension", &dim).WithContext(where));
       v.shape.push_back(dim);
-      if (dim == 0) empty = true;
-      else v.n_elements = v.n_elements > kTooMany / dim ? kTooMany : v.n_elements * dim;
+      if (dim == 0)
+        empty = true;
+      else
+        v.n_elements = v.n_elements > kTooMany / dim ? kTooMany : v.n_elements * dim;
     }
     if (empty) v.n_elements = 0;
     if (v.n_elements >= kTooMany) {

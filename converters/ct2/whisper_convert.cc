@@ -25,10 +25,10 @@ class WhisperReader {
   Status Get(const std::string& name, const std::vector<uint32_t>& shape, const Variable** v) {
     *v = file_.Find(name);
     KES_CHECK_OR_RETURN(*v != nullptr, "model.bin has no variable '" + name + "'");
-    KES_CHECK_OR_RETURN((*v)->shape == shape, "model.bin: '" + name + "': expected shape " +
-                                                  ShapeOf(Variable{"", DType::F32, shape, 0,
-                                                                   nullptr, 0}) +
-                                                  ", found " + ShapeOf(**v));
+    KES_CHECK_OR_RETURN((*v)->shape == shape,
+                        "model.bin: '" + name + "': expected shape " +
+                            ShapeOf(Variable{"", DType::F32, shape, 0, nullptr, 0}) + ", found " +
+                            ShapeOf(**v));
     return OkStatus();
   }
 
@@ -138,11 +138,11 @@ Status ReadDecoder(const File& file, WhisperReader& r, const WhisperShape& shape
                           positions->shape[1] == d && positions->shape[0] >= 1 &&
                           positions->shape[0] <= 65536,
                       "model.bin: expected decoder/num_heads and decoder/position_encodings/"
-                      "encodings [1..65536, " + std::to_string(d) + "]");
+                      "encodings [1..65536, " +
+                          std::to_string(d) + "]");
   int64_t n_heads = 0;
   KES_RETURN_IF_ERROR(file.ReadScalarInt(*heads, &n_heads).WithContext("decoder/num_heads"));
-  KES_CHECK_OR_RETURN(n_heads >= 1 && n_heads <= 65536 && d % n_heads == 0 &&
-                          d / n_heads <= 1024,
+  KES_CHECK_OR_RETURN(n_heads >= 1 && n_heads <= 65536 && d % n_heads == 0 && d / n_heads <= 1024,
                       "model.bin: decoder/num_heads " + std::to_string(n_heads) +
                           " does not divide the width " + std::to_string(d) +
                           " into heads of at most 1024");
@@ -152,15 +152,15 @@ Status ReadDecoder(const File& file, WhisperReader& r, const WhisperShape& shape
     ++dec.n_layers;
   }
   const Variable* up0 = file.Find("decoder/layer_0/ffn/linear_0/weight");
-  KES_CHECK_OR_RETURN(up0->shape.size() == 2 && up0->shape[1] == d && up0->shape[0] >= 1,
-                      "model.bin: expected decoder/layer_0/ffn/linear_0/weight [ffn, " +
-                          std::to_string(d) + "]");
+  KES_CHECK_OR_RETURN(
+      up0->shape.size() == 2 && up0->shape[1] == d && up0->shape[0] >= 1,
+      "model.bin: expected decoder/layer_0/ffn/linear_0/weight [ffn, " + std::to_string(d) + "]");
   dec.ffn = up0->shape[0];
 
   WhisperDecoderWeights w;
   KES_RETURN_IF_ERROR(r.Matrix("decoder/embeddings/weight", shape.vocab, d, &w.embeddings));
-  KES_RETURN_IF_ERROR(r.F32Table("decoder/position_encodings/encodings", dec.n_text_positions,
-                                 d, &w.positions));
+  KES_RETURN_IF_ERROR(
+      r.F32Table("decoder/position_encodings/encodings", dec.n_text_positions, d, &w.positions));
   w.layers.resize(dec.n_layers);
   for (uint32_t l = 0; l < dec.n_layers; ++l) {
     const std::string p = "decoder/layer_" + std::to_string(l) + "/";
@@ -168,14 +168,12 @@ Status ReadDecoder(const File& file, WhisperReader& r, const WhisperShape& shape
     uint32_t qkv[3], qkv_bias[3], kv[2], kv_bias[2];
     KES_RETURN_IF_ERROR(
         r.Norm(p + "self_attention/layer_norm", d, &lw.self.norm, &lw.self.norm_bias));
-    KES_RETURN_IF_ERROR(r.FusedSplit(p + "self_attention/linear_0", d, {"q", "k", "v"}, qkv,
-                                     qkv_bias));
+    KES_RETURN_IF_ERROR(
+        r.FusedSplit(p + "self_attention/linear_0", d, {"q", "k", "v"}, qkv, qkv_bias));
     lw.self.q = qkv[0], lw.self.k = qkv[1], lw.self.v = qkv[2];
     lw.self.q_bias = qkv_bias[0], lw.self.k_bias = qkv_bias[1], lw.self.v_bias = qkv_bias[2];
-    KES_RETURN_IF_ERROR(
-        r.Linear(p + "self_attention/linear_1", d, d, &lw.self.o, &lw.self.o_bias));
-    KES_RETURN_IF_ERROR(r.Norm(p + "attention/layer_norm", d, &lw.cross.norm,
-                               &lw.cross.norm_bias));
+    KES_RETURN_IF_ERROR(r.Linear(p + "self_attention/linear_1", d, d, &lw.self.o, &lw.self.o_bias));
+    KES_RETURN_IF_ERROR(r.Norm(p + "attention/layer_norm", d, &lw.cross.norm, &lw.cross.norm_bias));
     KES_RETURN_IF_ERROR(r.Linear(p + "attention/linear_0", d, d, &lw.cross.q, &lw.cross.q_bias));
     KES_RETURN_IF_ERROR(r.FusedSplit(p + "attention/linear_1", d, {"k", "v"}, kv, kv_bias));
     lw.cross.k = kv[0], lw.cross.v = kv[1], lw.cross.k_bias = kv_bias[0],
@@ -194,9 +192,9 @@ Status ReadDecoder(const File& file, WhisperReader& r, const WhisperShape& shape
 
 Status ConvertWhisper(const std::string& folder, const File& file, const ConvertOptions& options,
                       KesModel* out) {
-  KES_CHECK_OR_RETURN(file.spec() == "WhisperSpec",
-                      "model.bin holds a " + file.spec() +
-                          "; Kestrel converts CTranslate2's WhisperSpec only");
+  KES_CHECK_OR_RETURN(
+      file.spec() == "WhisperSpec",
+      "model.bin holds a " + file.spec() + "; Kestrel converts CTranslate2's WhisperSpec only");
   WhisperReader r(file, options, out);
 
   // The shapes come from the weights themselves; everything else is checked against them.
@@ -230,9 +228,9 @@ Status ConvertWhisper(const std::string& folder, const File& file, const Convert
     ++shape.n_layers;
   }
   const Variable* up0 = file.Find("encoder/layer_0/ffn/linear_0/weight");
-  KES_CHECK_OR_RETURN(up0 != nullptr && up0->shape.size() == 2 && up0->shape[1] == d,
-                      "model.bin: expected encoder/layer_0/ffn/linear_0/weight [ffn, " +
-                          std::to_string(d) + "]");
+  KES_CHECK_OR_RETURN(
+      up0 != nullptr && up0->shape.size() == 2 && up0->shape[1] == d,
+      "model.bin: expected encoder/layer_0/ffn/linear_0/weight [ffn, " + std::to_string(d) + "]");
   shape.ffn = up0->shape[0];
   KES_RETURN_IF_ERROR(CheckWhisperShape(shape).WithContext("model.bin"));
   const uint32_t ffn = shape.ffn;
@@ -247,10 +245,10 @@ Status ConvertWhisper(const std::string& folder, const File& file, const Convert
     const std::string p = "encoder/layer_" + std::to_string(l) + "/";
     WhisperEncoderLayerWeights& lw = w.layers[l];
     uint32_t qkv[3], qkv_bias[3];
-    KES_RETURN_IF_ERROR(r.Norm(p + "self_attention/layer_norm", d, &lw.attn_norm,
-                               &lw.attn_norm_bias));
-    KES_RETURN_IF_ERROR(r.FusedSplit(p + "self_attention/linear_0", d, {"q", "k", "v"}, qkv,
-                                     qkv_bias));
+    KES_RETURN_IF_ERROR(
+        r.Norm(p + "self_attention/layer_norm", d, &lw.attn_norm, &lw.attn_norm_bias));
+    KES_RETURN_IF_ERROR(
+        r.FusedSplit(p + "self_attention/linear_0", d, {"q", "k", "v"}, qkv, qkv_bias));
     lw.q = qkv[0], lw.k = qkv[1], lw.v = qkv[2];
     lw.q_bias = qkv_bias[0], lw.k_bias = qkv_bias[1], lw.v_bias = qkv_bias[2];
     KES_RETURN_IF_ERROR(r.Linear(p + "self_attention/linear_1", d, d, &lw.o, &lw.o_bias));

@@ -9,8 +9,8 @@
 namespace kestrel::ct2 {
 namespace {
 
-using nlohmann::json;
 using hf::JsonNode;
+using nlohmann::json;
 
 constexpr int8_t kNormal = 1, kControl = 3;
 
@@ -33,8 +33,8 @@ Status ReadLines(const std::string& path, std::vector<std::string>* lines) {
 Status ExpectString(const JsonNode& node, const std::string& expected) {
   std::string found;
   KES_RETURN_IF_ERROR(hf::GetString(node, &found));
-  KES_CHECK_OR_RETURN(found == expected, node.Where() + ": expected \"" + expected +
-                                             "\", found \"" + found + "\"");
+  KES_CHECK_OR_RETURN(found == expected,
+                      node.Where() + ": expected \"" + expected + "\", found \"" + found + "\"");
   return OkStatus();
 }
 
@@ -42,7 +42,8 @@ Status ExpectBool(const JsonNode& node, bool expected) {
   bool found = false;
   KES_RETURN_IF_ERROR(hf::GetBool(node, &found));
   KES_CHECK_OR_RETURN(found == expected, node.Where() + ": expected " +
-                                             (expected ? "true" : "false") + " (the only value "
+                                             (expected ? "true" : "false") +
+                                             " (the only value "
                                              "Kestrel's byte-level BPE implements)");
   return OkStatus();
 }
@@ -68,12 +69,11 @@ Status ReadModel(const JsonNode& root, const std::vector<std::string>& pieces,
   for (const auto& [piece, value] : vocab.value->items()) {
     uint64_t id = 0;
     KES_RETURN_IF_ERROR(hf::GetUint(vocab.Child(piece), &id));
-    KES_CHECK_OR_RETURN(id < pieces.size() && pieces[id] == piece,
-                        vocab.Where() + ": \"" + piece + "\" has id " + Num(id) +
-                            ", which vocabulary.txt gives " +
-                            (id < pieces.size() ? "to \"" + pieces[id] + "\""
-                                                : "no piece (it has " + Num(pieces.size()) +
-                                                      " lines)"));
+    KES_CHECK_OR_RETURN(
+        id < pieces.size() && pieces[id] == piece,
+        vocab.Where() + ": \"" + piece + "\" has id " + Num(id) + ", which vocabulary.txt gives " +
+            (id < pieces.size() ? "to \"" + pieces[id] + "\""
+                                : "no piece (it has " + Num(pieces.size()) + " lines)"));
   }
   const JsonNode merges = model.Child("merges");
   KES_RETURN_IF_ERROR(hf::ExpectType(merges, json::value_t::array));
@@ -100,7 +100,8 @@ Status CheckByteLevel(const JsonNode& root) {
   KES_RETURN_IF_ERROR(hf::ExpectType(pre, json::value_t::object));
   KES_RETURN_IF_ERROR(ExpectString(pre.Child("type"), "ByteLevel"));
   KES_RETURN_IF_ERROR(ExpectBool(pre.Child("add_prefix_space"), false));
-  if (pre.Child("use_regex").present()) KES_RETURN_IF_ERROR(ExpectBool(pre.Child("use_regex"), true));
+  if (pre.Child("use_regex").present())
+    KES_RETURN_IF_ERROR(ExpectBool(pre.Child("use_regex"), true));
   const JsonNode decoder = root.Child("decoder");
   KES_RETURN_IF_ERROR(hf::ExpectType(decoder, json::value_t::object));
   return ExpectString(decoder.Child("type"), "ByteLevel");
@@ -143,23 +144,23 @@ Status ForEachAddedToken(const JsonNode& root, Fn fn) {
 }
 
 Status ReadAddedTokens(const JsonNode& root, fb::TokenizerT* out) {
-  KES_RETURN_IF_ERROR(ForEachAddedToken(root, [&](const JsonNode& token, uint64_t id,
-                                                  const std::string& content, bool special) {
-    KES_CHECK_OR_RETURN(id < out->pieces.size() && out->pieces[id] == content,
-                        token.Where() + ": \"" + content + "\" has id " + Num(id) +
-                            ", which vocabulary.txt gives " +
-                            (id < out->pieces.size() ? "to \"" + out->pieces[id] + "\""
-                                                     : "no piece"));
-    // Hugging Face's Whisper lists the timestamps as added tokens that are not "special";
-    // they are control tokens all the same.
-    KES_CHECK_OR_RETURN(special || IsTimestamp(content),
-                        token.Where() + ": \"" + content +
-                            "\" is not special (Kestrel reads Whisper's special and timestamp "
-                            "tokens only)");
-    out->types[id] = kControl;
-    if (content == "<|endoftext|>") out->eos_id = static_cast<int32_t>(id);
-    return OkStatus();
-  }));
+  KES_RETURN_IF_ERROR(ForEachAddedToken(
+      root, [&](const JsonNode& token, uint64_t id, const std::string& content, bool special) {
+        KES_CHECK_OR_RETURN(
+            id < out->pieces.size() && out->pieces[id] == content,
+            token.Where() + ": \"" + content + "\" has id " + Num(id) +
+                ", which vocabulary.txt gives " +
+                (id < out->pieces.size() ? "to \"" + out->pieces[id] + "\"" : "no piece"));
+        // Hugging Face's Whisper lists the timestamps as added tokens that are not "special";
+        // they are control tokens all the same.
+        KES_CHECK_OR_RETURN(special || IsTimestamp(content),
+                            token.Where() + ": \"" + content +
+                                "\" is not special (Kestrel reads Whisper's special and timestamp "
+                                "tokens only)");
+        out->types[id] = kControl;
+        if (content == "<|endoftext|>") out->eos_id = static_cast<int32_t>(id);
+        return OkStatus();
+      }));
   KES_CHECK_OR_RETURN(out->eos_id >= 0,
                       root.Child("added_tokens").Where() + ": no \"<|endoftext|>\" token");
   return OkStatus();
@@ -172,11 +173,11 @@ Status PiecesFromTokenizerJson(const JsonNode& root, size_t vocab_rows,
   pieces->assign(vocab_rows, std::string());
   std::vector<bool> named(vocab_rows, false);
   const auto name = [&](const JsonNode& where, uint64_t id, const std::string& piece) {
-    KES_CHECK_OR_RETURN(id < vocab_rows && !named[id],
-                        where.Where() + ": \"" + piece + "\" has id " + Num(id) +
-                            (id < vocab_rows ? ", which another piece has too"
-                                             : ", outside the model's vocabulary of " +
-                                                   Num(vocab_rows)));
+    KES_CHECK_OR_RETURN(
+        id < vocab_rows && !named[id],
+        where.Where() + ": \"" + piece + "\" has id " + Num(id) +
+            (id < vocab_rows ? ", which another piece has too"
+                             : ", outside the model's vocabulary of " + Num(vocab_rows)));
     (*pieces)[id] = piece;
     named[id] = true;
     return OkStatus();
@@ -188,11 +189,12 @@ Status PiecesFromTokenizerJson(const JsonNode& root, size_t vocab_rows,
     KES_RETURN_IF_ERROR(hf::GetUint(vocab.Child(piece), &id));
     KES_RETURN_IF_ERROR(name(vocab.Child(piece), id, piece));
   }
-  KES_RETURN_IF_ERROR(ForEachAddedToken(root, [&](const JsonNode& token, uint64_t id,
-                                                  const std::string& content, bool) {
-    if (id < vocab_rows && named[id] && (*pieces)[id] == content) return OkStatus();  // in vocab
-    return name(token, id, content);
-  }));
+  KES_RETURN_IF_ERROR(ForEachAddedToken(
+      root, [&](const JsonNode& token, uint64_t id, const std::string& content, bool) {
+        if (id < vocab_rows && named[id] && (*pieces)[id] == content)
+          return OkStatus();  // in vocab
+        return name(token, id, content);
+      }));
   for (size_t id = 0; id < vocab_rows; ++id) {
     KES_CHECK_OR_RETURN(named[id], root.Where() + ": no token has id " + Num(id) +
                                        " (expected one for every row of the model's " +
@@ -212,9 +214,9 @@ Status ReadWhisperTokenizer(const std::string& folder, size_t vocab_rows, fb::To
   const bool has_vocabulary = std::ifstream(vocab_path).good();
   if (has_vocabulary) {
     KES_RETURN_IF_ERROR(ReadLines(vocab_path, &pieces));
-    KES_CHECK_OR_RETURN(pieces.size() == vocab_rows,
-                        "'" + vocab_path + "': " + Num(pieces.size()) + " pieces (expected " +
-                            Num(vocab_rows) + ", the model's vocabulary)");
+    KES_CHECK_OR_RETURN(pieces.size() == vocab_rows, "'" + vocab_path + "': " + Num(pieces.size()) +
+                                                         " pieces (expected " + Num(vocab_rows) +
+                                                         ", the model's vocabulary)");
   } else {
     KES_RETURN_IF_ERROR(PiecesFromTokenizerJson(root, vocab_rows, &pieces));
   }

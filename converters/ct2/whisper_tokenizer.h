@@ -20,8 +20,9 @@ namespace kestrel::ct2 {
 //    tokens.
 // `vocab_rows` is the model's vocabulary (its embedding rows): vocabulary.txt must have exactly
 // that many lines. A Hugging Face Whisper folder has no vocabulary.txt: then tokenizer.json's
-// vocab and added_tokens must name a piece for every id. End of text is "<|endoftext|>"; nothing is added around an encoded text.
-// Anything missing, malformed or unsupported is an error naming the file and field.
+// vocab and added_tokens must name a piece for every id. End of text is "<|endoftext|>"; nothing is
+// added around an encoded text. Anything missing, malformed or unsupported is an error naming the
+// file and field.
 Status ReadWhisperTokenizer(const std::string& folder, size_t vocab_rows, fb::TokenizerT* out);
 
 }  // namespace kestrel::ct2

@@ -89,8 +89,7 @@ Status DequantizeRow(GgmlType t, const uint8_t* src, size_t n, float* dst) {
   }
   if (n % row->block_elems != 0) {
     return Status::Error("dequantize " + TypeLabel(t) + ": expected a multiple of " +
-                         std::to_string(row->block_elems) + " values, found " +
-                         std::to_string(n));
+                         std::to_string(row->block_elems) + " values, found " + std::to_string(n));
   }
   const size_t blocks = n / row->block_elems;
   const ValueFn value = PlainValue(row->dtype);

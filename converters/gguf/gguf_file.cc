@@ -501,8 +501,8 @@ Status File::ParseTensorInfos(size_t* pos, uint64_t tensor_count) {
     t.type = static_cast<GgmlType>(raw_type);
     const size_t block_elements = BlockElements(t.type);
     if (block_elements == 0) {
-      return Status::Error(where + ": unknown ggml type " + Num(raw_type) +
-                           " (expected one of " + GgmlTypeList(true) + ")");
+      return Status::Error(where + ": unknown ggml type " + Num(raw_type) + " (expected one of " +
+                           GgmlTypeList(true) + ")");
     }
     if (t.ne[0] % block_elements != 0) {
       return Status::Error(where + ": row length ne[0] = " + Num(t.ne[0]) +

@@ -37,7 +37,8 @@ Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
     KES_RETURN_IF_ERROR(config.Uint("type_vocab_size", 1024, &c->type_vocab));
   }
   double eps = 1e-12;
-  if (config.Has("layer_norm_eps")) KES_RETURN_IF_ERROR(config.PositiveFloat("layer_norm_eps", &eps));
+  if (config.Has("layer_norm_eps"))
+    KES_RETURN_IF_ERROR(config.PositiveFloat("layer_norm_eps", &eps));
   c->eps = static_cast<float>(eps);
   KES_CHECK_OR_RETURN(c->d_model % c->n_heads == 0,
                       config.path() + ": hidden_size " + std::to_string(c->d_model) +
@@ -51,9 +52,9 @@ Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
   if (config.Has("position_embedding_type")) {
     KES_RETURN_IF_ERROR(config.String("position_embedding_type", &positions));
   }
-  KES_CHECK_OR_RETURN(positions == "absolute",
-                      config.path() + ": position_embedding_type \"" + positions +
-                          "\" is not supported (supported: absolute)");
+  KES_CHECK_OR_RETURN(positions == "absolute", config.path() + ": position_embedding_type \"" +
+                                                   positions +
+                                                   "\" is not supported (supported: absolute)");
   return OkStatus();
 }
 
@@ -64,7 +65,7 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
                    KesModel* out) {
   BertConfig c;
   KES_RETURN_IF_ERROR(ReadBertConfig(ckpt.config, &c));
-  const uint32_t max_seq = encoder.max_seq_length ? encoder.max_seq_length
+  const uint32_t max_seq = encoder.max_seq_length         ? encoder.max_seq_length
                            : ckpt.sentence.max_seq_length ? ckpt.sentence.max_seq_length
                                                           : c.max_positions;
   // Names where the length came from: a flag and a file are fixed in different places.
@@ -81,13 +82,13 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
                           std::to_string(max_seq) + " tokens exceeds 65536 tokens");
 
   // BertModel's own names, or BertFor*'s under "bert.".
-  const std::string prefix = ckpt.weights->Find("bert.embeddings.word_embeddings.weight") ? "bert."
-                                                                                           : "";
+  const std::string prefix =
+      ckpt.weights->Find("bert.embeddings.word_embeddings.weight") ? "bert." : "";
   const auto matrix_dtype = [&](const std::string& name, fb::DType* dtype) {
     return ckpt.WeightDType(prefix + name, options, dtype);
   };
-  const auto weight = [&](const std::string& name, fb::DType dtype,
-                          std::vector<uint64_t> shape, uint32_t* id) {
+  const auto weight = [&](const std::string& name, fb::DType dtype, std::vector<uint64_t> shape,
+                          uint32_t* id) {
     return ckpt.Import(prefix + name, dtype, shape, out, id);
   };
   const auto matrix = [&](const std::string& name, uint64_t rows, uint64_t cols, uint32_t* id) {

@@ -79,10 +79,10 @@ Status HfCheckpoint::Read(const std::string& name, const std::vector<uint64_t>& 
                           std::vector<float>* values) const {
   const safetensors::Checkpoint::Tensor* t = weights->Find(name);
   KES_CHECK_OR_RETURN(t != nullptr, folder + ": the checkpoint has no tensor '" + name + "'");
-  KES_CHECK_OR_RETURN(t->info->shape == shape,
-                      "'" + t->file->path() + "': tensor '" + name + "': expected shape " +
-                          ShapeString(shape) + " (from config.json), found " +
-                          ShapeString(t->info->shape));
+  KES_CHECK_OR_RETURN(t->info->shape == shape, "'" + t->file->path() + "': tensor '" + name +
+                                                   "': expected shape " + ShapeString(shape) +
+                                                   " (from config.json), found " +
+                                                   ShapeString(t->info->shape));
   return weights->ReadF32(name, values);
 }
 

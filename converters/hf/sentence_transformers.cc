@@ -31,17 +31,17 @@ Status ReadPooling(const std::string& path, SentenceEmbeddingConfig* out) {
   if (flag("pooling_mode_cls_token")) ++modes, out->pooling = fb::PoolMode::Cls;
   if (flag("pooling_mode_max_tokens")) ++modes, out->pooling = fb::PoolMode::Max;
   for (const char* unsupported : {"pooling_mode_mean_sqrt_len_tokens",
-                                  "pooling_mode_weightedmean_tokens",
-                                  "pooling_mode_lasttoken"}) {
-    KES_CHECK_OR_RETURN(!flag(unsupported),
-                        path + ": " + unsupported + " is not supported (supported: mean, cls, max)");
+                                  "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"}) {
+    KES_CHECK_OR_RETURN(!flag(unsupported), path + ": " + unsupported +
+                                                " is not supported (supported: mean, cls, max)");
   }
-  KES_CHECK_OR_RETURN(modes == 1, path + ": expected exactly one of pooling_mode_mean_tokens, "
-                                         "pooling_mode_cls_token, pooling_mode_max_tokens true, " +
-                                         (modes == 0 ? std::string("found none")
-                                                     : "found " + std::to_string(modes) +
-                                                           " (concatenated poolings are not "
-                                                           "supported)"));
+  KES_CHECK_OR_RETURN(modes == 1, path +
+                                      ": expected exactly one of pooling_mode_mean_tokens, "
+                                      "pooling_mode_cls_token, pooling_mode_max_tokens true, " +
+                                      (modes == 0 ? std::string("found none")
+                                                  : "found " + std::to_string(modes) +
+                                                        " (concatenated poolings are not "
+                                                        "supported)"));
   return OkStatus();
 }
 
@@ -73,8 +73,9 @@ Status ReadSentenceEmbeddingConfig(const std::string& folder, SentenceEmbeddingC
                           where + ": expected the Transformer first, in the folder itself");
       transformer = true;
     } else if (IsModule(type, "Pooling")) {
-      KES_CHECK_OR_RETURN(transformer && !pooling, where + ": expected one Pooling after the "
-                                                           "Transformer");
+      KES_CHECK_OR_RETURN(transformer && !pooling, where +
+                                                       ": expected one Pooling after the "
+                                                       "Transformer");
       KES_RETURN_IF_ERROR(ReadPooling(folder + "/" + path + "/config.json", &c));
       pooling = true;
     } else if (IsModule(type, "Normalize")) {
@@ -94,10 +95,12 @@ Status ReadSentenceEmbeddingConfig(const std::string& folder, SentenceEmbeddingC
     KES_RETURN_IF_ERROR(safetensors::ReadJson(bert_config, json::value_t::object, &config));
     if (config.contains("max_seq_length")) {
       const json& v = config["max_seq_length"];
-      KES_CHECK_OR_RETURN(v.is_number_unsigned() && v.get<uint64_t>() >= 3 &&
-                              v.get<uint64_t>() <= 65536,
-                          bert_config + ": max_seq_length: expected a whole number 3..65536, "
-                                        "found " + v.dump());
+      KES_CHECK_OR_RETURN(
+          v.is_number_unsigned() && v.get<uint64_t>() >= 3 && v.get<uint64_t>() <= 65536,
+          bert_config +
+              ": max_seq_length: expected a whole number 3..65536, "
+              "found " +
+              v.dump());
       c.max_seq_length = v.get<uint32_t>();
     }
   }

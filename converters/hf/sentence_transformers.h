@@ -12,10 +12,10 @@
 namespace kestrel {
 
 struct SentenceEmbeddingConfig {
-  bool found = false;            // modules.json exists; otherwise the defaults below
+  bool found = false;                         // modules.json exists; otherwise the defaults below
   fb::PoolMode pooling = fb::PoolMode::Mean;  // sentence-transformers' default for a plain model
   bool normalize = false;
-  uint32_t max_seq_length = 0;   // 0: not given
+  uint32_t max_seq_length = 0;  // 0: not given
 };
 
 // Reads the files when modules.json exists; a folder without it gets the defaults. Unsupported

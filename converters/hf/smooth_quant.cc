@@ -99,9 +99,8 @@ std::vector<float> SmoothingScales(const std::vector<float>& x_max,
   // come from this CPU's kernels, whose float sums differ in their last bits between SIMD
   // targets, and the grid gives every machine the same scales, hence the same .kes bytes, unless
   // a ratio falls within those last bits of a step boundary.
-  static constexpr float kEighthOctaves[8] = {1.0f,         1.09050773f, 1.18920712f,
-                                              1.29683955f,  1.41421356f, 1.54221083f,
-                                              1.68179283f,  1.83400809f};
+  static constexpr float kEighthOctaves[8] = {1.0f,        1.09050773f, 1.18920712f, 1.29683955f,
+                                              1.41421356f, 1.54221083f, 1.68179283f, 1.83400809f};
   std::vector<float> s(k, 1.0f);
   for (size_t j = 0; j < k; ++j) {
     const double ratio = static_cast<double>(x_max[j]) / w_max[j];

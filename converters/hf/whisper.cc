@@ -45,7 +45,8 @@ Status ConvertWhisperCheckpoint(const HfCheckpoint& ckpt, const ConvertOptions& 
                                uint32_t* bias) {
     const std::string full = prefix + name + ".weight";
     const safetensors::Checkpoint::Tensor* t = ckpt.weights->Find(full);
-    KES_CHECK_OR_RETURN(t != nullptr, ckpt.folder + ": the checkpoint has no tensor '" + full + "'");
+    KES_CHECK_OR_RETURN(t != nullptr,
+                        ckpt.folder + ": the checkpoint has no tensor '" + full + "'");
     const std::vector<uint64_t> expected = {d, in_channels, kWhisperConvKernel};
     KES_CHECK_OR_RETURN(t->info->shape == expected,
                         "tensor '" + full + "': expected shape " + ShapeString(expected) +
@@ -54,8 +55,7 @@ Status ConvertWhisperCheckpoint(const HfCheckpoint& ckpt, const ConvertOptions& 
     KES_RETURN_IF_ERROR(ckpt.weights->ReadF32(full, &values));
     KES_RETURN_IF_ERROR(StoreWeights(full, ConvolutionAsMatrix(values, d, in_channels),
                                      WhisperConvolutionDType(options),
-                                     {d, uint64_t{kWhisperConvKernel} * in_channels}, out,
-                                     weight));
+                                     {d, uint64_t{kWhisperConvKernel} * in_channels}, out, weight));
     return vector(name + ".bias", d, bias);
   };
 
@@ -98,9 +98,11 @@ Status ConvertWhisperCheckpoint(const HfCheckpoint& ckpt, const ConvertOptions& 
     KES_RETURN_IF_ERROR(c.Uint("max_target_positions", 65536, &dec.n_text_positions));
     KES_CHECK_OR_RETURN(dec.n_heads > 0 && d % dec.n_heads == 0 && dec.n_layers > 0 &&
                             dec.ffn > 0 && dec.n_text_positions > 0,
-                        c.path() + ": expected decoder_layers, decoder_ffn_dim and "
-                                   "max_target_positions above 0 and decoder_attention_heads "
-                                   "dividing d_model " + std::to_string(d));
+                        c.path() +
+                            ": expected decoder_layers, decoder_ffn_dim and "
+                            "max_target_positions above 0 and decoder_attention_heads "
+                            "dividing d_model " +
+                            std::to_string(d));
     // The output projection (proj_out) is tied to the token embeddings: one tensor serves both.
     WhisperDecoderWeights dw;
     KES_RETURN_IF_ERROR(matrix("embed_tokens.weight", shape.vocab, d, &dw.embeddings));

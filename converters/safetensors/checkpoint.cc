@@ -71,8 +71,9 @@ Status Checkpoint::OpenSharded(const std::string& folder, const std::string& ind
   }
   const auto map = index.find("weight_map");
   if (map == index.end()) {
-    return Status::Error(where + ": missing 'weight_map' (expected an object of tensor name to "
-                                 "shard file name)");
+    return Status::Error(where +
+                         ": missing 'weight_map' (expected an object of tensor name to "
+                         "shard file name)");
   }
   if (!map->is_object()) {
     return Status::Error(where + ": expected 'weight_map' to be an object, found " +
@@ -93,8 +94,8 @@ Status Checkpoint::OpenSharded(const std::string& folder, const std::string& ind
   }
   for (auto& [name, file] : shards) {
     std::unique_ptr<File> shard;
-    KES_RETURN_IF_ERROR(File::Open(folder + "/" + name, &shard)
-                            .WithContext(where + ": shard " + Quoted(name)));
+    KES_RETURN_IF_ERROR(
+        File::Open(folder + "/" + name, &shard).WithContext(where + ": shard " + Quoted(name)));
     file = shard.get();
     KES_RETURN_IF_ERROR(AddFile(std::move(shard)).WithContext(where));
   }
@@ -128,8 +129,10 @@ const Checkpoint::Tensor* Checkpoint::Find(std::string_view name) const {
 Status Checkpoint::ReadF32(std::string_view name, std::vector<float>* out) const {
   const Tensor* t = Find(name);
   if (t == nullptr) {
-    return Status::Error("tensor " + Quoted(name) + ": expected in the checkpoint, found in none "
-                         "of its " + std::to_string(files_.size()) + " file(s)");
+    return Status::Error("tensor " + Quoted(name) +
+                         ": expected in the checkpoint, found in none "
+                         "of its " +
+                         std::to_string(files_.size()) + " file(s)");
   }
   return t->file->ReadF32(*t->info, out);
 }

@@ -17,8 +17,8 @@ class KeyChecker {
 
   bool OnEvent(int depth, json::parse_event_t event, const json& parsed) {
     if (depth > kMaxJsonDepth && problem_.empty()) {
-      problem_ = "expected at most " + std::to_string(kMaxJsonDepth) +
-                 " levels of nesting, found more";
+      problem_ =
+          "expected at most " + std::to_string(kMaxJsonDepth) + " levels of nesting, found more";
     }
     switch (event) {
       case json::parse_event_t::object_start: frames_.emplace_back(); break;

@@ -12,10 +12,9 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kLengthBytes = 8;
-constexpr DType kAllDTypes[] = {DType::BOOL, DType::U8,   DType::I8,   DType::F8_E5M2,
-                                DType::F8_E4M3, DType::I16, DType::U16, DType::F16,
-                                DType::BF16, DType::I32,  DType::U32,  DType::F32,
-                                DType::F64,  DType::I64,  DType::U64};
+constexpr DType kAllDTypes[] = {DType::BOOL, DType::U8,  DType::I8,  DType::F8_E5M2, DType::F8_E4M3,
+                                DType::I16,  DType::U16, DType::F16, DType::BF16,    DType::I32,
+                                DType::U32,  DType::F32, DType::F64, DType::I64,     DType::U64};
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
@@ -64,8 +63,9 @@ Status Field(const json& entry, const char* key, json::value_t type, const char*
 Status Unsigned(const json& array, size_t i, const char* key, uint64_t* out) {
   const json& v = array[i];
   if (!v.is_number_unsigned()) {
-    return Status::Error(std::string("expected '") + key + "' to hold non-negative integers, found " +
-                         JsonKind(v) + " at index " + Num(i));
+    return Status::Error(std::string("expected '") + key +
+                         "' to hold non-negative integers, found " + JsonKind(v) + " at index " +
+                         Num(i));
   }
   *out = v.get<uint64_t>();
   return OkStatus();
@@ -142,8 +142,8 @@ Status File::Parse() {
   }
   if (n > size_ - kLengthBytes) {
     return Status::Error("header length " + Num(n) + " runs past the end of the file: expected " +
-                         "at most " + Num(size_ - kLengthBytes) + " bytes after the length, found " +
-                         Num(size_ - kLengthBytes));
+                         "at most " + Num(size_ - kLengthBytes) +
+                         " bytes after the length, found " + Num(size_ - kLengthBytes));
   }
   data_offset_ = kLengthBytes + n;
   const std::string_view text(reinterpret_cast<const char*>(base_ + kLengthBytes),
@@ -152,7 +152,8 @@ Status File::Parse() {
   std::vector<std::string> names;  // in header order
   KES_RETURN_IF_ERROR(ParseJson(text, "header", &header, &names));
   if (!header.is_object()) {
-    return Status::Error("expected the header to be a JSON object, found " + JsonKind(header.type()));
+    return Status::Error("expected the header to be a JSON object, found " +
+                         JsonKind(header.type()));
   }
 
   tensors_.reserve(names.size());
@@ -267,8 +268,8 @@ Status File::CheckTiling() const {
     const TensorInfo& t = tensors_[i];
     if (t.begin < covered) {
       return Status::Error("tensors " + Quoted(previous->name) + " " +
-                           RangeString(previous->begin, previous->end) + " and " +
-                           Quoted(t.name) + " " + RangeString(t.begin, t.end) +
+                           RangeString(previous->begin, previous->end) + " and " + Quoted(t.name) +
+                           " " + RangeString(t.begin, t.end) +
                            " overlap: expected each byte of the data section in one tensor");
     }
     if (t.begin > covered) {

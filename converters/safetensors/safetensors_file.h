@@ -28,8 +28,23 @@ namespace kestrel::safetensors {
 
 // Every fixed-size dtype of the format. Files holding any of them open; ReadF32 reads F32, F16
 // and BF16.
-enum class DType : uint8_t { BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32,
-                             F64, I64, U64 };
+enum class DType : uint8_t {
+  BOOL,
+  U8,
+  I8,
+  F8_E5M2,
+  F8_E4M3,
+  I16,
+  U16,
+  F16,
+  BF16,
+  I32,
+  U32,
+  F32,
+  F64,
+  I64,
+  U64
+};
 const char* DTypeName(DType t);  // as the header spells it: "BF16"
 size_t DTypeBytes(DType t);
 
@@ -43,7 +58,7 @@ struct TensorInfo {
   std::vector<uint64_t> shape;  // row-major, the last dimension contiguous (PyTorch's order)
   uint64_t begin = 0;           // data_offsets, relative to the data section
   uint64_t end = 0;
-  uint64_t n_elements = 0;      // product of shape; 1 for a scalar (shape [])
+  uint64_t n_elements = 0;        // product of shape; 1 for a scalar (shape [])
   const uint8_t* data = nullptr;  // end - begin bytes inside the file, checked at Open
 };
 
@@ -59,9 +74,9 @@ class File : private MappedInput {
   File& operator=(const File&) = delete;
 
   const std::string& path() const { return path_; }
-  uint64_t data_offset() const { return data_offset_; }  // 8 + N
+  uint64_t data_offset() const { return data_offset_; }                // 8 + N
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in header order
-  const TensorInfo* Find(std::string_view name) const;                  // nullptr if absent
+  const TensorInfo* Find(std::string_view name) const;                 // nullptr if absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
   // All values of `t` (a tensor of this file) as floats, row-major: F32 as is, F16 and BF16

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     goto done;
   }
 
-  sampler.temperature = 0.0f; /* greedy */
+  sampler.temperature = 0.0f;                  /* greedy */
   fwrite(argv[2], 1, strlen(argv[2]), stdout); /* as `kestrel run` echoes its prompt */
   status = kes_generate(session, tokens, n_tokens, &sampler, max_tokens, print_piece, NULL);
   fputc('\n', stdout);

@@ -54,9 +54,9 @@ typedef enum kes_status {
   KES_BUFFER_TOO_SMALL = 5, /* a caller buffer is short; the size needed was stored */
   KES_CONTEXT_FULL = 6,     /* a prompt longer than the session's context */
   KES_OUT_OF_MEMORY = 7,
-  KES_ABORTED = 8,  /* kes_session_abort (kes_encoder_abort, kes_transcriber_abort) stopped
-                       the call */
-  KES_INTERNAL = 9, /* a bug: please report the message */
+  KES_ABORTED = 8,   /* kes_session_abort (kes_encoder_abort, kes_transcriber_abort) stopped
+                        the call */
+  KES_INTERNAL = 9,  /* a bug: please report the message */
   KES_BAD_STATE = 10 /* a saved session state that is damaged, cut short, of another format
                         version, or saved by another model or a session of other parameters */
 } kes_status;
@@ -125,16 +125,17 @@ KES_API kes_status kes_token_is_end(const kes_model* model, int32_t token, int* 
 
 /* ---- Tokens ------------------------------------------------------------------------------- */
 
-#define KES_TOKENIZE_ADD_SPECIAL 1u   /* BOS (and EOS) where the vocabulary asks for them */
-#define KES_TOKENIZE_PARSE_SPECIAL 2u /* control tokens typed in the text ("<start_of_turn>")
-                                         become their ids; without it they are plain text */
+/* BOS (and EOS) where the vocabulary asks for them. */
+#define KES_TOKENIZE_ADD_SPECIAL 1u
+/* Control tokens typed in the text ("<start_of_turn>") become their ids; without it they are
+ * plain text. */
+#define KES_TOKENIZE_PARSE_SPECIAL 2u
 
 /* The ids of `text` (len bytes) into tokens[capacity]; *n_tokens gets their count, or the
  * capacity needed with KES_BUFFER_TOO_SMALL. With both flags, the ids `kestrel run` gives a
  * text generator for the prompt `text`. */
 KES_API kes_status kes_tokenize(const kes_model* model, const char* text, size_t len,
-                                uint32_t flags, int32_t* tokens, size_t capacity,
-                                size_t* n_tokens);
+                                uint32_t flags, int32_t* tokens, size_t capacity, size_t* n_tokens);
 /* The text of tokens[n] into buf[capacity] (not NUL-terminated); *n_bytes gets its length, or
  * the capacity needed with KES_BUFFER_TOO_SMALL. Tokenizing and detokenizing give the text
  * back. */
@@ -169,8 +170,8 @@ KES_API kes_session_params kes_session_default_params(void);
 #define KES_ALIGNMENT 64
 
 /* The bytes of arena a session with `params` needs (KV cache, activations, sampler scratch). */
-KES_API kes_status kes_session_arena_size(const kes_model* model,
-                                          const kes_session_params* params, size_t* bytes);
+KES_API kes_status kes_session_arena_size(const kes_model* model, const kes_session_params* params,
+                                          size_t* bytes);
 
 /* arena NULL: the session allocates its arena once, here. Otherwise the caller's, KES_ALIGNMENT
  * aligned and at least kes_session_arena_size bytes (else KES_INVALID_ARGUMENT), which must stay
@@ -211,8 +212,7 @@ KES_API kes_status kes_session_prefill(kes_session* session, const int32_t* toke
 
 /* The logits for the next token: *logits points to n_vocab floats inside the session, valid
  * until the session's next call. KES_INVALID_ARGUMENT while the sequence is empty. */
-KES_API kes_status kes_session_logits(kes_session* session, const float** logits,
-                                      size_t* n_vocab);
+KES_API kes_status kes_session_logits(kes_session* session, const float** logits, size_t* n_vocab);
 
 /* Sampling: greedy at temperature 0 (the lowest id among equal logits), otherwise temperature,
  * top-k and top-p with a generator seeded by `seed`. */
@@ -234,9 +234,8 @@ KES_API kes_sampler_params kes_sampler_default_params(void);
  * sequence, so a prefill followed by next_token calls gives what kes_generate gives for the same
  * prompt. A piece longer than piece_capacity: KES_BUFFER_TOO_SMALL, *piece_len the size
  * needed, and no token is taken (the random sequence too stays where it was). */
-KES_API kes_status kes_session_next_token(kes_session* session,
-                                          const kes_sampler_params* sampler, int32_t* token,
-                                          char* piece_buf, size_t piece_capacity,
+KES_API kes_status kes_session_next_token(kes_session* session, const kes_sampler_params* sampler,
+                                          int32_t* token, char* piece_buf, size_t piece_capacity,
                                           size_t* piece_len);
 
 /* Receives each generated token and its text piece (piece_len bytes, not NUL-terminated, valid
@@ -289,8 +288,7 @@ KES_API kes_convert_params kes_convert_default_params(void);
  * for an input that cannot be read or an output that cannot be written, KES_BAD_MODEL for an
  * input that is not a model, KES_UNSUPPORTED for an architecture it does not know. Any thread
  * may call it; conversions to different outputs may run at once. */
-KES_API kes_status kes_convert(const char* src, const char* dst,
-                               const kes_convert_params* params);
+KES_API kes_status kes_convert(const char* src, const char* dst, const kes_convert_params* params);
 
 /* ---- Embeddings --------------------------------------------------------------------------- */
 
@@ -311,8 +309,8 @@ typedef struct kes_encoder_params {
 KES_API kes_encoder_params kes_encoder_default_params(void);
 
 /* The bytes of arena an encoder of `model` needs (one step of the converter's batch size). */
-KES_API kes_status kes_encoder_arena_size(const kes_model* model,
-                                          const kes_encoder_params* params, size_t* bytes);
+KES_API kes_status kes_encoder_arena_size(const kes_model* model, const kes_encoder_params* params,
+                                          size_t* bytes);
 
 /* As kes_session_create: arena NULL, allocated once here; otherwise the caller's, KES_ALIGNMENT
  * aligned, at least kes_encoder_arena_size bytes and valid until kes_encoder_destroy. `model`
@@ -339,14 +337,13 @@ KES_API kes_status kes_encoder_get_info(const kes_encoder* encoder, kes_encoder_
  * dim must be kes_encoder_info.embedding_dim. Each text is tokenized as `kestrel embed` does it
  * (the checkpoint's pipeline: its special tokens around it, cut to max_tokens), which
  * allocates; the encoder itself does not. On failure the rows of out are unspecified. */
-KES_API kes_status kes_embed(kes_encoder* encoder, const char* const* texts,
-                             const size_t* lengths, size_t n, float* out, size_t dim);
+KES_API kes_status kes_embed(kes_encoder* encoder, const char* const* texts, const size_t* lengths,
+                             size_t n, float* out, size_t dim);
 
 /* The ids kes_embed embeds for `text` (len bytes) into ids[capacity]; *n_ids gets their count,
  * or the capacity needed with KES_BUFFER_TOO_SMALL (at most max_tokens). */
-KES_API kes_status kes_encoder_tokenize(const kes_encoder* encoder, const char* text,
-                                        size_t len, int32_t* ids, size_t capacity,
-                                        size_t* n_ids);
+KES_API kes_status kes_encoder_tokenize(const kes_encoder* encoder, const char* text, size_t len,
+                                        int32_t* ids, size_t capacity, size_t* n_ids);
 
 /* Embeds n token sequences (ids[i] is lengths[i] ids, special tokens included, 1 to max_tokens
  * of them; as `kestrel embed --ids`) into out[n * dim]. Allocates nothing: with the ids of
@@ -426,9 +423,8 @@ typedef void (*kes_segment_callback)(void* user_data, const kes_segment* segment
  * NULL) with each segment. Other rates than 16000 are resampled first, which allocates. A
  * language that the model does not know, or any option the model cannot take (translating with
  * an English-only model): KES_INVALID_ARGUMENT, and nothing runs. */
-KES_API kes_status kes_transcribe_pcm(kes_transcriber* transcriber, const float* samples,
-                                      size_t n, uint32_t sample_rate,
-                                      const kes_transcribe_params* params,
+KES_API kes_status kes_transcribe_pcm(kes_transcriber* transcriber, const float* samples, size_t n,
+                                      uint32_t sample_rate, const kes_transcribe_params* params,
                                       kes_segment_callback callback, void* user_data);
 
 /* The same for the WAV file at `wav_path` (integer PCM or float, any rate, its channels
@@ -447,8 +443,8 @@ KES_API kes_status kes_transcriber_abort(kes_transcriber* transcriber);
 
 /* The language code of the last transcription ("en": given, detected, or the English-only
  * model's), *len bytes at *code, inside the model (valid while it is open); "" before any. */
-KES_API kes_status kes_transcriber_language(const kes_transcriber* transcriber,
-                                            const char** code, size_t* len);
+KES_API kes_status kes_transcriber_language(const kes_transcriber* transcriber, const char** code,
+                                            size_t* len);
 
 /* ---- Chat --------------------------------------------------------------------------------- */
 
@@ -488,8 +484,8 @@ KES_API kes_status kes_chat_apply_template(const kes_model* model, const char* f
  * Thread-safe on a shared model. */
 KES_API kes_status kes_chat_tokenize(const kes_model* model, const char* format,
                                      const kes_chat_message* messages, size_t n_messages,
-                                     int add_generation_prompt, int32_t* tokens,
-                                     size_t capacity, size_t* n_tokens);
+                                     int add_generation_prompt, int32_t* tokens, size_t capacity,
+                                     size_t* n_tokens);
 
 /* The enable_thinking variable of a thinking model's template (Qwen3's, SmolLM3's): left
  * undefined (the template's default, thinking on in both), or set. KES_THINKING_OFF asks for a

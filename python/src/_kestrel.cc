@@ -49,8 +49,9 @@ class Busy {
   Busy(std::atomic<bool>* flag, const char* what) : flag_(flag) {
     if (flag_->exchange(true)) {
       flag_ = nullptr;
-      Raise(KES_INVALID_ARGUMENT, std::string(what) + " is in use by another thread: use one "
-                                  "per thread (kestrel.Model does so itself)");
+      Raise(KES_INVALID_ARGUMENT, std::string(what) +
+                                      " is in use by another thread: use one "
+                                      "per thread (kestrel.Model does so itself)");
     }
   }
   ~Busy() {
@@ -223,7 +224,7 @@ class SessionHandle {
 
   // (token, its text piece, whether it ends generation).
   std::tuple<int32_t, nb::bytes, bool> NextToken(float temperature, int32_t top_k, float top_p,
-                                                  uint64_t seed) {
+                                                 uint64_t seed) {
     Busy busy(&busy_, "this session");
     const kes_sampler_params sampler = Sampler(temperature, top_k, top_p, seed);
     int32_t token = -1;
@@ -292,8 +293,8 @@ class SessionHandle {
     Check(s);
   }
 
-  void ChatStart(const std::optional<std::string>& system,
-                 const std::optional<std::string>& format, std::optional<bool> thinking) {
+  void ChatStart(const std::optional<std::string>& system, const std::optional<std::string>& format,
+                 std::optional<bool> thinking) {
     Busy busy(&busy_, "this session");
     kes_chat_params params = kes_chat_default_params();
     if (system) {
@@ -314,9 +315,8 @@ class SessionHandle {
   // (bytes) as it comes, the GIL taken only for that; a true return stops the reply. (reply
   // ids, reply text).
   std::tuple<std::vector<int32_t>, nb::bytes> Chat(const std::string& user, size_t max_tokens,
-                                                   float temperature, int32_t top_k,
-                                                   float top_p, uint64_t seed,
-                                                   nb::object on_piece) {
+                                                   float temperature, int32_t top_k, float top_p,
+                                                   uint64_t seed, nb::object on_piece) {
     Busy busy(&busy_, "this session");
     const kes_sampler_params sampler = Sampler(temperature, top_k, top_p, seed);
     Collected out;
@@ -339,8 +339,7 @@ class SessionHandle {
   // tokens and their text gathered here. (generated ids, their text, stopped by an end token).
   std::tuple<std::vector<int32_t>, nb::bytes> Generate(const std::vector<int32_t>& prompt,
                                                        size_t max_tokens, float temperature,
-                                                       int32_t top_k, float top_p,
-                                                       uint64_t seed) {
+                                                       int32_t top_k, float top_p, uint64_t seed) {
     Busy busy(&busy_, "this session");
     const kes_sampler_params sampler = Sampler(temperature, top_k, top_p, seed);
     Collected out;
@@ -419,8 +418,7 @@ class EncoderHandle {
     Busy busy(&busy_, "this encoder");
     if (out.shape(0) != texts.size()) {
       Raise(KES_INVALID_ARGUMENT, "out: expected " + std::to_string(texts.size()) +
-                                      " rows, one per text, found " +
-                                      std::to_string(out.shape(0)));
+                                      " rows, one per text, found " + std::to_string(out.shape(0)));
     }
     std::vector<const char*> pointers(texts.size());
     std::vector<size_t> lengths(texts.size());
@@ -447,8 +445,7 @@ class EncoderHandle {
       s = kes_encoder_tokenize(encoder_, text.data(), text.size(), ids.data(), ids.size(), &n);
       if (s == KES_BUFFER_TOO_SMALL) {
         ids.resize(n);
-        s = kes_encoder_tokenize(encoder_, text.data(), text.size(), ids.data(), ids.size(),
-                                 &n);
+        s = kes_encoder_tokenize(encoder_, text.data(), text.size(), ids.data(), ids.size(), &n);
       }
     }
     Check(s);
@@ -501,16 +498,16 @@ class TranscriberHandle {
     kes_status s;
     {
       nb::gil_scoped_release release;
-      s = kes_transcribe_pcm(transcriber_, samples.data(), samples.shape(0), sample_rate,
-                             &params, &Collect, &segments);
+      s = kes_transcribe_pcm(transcriber_, samples.data(), samples.shape(0), sample_rate, &params,
+                             &Collect, &segments);
     }
     Check(s);
     return {ToList(segments), Language()};
   }
 
   std::tuple<nb::list, std::string> File(const std::string& path,
-                                         const std::optional<std::string>& language,
-                                         int32_t task, bool timestamps, bool previous_text) {
+                                         const std::optional<std::string>& language, int32_t task,
+                                         bool timestamps, bool previous_text) {
     Busy busy(&busy_, "this transcriber");
     const kes_transcribe_params params = Params(language, task, timestamps, previous_text);
     std::vector<Segment> segments;
@@ -539,8 +536,7 @@ class TranscriberHandle {
   }
   static void Collect(void* user_data, const kes_segment* segment) {
     auto* out = static_cast<std::vector<Segment>*>(user_data);
-    out->push_back({segment->start, segment->end,
-                    std::string(segment->text, segment->text_len),
+    out->push_back({segment->start, segment->end, std::string(segment->text, segment->text_len),
                     std::vector<int32_t>(segment->tokens, segment->tokens + segment->n_tokens)});
   }
   static nb::list ToList(const std::vector<Segment>& segments) {
@@ -593,9 +589,8 @@ NB_MODULE(_kestrel, m) {
   m.attr("ABI_VERSION") = KES_ABI_VERSION;
   m.def("version", [] { return std::string(kes_version()); });
   m.def("abi_version", [] { return kes_abi_version(); });
-  m.def("status_name", [](int status) {
-    return std::string(kes_status_name(static_cast<kes_status>(status)));
-  });
+  m.def("status_name",
+        [](int status) { return std::string(kes_status_name(static_cast<kes_status>(status))); });
   m.def("convert", &Convert, nb::arg("src"), nb::arg("dst"), nb::arg("weights") = nb::none(),
         nb::arg("calibration") = nb::none(), nb::arg("prefill_tokens") = 0,
         nb::arg("score_tokens") = 0, nb::arg("max_seq_length") = 0, nb::arg("max_batch") = 0,
@@ -641,9 +636,8 @@ NB_MODULE(_kestrel, m) {
   nb::class_<TranscriberHandle>(m, "TranscriberHandle")
       .def(nb::init<nb::object, size_t, size_t>(), nb::arg("model"), nb::arg("n_threads"),
            nb::arg("max_audio_seconds"))
-      .def("transcribe_pcm", &TranscriberHandle::Pcm, nb::arg("samples"),
-           nb::arg("sample_rate"), nb::arg("language"), nb::arg("task"), nb::arg("timestamps"),
-           nb::arg("previous_text"))
+      .def("transcribe_pcm", &TranscriberHandle::Pcm, nb::arg("samples"), nb::arg("sample_rate"),
+           nb::arg("language"), nb::arg("task"), nb::arg("timestamps"), nb::arg("previous_text"))
       .def("transcribe_file", &TranscriberHandle::File, nb::arg("path"), nb::arg("language"),
            nb::arg("task"), nb::arg("timestamps"), nb::arg("previous_text"))
       .def("abort", &TranscriberHandle::Abort);

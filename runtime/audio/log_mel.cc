@@ -155,8 +155,7 @@ std::vector<float> LogMelSpectrogram::DenseFilters() const {
 
 void CopyMelFrames(const float* mel, int n_mels, size_t frames, size_t first, size_t count,
                    size_t window, float* out) {
-  const size_t have =
-      first < frames ? std::min({frames - first, count, window}) : 0;
+  const size_t have = first < frames ? std::min({frames - first, count, window}) : 0;
   for (int m = 0; m < n_mels; ++m) {
     float* row = out + static_cast<size_t>(m) * window;
     if (have > 0) std::memcpy(row, mel + m * frames + first, have * sizeof(float));

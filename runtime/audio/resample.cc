@@ -23,7 +23,8 @@ Status Resample(const std::vector<float>& in, uint32_t in_rate, uint32_t out_rat
     return Status::Error("resample: " + std::to_string(in_rate) + " Hz to " +
                          std::to_string(out_rate) +
                          " Hz is beyond libsamplerate's ratio of 256 either way; expected an "
-                         "input rate from " + std::to_string(out_rate / 256 + 1) + " to " +
+                         "input rate from " +
+                         std::to_string(out_rate / 256 + 1) + " to " +
                          std::to_string(static_cast<uint64_t>(out_rate) * 256) + " Hz");
   }
   // `long` is 32-bit on 32-bit ARM: hours of audio still fit, a file of over 2^31 samples not.

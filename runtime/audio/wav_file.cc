@@ -41,10 +41,13 @@ std::string ChunkId(const uint8_t* p) {
 }
 
 // A streaming writer's placeholder for "the rest of the file".
-bool IsStreamingSize(uint32_t size) { return size == 0 || size == 0x7FFFFFFF || size == 0xFFFFFFFF; }
+bool IsStreamingSize(uint32_t size) {
+  return size == 0 || size == 0x7FFFFFFF || size == 0xFFFFFFFF;
+}
 
 Status ParseFormat(const uint8_t* p, uint32_t size, WavInfo* info) {
-  if (size < 16) return Status::Error("'fmt ' chunk of " + Num(size) + " bytes (expected at least 16)");
+  if (size < 16)
+    return Status::Error("'fmt ' chunk of " + Num(size) + " bytes (expected at least 16)");
   uint16_t tag = U16(p);
   info->channels = U16(p + 2);
   info->sample_rate = U32(p + 4);
@@ -60,8 +63,9 @@ Status ParseFormat(const uint8_t* p, uint32_t size, WavInfo* info) {
     static constexpr uint8_t kGuidSuffix[14] = {0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80,
                                                 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71};
     if (std::memcmp(p + 26, kGuidSuffix, sizeof(kGuidSuffix)) != 0) {
-      return Status::Error("WAVE_FORMAT_EXTENSIBLE with an unknown subformat GUID (expected PCM "
-                           "or IEEE float)");
+      return Status::Error(
+          "WAVE_FORMAT_EXTENSIBLE with an unknown subformat GUID (expected PCM "
+          "or IEEE float)");
     }
     tag = U16(p + 24);
   }
@@ -81,7 +85,8 @@ Status ParseFormat(const uint8_t* p, uint32_t size, WavInfo* info) {
                          "ADPCM or mu-law is not read: convert it, e.g. with sox)");
   }
   if (info->channels == 0 || info->channels > kMaxChannels) {
-    return Status::Error(Num(info->channels) + " channels (expected 1 to " + Num(kMaxChannels) + ")");
+    return Status::Error(Num(info->channels) + " channels (expected 1 to " + Num(kMaxChannels) +
+                         ")");
   }
   if (info->sample_rate == 0 || info->sample_rate > kMaxSampleRate) {
     return Status::Error("sample rate " + Num(info->sample_rate) + " Hz (expected 1 to " +

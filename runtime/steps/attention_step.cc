@@ -49,7 +49,7 @@ struct AttentionStepArgs {
   // Arena scratch for splitting a decode step's keys across threads (null: no scratch planned).
   std::atomic<size_t>* arrivals;
   float* partials;
-  size_t max_partitions;  // that the partials have room for
+  size_t max_partitions;    // that the partials have room for
   ops::AttentionArgs args;  // n_tokens, pos0 and sink_rope are filled in per step
   bool keys_rotated;
   ops::RopeFrequencies key_rope;
@@ -73,7 +73,7 @@ bool FindKeyRope(const BindContext& b, uint32_t layer, ops::RopeFrequencies* rop
       const fb::Rope* r = op.params_as_Rope();
       if (r == nullptr || op.inputs()->Get(0) != keys) continue;
       rope->layout = r->style() == fb::RopeStyle::Adjacent ? ops::RopeLayout::kAdjacent
-                                                            : ops::RopeLayout::kNeox;
+                                                           : ops::RopeLayout::kNeox;
       rope->theta_base = r->theta();
       rope->freq_scale = r->freq_scale();
       rope->rotary_dims = RotaryDims(*r);
@@ -144,8 +144,7 @@ Status Check(const OpCheck& c) {
   const fb::Attention& p = *c.op().params_as_Attention();
   const fb::KvLayer* kv = nullptr;
   KES_RETURN_IF_ERROR(c.KvLayer(p.layer(), &kv));
-  KES_RETURN_IF_ERROR(c.Expect(p.n_kv_heads() == kv->n_kv_heads() &&
-                                   p.head_dim() == kv->head_dim(),
+  KES_RETURN_IF_ERROR(c.Expect(p.n_kv_heads() == kv->n_kv_heads() && p.head_dim() == kv->head_dim(),
                                "heads do not match the KV layer"));
   KES_RETURN_IF_ERROR(
       c.Expect(p.n_heads() > 0 && p.n_heads() <= 65536 && p.n_heads() % p.n_kv_heads() == 0, [&] {
@@ -163,8 +162,7 @@ Status Check(const OpCheck& c) {
                std::to_string(kv->cross_length()) + ")";
       }));
   switch (p.mask()) {
-    case fb::AttentionMask::Cross:
-      break;
+    case fb::AttentionMask::Cross: break;
     case fb::AttentionMask::Causal:
       KES_RETURN_IF_ERROR(c.Expect(kv->window() == 0, [&] {
         return "causal attention over a sliding-window KV layer (window " +
@@ -182,8 +180,8 @@ Status Check(const OpCheck& c) {
         return "unsupported attention mask " + std::to_string(static_cast<int>(p.mask()));
       });
   }
-  KES_RETURN_IF_ERROR(c.Expect(std::isfinite(p.scale()) && p.scale() > 0.0f,
-                               "scale must be positive and finite"));
+  KES_RETURN_IF_ERROR(
+      c.Expect(std::isfinite(p.scale()) && p.scale() > 0.0f, "scale must be positive and finite"));
   KES_RETURN_IF_ERROR(c.Expect(std::isfinite(p.logit_softcap()) && p.logit_softcap() >= 0.0f, [&] {
     return "logit_softcap must be 0 (off) or positive and finite, found " +
            std::to_string(p.logit_softcap());

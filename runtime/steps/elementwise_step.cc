@@ -147,7 +147,7 @@ void BindAdd(const BindContext& b, Step* step) { BindBinary(b, ops::ResolveAdd()
 
 const OpKind kAddOp = OpKind(fb::OpParams::Add, CheckBinary, BindAdd).Operands(2, 1);
 const OpKind kActivateOp = OpKind(fb::OpParams::Activate, CheckUnary, BindUnary).Operands(1, 1);
-const OpKind kGatedActivationOp = OpKind(fb::OpParams::GatedActivation, CheckGated, BindGated)
-    .Operands(2, 1);
+const OpKind kGatedActivationOp =
+    OpKind(fb::OpParams::GatedActivation, CheckGated, BindGated).Operands(2, 1);
 
 }  // namespace kestrel

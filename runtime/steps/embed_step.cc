@@ -16,10 +16,10 @@ using ErasedLookup = void (*)();
 
 struct EmbedArgs {
   ErasedLookup lookup;
-  const void* table;   // [vocab, dim]
+  const void* table;  // [vocab, dim]
   size_t vocab, dim;
   const int32_t* tokens;
-  float* out;          // [tokens, dim]
+  float* out;  // [tokens, dim]
   float scale;
 };
 
@@ -53,15 +53,15 @@ void RunPacked(const void* args, size_t n, int64_t, size_t thread, size_t n_thre
   size_t b, e;
   SplitRange(n, thread, n_threads, &b, &e);
   if (b == e) return;
-  reinterpret_cast<Lookup>(a.lookup)(static_cast<const T*>(a.table), a.vocab, a.dim,
-                                     a.tokens + b, e - b, a.scale, a.out + b * a.dim);
+  reinterpret_cast<Lookup>(a.lookup)(static_cast<const T*>(a.table), a.vocab, a.dim, a.tokens + b,
+                                     e - b, a.scale, a.out + b * a.dim);
 }
 
 Status Check(const OpCheck& c) {
   const fb::Buffer& tokens = c.In(0);
-  KES_RETURN_IF_ERROR(c.Expect(tokens.dtype() == fb::DType::I32 && tokens.row_elems() == 1 &&
-                                   tokens.per_token(),
-                               "input must be i32 ids, one per row"));
+  KES_RETURN_IF_ERROR(
+      c.Expect(tokens.dtype() == fb::DType::I32 && tokens.row_elems() == 1 && tokens.per_token(),
+               "input must be i32 ids, one per row"));
   const fb::Tensor& table = c.Weight(0);
   KES_RETURN_IF_ERROR(c.Matrix(table, "embedding table"));
   KES_RETURN_IF_ERROR(c.Expect(IsWeightDType(table.dtype()), [&] {
@@ -114,9 +114,7 @@ void Bind(const BindContext& b, Step* step) {
     case KernelFamily::kQ8_0:  // one row dequantized per token: plain code, nothing to dispatch
       a.lookup = erase(&ops::EmbedQ8);
       break;
-    case KernelFamily::kQ4_0:
-      a.lookup = erase(&ops::EmbedQ4);
-      break;
+    case KernelFamily::kQ4_0: a.lookup = erase(&ops::EmbedQ4); break;
     case KernelFamily::kF32:
       a.lookup = erase(ops::ResolveEmbedF32());
       run = RunDense<float>;
@@ -125,9 +123,7 @@ void Bind(const BindContext& b, Step* step) {
       a.lookup = erase(&ops::EmbedF32Panels);
       run = RunPacked<float>;
       break;
-    case KernelFamily::kKeptBlocks:
-      a.lookup = BlockLookup(*row.block);
-      break;
+    case KernelFamily::kKeptBlocks: a.lookup = BlockLookup(*row.block); break;
     case KernelFamily::kNone: break;
   }
   a.table = b.WeightData(0);

@@ -10,8 +10,8 @@ namespace kestrel {
 namespace {
 
 struct KvStoreArgs {
-  const float* k;  // [tokens, row]
-  const float* v;  // [tokens, row]
+  const float* k;   // [tokens, row]
+  const float* v;   // [tokens, row]
   uint8_t* k_ring;  // [capacity, row] of type
   uint8_t* v_ring;
   float* k_scales;  // int8: [capacity, row / 32]
@@ -25,15 +25,12 @@ struct KvStoreArgs {
 void StoreRow(const KvStoreArgs& a, const float* in, uint8_t* ring, float* scales, size_t slot) {
   uint8_t* out = ring + slot * ops::KvRowBytes(a.type, a.row);
   switch (a.type) {
-    case ops::KvType::kF16:
-      a.encode_f16(in, a.row, reinterpret_cast<hwy::float16_t*>(out));
-      break;
+    case ops::KvType::kF16: a.encode_f16(in, a.row, reinterpret_cast<hwy::float16_t*>(out)); break;
     case ops::KvType::kInt8:
       a.encode_int8(in, a.row, reinterpret_cast<int8_t*>(out),
                     scales + slot * (a.row / ops::kKvInt8Block));
       break;
-    default:
-      std::memcpy(out, in, a.row * sizeof(float));
+    default: std::memcpy(out, in, a.row * sizeof(float));
   }
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 struct LayerNormArgs {
   decltype(&ops::LayerNorm) kernel;
-  const float* in;     // [tokens, dim]
+  const float* in;  // [tokens, dim]
   float* out;
   const float* gamma;  // [dim]
   const float* beta;   // [dim]
@@ -82,7 +82,7 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kLayerNormOp = OpKind(fb::OpParams::LayerNorm, Check, Bind)
-    .Operands(1, 1).Weights(2, 2);
+const OpKind kLayerNormOp =
+    OpKind(fb::OpParams::LayerNorm, Check, Bind).Operands(1, 1).Weights(2, 2);
 
 }  // namespace kestrel

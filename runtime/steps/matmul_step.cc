@@ -25,12 +25,12 @@ struct MatMulArgs {
   // Bias, activation and residual on blocks of epilogue_tokens output rows, or null: none.
   decltype(&ops::AddBiasRows) epilogue;
   const float* residual;  // [tokens, n_out] added by the epilogue, or null
-  const void* w;        // [n_out, k]
-  const float* bias;    // [n_out] or null
-  const uint8_t* x;     // [tokens, x_row_bytes]
-  float* y;             // [tokens or 1, n_out]
+  const void* w;          // [n_out, k]
+  const float* bias;      // [n_out] or null
+  const uint8_t* x;       // [tokens, x_row_bytes]
+  float* y;               // [tokens or 1, n_out]
   size_t k, n_out, x_row_bytes;
-  size_t rows_per_token;  // rows of k (and of n_out) per token row
+  size_t rows_per_token;   // rows of k (and of n_out) per token row
   size_t epilogue_tokens;  // EpilogueTokens
   size_t row_group;        // ThreadRows' unit
   bool last_row_only;
@@ -102,9 +102,8 @@ Status Check(const OpCheck& c) {
                "weights), found " +
                std::to_string(m);
       }));
-  KES_RETURN_IF_ERROR(IsBlockQuantized(w.dtype())
-                          ? c.QuantizedActivation(c.In(0), k * m, "input")
-                          : c.Activation(c.In(0), k * m, "input"));
+  KES_RETURN_IF_ERROR(IsBlockQuantized(w.dtype()) ? c.QuantizedActivation(c.In(0), k * m, "input")
+                                                  : c.Activation(c.In(0), k * m, "input"));
   if (c.n_weights() == 2) KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(1), n_out, "bias"));
   const fb::Buffer& y = c.Out(0);
   if (c.op().params_as_MatMul()->last_row_only()) {
@@ -165,8 +164,8 @@ void Bind(const BindContext& b, Step* step) {
   }
   if (next != nullptr && next->params_type() == fb::OpParams::Add) {
     const uint32_t out = b.op().outputs()->Get(0), first = next->inputs()->Get(0);
-    a.residual = reinterpret_cast<const float*>(
-        b.BufferData(first == out ? next->inputs()->Get(1) : first));
+    a.residual =
+        reinterpret_cast<const float*>(b.BufferData(first == out ? next->inputs()->Get(1) : first));
   }
   a.x = b.In(0);
   a.y = reinterpret_cast<float*>(b.Out(0));

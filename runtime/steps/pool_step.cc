@@ -8,9 +8,9 @@ namespace {
 
 struct PoolArgs {
   decltype(&ops::PoolRows) kernel;
-  const float* in;         // [tokens, dim]
-  const int32_t* table;    // [table_rows, 2]
-  float* out;              // [table_rows, dim]
+  const float* in;       // [tokens, dim]
+  const int32_t* table;  // [table_rows, 2]
+  float* out;            // [table_rows, dim]
   size_t dim, table_rows;
   ops::PoolMode mode;
   bool normalize;
@@ -22,8 +22,7 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
   SplitRange(CountSequences(a.table, a.table_rows, n), thread, n_threads, &b, &e);
   for (size_t s = b; s < e; ++s) {
     const SequenceSpan span = SequenceAt(a.table, s);
-    a.kernel(a.in + span.start * a.dim, span.length, a.dim, a.mode, a.normalize,
-             a.out + s * a.dim);
+    a.kernel(a.in + span.start * a.dim, span.length, a.dim, a.mode, a.normalize, a.out + s * a.dim);
   }
 }
 

@@ -49,8 +49,8 @@ Status Check(const OpCheck& c) {
   const uint64_t row = c.In(0).row_elems();
   KES_RETURN_IF_ERROR(c.Activation(c.In(0), row, "input"));
   if (c.n_weights() == 1) KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(0), row, "channel factors"));
-  KES_RETURN_IF_ERROR(CheckQuantizeScaleBlock(*c.op().params_as_QuantizeRows(), row,
-                                              c.n_weights() == 1));
+  KES_RETURN_IF_ERROR(
+      CheckQuantizeScaleBlock(*c.op().params_as_QuantizeRows(), row, c.n_weights() == 1));
   return c.QuantizedActivation(c.Out(0), row, "output");
 }
 
@@ -72,13 +72,14 @@ void Bind(const BindContext& b, Step* step) {
 Status CheckQuantizeScaleBlock(const fb::QuantizeRows& params, uint64_t row_elems,
                                bool has_factors) {
   const uint32_t block = params.scale_block();
-  KES_CHECK_OR_RETURN(block == 32 || block == 256,
-                      "QuantizeRows: expected scale_block 32 or 256, found " +
-                          std::to_string(block));
+  KES_CHECK_OR_RETURN(
+      block == 32 || block == 256,
+      "QuantizeRows: expected scale_block 32 or 256, found " + std::to_string(block));
   if (block == 256) {
     KES_CHECK_OR_RETURN(row_elems % 256 == 0,
                         "QuantizeRows: scale_block 256 needs rows of a multiple of 256 "
-                        "elements, found " + std::to_string(row_elems));
+                        "elements, found " +
+                            std::to_string(row_elems));
     KES_CHECK_OR_RETURN(!has_factors,
                         "QuantizeRows: scale_block 256 with channel factors is not supported");
   }
@@ -90,7 +91,7 @@ decltype(&ops::QuantizeRowsQ8) ResolveQuantizeRows(const fb::QuantizeRows& param
                                      : ops::ResolveQuantizeRowsQ8();
 }
 
-const OpKind kQuantizeRowsOp = OpKind(fb::OpParams::QuantizeRows, Check, Bind)
-    .Operands(1, 1).Weights(0, 1);
+const OpKind kQuantizeRowsOp =
+    OpKind(fb::OpParams::QuantizeRows, Check, Bind).Operands(1, 1).Weights(0, 1);
 
 }  // namespace kestrel

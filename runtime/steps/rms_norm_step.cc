@@ -7,7 +7,7 @@ namespace {
 
 struct RmsNormArgs {
   decltype(&ops::RmsNorm) kernel;
-  const float* in;     // [tokens, vectors_per_token * dim]
+  const float* in;  // [tokens, vectors_per_token * dim]
   float* out;
   const float* gamma;  // [dim]
   size_t dim, vectors_per_token;

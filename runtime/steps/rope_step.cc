@@ -52,19 +52,17 @@ Status Check(const OpCheck& c) {
                                         std::to_string(p.head_dim());
                                }));
   KES_RETURN_IF_ERROR(c.Expect(p.rotary_dim() % 2 == 0 && p.rotary_dim() <= p.head_dim(), [&] {
-    return "expected an even rotary_dim no larger than head_dim " +
-           std::to_string(p.head_dim()) + " (0: the whole head), found " +
-           std::to_string(p.rotary_dim());
+    return "expected an even rotary_dim no larger than head_dim " + std::to_string(p.head_dim()) +
+           " (0: the whole head), found " + std::to_string(p.rotary_dim());
   }));
-  KES_RETURN_IF_ERROR(c.Expect(p.theta() > 0.0f && p.freq_scale() > 0.0f &&
-                                   p.magnitude() > 0.0f && std::isfinite(p.magnitude()),
+  KES_RETURN_IF_ERROR(c.Expect(p.theta() > 0.0f && p.freq_scale() > 0.0f && p.magnitude() > 0.0f &&
+                                   std::isfinite(p.magnitude()),
                                "theta, frequency scale and magnitude must be positive"));
-  KES_RETURN_IF_ERROR(
-      c.Expect((c.n_weights() == 2) == (p.long_factors_above() > 0), [&] {
-        return "expected two sets of frequency factors exactly when long_factors_above is set "
-               "(LongRoPE), found " + std::to_string(c.n_weights()) + " and " +
-               std::to_string(p.long_factors_above());
-      }));
+  KES_RETURN_IF_ERROR(c.Expect((c.n_weights() == 2) == (p.long_factors_above() > 0), [&] {
+    return "expected two sets of frequency factors exactly when long_factors_above is set "
+           "(LongRoPE), found " +
+           std::to_string(c.n_weights()) + " and " + std::to_string(p.long_factors_above());
+  }));
   for (uint32_t i = 0; i < c.n_weights(); ++i) {
     KES_RETURN_IF_ERROR(c.F32Vector(c.Weight(i), RotaryDims(p) / 2, "frequency factors"));
   }
@@ -83,8 +81,8 @@ void Bind(const BindContext& b, Step* step) {
   a.n_heads = p.n_heads();
   a.head_dim = p.head_dim();
   a.rotary_dims = RotaryDims(p);
-  a.layout = p.style() == fb::RopeStyle::Adjacent ? ops::RopeLayout::kAdjacent
-                                                   : ops::RopeLayout::kNeox;
+  a.layout =
+      p.style() == fb::RopeStyle::Adjacent ? ops::RopeLayout::kAdjacent : ops::RopeLayout::kNeox;
   a.theta = p.theta();
   a.freq_scale = p.freq_scale();
   a.magnitude = p.magnitude();

@@ -1,6 +1,6 @@
 // SequenceAttention: an encoder's self-attention, bidirectional or causal. Each sequence of the
-// step attends over its own keys and values, which are rows of this step's k and v buffers, with the kernel
-// ops/sequence_attention made for that (every query of a sequence sees the same keys).
+// step attends over its own keys and values, which are rows of this step's k and v buffers, with
+// the kernel ops/sequence_attention made for that (every query of a sequence sees the same keys).
 #include <cmath>
 
 #include "ops/sequence_attention.h"
@@ -15,7 +15,7 @@ struct SequenceAttentionStepArgs {
   const float* q;  // [tokens, n_heads * head_dim]
   const float* k;  // [tokens, n_kv_heads * head_dim]
   const float* v;
-  float* out;      // [tokens, n_heads * head_dim]
+  float* out;  // [tokens, n_heads * head_dim]
   const int32_t* table;
   size_t table_rows;
   size_t n_heads, n_kv_heads, head_dim;
@@ -34,7 +34,8 @@ void Run(const void* args, size_t n, int64_t, size_t thread, size_t n_threads) {
     const uint64_t len = SequenceAt(a.table, s).length;
     total += len * len * a.n_heads;
   }
-  const uint64_t cost_begin = total * thread / n_threads, cost_end = total * (thread + 1) / n_threads;
+  const uint64_t cost_begin = total * thread / n_threads,
+                 cost_end = total * (thread + 1) / n_threads;
   const size_t q_row = a.n_heads * a.head_dim, kv_row = a.n_kv_heads * a.head_dim;
   uint64_t before = 0;  // cost of the sequences before s
   for (size_t s = 0; s < n_seqs && before < cost_end; ++s) {
@@ -79,8 +80,8 @@ Status Check(const OpCheck& c) {
     return "head_dim " + std::to_string(p.head_dim()) + " not in 1.." +
            std::to_string(ops::kAttentionMaxHeadDim);
   }));
-  KES_RETURN_IF_ERROR(c.Expect(std::isfinite(p.scale()) && p.scale() > 0.0f,
-                               "scale must be positive and finite"));
+  KES_RETURN_IF_ERROR(
+      c.Expect(std::isfinite(p.scale()) && p.scale() > 0.0f, "scale must be positive and finite"));
   const uint64_t q_row = uint64_t{p.n_heads()} * p.head_dim();
   const uint64_t kv_row = uint64_t{p.n_kv_heads()} * p.head_dim();
   KES_RETURN_IF_ERROR(c.Activation(c.In(0), q_row, "query"));
@@ -110,7 +111,7 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kSequenceAttentionOp = OpKind(fb::OpParams::SequenceAttention, Check, Bind)
-    .Operands(4, 1);
+const OpKind kSequenceAttentionOp =
+    OpKind(fb::OpParams::SequenceAttention, Check, Bind).Operands(4, 1);
 
 }  // namespace kestrel

@@ -61,8 +61,10 @@ int Tokenize(const char* model_path, const char* cases_path, const char* out_pat
 int main(int argc, char** argv) {
   const bool tokenize = argc == 5 && std::string(argv[1]) == "--tokenize";
   if (argc != 4 && !tokenize) {
-    std::fprintf(stderr, "usage: %s MODEL.gguf TEXT_FILE OUT.bin\n"
-                         "       %s --tokenize MODEL.gguf CASES.bin OUT.txt\n", argv[0], argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s MODEL.gguf TEXT_FILE OUT.bin\n"
+                 "       %s --tokenize MODEL.gguf CASES.bin OUT.txt\n",
+                 argv[0], argv[0]);
     return 2;
   }
   llama_log_set(Quiet, nullptr);

@@ -89,10 +89,11 @@ class LlamaCppArchTest : public ::testing::Test {
     std::vector<float> ours;
     ASSERT_EQ(ScoreAll(model, f.tokens, 2, 512, &ours), "");
     const LogitAgreement a = CompareWithLlamaCpp(f, ours, 0, f.n_tokens);
-    std::printf("%s vs llama.cpp (%s), score plan: %u positions, mean KL %.3g, max KL %.3g, "
-                "max |logit diff| %.3g, top token differs at %d\n",
-                kArch, f.provenance.c_str(), f.n_tokens, a.kl_mean, a.kl_max, a.logit_diff_max,
-                a.top_differ);
+    std::printf(
+        "%s vs llama.cpp (%s), score plan: %u positions, mean KL %.3g, max KL %.3g, "
+        "max |logit diff| %.3g, top token differs at %d\n",
+        kArch, f.provenance.c_str(), f.n_tokens, a.kl_mean, a.kl_max, a.logit_diff_max,
+        a.top_differ);
     EXPECT_LT(a.kl_mean, 1e-5);
     EXPECT_EQ(a.top_differ, 0) << a.first_differences;
   }
@@ -120,9 +121,10 @@ class LlamaCppArchTest : public ::testing::Test {
       std::copy(session->logits(), session->logits() + f.vocab, &ours[size_t{t} * f.vocab]);
     }
     const LogitAgreement a = CompareWithLlamaCpp(f, ours, half - 1, f.n_tokens);
-    std::printf("%s vs llama.cpp, prefill %u + decode %u: mean KL %.3g, max KL %.3g, "
-                "top token differs at %d\n",
-                kArch, half, f.n_tokens - half, a.kl_mean, a.kl_max, a.top_differ);
+    std::printf(
+        "%s vs llama.cpp, prefill %u + decode %u: mean KL %.3g, max KL %.3g, "
+        "top token differs at %d\n",
+        kArch, half, f.n_tokens - half, a.kl_mean, a.kl_max, a.top_differ);
     EXPECT_LT(a.kl_mean, 1e-5);
     EXPECT_EQ(a.top_differ, 0);
   }

@@ -91,8 +91,8 @@ double LargestLogitError(const float* ours, const float* reference, size_t rows,
 }
 
 std::string Describe(const ProcessResult& r) {
-  std::string s = r.exited ? "exit code " + std::to_string(r.exit_code)
-                           : "signal " + std::to_string(r.signal);
+  std::string s =
+      r.exited ? "exit code " + std::to_string(r.exit_code) : "signal " + std::to_string(r.signal);
   return s + "\n--- stdout:\n" + r.out.substr(0, 2000) + "\n--- stderr:\n" + r.err.substr(0, 4000);
 }
 
