@@ -58,7 +58,7 @@ CallStatus Memory(const kes_model* model, const kes_session_params* params, kes_
   out.weights_bytes = model->model->weights_bytes();
   out.activations_bytes = plan.activation_bytes;
   out.kv_cache_bytes = plan.kv_bytes;
-  out.attention_bytes = plan.attention_partials_bytes;
+  out.attention_bytes = plan.op_scratch_bytes;
   out.sampler_bytes = plan.sampler_bytes;
   out.arena_bytes = plan.arena_bytes;
   out.total_bytes = out.weights_bytes + out.arena_bytes;

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <string>
 
-#include "ops/attention.h"
 #include "runtime/format.h"
+#include "runtime/op_kind.h"
+#include "runtime/steps/steps.h"
 
 namespace kestrel {
 
@@ -67,25 +68,15 @@ Status PlanMemory(const Model& model, size_t context_length, MemoryPlan* out, co
     plan.kv.push_back(ring);
   }
   plan.kv_bytes = offset - plan.kv_offset;
-  size_t partial_floats = 0;
   for (const fb::Plan* p : *model.meta().plans()) {
     for (const fb::Op* op : *p->ops()) {
-      const fb::Attention* attention = op->params_as_Attention();
-      // Cross-attention never splits a query's keys over threads (attention_step.cc RunCross).
-      if (attention == nullptr || attention->layer() >= plan.kv.size() ||
-          plan.kv[attention->layer()].cross) {
-        continue;
+      const OpKind* kind = FindOpKind(op->params_type());
+      if (kind != nullptr && kind->scratch_bytes != nullptr) {
+        plan.op_scratch_bytes = std::max(plan.op_scratch_bytes, kind->scratch_bytes(*op, plan.kv));
       }
-      partial_floats = std::max<size_t>(
-          partial_floats, ops::AttentionMaxPartitions(plan.kv[attention->layer()].reach) *
-                              attention->n_heads() *
-                              ops::AttentionPartialFloats(attention->head_dim()));
     }
   }
-  if (partial_floats > 0) {
-    plan.attention_partials_bytes = kAttentionArrivalBytes + partial_floats * sizeof(float);
-    plan.attention_partials_offset = take(plan.attention_partials_bytes);
-  }
+  if (plan.op_scratch_bytes > 0) plan.op_scratch_offset = take(plan.op_scratch_bytes);
   plan.sampler_offset = offset;
   // Sampling sorts (probability, id) pairs of the whole vocabulary in place.
   plan.sampler_bytes =

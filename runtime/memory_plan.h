@@ -1,6 +1,6 @@
 // Where everything a session needs lives in its one arena, computed before any inference:
 //   [activations (planned by the converter)] [KV rings, per layer K then V]
-//   [attention partials] [sampler scratch]
+//   [op scratch (OpKind::scratch_bytes: decode attention's partitions)] [sampler scratch]
 // (an encoder's arena is the activations alone).
 #pragma once
 
@@ -45,21 +45,19 @@ struct KvRingPlan {
   size_t v_scale_offset = 0;
 };
 
-// The attention partials start with a cache line holding the threads' arrival counter.
-inline constexpr size_t kAttentionArrivalBytes = 64;
-
 struct MemoryPlan {
   size_t context_length = 0;
   KvOptions kv_options;
   size_t activation_bytes = 0;
   size_t kv_bytes = 0;
-  // Decode steps split a query's keys across threads (runtime/steps/attention_step.cc): an arrival
-  // counter, then the partition states of one token (ops/attention.h AttentionPartials).
-  size_t attention_partials_bytes = 0;
+  // The scratch any one step uses while it runs, the most any op of the model's plans asks
+  // (OpKind::scratch_bytes); today decode attention's partitions of a query's keys split across
+  // threads (runtime/steps/attention_step.cc).
+  size_t op_scratch_bytes = 0;
   size_t sampler_bytes = 0;
   size_t arena_bytes = 0;  // everything above, aligned
   size_t kv_offset = 0;
-  size_t attention_partials_offset = 0;
+  size_t op_scratch_offset = 0;
   size_t sampler_offset = 0;
   std::vector<KvRingPlan> kv;
 };

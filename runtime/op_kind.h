@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "kestrel_generated.h"
 #include "runtime/memory_plan.h"
@@ -167,6 +168,11 @@ struct OpKind {
   // Reads or writes the KV cache: a plan with such an op binds only with the memory plan of the
   // model's KV layout (an encoder-decoder's encoder plan runs without one).
   bool uses_kv = false;
+  // Bytes of arena scratch the op's step uses while it runs, given the session's KV rings; null
+  // for none. Steps run one at a time, so a session's arena holds one region for all of them:
+  // the most any op of the model's plans asks (MemoryPlan::op_scratch_bytes, bound at
+  // op_scratch_offset).
+  size_t (*scratch_bytes)(const fb::Op& op, const std::vector<KvRingPlan>& kv) = nullptr;
 
   constexpr OpKind(fb::OpParams params, Status (*check)(const OpCheck&),
                    void (*bind)(const BindContext&, Step*))
@@ -191,6 +197,11 @@ struct OpKind {
   constexpr OpKind UsesKv() const {
     OpKind k = *this;
     k.uses_kv = true;
+    return k;
+  }
+  constexpr OpKind Scratch(size_t (*bytes)(const fb::Op&, const std::vector<KvRingPlan>&)) const {
+    OpKind k = *this;
+    k.scratch_bytes = bytes;
     return k;
   }
 };

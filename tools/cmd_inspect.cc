@@ -272,7 +272,7 @@ int InspectCommand(const std::vector<std::string>& args) {
   std::printf("  activations:  %s\n", FormatBytes(memory.activation_bytes).c_str());
   PrintKvCache(memory, memory_f32);
   std::printf("  attention:    %s (decode partitions split across threads)\n",
-              FormatBytes(memory.attention_partials_bytes).c_str());
+              FormatBytes(memory.op_scratch_bytes).c_str());
   std::printf("  sampler:      %s\n", FormatBytes(memory.sampler_bytes).c_str());
   std::printf("  arena total:  %s\n", FormatBytes(memory.arena_bytes).c_str());
   std::printf("  total:        %s (weights + arena)\n",

@@ -140,6 +140,19 @@ void Run(const void* args, size_t n, int64_t pos0, size_t thread, size_t n_threa
   if (b < e) step.kernel(a, b, e);
 }
 
+// The threads' arrival counter has a cache line of its own, before the partitions.
+constexpr size_t kArrivalBytes = 64;
+
+// Decode splits a query's keys across threads (Run): the arrival counter, then the partition
+// states of one token's heads (ops/attention.h AttentionPartials). Cross-attention never splits
+// them (RunCross).
+size_t ScratchBytes(const fb::Op& op, const std::vector<KvRingPlan>& kv) {
+  const fb::Attention* p = op.params_as_Attention();
+  if (p == nullptr || p->layer() >= kv.size() || kv[p->layer()].cross) return 0;
+  return kArrivalBytes + ops::AttentionMaxPartitions(kv[p->layer()].reach) * p->n_heads() *
+                             ops::AttentionPartialFloats(p->head_dim()) * sizeof(float);
+}
+
 Status Check(const OpCheck& c) {
   const fb::Attention& p = *c.op().params_as_Attention();
   const fb::KvLayer* kv = nullptr;
@@ -218,10 +231,11 @@ void Bind(const BindContext& b, Step* step) {
   a.partition_keys = ops::AttentionPartitionKeys(ring.reach);
   args.partials_kernel = ops::ResolveAttentionPartials();
   args.merge_kernel = ops::ResolveAttentionMergePartials();
-  if (b.memory().attention_partials_bytes > 0) {
-    uint8_t* scratch = b.arena() + b.memory().attention_partials_offset;
+  const size_t scratch_bytes = ScratchBytes(b.op(), b.memory().kv);
+  if (scratch_bytes > 0 && scratch_bytes <= b.memory().op_scratch_bytes) {
+    uint8_t* scratch = b.arena() + b.memory().op_scratch_offset;
     args.arrivals = new (scratch) std::atomic<size_t>(0);
-    args.partials = reinterpret_cast<float*>(scratch + kAttentionArrivalBytes);
+    args.partials = reinterpret_cast<float*>(scratch + kArrivalBytes);
     args.max_partitions = ops::AttentionMaxPartitions(ring.reach);
   }
   args.keys_rotated = ring.sinks > 0 && FindKeyRope(b, p.layer(), &args.key_rope);
@@ -232,6 +246,7 @@ void Bind(const BindContext& b, Step* step) {
 
 }  // namespace
 
-const OpKind kAttentionOp = OpKind(fb::OpParams::Attention, Check, Bind).Operands(1, 1).UsesKv();
+const OpKind kAttentionOp =
+    OpKind(fb::OpParams::Attention, Check, Bind).Operands(1, 1).UsesKv().Scratch(ScratchBytes);
 
 }  // namespace kestrel
