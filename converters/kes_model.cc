@@ -281,4 +281,23 @@ void PlanBuilder::Pool(fb::PoolMode mode, bool normalize, uint32_t in, uint32_t 
   AddOp(std::move(params), {in, sequences}, {out}, {});
 }
 
+fb::HyperParamsT& StartModel(const std::string& architecture, const ModelShape& shape,
+                             fb::ModelT* meta) {
+  meta->architecture = architecture;
+  meta->hparams = std::make_unique<fb::HyperParamsT>();
+  fb::HyperParamsT& hp = *meta->hparams;
+  hp.n_layers = shape.n_layers;
+  hp.d_model = shape.d_model;
+  hp.n_heads = shape.n_heads;
+  hp.n_kv_heads = shape.n_kv_heads;
+  hp.head_dim = shape.head_dim;
+  hp.ffn_dim = shape.ffn_dim;
+  hp.vocab_size = shape.vocab_size;
+  hp.context_length = shape.context_length;
+  hp.norm_eps = shape.norm_eps;
+  meta->kv = std::make_unique<fb::KvLayoutT>();
+  meta->kv->dtype = fb::DType::F32;
+  return hp;
+}
+
 }  // namespace kestrel

@@ -133,6 +133,17 @@ class PlanBuilder {
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> quantized_;
 };
 
+// The hyper-parameters every architecture writes (schema HyperParams), in its order.
+struct ModelShape {
+  uint32_t n_layers, d_model, n_heads, n_kv_heads, head_dim, ffn_dim, vocab_size;
+  uint32_t context_length;  // schema HyperParams: a decoder's trained, an encoder's longest text
+  float norm_eps;
+};
+// Starts meta for `architecture`: its hyper-parameters from shape (RoPE and sliding-window
+// fields 0, for a decoder to set in the returned table) and an f32 KV layout with no layers yet.
+fb::HyperParamsT& StartModel(const std::string& architecture, const ModelShape& shape,
+                             fb::ModelT* meta);
+
 // Places every buffer of every plan in the arena: a buffer lives from the first op that touches
 // it to the last (the token input from the start, the logits to the end); buffers whose
 // lifetimes overlap never share bytes. Greedy by size, as TFLM and ExecuTorch plan. Plans run

@@ -347,25 +347,15 @@ Status ImportDecoderWeights(const gguf::File& f, const DecoderConfig& c,
 void AddDecoderPlans(const DecoderConfig& c, const DecoderWeights& w, const ConvertOptions& options,
                      KesModel* m) {
   fb::ModelT& meta = m->meta;
-  meta.architecture = c.arch;
-  auto hp = std::make_unique<fb::HyperParamsT>();
-  hp->n_layers = c.n_layers;
-  hp->d_model = c.d_model;
-  hp->n_heads = c.n_heads;
-  hp->n_kv_heads = c.n_kv_heads;
-  hp->head_dim = c.head_dim;
-  hp->ffn_dim = c.ffn_dim;
-  hp->vocab_size = c.vocab;
   // An embedding model's texts fit one encode step.
-  hp->context_length = c.embedding ? std::min(c.context, options.prefill_tokens) : c.context;
-  hp->norm_eps = c.norm_eps;
-  hp->rope_theta = c.rope_theta;
-  hp->rope_theta_local = c.window > 0 ? c.rope_theta_local : 0.0f;
-  hp->sliding_window = c.window;
-  meta.hparams = std::move(hp);
-
-  meta.kv = std::make_unique<fb::KvLayoutT>();
-  meta.kv->dtype = fb::DType::F32;
+  const uint32_t context = c.embedding ? std::min(c.context, options.prefill_tokens) : c.context;
+  fb::HyperParamsT& hp = StartModel(c.arch,
+                                    {c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.head_dim,
+                                     c.ffn_dim, c.vocab, context, c.norm_eps},
+                                    &meta);
+  hp.rope_theta = c.rope_theta;
+  hp.rope_theta_local = c.window > 0 ? c.rope_theta_local : 0.0f;
+  hp.sliding_window = c.window;
   if (c.embedding) {  // no KV cache: each step holds its texts' keys and values
     meta.plans.push_back(BuildPlan("encode", options.prefill_tokens, PlanKind::kEmbeddings, c, w,
                                    *m, options.max_batch));

@@ -67,19 +67,12 @@ fb::DType WhisperMatrixDType(fb::DType dtype) {
 void BuildWhisperEncoder(const WhisperShape& s, const WhisperEncoderWeights& w, KesModel* out) {
   const uint32_t d = s.d_model, head_dim = s.d_model / s.n_heads;
   fb::ModelT& meta = out->meta;
-  meta.architecture = "whisper";
-  meta.hparams = std::make_unique<fb::HyperParamsT>();
-  fb::HyperParamsT& hp = *meta.hparams;
-  hp.n_layers = s.n_layers;
-  hp.d_model = d;
-  hp.n_heads = hp.n_kv_heads = s.n_heads;
-  hp.head_dim = head_dim;
-  hp.ffn_dim = s.ffn;
-  hp.vocab_size = s.vocab;
-  hp.context_length = s.n_positions;  // the encoder's positions (a 30-second window)
-  hp.norm_eps = kWhisperLayerNormEps;
-  meta.kv = std::make_unique<fb::KvLayoutT>();  // the decoder's cache comes with the decoder
-  meta.kv->dtype = fb::DType::F32;
+  // The context: the encoder's positions (a 30-second window). The decoder's KV layers come with
+  // the decoder.
+  StartModel("whisper",
+             {s.n_layers, d, s.n_heads, s.n_heads, head_dim, s.ffn, s.vocab, s.n_positions,
+              kWhisperLayerNormEps},
+             &meta);
 
   PlanBuilder b(*out, "encode_audio", s.n_positions);
   const uint32_t features = b.AudioFeaturesInput(uint64_t{kFramesPerPosition} * s.n_mels);

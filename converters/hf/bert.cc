@@ -58,29 +58,16 @@ Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
   return OkStatus();
 }
 
-}  // namespace
+// The checkpoint's tensors in the .kes (matrices in options' dtype, smoothed where
+// input_maxima calibrated them; vectors and the small tables f32), by id.
+struct BertWeights {
+  uint32_t word, position, token_type, embed_norm, embed_norm_bias;
+  std::vector<BertLayer> layers;
+};
 
-Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
-                   const HfEncoderOptions& encoder, const ChannelMaxima* input_maxima,
-                   KesModel* out) {
-  BertConfig c;
-  KES_RETURN_IF_ERROR(ReadBertConfig(ckpt.config, &c));
-  const uint32_t max_seq = encoder.max_seq_length         ? encoder.max_seq_length
-                           : ckpt.sentence.max_seq_length ? ckpt.sentence.max_seq_length
-                                                          : c.max_positions;
-  // Names where the length came from: a flag and a file are fixed in different places.
-  const std::string max_seq_source = encoder.max_seq_length ? "--max-seq-length"
-                                     : ckpt.sentence.max_seq_length
-                                         ? "sentence_bert_config.json's max_seq_length"
-                                         : "max_position_embeddings";
-  KES_CHECK_OR_RETURN(max_seq >= 3 && max_seq <= c.max_positions,
-                      max_seq_source + " " + std::to_string(max_seq) + ": expected 3.." +
-                          std::to_string(c.max_positions) +
-                          " (config.json's max_position_embeddings)");
-  KES_CHECK_OR_RETURN(options.max_batch >= 1 && uint64_t{options.max_batch} * max_seq <= 65536,
-                      "a step of " + std::to_string(options.max_batch) + " sequences of " +
-                          std::to_string(max_seq) + " tokens exceeds 65536 tokens");
-
+Status ImportBertWeights(const HfCheckpoint& ckpt, const ConvertOptions& options,
+                         const ChannelMaxima* input_maxima, const BertConfig& c, KesModel* out,
+                         BertWeights* w) {
   // BertModel's own names, or BertFor*'s under "bert.".
   const std::string prefix =
       ckpt.weights->Find("bert.embeddings.word_embeddings.weight") ? "bert." : "";
@@ -140,105 +127,128 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
   };
 
   const uint32_t d = c.d_model;
-  uint32_t word, position, token_type, embed_norm, embed_norm_bias;
-  KES_RETURN_IF_ERROR(matrix("embeddings.word_embeddings.weight", c.vocab, d, &word));
+  KES_RETURN_IF_ERROR(matrix("embeddings.word_embeddings.weight", c.vocab, d, &w->word));
   // The small tables stay f32: they are read once per token, not streamed like matrices.
   KES_RETURN_IF_ERROR(weight("embeddings.position_embeddings.weight", fb::DType::F32,
-                             {c.max_positions, d}, &position));
+                             {c.max_positions, d}, &w->position));
   KES_RETURN_IF_ERROR(weight("embeddings.token_type_embeddings.weight", fb::DType::F32,
-                             {c.type_vocab, d}, &token_type));
-  KES_RETURN_IF_ERROR(vector("embeddings.LayerNorm.weight", d, &embed_norm));
-  KES_RETURN_IF_ERROR(vector("embeddings.LayerNorm.bias", d, &embed_norm_bias));
-  std::vector<BertLayer> layers(c.n_layers);
+                             {c.type_vocab, d}, &w->token_type));
+  KES_RETURN_IF_ERROR(vector("embeddings.LayerNorm.weight", d, &w->embed_norm));
+  KES_RETURN_IF_ERROR(vector("embeddings.LayerNorm.bias", d, &w->embed_norm_bias));
+  w->layers.resize(c.n_layers);
   for (uint32_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "encoder.layer." + std::to_string(l) + ".";
-    BertLayer& w = layers[l];
-    KES_RETURN_IF_ERROR(input_matrices({{p + "attention.self.query.weight", d, &w.q},
-                                        {p + "attention.self.key.weight", d, &w.k},
-                                        {p + "attention.self.value.weight", d, &w.v}},
-                                       d, p + "attention.self.input_factor", &w.qkv_factor));
-    KES_RETURN_IF_ERROR(input_matrices({{p + "attention.output.dense.weight", d, &w.o}}, d,
-                                       p + "attention.output.dense.input_factor", &w.o_factor));
-    KES_RETURN_IF_ERROR(input_matrices({{p + "intermediate.dense.weight", c.ffn_dim, &w.up}}, d,
-                                       p + "intermediate.dense.input_factor", &w.up_factor));
-    KES_RETURN_IF_ERROR(input_matrices({{p + "output.dense.weight", d, &w.down}}, c.ffn_dim,
-                                       p + "output.dense.input_factor", &w.down_factor));
+    BertLayer& lw = w->layers[l];
+    KES_RETURN_IF_ERROR(input_matrices({{p + "attention.self.query.weight", d, &lw.q},
+                                        {p + "attention.self.key.weight", d, &lw.k},
+                                        {p + "attention.self.value.weight", d, &lw.v}},
+                                       d, p + "attention.self.input_factor", &lw.qkv_factor));
+    KES_RETURN_IF_ERROR(input_matrices({{p + "attention.output.dense.weight", d, &lw.o}}, d,
+                                       p + "attention.output.dense.input_factor", &lw.o_factor));
+    KES_RETURN_IF_ERROR(input_matrices({{p + "intermediate.dense.weight", c.ffn_dim, &lw.up}}, d,
+                                       p + "intermediate.dense.input_factor", &lw.up_factor));
+    KES_RETURN_IF_ERROR(input_matrices({{p + "output.dense.weight", d, &lw.down}}, c.ffn_dim,
+                                       p + "output.dense.input_factor", &lw.down_factor));
     const std::tuple<std::string, uint64_t, uint32_t*> vectors[] = {
-        {"attention.self.query.bias", d, &w.q_bias},
-        {"attention.self.key.bias", d, &w.k_bias},
-        {"attention.self.value.bias", d, &w.v_bias},
-        {"attention.output.dense.bias", d, &w.o_bias},
-        {"attention.output.LayerNorm.weight", d, &w.attn_norm},
-        {"attention.output.LayerNorm.bias", d, &w.attn_norm_bias},
-        {"intermediate.dense.bias", c.ffn_dim, &w.up_bias},
-        {"output.dense.bias", d, &w.down_bias},
-        {"output.LayerNorm.weight", d, &w.ffn_norm},
-        {"output.LayerNorm.bias", d, &w.ffn_norm_bias}};
+        {"attention.self.query.bias", d, &lw.q_bias},
+        {"attention.self.key.bias", d, &lw.k_bias},
+        {"attention.self.value.bias", d, &lw.v_bias},
+        {"attention.output.dense.bias", d, &lw.o_bias},
+        {"attention.output.LayerNorm.weight", d, &lw.attn_norm},
+        {"attention.output.LayerNorm.bias", d, &lw.attn_norm_bias},
+        {"intermediate.dense.bias", c.ffn_dim, &lw.up_bias},
+        {"output.dense.bias", d, &lw.down_bias},
+        {"output.LayerNorm.weight", d, &lw.ffn_norm},
+        {"output.LayerNorm.bias", d, &lw.ffn_norm_bias}};
     for (const auto& [name, n, id] : vectors) KES_RETURN_IF_ERROR(vector(p + name, n, id));
   }
+  return OkStatus();
+}
 
-  fb::ModelT& meta = out->meta;
-  meta.architecture = "bert";
-  meta.hparams = std::make_unique<fb::HyperParamsT>();
-  fb::HyperParamsT& hp = *meta.hparams;
-  hp.n_layers = c.n_layers;
-  hp.d_model = d;
-  hp.n_heads = hp.n_kv_heads = c.n_heads;
-  hp.head_dim = c.head_dim;
-  hp.ffn_dim = c.ffn_dim;
-  hp.vocab_size = c.vocab;
-  hp.context_length = max_seq;
-  hp.norm_eps = c.eps;
-  meta.kv = std::make_unique<fb::KvLayoutT>();  // no KV cache
-  meta.kv->dtype = fb::DType::F32;
-
-  const uint32_t step_tokens =
-      std::min(options.max_batch * max_seq, std::max(max_seq, encoder.step_tokens));
+// The encode plan: steps of step_tokens tokens in up to max_batch sequences, then the
+// sentence-transformers pooling (and normalization) the checkpoint asks for.
+void AddBertEncodePlan(const BertConfig& c, const BertWeights& w,
+                       const SentenceEmbeddingConfig& sentence, uint32_t max_batch,
+                       uint32_t step_tokens, KesModel* out) {
+  const uint32_t d = c.d_model;
   PlanBuilder b(*out, "encode", step_tokens);
   const uint32_t tokens = b.TokenInput();
   const uint32_t positions = b.PositionInput();
   const uint32_t types = b.TokenTypeInput();
-  const uint32_t sequences = b.SequenceInput(options.max_batch);
+  const uint32_t sequences = b.SequenceInput(max_batch);
   const uint32_t words = b.Activation("word_embedding", d);
   const uint32_t pos = b.Activation("position_embedding", d);
   const uint32_t seg = b.Activation("token_type_embedding", d);
-  b.Embed(tokens, words, word, 1.0f);
-  b.Embed(positions, pos, position, 1.0f);
-  b.Embed(types, seg, token_type, 1.0f);
+  b.Embed(tokens, words, w.word, 1.0f);
+  b.Embed(positions, pos, w.position, 1.0f);
+  b.Embed(types, seg, w.token_type, 1.0f);
   b.Add(words, pos, words);
   b.Add(words, seg, words);
   uint32_t x = b.Activation("embeddings", d);
-  b.LayerNorm(words, x, embed_norm, embed_norm_bias, c.eps);
+  b.LayerNorm(words, x, w.embed_norm, w.embed_norm_bias, c.eps);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   for (uint32_t l = 0; l < c.n_layers; ++l) {
-    const BertLayer& w = layers[l];
+    const BertLayer& lw = w.layers[l];
     const std::string p = "layer." + std::to_string(l) + ".";
     const uint32_t q = b.Activation(p + "q", d), k = b.Activation(p + "k", d),
                    v = b.Activation(p + "v", d);
-    b.MatMul(x, q, w.q, w.q_bias, false, w.qkv_factor);
-    b.MatMul(x, k, w.k, w.k_bias, false, w.qkv_factor);
-    b.MatMul(x, v, w.v, w.v_bias, false, w.qkv_factor);
+    b.MatMul(x, q, lw.q, lw.q_bias, false, lw.qkv_factor);
+    b.MatMul(x, k, lw.k, lw.k_bias, false, lw.qkv_factor);
+    b.MatMul(x, v, lw.v, lw.v_bias, false, lw.qkv_factor);
     const uint32_t attn = b.Activation(p + "attn", d);
     b.SequenceAttention(q, k, v, sequences, attn, c.n_heads, c.n_heads, c.head_dim, scale);
     const uint32_t attn_out = b.Activation(p + "attn_out", d);
-    b.MatMul(attn, attn_out, w.o, w.o_bias, false, w.o_factor);
+    b.MatMul(attn, attn_out, lw.o, lw.o_bias, false, lw.o_factor);
     b.Add(x, attn_out, attn_out);
     const uint32_t mid = b.Activation(p + "mid", d);
-    b.LayerNorm(attn_out, mid, w.attn_norm, w.attn_norm_bias, c.eps);
+    b.LayerNorm(attn_out, mid, lw.attn_norm, lw.attn_norm_bias, c.eps);
     const uint32_t up = b.Activation(p + "up", c.ffn_dim);
-    b.MatMul(mid, up, w.up, w.up_bias, false, w.up_factor);
+    b.MatMul(mid, up, lw.up, lw.up_bias, false, lw.up_factor);
     b.Activate(fb::Activation::GeluErf, up, up);
     const uint32_t down = b.Activation(p + "down", d);
-    b.MatMul(up, down, w.down, w.down_bias, false, w.down_factor);
+    b.MatMul(up, down, lw.down, lw.down_bias, false, lw.down_factor);
     b.Add(mid, down, down);
     const uint32_t y = b.Activation(p + "out", d);
-    b.LayerNorm(down, y, w.ffn_norm, w.ffn_norm_bias, c.eps);
+    b.LayerNorm(down, y, lw.ffn_norm, lw.ffn_norm_bias, c.eps);
     x = y;
   }
-  const uint32_t pooled = b.Fixed("embeddings_out", options.max_batch, d);
-  b.Pool(ckpt.sentence.pooling, ckpt.sentence.normalize, x, sequences, pooled);
+  const uint32_t pooled = b.Fixed("embeddings_out", max_batch, d);
+  b.Pool(sentence.pooling, sentence.normalize, x, sequences, pooled);
   b.EmbeddingsOutput(pooled);
-  meta.plans.push_back(b.Finish());
+  out->meta.plans.push_back(b.Finish());
+}
+
+}  // namespace
+
+Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
+                   const HfEncoderOptions& encoder, const ChannelMaxima* input_maxima,
+                   KesModel* out) {
+  BertConfig c;
+  KES_RETURN_IF_ERROR(ReadBertConfig(ckpt.config, &c));
+  const uint32_t max_seq = encoder.max_seq_length         ? encoder.max_seq_length
+                           : ckpt.sentence.max_seq_length ? ckpt.sentence.max_seq_length
+                                                          : c.max_positions;
+  // Names where the length came from: a flag and a file are fixed in different places.
+  const std::string max_seq_source = encoder.max_seq_length ? "--max-seq-length"
+                                     : ckpt.sentence.max_seq_length
+                                         ? "sentence_bert_config.json's max_seq_length"
+                                         : "max_position_embeddings";
+  KES_CHECK_OR_RETURN(max_seq >= 3 && max_seq <= c.max_positions,
+                      max_seq_source + " " + std::to_string(max_seq) + ": expected 3.." +
+                          std::to_string(c.max_positions) +
+                          " (config.json's max_position_embeddings)");
+  KES_CHECK_OR_RETURN(options.max_batch >= 1 && uint64_t{options.max_batch} * max_seq <= 65536,
+                      "a step of " + std::to_string(options.max_batch) + " sequences of " +
+                          std::to_string(max_seq) + " tokens exceeds 65536 tokens");
+  BertWeights w;
+  KES_RETURN_IF_ERROR(ImportBertWeights(ckpt, options, input_maxima, c, out, &w));
+  StartModel(
+      "bert",
+      {c.n_layers, c.d_model, c.n_heads, c.n_heads, c.head_dim, c.ffn_dim, c.vocab, max_seq, c.eps},
+      &out->meta);  // no KV cache
+  const uint32_t step_tokens =
+      std::min(options.max_batch * max_seq, std::max(max_seq, encoder.step_tokens));
+  AddBertEncodePlan(c, w, ckpt.sentence, options.max_batch, step_tokens, out);
   return OkStatus();
 }
 
