@@ -143,8 +143,8 @@ HWY_NOINLINE void LowBitPairedTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
       half_factor01 = g.mins01;
       half_factor23 = g.mins23;
       d_rows = g.d_rows;
-      half_d01 = _mm512_sub_ps(_mm512_setzero_ps(), g.dmin01);
-      half_d23 = _mm512_sub_ps(_mm512_setzero_ps(), g.dmin23);
+      half_d01 = g.minus_dmin01;
+      half_d23 = g.minus_dmin23;
     } else {
       const Q3KGroupRecords g = DecodeQ3KGroupRecords(Group::Records(group, blk));
       scales = g.sc01;
@@ -160,11 +160,8 @@ HWY_NOINLINE void LowBitPairedTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
     for (size_t t = 0; t < kTokens; ++t) {
       paired_block[t] = paired + t * paired_row_bytes + blk * LowBitPairedBlockBytes(kCopies);
       const __m512i halves = _mm512_load_si512(paired_block[t] + kGgmlSuperBlockElems * kCopies);
-      const __m512 xs_block = _mm512_set1_ps(xs[t][first_sub]);
-      terms01[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, half_factor01)),
-                                   _mm512_mul_ps(xs_block, half_d01), terms01[t]);
-      terms23[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, half_factor23)),
-                                   _mm512_mul_ps(xs_block, half_d23), terms23[t]);
+      AddHalfTerms(halves, _mm512_set1_ps(xs[t][first_sub]), half_factor01, half_factor23, half_d01,
+                   half_d23, terms01[t], terms23[t]);
       for (int c = 0; c < kChains; ++c) sums[t][c] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 4

@@ -150,10 +150,10 @@ HWY_INLINE __m512 RowLanes8(__m512 v, int first) {
 // A Q2_K block's records of a group's four rows (d, dmin, then 16 bytes of 4-bit scale | 4-bit
 // min << 4 per row), in one byte permute: the scales as bytes [row][16] (for vpshufb or a byte
 // permute, zero-extended to int16), the mins widened to int16 [row][16] for rows 0-1 and 2-3
-// (against the activations' half sums), d in [row][4] lanes and dmin in [row][8] lanes.
+// (against the activations' half sums), d in [row][4] lanes and -dmin in [row][8] lanes.
 struct Q2KGroupRecords {
   __m512i scales, mins01, mins23;
-  __m512 d_rows, dmin01, dmin23;
+  __m512 d_rows, minus_dmin01, minus_dmin23;
 };
 HWY_INLINE Q2KGroupRecords DecodeQ2KGroupRecords(const uint8_t* HWY_RESTRICT rec) {
   // Record byte 4 + i of row r (at 20r + 4 + i) into lane r, byte i: rows 0-2 from the first
@@ -178,8 +178,20 @@ HWY_INLINE Q2KGroupRecords DecodeQ2KGroupRecords(const uint8_t* HWY_RESTRICT rec
           _mm512_cvtepu8_epi16(_mm512_castsi512_si256(mins)),
           _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(mins, 1)),
           RowLanes4(d),
-          RowLanes8(d, 4),
-          RowLanes8(d, 6)};
+          RowLanes8(_mm512_sub_ps(_mm512_setzero_ps(), d), 4),
+          RowLanes8(_mm512_sub_ps(_mm512_setzero_ps(), d), 6)};
+}
+
+// A token's terms on its half sums of one block, added to terms01 / terms23 ([row][8] lanes,
+// rows 0-1 and 2-3): halves (HalfSums16) times each row's int16 factors (Q2_K's mins, Q3_K's
+// scales), times the activations' scales xs and the rows' f32 factors (Q2_K's -dmin, Q3_K's
+// -4 d).
+HWY_INLINE void AddHalfTerms(__m512i halves, __m512 xs, __m512i factor01, __m512i factor23,
+                             __m512 d01, __m512 d23, __m512& terms01, __m512& terms23) {
+  terms01 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, factor01)),
+                            _mm512_mul_ps(xs, d01), terms01);
+  terms23 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, factor23)),
+                            _mm512_mul_ps(xs, d23), terms23);
 }
 
 // A token's block into acc: its sub-blocks' f32 sums part (activations with a scale per 32) or
@@ -232,10 +244,8 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
       whole[t][0] = whole[t][1] = _mm512_setzero_si512();
       const __m512i halves = HalfSums16(act[t].q + first_sub * kGgmlSubBlockElems);
       const __m512 xs = _mm512_broadcast_f32x8(_mm256_loadu_ps(act[t].scale + first_sub));
-      min01[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, g.mins01)),
-                                  _mm512_mul_ps(xs, g.dmin01), min01[t]);
-      min23[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, g.mins23)),
-                                  _mm512_mul_ps(xs, g.dmin23), min23[t]);
+      AddHalfTerms(halves, xs, g.mins01, g.mins23, g.minus_dmin01, g.minus_dmin23, min01[t],
+                   min23[t]);
     }
     // Two sub-blocks' 64 bytes per load; unrolled so that every index is a constant.
 #pragma GCC unroll 4
@@ -357,10 +367,7 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
       whole[t][0] = whole[t][1] = _mm512_setzero_si512();
       const __m512i halves = HalfSums16(act[t].q + first_sub * kGgmlSubBlockElems);
       const __m512 xs = _mm512_broadcast_f32x8(_mm256_loadu_ps(act[t].scale + first_sub));
-      center01[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, g.sc01)),
-                                    _mm512_mul_ps(xs, g.d01), center01[t]);
-      center23[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, g.sc23)),
-                                    _mm512_mul_ps(xs, g.d23), center23[t]);
+      AddHalfTerms(halves, xs, g.sc01, g.sc23, g.d01, g.d23, center01[t], center23[t]);
     }
     // Unrolled so that every index is a constant.
 #pragma GCC unroll 8
