@@ -905,7 +905,8 @@ struct BlockGroups {
   size_t k, x_row_bytes, n_out;
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  // Every token's activations have one scale per super-block (KQuantSuperTile4xN_Avx2).
+  // Every token's activations have one scale per super-block (KQuantSuperTile4xN_Avx2; on
+  // AVX3_DL Q2_K's and Q3_K's tiles).
   bool super_activations = false;
 #if HWY_TARGET == HWY_AVX3_DL
   // Q2_K's and Q3_K's paired activations (PairLowBitActivations) of the tokens from x_first
@@ -998,7 +999,12 @@ void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
                        size_t row_begin, size_t row_end) {
   BlockGroups<T> groups{w, BlockLayout(T, n_out, k), k, Q8ActRowBytes(k), n_out};
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  if constexpr (PreferredActivationScaleBlock(T) == kGgmlSuperBlockElems) {
+  // The tiles that read it: every K-quant's on AVX2 and AVX3 (KQuantSuperTile4xN_Avx2), Q2_K's
+  // and Q3_K's on AVX3_DL (Q4_K-Q6_K decode there in tiles that read each block's scale).
+  constexpr bool kReadsSuperActivations =
+      HWY_TARGET == HWY_AVX3_DL ? T == GgmlBlockType::kQ2_K || T == GgmlBlockType::kQ3_K
+                                : PreferredActivationScaleBlock(T) == kGgmlSuperBlockElems;
+  if constexpr (kReadsSuperActivations) {
     groups.super_activations = OneActivationScalePerSuperBlock(x, groups.x_row_bytes, n_tokens, k);
   }
 #endif

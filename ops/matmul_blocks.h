@@ -20,7 +20,8 @@ KESTREL_BLOCK_TYPES(KESTREL_DECLARE_BLOCK_MATMUL)
 
 // Elements per activation scale these kernels run fastest with: 256 for the K-quants whose
 // integer scales let a kernel sum a whole super-block in int32 (Q2_K to Q6_K: the
-// AVX2 tiles of KQuantSuperTile4xN_Avx2, and for Q4_K-Q6_K the AVX-512 VNNI token panels) when
+// AVX2 tiles of KQuantSuperTile4xN_Avx2; on AVX-512 VNNI the token panels of Q4_K-Q6_K and the
+// decode tiles of Q2_K and Q3_K) when
 // every block of a super-block shares its scale (QuantizeRowsQ8Super); 32 for the others. Every
 // kernel is correct with either: those tiles run only where the activations have it, the others
 // read each block's scale.

@@ -113,6 +113,19 @@ HWY_INLINE __m512i AddScaledSubBlock(__m512i acc, __m512i w0, __m512i w1, __m512
                      _mm512_maddubs_epi16(w1, x1), s1);
 }
 
+// One token's sub-block of the group into its half-block sums: in int32 (kSuper, AddScaledSubBlock)
+// or converted and scaled by the sub-block's activation scale xs (ScaledSubBlock).
+template <bool kSuper>
+HWY_INLINE void AddSubBlock(__m512i w0, __m512i w1, __m512i s0, __m512i s1,
+                            const int8_t* HWY_RESTRICT q, float xs, __m512& part, __m512i& whole) {
+  if constexpr (kSuper) {
+    whole = AddScaledSubBlock(whole, w0, w1, s0, s1, q);
+  } else {
+    part = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ScaledSubBlock(w0, w1, s0, s1, q)),
+                           _mm512_set1_ps(xs), part);
+  }
+}
+
 // A token's four outputs: acc in [row][4] lanes, terms01 / terms23 in [row][8] lanes (rows 0-1,
 // 2-3).
 HWY_INLINE void StoreRowLanes(__m512 acc, __m512 terms01, __m512 terms23, float* y) {
@@ -210,8 +223,8 @@ HWY_INLINE __m512 AddBlock(__m512 acc, const __m512 (&part)[2], const __m512i (&
 // Q2_K against 1 to 4 tokens (DecodeQ2KGroupRecords for a block's records). A sub-block's four
 // rows are 32 bytes: two sub-blocks per load. kSuper: the activations have one scale per
 // super-block, and the sub-blocks add up in int32 (AddScaledSubBlock; one convert per block).
-// Decode of 1-4 tokens with kSuper takes Q2KPairedTile4xN_Avx512Vnni where its activations fit
-// its stack buffer; this tile takes Q2_K's prefill, 4 tokens at a time.
+// Decode of 1-4 tokens with kSuper takes LowBitPairedTile4xN_Avx512Vnni where its activations
+// fit its stack buffer; this tile takes Q2_K's prefill, 4 tokens at a time.
 // bench/matmul_bench BM_LargeMatMul<Q2_K> n:1, one Zen 5 core (read bandwidth measured beside
 // it 36.6-40.5 GB/s), medians of 3, against the 256-bit tile run beside it: in cache (k 2048,
 // n_out 8192) 10.2 -> 24.5 GB/s, from DRAM (2048 x 65536, 8192 x 16384) 10.1 -> 23.3-25.6 GB/s;
@@ -236,7 +249,6 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
     PrefetchRecords<GgmlBlockType::kQ2_K>(group, blk);
     const Q2KGroupRecords g =
         DecodeQ2KGroupRecords(FullGroup<GgmlBlockType::kQ2_K>::Records(group, blk));
-    const __m512i scales = g.scales;
     __m512 part[kTokens][2];
     __m512i whole[kTokens][2];
     for (size_t t = 0; t < kTokens; ++t) {
@@ -260,16 +272,11 @@ HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
         const size_t sub = first_sub + static_cast<size_t>(s);
         const __m512i rows = RowQwordsToLanes(both, u == 1);
         const __m512i w0 = TwoBitHalf(rows, 0), w1 = TwoBitHalf(rows, 1);
-        const __m512i s0 = _mm512_shuffle_epi8(scales, ScaleIndex<false>(2 * s));
-        const __m512i s1 = _mm512_shuffle_epi8(scales, ScaleIndex<false>(2 * s + 1));
+        const __m512i s0 = _mm512_shuffle_epi8(g.scales, ScaleIndex<false>(2 * s));
+        const __m512i s1 = _mm512_shuffle_epi8(g.scales, ScaleIndex<false>(2 * s + 1));
         for (size_t t = 0; t < kTokens; ++t) {
-          const int8_t* HWY_RESTRICT q = act[t].q + sub * kGgmlSubBlockElems;
-          if constexpr (kSuper) {
-            whole[t][u] = AddScaledSubBlock(whole[t][u], w0, w1, s0, s1, q);
-          } else {
-            part[t][u] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ScaledSubBlock(w0, w1, s0, s1, q)),
-                                         _mm512_set1_ps(act[t].scale[sub]), part[t][u]);
-          }
+          AddSubBlock<kSuper>(w0, w1, s0, s1, act[t].q + sub * kGgmlSubBlockElems,
+                              act[t].scale[sub], part[t][u], whole[t][u]);
         }
       }
     }
@@ -359,7 +366,6 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
     PrefetchRecords<GgmlBlockType::kQ3_K>(group, blk);
     const Q3KGroupRecords g =
         DecodeQ3KGroupRecords(FullGroup<GgmlBlockType::kQ3_K>::Records(group, blk));
-    const __m512i sc_lo = g.sc_lo, sc_hi = g.sc_hi;
     __m512 part[kTokens][2];
     __m512i whole[kTokens][2];
     for (size_t t = 0; t < kTokens; ++t) {
@@ -395,17 +401,11 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
                                                     30, 29, 28, 27)),
           bit, 0xF8);
       const int j0 = 2 * s, j1 = 2 * s + 1;  // the halves' scales
-      const __m512i s0 = _mm512_shuffle_epi8(j0 < 8 ? sc_lo : sc_hi, ScaleIndex<true>(j0 % 8));
-      const __m512i s1 = _mm512_shuffle_epi8(j1 < 8 ? sc_lo : sc_hi, ScaleIndex<true>(j1 % 8));
+      const __m512i s0 = _mm512_shuffle_epi8(j0 < 8 ? g.sc_lo : g.sc_hi, ScaleIndex<true>(j0 % 8));
+      const __m512i s1 = _mm512_shuffle_epi8(j1 < 8 ? g.sc_lo : g.sc_hi, ScaleIndex<true>(j1 % 8));
       for (size_t t = 0; t < kTokens; ++t) {
-        if constexpr (kSuper) {
-          whole[t][s % 2] = AddScaledSubBlock(whole[t][s % 2], w0, w1, s0, s1,
-                                              act[t].q + sub * kGgmlSubBlockElems);
-        } else {
-          const __m512i sums = ScaledSubBlock(w0, w1, s0, s1, act[t].q + sub * kGgmlSubBlockElems);
-          __m512& into = part[t][s % 2];
-          into = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(act[t].scale[sub]), into);
-        }
+        AddSubBlock<kSuper>(w0, w1, s0, s1, act[t].q + sub * kGgmlSubBlockElems, act[t].scale[sub],
+                            part[t][s % 2], whole[t][s % 2]);
       }
     }
     for (size_t t = 0; t < kTokens; ++t) {

@@ -21,7 +21,8 @@
 // <= 128 for Q6_K, 32 for Q3_K), eight sub-blocks summed: below 2^27.
 
 // True when each token's eight block scales of every super-block are the same float, as
-// QuantizeRowsQ8Super writes them: the condition of KQuantSuperTile4xN_Avx2.
+// QuantizeRowsQ8Super writes them: the condition of KQuantSuperTile4xN_Avx2 (and, on AVX3_DL,
+// of Q2_K's and Q3_K's kSuper and paired decode tiles).
 HWY_INLINE bool OneActivationScalePerSuperBlock(const uint8_t* HWY_RESTRICT x, size_t x_row_bytes,
                                                 size_t n_tokens, size_t k) {
   if (k % kGgmlSuperBlockElems != 0) return false;
