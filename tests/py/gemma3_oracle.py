@@ -16,7 +16,6 @@ last). --generate continues greedily (argmax, lowest id on ties) for exactly N t
 stopping at EOS, and writes them as raw int32.
 """
 
-import argparse
 import math
 import os
 import sys
@@ -25,6 +24,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_decoding  # noqa: E402
+from oracle_decoding import KVCache  # noqa: E402
 from oracle_gguf import describe, open_model  # noqa: E402
 from oracle_vocab import decode, read_vocab  # noqa: E402
 
@@ -86,21 +87,10 @@ def attention(q, k, v, q_pos, k_pos, window):
 # ---------------------------------------------------------------------------------------------
 # The model.
 
-class KVCache:
-    """Keys (after QK-norm and RoPE) and values of every layer for positions [0, length)."""
-
-    def __init__(self, cfg, max_len):
-        self.k = np.zeros((cfg.n_layers, max_len, cfg.n_kv_heads, cfg.head_dim))
-        self.v = np.zeros((cfg.n_layers, max_len, cfg.n_kv_heads, cfg.head_dim_v))
-        self.length = 0
-
-
 def forward(cfg, w, cache, tokens, query_scale):
     """Runs `tokens` at positions cache.length.. and returns the final-normed hidden [n, d]."""
-    n, start = len(tokens), cache.length
-    end = start + n
-    positions = np.arange(start, end, dtype=np.float64)   # [n]
-    all_positions = np.arange(end, dtype=np.float64)      # [ctx]
+    n = len(tokens)
+    positions, all_positions = cache.positions(n)          # [n], [ctx]
     eps = cfg.rms_eps
 
     h = w.embed[tokens] * math.sqrt(cfg.d_model)           # [n, d_model]
@@ -118,9 +108,8 @@ def forward(cfg, w, cache, tokens, query_scale):
         v = (a @ layer.wv.T).reshape(n, cfg.n_kv_heads, cfg.head_dim_v)
         q = rope_neox(rms_norm(q, layer.q_norm, eps), rope_positions, theta) * query_scale
         k = rope_neox(rms_norm(k, layer.k_norm, eps), rope_positions, theta)
-        cache.k[il, start:end] = k
-        cache.v[il, start:end] = v
-        o = attention(q, cache.k[il, :end], cache.v[il, :end], positions, all_positions,
+        keys, values = cache.append(il, k, v)
+        o = attention(q, keys, values, positions, all_positions,
                       cfg.sliding_window if sliding else None)                # [n, heads, hd_v]
         attn = o.reshape(n, -1) @ layer.wo.T                                   # [n, d_model]
         h = h + rms_norm(attn, layer.post_attn_norm, eps)
@@ -130,7 +119,7 @@ def forward(cfg, w, cache, tokens, query_scale):
         f = (gelu_tanh(f @ layer.w_gate.T) * (f @ layer.w_up.T)) @ layer.w_down.T
         h = h + rms_norm(f, layer.post_ffw_norm, eps)
 
-    cache.length = end
+    cache.length += n
     return rms_norm(h, w.output_norm, eps)
 
 
@@ -142,52 +131,19 @@ def lm_head(cfg, w, hidden):
     return logits
 
 
-def top2_gap(logits):
-    """Distance between the best and second-best logit: small gaps make argmax fragile."""
-    best_two = np.partition(logits, -2)[-2:]
-    return float(best_two[1] - best_two[0])
-
-
 # ---------------------------------------------------------------------------------------------
 # Command line.
 
-def read_tokens(path, vocab_size):
-    tokens = np.fromfile(path, dtype="<i4").astype(np.int64)
-    if tokens.size == 0:
-        raise ValueError(f"{path}: expected at least one int32 token id, found none")
-    bad = tokens[(tokens < 0) | (tokens >= vocab_size)]
-    if bad.size:
-        raise ValueError(f"{path}: token id {bad[0]} is outside the vocabulary [0, {vocab_size})")
-    return tokens
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gguf", required=True)
-    ap.add_argument("--tokens-file", required=True, help="prompt: raw little-endian int32 ids")
-    ap.add_argument("--logits-out", required=True, help="raw little-endian float32 logits")
-    ap.add_argument("--positions", choices=["all", "last"], default="all")
-    ap.add_argument("--generate", type=int, default=0, metavar="N")
-    ap.add_argument("--generated-out", help="raw little-endian int32 generated ids")
-    ap.add_argument("--generated-gaps-out",
-                    help="raw little-endian float32: top-1 minus top-2 logit at each generated "
-                         "step; a tiny gap marks a step where a float32 runtime may fairly differ")
+    ap = oracle_decoding.argument_parser(__doc__)
     ap.add_argument("--query-pre-attn-scalar", type=float, default=None,
                     help="queries are scaled by its -1/2 power; GGUF does not store it and "
                          "Gemma 3 uses head_dim except for the 27B model (default: key_length)")
-    args = ap.parse_args()
-    if args.generate < 0:
-        ap.error("--generate must be >= 0")
-    if args.generate and not args.generated_out:
-        ap.error("--generate needs --generated-out")
+    args = oracle_decoding.parse_args(ap)
 
     t_start = time.perf_counter()
     reader, cfg, w = open_model(args.gguf)
-    tokens = read_tokens(args.tokens_file, cfg.vocab_size)
-    max_len = len(tokens) + max(args.generate - 1, 0)
-    if max_len > cfg.context_length:
-        raise ValueError(f"{max_len} positions exceed the context length {cfg.context_length}")
+    tokens, max_len = oracle_decoding.read_prompt(args, cfg)
     query_scale = (args.query_pre_attn_scalar or cfg.head_dim) ** -0.5
     t_loaded = time.perf_counter()
     print(f"gemma3_oracle: {describe(cfg)}; float64; loaded in {t_loaded - t_start:.2f}s",
@@ -203,30 +159,18 @@ def main():
             out.write(lm_head(cfg, w, rows[s:s + LM_HEAD_CHUNK]).astype("<f4").tobytes())
     t_logits = time.perf_counter()
 
+    def next_logits(token):
+        return lm_head(cfg, w, forward(cfg, w, cache, np.array([token]), query_scale))[0]
+
     generated, gaps = [], []
     if args.generate:
-        logits = lm_head(cfg, w, hidden[-1:])[0]
-        for i in range(args.generate):
-            token = int(np.argmax(logits))  # argmax returns the first (lowest) id on ties
-            generated.append(token)
-            gaps.append(top2_gap(logits))
-            if i + 1 < args.generate:
-                logits = lm_head(cfg, w, forward(cfg, w, cache, np.array([token]), query_scale))[0]
-        np.asarray(generated, dtype="<i4").tofile(args.generated_out)
-        if args.generated_gaps_out:
-            np.asarray(gaps, dtype="<f4").tofile(args.generated_gaps_out)
+        generated, gaps = oracle_decoding.generate(args, lm_head(cfg, w, hidden[-1:])[0],
+                                                   next_logits)
     t_end = time.perf_counter()
 
-    print(f"gemma3_oracle: prefill {len(tokens)} tokens {t_prefill - t_loaded:.2f}s, "
-          f"lm_head {len(rows)} rows {t_logits - t_prefill:.2f}s, "
-          f"generate {len(generated)} tokens {t_end - t_logits:.2f}s", file=sys.stderr)
-    if generated:
-        pieces, _ = read_vocab(reader)
-        print(f"gemma3_oracle: generated {' '.join(map(str, generated))} = "
-              f"{decode(pieces, generated)!r}", file=sys.stderr)
-    gap_note = f", min top-2 logit gap {min(gaps):.4f}" if gaps else ""
-    print(f"gemma3_oracle: OK prompt={len(tokens)} logits=[{len(rows)}, {cfg.vocab_size}] "
-          f"generated={len(generated)}{gap_note} total={t_end - t_start:.2f}s", file=sys.stderr)
+    oracle_decoding.report("gemma3_oracle", (t_start, t_loaded, t_prefill, t_logits, t_end),
+                           len(tokens), len(rows), cfg.vocab_size, generated, gaps,
+                           lambda ids: decode(read_vocab(reader)[0], ids))
 
 
 if __name__ == "__main__":

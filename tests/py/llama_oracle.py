@@ -36,7 +36,6 @@ greedily (argmax, lowest id on ties) for exactly N tokens, without stopping at E
 them as raw int32. --rope-type overrides the architecture's layout, only for ablations.
 """
 
-import argparse
 import os
 import sys
 import time
@@ -44,10 +43,14 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import oracle_decoding  # noqa: E402
+from oracle_decoding import KVCache  # noqa: E402
 from oracle_gguf import describe_llama, open_llama_model  # noqa: E402
-# The generic pieces are shared with the Gemma 3 oracle: RMSNorm (x / rms * weight), causal GQA
-# attention (query head h reads KV head h // (n_heads / n_kv)), argmax gap, token-file reading.
-from gemma3_oracle import attention, read_tokens, rms_norm, top2_gap  # noqa: E402
+# The generic pieces are shared with the Gemma 3 oracle: RMSNorm (x / rms * weight) and causal
+# GQA attention (query head h reads KV head h // (n_heads / n_kv)).
+from gemma3_oracle import attention, rms_norm  # noqa: E402
+# GPT-2's byte-to-unicode alphabet of byte-level BPE, kept in one place for writer and reader.
+from make_tiny_llama import bytes_to_unicode  # noqa: E402
 
 LM_HEAD_CHUNK = 64  # positions per LM-head matmul: [64, 49152] float64 is 24 MiB
 
@@ -95,21 +98,10 @@ def linear(x, weight, bias):
 # ---------------------------------------------------------------------------------------------
 # The model.
 
-class KVCache:
-    """Keys (after RoPE) and values of every layer for positions [0, length)."""
-
-    def __init__(self, cfg, max_len):
-        self.k = np.zeros((cfg.n_layers, max_len, cfg.n_kv_heads, cfg.head_dim))
-        self.v = np.zeros((cfg.n_layers, max_len, cfg.n_kv_heads, cfg.head_dim))
-        self.length = 0
-
-
 def forward(cfg, w, cache, tokens, rope_type):
     """Runs `tokens` at positions cache.length.. and returns the final-normed hidden [n, d]."""
-    n, start = len(tokens), cache.length
-    end = start + n
-    positions = np.arange(start, end, dtype=np.float64)   # [n]
-    all_positions = np.arange(end, dtype=np.float64)      # [ctx]
+    n = len(tokens)
+    positions, all_positions = cache.positions(n)          # [n], [ctx]
     eps, hd = cfg.rms_eps, cfg.head_dim
     query_scale = hd ** -0.5
 
@@ -121,15 +113,14 @@ def forward(cfg, w, cache, tokens, rope_type):
         v = linear(a, layer.wv, layer.bv).reshape(n, cfg.n_kv_heads, hd)
         q = rope(q, positions, cfg, w.rope_freq_factors, rope_type) * query_scale
         k = rope(k, positions, cfg, w.rope_freq_factors, rope_type)
-        cache.k[il, start:end] = k
-        cache.v[il, start:end] = v
-        o = attention(q, cache.k[il, :end], cache.v[il, :end], positions, all_positions, None)
+        keys, values = cache.append(il, k, v)
+        o = attention(q, keys, values, positions, all_positions, None)
         h = h + linear(o.reshape(n, -1), layer.wo, layer.bo)
 
         f = rms_norm(h, layer.ffn_norm, eps)
         h = h + (silu(f @ layer.w_gate.T) * (f @ layer.w_up.T)) @ layer.w_down.T
 
-    cache.length = end
+    cache.length += n
     return rms_norm(h, w.output_norm, eps)
 
 
@@ -146,26 +137,13 @@ def log_softmax(logits):
 # ---------------------------------------------------------------------------------------------
 # Decoding for the log line (byte-level BPE: GPT-2's byte-to-unicode alphabet).
 
-def _unicode_to_byte():
-    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) +
-                 list(range(ord("®"), ord("ÿ") + 1)))
-    table, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            table[chr(b)] = b
-        else:
-            table[chr(256 + extra)] = b
-            extra += 1
-    return table
-
-
 def decode(reader, ids):
     field = reader.fields.get("tokenizer.ggml.tokens")
     if field is None:
         return ""
     model = reader.fields.get("tokenizer.ggml.model")
     byte_level = model is not None and model.contents() == "gpt2"
-    to_byte = _unicode_to_byte()
+    to_byte = {c: b for b, c in bytes_to_unicode().items()}
     out = bytearray()
     for i in ids:
         piece = bytes(field.parts[field.data[i]]).decode("utf-8")
@@ -180,32 +158,15 @@ def decode(reader, ids):
 # Command line.
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--gguf", required=True)
-    ap.add_argument("--tokens-file", required=True, help="prompt: raw little-endian int32 ids")
-    ap.add_argument("--logits-out", required=True, help="raw little-endian float32 logits")
-    ap.add_argument("--positions", choices=["all", "last"], default="all")
-    ap.add_argument("--generate", type=int, default=0, metavar="N")
-    ap.add_argument("--generated-out", help="raw little-endian int32 generated ids")
-    ap.add_argument("--generated-gaps-out",
-                    help="raw little-endian float32: top-1 minus top-2 logit at each generated "
-                         "step; a tiny gap marks a step where a float32 runtime may fairly differ")
+    ap = oracle_decoding.argument_parser(__doc__)
     ap.add_argument("--rope-type", choices=["auto", "norm", "neox"], default="auto",
                     help="RoPE pair layout; auto = llama.cpp's for the architecture (ablation only)")
-    args = ap.parse_args()
-    if args.generate < 0:
-        ap.error("--generate must be >= 0")
-    if args.generate and not args.generated_out:
-        ap.error("--generate needs --generated-out")
+    args = oracle_decoding.parse_args(ap)
 
     t_start = time.perf_counter()
     reader, cfg, w = open_llama_model(args.gguf)
     rope_type = cfg.rope_type if args.rope_type == "auto" else args.rope_type
-    tokens = read_tokens(args.tokens_file, cfg.vocab_size)
-    max_len = len(tokens) + max(args.generate - 1, 0)
-    if max_len > cfg.context_length:
-        raise ValueError(f"{max_len} positions exceed the context length {cfg.context_length}")
+    tokens, max_len = oracle_decoding.read_prompt(args, cfg)
     t_loaded = time.perf_counter()
     override = f" (rope overridden to {rope_type})" if rope_type != cfg.rope_type else ""
     print(f"llama_oracle: {describe_llama(cfg, w)}{override}; float64; "
@@ -229,32 +190,19 @@ def main():
                     n_scored += len(nxt)
     t_logits = time.perf_counter()
 
+    def next_logits(token):
+        return lm_head(w, forward(cfg, w, cache, np.array([token]), rope_type))[0]
+
     generated, gaps = [], []
     if args.generate:
-        logits = lm_head(w, hidden[-1:])[0]
-        for i in range(args.generate):
-            token = int(np.argmax(logits))  # argmax returns the first (lowest) id on ties
-            generated.append(token)
-            gaps.append(top2_gap(logits))
-            if i + 1 < args.generate:
-                logits = lm_head(w, forward(cfg, w, cache, np.array([token]), rope_type))[0]
-        np.asarray(generated, dtype="<i4").tofile(args.generated_out)
-        if args.generated_gaps_out:
-            np.asarray(gaps, dtype="<f4").tofile(args.generated_gaps_out)
+        generated, gaps = oracle_decoding.generate(args, lm_head(w, hidden[-1:])[0], next_logits)
     t_end = time.perf_counter()
 
-    print(f"llama_oracle: prefill {len(tokens)} tokens {t_prefill - t_loaded:.2f}s, "
-          f"lm_head {len(rows)} rows {t_logits - t_prefill:.2f}s, "
-          f"generate {len(generated)} tokens {t_end - t_logits:.2f}s", file=sys.stderr)
-    if n_scored:
-        print(f"llama_oracle: prompt mean NLL {nll / n_scored:.4f} over {n_scored} next tokens "
-              f"(perplexity {np.exp(nll / n_scored):.2f})", file=sys.stderr)
-    if generated:
-        print(f"llama_oracle: generated {' '.join(map(str, generated))} = "
-              f"{decode(reader, generated)!r}", file=sys.stderr)
-    gap_note = f", min top-2 logit gap {min(gaps):.4f}" if gaps else ""
-    print(f"llama_oracle: OK prompt={len(tokens)} logits=[{len(rows)}, {cfg.vocab_size}] "
-          f"generated={len(generated)}{gap_note} total={t_end - t_start:.2f}s", file=sys.stderr)
+    notes = [f"prompt mean NLL {nll / n_scored:.4f} over {n_scored} next tokens "
+             f"(perplexity {np.exp(nll / n_scored):.2f})"] if n_scored else []
+    oracle_decoding.report("llama_oracle", (t_start, t_loaded, t_prefill, t_logits, t_end),
+                           len(tokens), len(rows), cfg.vocab_size, generated, gaps,
+                           lambda ids: decode(reader, ids), notes)
 
 
 if __name__ == "__main__":

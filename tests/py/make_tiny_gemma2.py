@@ -26,6 +26,7 @@ import gguf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_tiny_llama as tiny  # noqa: E402
+import tiny_gguf  # noqa: E402
 
 ARCH = "gemma2"
 N_LAYERS, D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS, HEAD_DIM = 4, 64, 160, 4, 2, 16
@@ -47,14 +48,8 @@ def main():
 
     w = gguf.GGUFWriter(args.out, ARCH)
     w.add_name("tiny-gemma2-random")
-    w.add_uint32(f"{ARCH}.block_count", N_LAYERS)
-    w.add_uint32(f"{ARCH}.embedding_length", D_MODEL)
-    w.add_uint32(f"{ARCH}.feed_forward_length", FFN_DIM)
-    w.add_uint32(f"{ARCH}.attention.head_count", N_HEADS)
-    w.add_uint32(f"{ARCH}.attention.head_count_kv", N_KV_HEADS)
-    w.add_uint32(f"{ARCH}.attention.key_length", HEAD_DIM)
-    w.add_uint32(f"{ARCH}.attention.value_length", HEAD_DIM)
-    w.add_uint32(f"{ARCH}.context_length", args.context)
+    tiny_gguf.add_shape_keys(w, ARCH, N_LAYERS, D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS,
+                             args.context, HEAD_DIM)
     w.add_float32(f"{ARCH}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{ARCH}.rope.freq_base", ROPE_BASE)
     w.add_uint32(f"{ARCH}.rope.dimension_count", HEAD_DIM)
@@ -64,11 +59,7 @@ def main():
 
     vocab_size = tiny.add_qwen2_bpe_tokenizer(w, ARCH, args.merges)
 
-    def matrix(out_features, in_features, std):
-        return (rng.standard_normal((out_features, in_features)) * std).astype(np.float32)
-
-    def vector(n, mean, std):
-        return (mean + std * rng.standard_normal(n)).astype(np.float32)
+    matrix, vector = tiny_gguf.random_tensors(rng)
 
     w.add_tensor("token_embd.weight", matrix(vocab_size, D_MODEL, 0.2))  # also the LM head
     w.add_tensor("output_norm.weight", vector(D_MODEL, 1.0, 0.1))
@@ -86,10 +77,7 @@ def main():
         w.add_tensor(p + "ffn_up.weight", matrix(FFN_DIM, D_MODEL, 0.08))
         w.add_tensor(p + "ffn_down.weight", matrix(D_MODEL, FFN_DIM, 0.08))
 
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    tiny_gguf.write(w)
 
 
 if __name__ == "__main__":

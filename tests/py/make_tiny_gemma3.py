@@ -25,6 +25,10 @@ import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as Q
 
+import tiny_gguf
+# Globals of this module, not looked up in tiny_gguf: fuzz/make_seeds.py may replace them here.
+from tiny_gguf import MATRIX_TYPES, quantize
+
 ARCH = "gemma3"
 N_LAYERS = 6
 D_MODEL = 64
@@ -36,10 +40,6 @@ CONTEXT = 256
 WINDOW = 8
 RMS_EPS = 1e-6
 ROPE_BASE = 1e6
-
-# Matrix types, cycled over (layer, matrix) so each type appears in several roles. All need rows
-# that are a multiple of 32 values (or none, for the float types).
-MATRIX_TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_1, Q.Q5_1, Q.BF16]
 
 CONTROL = 3
 NORMAL = 1
@@ -82,15 +82,6 @@ def build_vocab():
     return pieces, scores, types
 
 
-def quantize(values, qtype):
-    """values: float32 [out, in] -> (array, raw_dtype) for GGUFWriter.add_tensor."""
-    if qtype == Q.F32:
-        return values.astype(np.float32), None
-    if qtype == Q.F16:
-        return values.astype(np.float16), None
-    return gguf.quants.quantize(values, qtype), qtype
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
@@ -105,14 +96,8 @@ def main():
 
     w = gguf.GGUFWriter(args.out, ARCH)
     w.add_name("tiny-gemma3-random")
-    w.add_uint32(f"{ARCH}.block_count", N_LAYERS)
-    w.add_uint32(f"{ARCH}.embedding_length", D_MODEL)
-    w.add_uint32(f"{ARCH}.feed_forward_length", FFN_DIM)
-    w.add_uint32(f"{ARCH}.attention.head_count", N_HEADS)
-    w.add_uint32(f"{ARCH}.attention.head_count_kv", N_KV_HEADS)
-    w.add_uint32(f"{ARCH}.attention.key_length", HEAD_DIM)
-    w.add_uint32(f"{ARCH}.attention.value_length", HEAD_DIM)
-    w.add_uint32(f"{ARCH}.context_length", args.context)
+    tiny_gguf.add_shape_keys(w, ARCH, N_LAYERS, D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS,
+                             args.context, HEAD_DIM)
     w.add_uint32(f"{ARCH}.attention.sliding_window", args.window)
     w.add_float32(f"{ARCH}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{ARCH}.rope.freq_base", ROPE_BASE)
@@ -136,12 +121,11 @@ def main():
     w.add_add_eos_token(False)
     w.add_add_space_prefix(False)
 
-    def matrix(out_features, in_features, std=0.08):
-        return (rng.standard_normal((out_features, in_features)) * std).astype(np.float32)
+    matrix, vector = tiny_gguf.random_tensors(rng)
 
     def norm(n):
         # The GGUF stores Gemma's norm weights with the +1 already applied.
-        return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+        return vector(n, 1.0, 0.1)
 
     # token_embd: [vocab, d_model] rows; the tied LM head reads it too. Q8_0, as in the real model.
     emb, emb_type = quantize(matrix(vocab_size, D_MODEL, std=0.1), Q.F32 if args.f32 else Q.Q8_0)
@@ -149,10 +133,7 @@ def main():
     w.add_tensor("output_norm.weight", norm(D_MODEL))
 
     q_dim, kv_dim = N_HEADS * HEAD_DIM, N_KV_HEADS * HEAD_DIM
-    matrices = [("attn_q", q_dim, D_MODEL), ("attn_k", kv_dim, D_MODEL),
-                ("attn_v", kv_dim, D_MODEL), ("attn_output", D_MODEL, q_dim),
-                ("ffn_gate", FFN_DIM, D_MODEL), ("ffn_up", FFN_DIM, D_MODEL),
-                ("ffn_down", D_MODEL, FFN_DIM)]
+    types = [Q.F32] if args.f32 else MATRIX_TYPES
     for layer in range(N_LAYERS):
         p = f"blk.{layer}."
         w.add_tensor(p + "attn_norm.weight", norm(D_MODEL))
@@ -161,17 +142,12 @@ def main():
         w.add_tensor(p + "post_attention_norm.weight", norm(D_MODEL))
         w.add_tensor(p + "ffn_norm.weight", norm(D_MODEL))
         w.add_tensor(p + "post_ffw_norm.weight", norm(D_MODEL))
-        for j, (name, out_features, in_features) in enumerate(matrices):
-            qtype = MATRIX_TYPES[(layer * len(matrices) + j) % len(MATRIX_TYPES)]
-            if args.f32:
-                qtype = Q.F32
+        for name, out_features, in_features, qtype in tiny_gguf.layer_matrices(
+                layer, D_MODEL, FFN_DIM, q_dim, kv_dim, types):
             data, raw = quantize(matrix(out_features, in_features), qtype)
             w.add_tensor(p + name + ".weight", data, raw_dtype=raw)
 
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    tiny_gguf.write(w)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,10 @@ import numpy as np
 import gguf
 from gguf import GGMLQuantizationType as Q
 
+import tiny_gguf
+# Globals of this module, not looked up in tiny_gguf: fuzz/make_seeds.py replaces them here.
+from tiny_gguf import MATRIX_TYPES, quantize
+
 N_LAYERS = 4
 D_MODEL = 64
 FFN_DIM = 160
@@ -91,10 +95,6 @@ LLAMA3_LOW_FREQ_FACTOR = 1.0
 LLAMA3_HIGH_FREQ_FACTOR = 4.0
 LLAMA3_ORIGINAL_CONTEXT = 64
 N_MERGES = 320
-
-# Matrix types, cycled over (layer, matrix) so each type appears in several roles. All need rows
-# that are a multiple of 32 values (or none, for the float types).
-MATRIX_TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_1, Q.Q5_1, Q.BF16]
 
 NORMAL = 1
 CONTROL = 3
@@ -261,15 +261,6 @@ def llama3_freq_factors(base, n_rot):
     return np.asarray(factors, dtype=np.float32)
 
 
-def quantize(values, qtype):
-    """values: float32 [out, in] -> (array, raw_dtype) for GGUFWriter.add_tensor."""
-    if qtype == Q.F32:
-        return values.astype(np.float32), None
-    if qtype == Q.F16:
-        return values.astype(np.float16), None
-    return gguf.quants.quantize(values, qtype), qtype
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
@@ -321,12 +312,8 @@ def main():
 
     w = gguf.GGUFWriter(args.out, arch)
     w.add_name(f"tiny-{arch}-random")
-    w.add_uint32(f"{arch}.block_count", args.layers)
-    w.add_uint32(f"{arch}.embedding_length", d_model)
-    w.add_uint32(f"{arch}.feed_forward_length", ffn_dim)
-    w.add_uint32(f"{arch}.attention.head_count", N_HEADS)
-    w.add_uint32(f"{arch}.attention.head_count_kv", N_KV_HEADS)
-    w.add_uint32(f"{arch}.context_length", args.context)
+    tiny_gguf.add_shape_keys(w, arch, args.layers, d_model, ffn_dim, N_HEADS, N_KV_HEADS,
+                             args.context)
     w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{arch}.rope.freq_base", ROPE_BASE[arch])
     w.add_uint32(f"{arch}.rope.dimension_count", head_dim)
@@ -363,11 +350,7 @@ def main():
     w.add_add_space_prefix(False)
     w.add_chat_template(CHAT_TEMPLATE)
 
-    def matrix(out_features, in_features, std=0.08):
-        return (rng.standard_normal((out_features, in_features)) * std).astype(np.float32)
-
-    def vector(n, mean, std):
-        return (mean + std * rng.standard_normal(n)).astype(np.float32)
+    matrix, vector = tiny_gguf.random_tensors(rng)
 
     # token_embd: [vocab, d_model] rows (Q8_0, like SmolLM2's); a tied LM head reads it too.
     add_matrix("token_embd.weight", matrix(vocab_size, d_model, std=0.1),
@@ -380,18 +363,13 @@ def main():
             w.add_tensor("rope_freqs.weight", llama3_freq_factors(ROPE_BASE[arch], head_dim))
 
     q_dim, kv_dim = N_HEADS * head_dim, N_KV_HEADS * head_dim
-    matrices = [("attn_q", q_dim, d_model), ("attn_k", kv_dim, d_model),
-                ("attn_v", kv_dim, d_model), ("attn_output", d_model, q_dim),
-                ("ffn_gate", ffn_dim, d_model), ("ffn_up", ffn_dim, d_model),
-                ("ffn_down", d_model, ffn_dim)]
+    types = [Q.F32] if args.f32 else MATRIX_TYPES
     for layer in range(args.layers):
         p = f"blk.{layer}."
         w.add_tensor(p + "attn_norm.weight", vector(d_model, 1.0, 0.1))
         w.add_tensor(p + "ffn_norm.weight", vector(d_model, 1.0, 0.1))
-        for j, (name, out_features, in_features) in enumerate(matrices):
-            qtype = MATRIX_TYPES[(layer * len(matrices) + j) % len(MATRIX_TYPES)]
-            if args.f32:
-                qtype = Q.F32
+        for name, out_features, in_features, qtype in tiny_gguf.layer_matrices(
+                layer, d_model, ffn_dim, q_dim, kv_dim, types):
             add_matrix(p + name + ".weight", matrix(out_features, in_features), qtype)
         if arch == "qwen2":
             for name, width in [("attn_q", q_dim), ("attn_k", kv_dim), ("attn_v", kv_dim)]:
@@ -400,10 +378,7 @@ def main():
             w.add_tensor(p + "attn_q_norm.weight", vector(head_dim, 1.0, 0.3))
             w.add_tensor(p + "attn_k_norm.weight", vector(head_dim, 1.0, 0.3))
 
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    tiny_gguf.write(w)
 
 
 if __name__ == "__main__":

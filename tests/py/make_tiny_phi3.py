@@ -44,6 +44,7 @@ import gguf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_tiny_llama as tiny  # noqa: E402
+import tiny_gguf  # noqa: E402
 
 ARCH = "phi3"
 N_LAYERS, D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS, HEAD_DIM = 4, 64, 160, 4, 2, 16
@@ -72,12 +73,8 @@ def main():
     # Not "phi3" or "phi-3" unless asked: llama.cpp gives the special tokens of a model so named
     # an rstrip attribute (and looks up <s>, </s> and <unk>, which only --phi3-name adds).
     w.add_name("Phi-3-mini-4k-instruct" if args.phi3_name else "tiny-random-phi")
-    w.add_uint32(f"{ARCH}.block_count", N_LAYERS)
-    w.add_uint32(f"{ARCH}.embedding_length", D_MODEL)
-    w.add_uint32(f"{ARCH}.feed_forward_length", FFN_DIM)
-    w.add_uint32(f"{ARCH}.attention.head_count", N_HEADS)
-    w.add_uint32(f"{ARCH}.attention.head_count_kv", N_KV_HEADS)
-    w.add_uint32(f"{ARCH}.context_length", args.context)
+    tiny_gguf.add_shape_keys(w, ARCH, N_LAYERS, D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS,
+                             args.context)
     w.add_float32(f"{ARCH}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{ARCH}.rope.freq_base", ROPE_BASE)
     w.add_uint32(f"{ARCH}.rope.dimension_count", args.rotary_dims)
@@ -91,11 +88,7 @@ def main():
                                               phi3_tokens if args.phi3_name else (),
                                               "<unk>" if args.phi3_name else None)
 
-    def matrix(out_features, in_features, std):
-        return (rng.standard_normal((out_features, in_features)) * std).astype(np.float32)
-
-    def vector(n, mean, std):
-        return (mean + std * rng.standard_normal(n)).astype(np.float32)
+    matrix, vector = tiny_gguf.random_tensors(rng)
 
     def add_matrix(name, values):
         if args.q8:
@@ -131,10 +124,7 @@ def main():
         add_matrix(p + "ffn_up.weight", matrix(2 * FFN_DIM, D_MODEL, 0.08))
         add_matrix(p + "ffn_down.weight", matrix(D_MODEL, FFN_DIM, 0.08))
 
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    tiny_gguf.write(w)
 
 
 if __name__ == "__main__":

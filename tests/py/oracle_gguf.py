@@ -95,15 +95,22 @@ def _sliding_layers(reader, prefix, n_layers):
     return [period == 0 or il % period < period - 1 for il in range(n_layers)]
 
 
+def _read_sizes(reader, p):
+    """(block_count, embedding_length, head_count, head_count_kv); no head_count_kv means as
+    many KV heads as query heads."""
+    n_layers = int(_meta(reader, f"{p}.block_count"))
+    d_model = int(_meta(reader, f"{p}.embedding_length"))
+    n_heads = int(_meta(reader, f"{p}.attention.head_count"))
+    n_kv_heads = int(_meta(reader, f"{p}.attention.head_count_kv", n_heads))
+    return n_layers, d_model, n_heads, n_kv_heads
+
+
 def read_config(reader):
     arch = _meta(reader, "general.architecture")
     if arch != "gemma3":
         raise ValueError(f"expected general.architecture 'gemma3', found '{arch}'")
     p = arch
-    n_layers = int(_meta(reader, f"{p}.block_count"))
-    d_model = int(_meta(reader, f"{p}.embedding_length"))
-    n_heads = int(_meta(reader, f"{p}.attention.head_count"))
-    n_kv_heads = int(_meta(reader, f"{p}.attention.head_count_kv", n_heads))
+    n_layers, d_model, n_heads, n_kv_heads = _read_sizes(reader, p)
     if n_heads % n_kv_heads != 0:
         raise ValueError(f"head_count {n_heads} is not a multiple of head_count_kv {n_kv_heads}")
 
@@ -157,6 +164,23 @@ def _load(tensors, name, shape):
     return values
 
 
+# The tensors every decoder layer has, as keyword arguments of a layer dataclass. Two helpers, not
+# one: with a family's own tensors between them, each reader still loads a layer's tensors in its
+# field order, so of several missing tensors the same one is reported first.
+def _load_attention_inputs(tensors, b, d, q_width, kv_width, v_width):
+    return dict(attn_norm=_load(tensors, b + "attn_norm.weight", (d,)),
+                wq=_load(tensors, b + "attn_q.weight", (q_width, d)),
+                wk=_load(tensors, b + "attn_k.weight", (kv_width, d)),
+                wv=_load(tensors, b + "attn_v.weight", (v_width, d)))
+
+
+def _load_ffn(tensors, b, d, d_ff):
+    return dict(ffn_norm=_load(tensors, b + "ffn_norm.weight", (d,)),
+                w_gate=_load(tensors, b + "ffn_gate.weight", (d_ff, d)),
+                w_up=_load(tensors, b + "ffn_up.weight", (d_ff, d)),
+                w_down=_load(tensors, b + "ffn_down.weight", (d, d_ff)))
+
+
 def read_weights(reader, cfg):
     tensors = _tensor_map(reader)
     if "output.weight" in tensors:
@@ -168,18 +192,12 @@ def read_weights(reader, cfg):
     for il in range(cfg.n_layers):
         b = f"blk.{il}."
         layers.append(Gemma3Layer(
-            attn_norm=_load(tensors, b + "attn_norm.weight", (d,)),
-            wq=_load(tensors, b + "attn_q.weight", (q_width, d)),
-            wk=_load(tensors, b + "attn_k.weight", (kv_width, d)),
-            wv=_load(tensors, b + "attn_v.weight", (v_width, d)),
+            **_load_attention_inputs(tensors, b, d, q_width, kv_width, v_width),
             q_norm=_load(tensors, b + "attn_q_norm.weight", (cfg.head_dim,)),
             k_norm=_load(tensors, b + "attn_k_norm.weight", (cfg.head_dim,)),
             wo=_load(tensors, b + "attn_output.weight", (d, o_width)),
             post_attn_norm=_load(tensors, b + "post_attention_norm.weight", (d,)),
-            ffn_norm=_load(tensors, b + "ffn_norm.weight", (d,)),
-            w_gate=_load(tensors, b + "ffn_gate.weight", (cfg.d_ff, d)),
-            w_up=_load(tensors, b + "ffn_up.weight", (cfg.d_ff, d)),
-            w_down=_load(tensors, b + "ffn_down.weight", (d, cfg.d_ff)),
+            **_load_ffn(tensors, b, d, cfg.d_ff),
             post_ffw_norm=_load(tensors, b + "post_ffw_norm.weight", (d,)),
         ))
     return Gemma3Weights(
@@ -221,6 +239,10 @@ class LlamaConfig:
     rope_scaling: str          # "none" or "linear" (rope_freqs.weight is separate: freq factors)
     rope_position_divisor: float  # linear RoPE scaling factor (1 = none)
     tied_head: bool            # True when there is no output.weight: the LM head is token_embd
+
+    @property
+    def head_dim_v(self):      # read_llama_config refuses a value width other than the key's
+        return self.head_dim
 
 
 @dataclass
@@ -281,10 +303,7 @@ def read_llama_config(reader):
     if arch not in LLAMA_FAMILY_ARCHS:
         raise ValueError(f"expected general.architecture in {LLAMA_FAMILY_ARCHS}, found '{arch}'")
     p = arch
-    n_layers = int(_meta(reader, f"{p}.block_count"))
-    d_model = int(_meta(reader, f"{p}.embedding_length"))
-    n_heads = int(_meta(reader, f"{p}.attention.head_count"))
-    n_kv_heads = int(_meta(reader, f"{p}.attention.head_count_kv", n_heads))
+    n_layers, d_model, n_heads, n_kv_heads = _read_sizes(reader, p)
     if n_heads <= 0 or n_kv_heads <= 0 or n_heads % n_kv_heads != 0:
         raise ValueError(f"head_count {n_heads} is not a multiple of head_count_kv {n_kv_heads}")
     head_dim = int(_meta(reader, f"{p}.attention.key_length", d_model // n_heads))
@@ -335,19 +354,13 @@ def read_llama_weights(reader, cfg):
     for il in range(cfg.n_layers):
         b = f"blk.{il}."
         layers.append(LlamaLayer(
-            attn_norm=_load(tensors, b + "attn_norm.weight", (d,)),
-            wq=_load(tensors, b + "attn_q.weight", (q_width, d)),
-            wk=_load(tensors, b + "attn_k.weight", (kv_width, d)),
-            wv=_load(tensors, b + "attn_v.weight", (kv_width, d)),
+            **_load_attention_inputs(tensors, b, d, q_width, kv_width, kv_width),
             bq=_load_optional(tensors, b + "attn_q.bias", (q_width,)),
             bk=_load_optional(tensors, b + "attn_k.bias", (kv_width,)),
             bv=_load_optional(tensors, b + "attn_v.bias", (kv_width,)),
             wo=_load(tensors, b + "attn_output.weight", (d, q_width)),
             bo=_load_optional(tensors, b + "attn_output.bias", (d,)),
-            ffn_norm=_load(tensors, b + "ffn_norm.weight", (d,)),
-            w_gate=_load(tensors, b + "ffn_gate.weight", (cfg.d_ff, d)),
-            w_up=_load(tensors, b + "ffn_up.weight", (cfg.d_ff, d)),
-            w_down=_load(tensors, b + "ffn_down.weight", (d, cfg.d_ff)),
+            **_load_ffn(tensors, b, d, cfg.d_ff),
         ))
     freq_factors = _load_optional(tensors, "rope_freqs.weight", (cfg.n_rot // 2,))
     if freq_factors is not None:
