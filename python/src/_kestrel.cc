@@ -42,6 +42,34 @@ void Check(kes_status status) {
   if (status != KES_OK) Raise(status, kes_last_error());
 }
 
+// Runs `call`, a kes_* call that may run the model or read files, with the GIL released so that
+// other Python threads run meanwhile; raises when it failed.
+template <typename Call>
+void CallReleasingGil(Call&& call) {
+  kes_status s;
+  {
+    nb::gil_scoped_release release;
+    s = call();
+  }
+  Check(s);
+}
+
+// For the calls that write into a caller's buffer and report the size they need when it is too
+// small: one more try at that size always fits. Returns the size written.
+template <typename Buffer, typename Fill>
+size_t FillResizingOnce(Buffer& buffer, Fill&& fill) {
+  size_t n = 0;
+  CallReleasingGil([&] {
+    kes_status s = fill(buffer.data(), buffer.size(), &n);
+    if (s == KES_BUFFER_TOO_SMALL) {
+      buffer.resize(n);
+      s = fill(buffer.data(), buffer.size(), &n);
+    }
+    return s;
+  });
+  return n;
+}
+
 // Marks a handle in use for the length of a call: a second thread gets an error instead of
 // a data race inside the library.
 class Busy {
@@ -69,12 +97,7 @@ class ModelHandle {
   ModelHandle(const std::string& path, int verify_weights) {
     kes_model_params params = kes_model_default_params();
     params.verify_weights = verify_weights;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_model_open(path.c_str(), &params, &model_);
-    }
-    Check(s);
+    CallReleasingGil([&] { return kes_model_open(path.c_str(), &params, &model_); });
   }
   ~ModelHandle() { kes_model_close(model_); }
   ModelHandle(const ModelHandle&) = delete;
@@ -101,34 +124,17 @@ class ModelHandle {
     // Most texts need fewer ids than bytes (plus BOS/EOS); a longer one is retried once at the
     // size the library reports.
     std::vector<int32_t> ids(text.size() + 8);
-    size_t n = 0;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_tokenize(model_, text.data(), text.size(), flags, ids.data(), ids.size(), &n);
-      if (s == KES_BUFFER_TOO_SMALL) {
-        ids.resize(n);
-        s = kes_tokenize(model_, text.data(), text.size(), flags, ids.data(), ids.size(), &n);
-      }
-    }
-    Check(s);
-    ids.resize(n);
+    ids.resize(FillResizingOnce(ids, [&](int32_t* out, size_t capacity, size_t* needed) {
+      return kes_tokenize(model_, text.data(), text.size(), flags, out, capacity, needed);
+    }));
     return ids;
   }
 
   nb::bytes Detokenize(const std::vector<int32_t>& ids) const {
     std::string text(ids.size() * 8 + 16, '\0');
-    size_t n = 0;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_detokenize(model_, ids.data(), ids.size(), text.data(), text.size(), &n);
-      if (s == KES_BUFFER_TOO_SMALL) {
-        text.resize(n);
-        s = kes_detokenize(model_, ids.data(), ids.size(), text.data(), text.size(), &n);
-      }
-    }
-    Check(s);
+    const size_t n = FillResizingOnce(text, [&](char* out, size_t capacity, size_t* needed) {
+      return kes_detokenize(model_, ids.data(), ids.size(), out, capacity, needed);
+    });
     return nb::bytes(text.data(), n);
   }
 
@@ -144,18 +150,10 @@ class ModelHandle {
     }
     const char* fmt = format ? format->c_str() : nullptr;
     std::string text(1024, '\0');
-    size_t n = 0;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      for (int attempt = 0; attempt < 2; ++attempt) {
-        s = kes_chat_apply_template(model_, fmt, list.data(), list.size(),
-                                    add_generation_prompt ? 1 : 0, text.data(), text.size(), &n);
-        if (s != KES_BUFFER_TOO_SMALL) break;
-        text.resize(n);
-      }
-    }
-    Check(s);
+    const size_t n = FillResizingOnce(text, [&](char* out, size_t capacity, size_t* needed) {
+      return kes_chat_apply_template(model_, fmt, list.data(), list.size(),
+                                     add_generation_prompt ? 1 : 0, out, capacity, needed);
+    });
     return nb::bytes(text.data(), n);
   }
 
@@ -187,12 +185,7 @@ class SessionHandle {
     params.context_length = context_length;
     params.n_threads = n_threads;
     params.kv_type = kv_type;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_session_create(model_, &params, nullptr, 0, &session_);
-    }
-    Check(s);
+    CallReleasingGil([&] { return kes_session_create(model_, &params, nullptr, 0, &session_); });
   }
   ~SessionHandle() { kes_session_destroy(session_); }
   SessionHandle(const SessionHandle&) = delete;
@@ -214,12 +207,7 @@ class SessionHandle {
 
   void Prefill(const std::vector<int32_t>& ids) {
     Busy busy(&busy_, "this session");
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_session_prefill(session_, ids.data(), ids.size());
-    }
-    Check(s);
+    CallReleasingGil([&] { return kes_session_prefill(session_, ids.data(), ids.size()); });
   }
 
   // (token, its text piece, whether it ends generation).
@@ -230,18 +218,16 @@ class SessionHandle {
     int32_t token = -1;
     size_t n = 0;
     int is_end = 0;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_session_next_token(session_, &sampler, &token, piece_, sizeof(piece_), &n);
+    CallReleasingGil([&] {
+      kes_status s = kes_session_next_token(session_, &sampler, &token, piece_, sizeof(piece_), &n);
       if (s == KES_BUFFER_TOO_SMALL) {
         long_piece_.resize(n);
         s = kes_session_next_token(session_, &sampler, &token, long_piece_.data(),
                                    long_piece_.size(), &n);
       }
       if (s == KES_OK) s = kes_token_is_end(model_, token, &is_end);
-    }
-    Check(s);
+      return s;
+    });
     const char* piece = n <= sizeof(piece_) ? piece_ : long_piece_.data();
     return {token, nb::bytes(piece, n), is_end != 0};
   }
@@ -250,47 +236,31 @@ class SessionHandle {
     Busy busy(&busy_, "this session");
     std::string buf;
     size_t size = 0;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_session_state_size(session_, &size);
+    CallReleasingGil([&] {
+      kes_status s = kes_session_state_size(session_, &size);
       if (s == KES_OK) {
         buf.resize(size);
         s = kes_session_save_state(session_, buf.data(), buf.size(), &size);
       }
-    }
-    Check(s);
+      return s;
+    });
     return nb::bytes(buf.data(), size);
   }
 
   void LoadState(nb::bytes state) {
     Busy busy(&busy_, "this session");
-    kes_status s;
-    {
-      nb::gil_scoped_release release;  // `state` is immutable and referenced by the caller
-      s = kes_session_load_state(session_, state.c_str(), state.size());
-    }
-    Check(s);
+    // `state` is immutable and referenced by the caller: safe to read without the GIL.
+    CallReleasingGil([&] { return kes_session_load_state(session_, state.c_str(), state.size()); });
   }
 
   void SaveStateFile(const std::string& path) {
     Busy busy(&busy_, "this session");
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_session_save_state_file(session_, path.c_str());
-    }
-    Check(s);
+    CallReleasingGil([&] { return kes_session_save_state_file(session_, path.c_str()); });
   }
 
   void LoadStateFile(const std::string& path) {
     Busy busy(&busy_, "this session");
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_session_load_state_file(session_, path.c_str());
-    }
-    Check(s);
+    CallReleasingGil([&] { return kes_session_load_state_file(session_, path.c_str()); });
   }
 
   void ChatStart(const std::optional<std::string>& system, const std::optional<std::string>& format,
@@ -303,12 +273,7 @@ class SessionHandle {
     }
     if (format) params.format = format->c_str();
     if (thinking) params.thinking = *thinking ? KES_THINKING_ON : KES_THINKING_OFF;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_session_chat_start(session_, &params);
-    }
-    Check(s);
+    CallReleasingGil([&] { return kes_session_chat_start(session_, &params); });
   }
 
   // One turn of kes_session_chat. `on_piece` (None: none) is called with each token's piece
@@ -343,13 +308,10 @@ class SessionHandle {
     Busy busy(&busy_, "this session");
     const kes_sampler_params sampler = Sampler(temperature, top_k, top_p, seed);
     Collected out;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_generate(session_, prompt.data(), prompt.size(), &sampler, max_tokens, &Collect,
-                       &out);
-    }
-    Check(s);
+    CallReleasingGil([&] {
+      return kes_generate(session_, prompt.data(), prompt.size(), &sampler, max_tokens, &Collect,
+                          &out);
+    });
     return {std::move(out.tokens), nb::bytes(out.text.data(), out.text.size())};
   }
 
@@ -391,12 +353,7 @@ class EncoderHandle {
     const kes_model* m = nb::cast<const ModelHandle&>(model_ref_).get();
     kes_encoder_params params = kes_encoder_default_params();
     params.n_threads = n_threads;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_encoder_create(m, &params, nullptr, 0, &encoder_);
-    }
-    Check(s);
+    CallReleasingGil([&] { return kes_encoder_create(m, &params, nullptr, 0, &encoder_); });
   }
   ~EncoderHandle() { kes_encoder_destroy(encoder_); }
   EncoderHandle(const EncoderHandle&) = delete;
@@ -428,28 +385,16 @@ class EncoderHandle {
     }
     float* rows = out.data();
     const size_t dim = out.shape(1);
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_embed(encoder_, pointers.data(), lengths.data(), texts.size(), rows, dim);
-    }
-    Check(s);
+    CallReleasingGil([&] {
+      return kes_embed(encoder_, pointers.data(), lengths.data(), texts.size(), rows, dim);
+    });
   }
 
   std::vector<int32_t> Tokenize(const std::string& text) const {
     std::vector<int32_t> ids(text.size() + 8);
-    size_t n = 0;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_encoder_tokenize(encoder_, text.data(), text.size(), ids.data(), ids.size(), &n);
-      if (s == KES_BUFFER_TOO_SMALL) {
-        ids.resize(n);
-        s = kes_encoder_tokenize(encoder_, text.data(), text.size(), ids.data(), ids.size(), &n);
-      }
-    }
-    Check(s);
-    ids.resize(n);
+    ids.resize(FillResizingOnce(ids, [&](int32_t* out, size_t capacity, size_t* needed) {
+      return kes_encoder_tokenize(encoder_, text.data(), text.size(), out, capacity, needed);
+    }));
     return ids;
   }
 
@@ -477,12 +422,7 @@ class TranscriberHandle {
     kes_transcriber_params params = kes_transcriber_default_params();
     params.n_threads = n_threads;
     if (max_audio_seconds != 0) params.max_audio_seconds = max_audio_seconds;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_transcriber_create(m, &params, &transcriber_);
-    }
-    Check(s);
+    CallReleasingGil([&] { return kes_transcriber_create(m, &params, &transcriber_); });
   }
   ~TranscriberHandle() { kes_transcriber_destroy(transcriber_); }
   TranscriberHandle(const TranscriberHandle&) = delete;
@@ -495,13 +435,10 @@ class TranscriberHandle {
     Busy busy(&busy_, "this transcriber");
     const kes_transcribe_params params = Params(language, task, timestamps, previous_text);
     std::vector<Segment> segments;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_transcribe_pcm(transcriber_, samples.data(), samples.shape(0), sample_rate, &params,
-                             &Collect, &segments);
-    }
-    Check(s);
+    CallReleasingGil([&] {
+      return kes_transcribe_pcm(transcriber_, samples.data(), samples.shape(0), sample_rate,
+                                &params, &Collect, &segments);
+    });
     return {ToList(segments), Language()};
   }
 
@@ -511,12 +448,9 @@ class TranscriberHandle {
     Busy busy(&busy_, "this transcriber");
     const kes_transcribe_params params = Params(language, task, timestamps, previous_text);
     std::vector<Segment> segments;
-    kes_status s;
-    {
-      nb::gil_scoped_release release;
-      s = kes_transcribe_file(transcriber_, path.c_str(), &params, &Collect, &segments);
-    }
-    Check(s);
+    CallReleasingGil([&] {
+      return kes_transcribe_file(transcriber_, path.c_str(), &params, &Collect, &segments);
+    });
     return {ToList(segments), Language()};
   }
 
@@ -572,12 +506,7 @@ void Convert(const std::string& src, const std::string& dst,
   params.max_seq_length = max_seq_length;
   if (max_batch != 0) params.max_batch = max_batch;
   if (step_tokens != 0) params.step_tokens = step_tokens;
-  kes_status s;
-  {
-    nb::gil_scoped_release release;
-    s = kes_convert(src.c_str(), dst.c_str(), &params);
-  }
-  Check(s);
+  CallReleasingGil([&] { return kes_convert(src.c_str(), dst.c_str(), &params); });
 }
 
 }  // namespace

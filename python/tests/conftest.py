@@ -71,8 +71,16 @@ SCRIPT_PYTHON = os.environ.get(
 )
 
 
-def _script(name: str, *args: str) -> None:
-    run([SCRIPT_PYTHON, str(REPO / "tests" / "py" / name), *args])
+def _written_by_script(script: str, path: Path, *args: str) -> Path:
+    run([SCRIPT_PYTHON, str(REPO / "tests" / "py" / script), str(path), *args])
+    return path
+
+
+def _converted(src: Path, **options) -> Path:
+    """``src`` converted to a .kes file beside it."""
+    path = src.with_suffix(".kes")
+    kestrel.convert(src, path, **options)
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -83,16 +91,12 @@ def models(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_gguf(models: Path) -> Path:
     """The tests' tiny random Gemma 3 (tests/py/make_tiny_gemma3.py, seed 1)."""
-    path = models / "tiny.gguf"
-    _script("make_tiny_gemma3.py", str(path), "--seed", "1")
-    return path
+    return _written_by_script("make_tiny_gemma3.py", models / "tiny.gguf", "--seed", "1")
 
 
 @pytest.fixture(scope="session")
 def tiny_kes(tiny_gguf: Path) -> Path:
-    path = tiny_gguf.with_suffix(".kes")
-    kestrel.convert(tiny_gguf, path, weights="f32")
-    return path
+    return _converted(tiny_gguf, weights="f32")
 
 
 @pytest.fixture(scope="session")
@@ -104,16 +108,12 @@ def tiny(tiny_kes: Path) -> kestrel.Model:
 @pytest.fixture(scope="session")
 def bert_folder(models: Path) -> Path:
     """A tiny random BERT sentence encoder checkpoint (tests/py/make_tiny_bert.py)."""
-    folder = models / "tiny-bert"
-    _script("make_tiny_bert.py", str(folder))
-    return folder
+    return _written_by_script("make_tiny_bert.py", models / "tiny-bert")
 
 
 @pytest.fixture(scope="session")
 def bert_kes(bert_folder: Path) -> Path:
-    path = bert_folder.with_suffix(".kes")
-    kestrel.convert(bert_folder, path)
-    return path
+    return _converted(bert_folder)
 
 
 def write_tone_wav(path: Path, rate: int, seconds: float) -> None:
@@ -134,16 +134,12 @@ def write_tone_wav(path: Path, rate: int, seconds: float) -> None:
 @pytest.fixture(scope="session")
 def whisper_folder(models: Path) -> Path:
     """A tiny random Whisper as a CTranslate2 folder (tests/py/make_tiny_whisper.py)."""
-    folder = models / "tiny-whisper"
-    _script("make_tiny_whisper.py", str(folder))
-    return folder
+    return _written_by_script("make_tiny_whisper.py", models / "tiny-whisper")
 
 
 @pytest.fixture(scope="session")
 def whisper_kes(whisper_folder: Path) -> Path:
-    path = whisper_folder.with_suffix(".kes")
-    kestrel.convert(whisper_folder, path)
-    return path
+    return _converted(whisper_folder)
 
 
 @pytest.fixture(scope="session")
