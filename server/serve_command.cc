@@ -37,53 +37,51 @@ const char kServeUsage[] =
 int ServeCommand(const std::vector<std::string>& args) {
   server::ServeOptions options;
   bool threads_given = false, queue_given = false;
-  FlagReader flags(args);
-  while (!flags.Done()) {
-    const std::string arg = flags.Next();
-    Status s;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kServeUsage, stdout);
-      return 0;
-    } else if (arg == "--host") {
-      s = flags.Value(arg, &options.host);
-      if (s.ok() && options.host.empty()) s = Status::Error("--host: expected an address, got ''");
+  const auto flag = [&](FlagReader& flags, const std::string& arg, Status* s) {
+    if (arg == "--host") {
+      *s = flags.Value(arg, &options.host);
+      if (s->ok() && options.host.empty())
+        *s = Status::Error("--host: expected an address, got ''");
     } else if (arg == "--port") {
-      s = flags.Int(arg, 0, 65535, &options.port);
+      *s = flags.Int(arg, 0, 65535, &options.port);
     } else if (arg == "-np" || arg == "--parallel") {
-      s = flags.Int(arg, 1, 256, &options.parallel);
+      *s = flags.Int(arg, 1, 256, &options.parallel);
     } else if (arg == "--queue") {
-      s = flags.Int(arg, 0, 4096, &options.queue);
+      *s = flags.Int(arg, 0, 4096, &options.queue);
       queue_given = true;
     } else if (arg == "-c" || arg == "--ctx") {
-      s = flags.Int(arg, 8, 1 << 24, &options.context);
-    } else if (ThreadsFlag(flags, arg, &options.n_threads, &s)) {
+      *s = flags.Int(arg, 8, 1 << 24, &options.context);
+    } else if (ThreadsFlag(flags, arg, &options.n_threads, s)) {
       threads_given = true;
     } else if (arg == "--template") {
-      s = flags.Value(arg, &options.chat_format);
-      if (s.ok() && options.chat_format != "gemma" && options.chat_format != "chatml" &&
+      *s = flags.Value(arg, &options.chat_format);
+      if (s->ok() && options.chat_format != "gemma" && options.chat_format != "chatml" &&
           options.chat_format != "llama3") {
-        s = Status::Error("--template: expected gemma, chatml or llama3, got '" +
-                          options.chat_format + "'");
+        *s = Status::Error("--template: expected gemma, chatml or llama3, got '" +
+                           options.chat_format + "'");
       }
     } else if (arg == "--api-key") {
-      s = flags.Value(arg, &options.api_key);
-      if (s.ok() && options.api_key.empty()) {
-        s = Status::Error("--api-key: expected a key, got ''");
+      *s = flags.Value(arg, &options.api_key);
+      if (s->ok() && options.api_key.empty()) {
+        *s = Status::Error("--api-key: expected a key, got ''");
       }
     } else if (arg == "--metrics") {
       options.metrics = true;
     } else if (arg == "--max-body") {
-      s = flags.Int(arg, 1024, int64_t{1} << 30, &options.max_body_bytes);
+      *s = flags.Int(arg, 1024, int64_t{1} << 30, &options.max_body_bytes);
     } else if (arg == "--embed-model") {
-      s = flags.Value(arg, &options.embed_model_path);
+      *s = flags.Value(arg, &options.embed_model_path);
     } else if (arg == "--whisper-model") {
-      s = flags.Value(arg, &options.whisper_model_path);
+      *s = flags.Value(arg, &options.whisper_model_path);
     } else {
-      s = flags.Positional(arg, "serve", kServeUsage, &options.model_path);
+      return false;
     }
-    if (!s.ok()) return Fail(s.message());
+    return true;
+  };
+  if (std::optional<int> exit_code =
+          ReadCommandFlags(args, "serve", kServeUsage, flag, &options.model_path)) {
+    return *exit_code;
   }
-  if (options.model_path.empty()) return Fail(std::string("no model given\n") + kServeUsage);
   if (!queue_given) options.queue = 4 * options.parallel;
   if (threads_given) {
     WarnAboutThreads(options.n_threads * options.parallel);

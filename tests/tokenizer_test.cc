@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "converters/gguf/gguf_file.h"
+#include "tools/printable.h"
 
 namespace kestrel {
 namespace {
@@ -615,7 +616,6 @@ bool ReadGemmaVocab(const std::string& path, Tokenizer* tok, std::string* error)
 
 // Defined below, after the vocabulary helpers it shares with the fixture.
 bool RunOracle(const std::vector<OracleCase>& cases, std::vector<Ids>* out, std::string* error);
-std::string Printable(const std::string& s);
 
 class TokenizerGemma3Test : public ::testing::Test {
  protected:
@@ -659,14 +659,14 @@ class TokenizerGemma3Test : public ::testing::Test {
       const Ids got = Encode(*tok_, cases[i].text, false, cases[i].parse_special);
       tokens += got.size();
       if (got != expected[i]) ++mismatches;
-      EXPECT_EQ(got, expected[i]) << "text \"" << Printable(cases[i].text)
+      EXPECT_EQ(got, expected[i]) << "text \"" << cli::Printable(cases[i].text)
                                   << "\" parse_special=" << cases[i].parse_special
                                   << "\n  kestrel: " << Pieces(*tok_, got)
                                   << "\n  oracle:  " << Pieces(*tok_, expected[i]);
       if (check_decode && !cases[i].parse_special &&
           cases[i].text.find("\xE2\x96\x81") == std::string::npos) {
         EXPECT_EQ(tok_->Decode(got), cases[i].text)
-            << "text \"" << Printable(cases[i].text) << "\"";
+            << "text \"" << cli::Printable(cases[i].text) << "\"";
       }
     }
     std::printf("%zu cases, %zu tokens, %zu mismatches\n", cases.size(), tokens, mismatches);
@@ -719,24 +719,6 @@ bool RunOracle(const std::vector<OracleCase>& cases, std::vector<Ids>* out, std:
     return false;
   }
   return true;
-}
-
-std::string Printable(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02X", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 TEST_F(TokenizerGemma3Test, MatchesSentencePieceOracleOnVariedStrings) {
@@ -852,7 +834,7 @@ TEST_F(TokenizerGemma3Test, MatchesSentencePieceOracleOnRandomStrings) {
 TEST_F(TokenizerGemma3Test, DecodeOfEncodeGivesTheTextBack) {
   for (const auto& [text, also_special] : RealVocabStrings()) {
     EXPECT_EQ(tok_->Decode(Encode(*tok_, text, false, false)), text)
-        << "text \"" << Printable(text) << "\"";
+        << "text \"" << cli::Printable(text) << "\"";
     (void)also_special;
   }
 }

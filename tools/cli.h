@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +30,20 @@ int TranscribeCommand(const std::vector<std::string>& args);
 // Prints "kestrel: error: <message>" to stderr and returns the exit code 1.
 int Fail(const std::string& message);
 
+// A command's own flags: true when `arg` is one of them (its value, if it takes one, read from
+// `flags`), with *status saying whether the value was valid, as ThreadsFlag and the others do.
+using FlagHandler = std::function<bool(FlagReader& flags, const std::string& arg, Status* status)>;
+
+// Reads a command's arguments in order: -h/--help prints `usage` to stdout and ends the
+// command (exit code 0); every other argument goes to `handle`, and one it does not take is the
+// model path (FlagReader::Positional: an unknown option, or a second path, is an error naming
+// `command`). An error, and no model path once all are read (`no_model`, then `usage`), is
+// printed and ends it with 1. Returns that exit code, or nullopt for the command to go on.
+std::optional<int> ReadCommandFlags(const std::vector<std::string>& args,
+                                    const std::string& command, const char* usage,
+                                    const FlagHandler& handle, std::string* model_path,
+                                    const char* no_model = "no model given");
+
 // Usage lines of the sampling flags run and chat share (a string literal, to concatenate).
 #define KESTREL_SAMPLER_FLAGS_USAGE                                                 \
   "  --temp T            temperature; 0 is greedy (default 0.8)\n"                  \
@@ -52,6 +68,12 @@ bool SamplerFlag(FlagReader& flags, const std::string& arg, SamplerOptions* opti
 // The KV-cache flags run, chat, bench and perplexity share (--kv-type, --sinks): true when `arg`
 // is one of them, with *status saying whether its value was valid.
 bool KvFlag(FlagReader& flags, const std::string& arg, KvOptions* kv, Status* status);
+
+// The flags run and chat share: -t/--threads, -c/--ctx (*ctx_given set when given), the
+// sampling and the KV-cache flags; true when `arg` is one of them, with *status saying whether
+// its value was valid.
+bool GenerationFlag(FlagReader& flags, const std::string& arg, SessionOptions* session,
+                    bool* ctx_given, SamplerOptions* sampler, Status* status);
 
 // Session::Create, after checking what the flags chose against the context it gets (the
 // runtime's error could not name the flag).
@@ -82,6 +104,12 @@ Status ReadInputText(const std::string& flag, const std::string& path, std::stri
 // use 'kestrel embed'" instead of a runtime error about plans.
 enum class ModelKind { kTextGenerator, kEncoder, kSpeech };
 Status ExpectModelKind(const Model& model, const std::string& path, ModelKind wanted);
+// Model::Open, then ExpectModelKind.
+Status OpenModel(const std::string& path, ModelKind wanted, std::unique_ptr<Model>* model);
+// OpenModel of a text generator, with options->context_length chosen for it by ChooseContext
+// (`ctx_given`: whether --ctx was given; at least one token).
+Status OpenTextGenerator(const std::string& path, bool ctx_given, SessionOptions* options,
+                         std::unique_ptr<Model>* model);
 
 // Session::Prefill of all but the last of `n` tokens, chunk by chunk (the prefill plan's
 // chunks, so the results are the same as one call), with "prefill 1536/4096 tokens" on stderr

@@ -78,6 +78,17 @@ bool KvFlag(FlagReader& flags, const std::string& arg, KvOptions* kv, Status* st
   return true;
 }
 
+bool GenerationFlag(FlagReader& flags, const std::string& arg, SessionOptions* session,
+                    bool* ctx_given, SamplerOptions* sampler, Status* status) {
+  if (arg == "-c" || arg == "--ctx") {
+    *status = flags.Int(arg, 1, 1 << 24, &session->context_length);
+    *ctx_given = true;
+    return true;
+  }
+  return ThreadsFlag(flags, arg, &session->n_threads, status) ||
+         SamplerFlag(flags, arg, sampler, status) || KvFlag(flags, arg, &session->kv, status);
+}
+
 Status CreateSession(const Model& model, const SessionOptions& options,
                      std::unique_ptr<Session>* out) {
   const size_t context = std::min<size_t>(options.context_length, model.hparams().context_length());
@@ -218,6 +229,17 @@ Status ExpectModelKind(const Model& model, const std::string& path, ModelKind wa
   return Status::Error(path + " is a text generator (" + arch + ")" +
                        (wanted == ModelKind::kEncoder ? ", not an embedding model" : "") +
                        "; use 'kestrel run' or 'kestrel chat'");
+}
+
+Status OpenModel(const std::string& path, ModelKind wanted, std::unique_ptr<Model>* model) {
+  KES_RETURN_IF_ERROR(Model::Open(path, model));
+  return ExpectModelKind(**model, path, wanted);
+}
+
+Status OpenTextGenerator(const std::string& path, bool ctx_given, SessionOptions* options,
+                         std::unique_ptr<Model>* model) {
+  KES_RETURN_IF_ERROR(OpenModel(path, ModelKind::kTextGenerator, model));
+  return ChooseContext(**model, options->context_length, ctx_given, 1, &options->context_length);
 }
 
 Status PrefillWithProgress(Session& session, const int32_t* tokens, size_t n, size_t* done) {

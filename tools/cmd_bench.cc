@@ -90,56 +90,52 @@ int32_t Argmax(const float* logits, size_t n) {
   return static_cast<int32_t>(ops::Argmax(logits, n));
 }
 
-// Parses the flags into *o; *help when -h asked for the usage.
-Status ParseFlags(const std::vector<std::string>& args, BenchOptions* o, bool* help) {
-  FlagReader flags(args);
-  while (!flags.Done()) {
-    const std::string arg = flags.Next();
+// bench's own flags, read into *o.
+FlagHandler BenchFlags(BenchOptions* o) {
+  return [o](FlagReader& flags, const std::string& arg, Status* s) {
     std::string value;
-    Status s;
-    if (arg == "-h" || arg == "--help") {
-      *help = true;
-      return OkStatus();
-    } else if (arg == "-p" || arg == "--n-prompt") {
-      s = flags.Int(arg, 0, 1 << 20, &o->n_prompt);
+    if (arg == "-p" || arg == "--n-prompt") {
+      *s = flags.Int(arg, 0, 1 << 20, &o->n_prompt);
     } else if (arg == "-n" || arg == "--n-gen") {
-      s = flags.Int(arg, 0, 1 << 20, &o->n_gen);
+      *s = flags.Int(arg, 0, 1 << 20, &o->n_gen);
       o->n_gen_set = true;
     } else if (arg == "-d" || arg == "--depth") {
-      if ((s = flags.Value(arg, &value)).ok()) {
-        s = ParseCountList("--depth", value, 0, 1 << 24, &o->depths);
+      if ((*s = flags.Value(arg, &value)).ok()) {
+        *s = ParseCountList("--depth", value, 0, 1 << 24, &o->depths);
       }
     } else if (arg == "-t" || arg == "--threads") {
-      if ((s = flags.Value(arg, &value)).ok()) {
-        s = ParseCountList("--threads", value, 1, 256, &o->thread_counts);
+      if ((*s = flags.Value(arg, &value)).ok()) {
+        *s = ParseCountList("--threads", value, 1, 256, &o->thread_counts);
       }
     } else if (arg == "-r" || arg == "--repetitions") {
-      s = flags.Int(arg, 1, 1000, &o->repetitions);
-    } else if (KvFlag(flags, arg, &o->kv, &s)) {
-      // taken, s says whether its value was valid
+      *s = flags.Int(arg, 1, 1000, &o->repetitions);
     } else if (arg == "--seq-len") {
-      if ((s = flags.Value(arg, &value)).ok()) {
-        s = ParseCountList("--seq-len", value, 1, 65536, &o->encoder.seq_lens);
+      if ((*s = flags.Value(arg, &value)).ok()) {
+        *s = ParseCountList("--seq-len", value, 1, 65536, &o->encoder.seq_lens);
       }
     } else if (arg == "-b" || arg == "--batch") {
-      if ((s = flags.Value(arg, &value)).ok()) {
-        s = ParseCountList("--batch", value, 1, 65536, &o->encoder.batches);
+      if ((*s = flags.Value(arg, &value)).ok()) {
+        *s = ParseCountList("--batch", value, 1, 65536, &o->encoder.batches);
       }
     } else if (arg == "--json") {
       o->json = true;
     } else if (arg == "--profile") {
       o->profile = true;
     } else if (arg == "--disable-targets") {
-      s = flags.DisableTargets(arg);
+      *s = flags.DisableTargets(arg);
     } else {
-      s = flags.Positional(arg, "bench", kBenchUsage, &o->model_path);
+      return KvFlag(flags, arg, &o->kv, s);
     }
-    KES_RETURN_IF_ERROR(s);
-  }
-  KES_CHECK_OR_RETURN(!o->model_path.empty(), std::string("no model given\n") + kBenchUsage);
-  WarnAboutThreads(*std::max_element(o->thread_counts.begin(), o->thread_counts.end()));
-  KES_CHECK_OR_RETURN(o->n_prompt > 0 || o->n_gen > 0, "nothing to run: -p and -n are both 0");
-  KES_CHECK_OR_RETURN(!(o->profile && o->json),
+    return true;
+  };
+}
+
+// What the flags asked for, once all are read: a warning for more threads than CPUs, an error
+// for a run with nothing to do.
+Status CheckOptions(const BenchOptions& o) {
+  WarnAboutThreads(*std::max_element(o.thread_counts.begin(), o.thread_counts.end()));
+  KES_CHECK_OR_RETURN(o.n_prompt > 0 || o.n_gen > 0, "nothing to run: -p and -n are both 0");
+  KES_CHECK_OR_RETURN(!(o.profile && o.json),
                       "--profile prints tables after the speed table; it does not go with --json");
   return OkStatus();
 }
@@ -355,12 +351,11 @@ void PrintTable(const RunInfo& info, const MemoryPlan& memory, size_t repetition
 
 int BenchCommand(const std::vector<std::string>& args) {
   BenchOptions options;
-  bool help = false;
-  Status s = ParseFlags(args, &options, &help);
-  if (help) {
-    std::fputs(kBenchUsage, stdout);
-    return 0;
+  if (std::optional<int> exit_code =
+          ReadCommandFlags(args, "bench", kBenchUsage, BenchFlags(&options), &options.model_path)) {
+    return *exit_code;
   }
+  Status s = CheckOptions(options);
   if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Model> model;
   s = Model::Open(options.model_path, &model);

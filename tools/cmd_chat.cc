@@ -56,54 +56,38 @@ int ChatCommand(const std::vector<std::string>& args) {
   GenerateOptions gen;
   gen.max_new_tokens = 512;
   gen.sampler.temperature = 0.8f;
-  FlagReader flags(args);
-  while (!flags.Done()) {
-    const std::string arg = flags.Next();
-    Status s;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kChatUsage, stdout);
-      return 0;
-    } else if (arg == "--system") {
-      s = flags.Value(arg, &system);
+  const auto flag = [&](FlagReader& flags, const std::string& arg, Status* s) {
+    if (arg == "--system") {
+      *s = flags.Value(arg, &system);
     } else if (arg == "--system-file") {
-      s = flags.Value(arg, &system_file);
-      if (s.ok() && system_file == "-") {
-        s = Status::Error("--system-file: standard input holds the conversation; give a file");
+      *s = flags.Value(arg, &system_file);
+      if (s->ok() && system_file == "-") {
+        *s = Status::Error("--system-file: standard input holds the conversation; give a file");
       }
     } else if (arg == "--template") {
-      s = flags.Value(arg, &template_name);
+      *s = flags.Value(arg, &template_name);
     } else if (arg == "--no-think") {
       no_think = true;
     } else if (arg == "--verbose-prompt") {
       verbose_prompt = true;
     } else if (arg == "-n" || arg == "--n-predict") {
-      s = flags.Int(arg, 1, 1 << 24, &gen.max_new_tokens);
-    } else if (ThreadsFlag(flags, arg, &session_options.n_threads, &s)) {
-      // taken, s says whether its value was valid
-    } else if (arg == "-c" || arg == "--ctx") {
-      s = flags.Int(arg, 1, 1 << 24, &session_options.context_length);
-      ctx_given = true;
-    } else if (SamplerFlag(flags, arg, &gen.sampler, &s) ||
-               KvFlag(flags, arg, &session_options.kv, &s)) {
-      // taken, s says whether its value was valid
+      *s = flags.Int(arg, 1, 1 << 24, &gen.max_new_tokens);
     } else {
-      s = flags.Positional(arg, "chat", kChatUsage, &model_path);
+      return GenerationFlag(flags, arg, &session_options, &ctx_given, &gen.sampler, s);
     }
-    if (!s.ok()) return Fail(s.message());
+    return true;
+  };
+  if (std::optional<int> exit_code =
+          ReadCommandFlags(args, "chat", kChatUsage, flag, &model_path)) {
+    return *exit_code;
   }
-  if (model_path.empty()) return Fail(std::string("no model given\n") + kChatUsage);
   if (!system.empty() && !system_file.empty()) {
     return Fail(std::string("give the system prompt with one of --system and --system-file\n") +
                 kChatUsage);
   }
 
   std::unique_ptr<Model> model;
-  Status s = Model::Open(model_path, &model);
-  if (s.ok()) s = ExpectModelKind(*model, model_path, ModelKind::kTextGenerator);
-  if (s.ok()) {
-    s = ChooseContext(*model, session_options.context_length, ctx_given, 1,
-                      &session_options.context_length);
-  }
+  Status s = OpenTextGenerator(model_path, ctx_given, &session_options, &model);
   if (s.ok() && !system_file.empty()) s = ReadInputText("--system-file", system_file, &system);
   if (!s.ok()) return Fail(s.message());
   // The model's Jinja template when it renders, else a built-in format: a template that fails

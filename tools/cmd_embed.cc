@@ -68,32 +68,27 @@ int EmbedCommand(const std::vector<std::string>& args) {
   bool json = false;
   EncoderOptions options;
   options.n_threads = DefaultThreads();
-  FlagReader flags(args);
-  while (!flags.Done()) {
-    const std::string arg = flags.Next();
-    Status s;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kEmbedUsage, stdout);
-      return 0;
-    } else if (arg == "-p" || arg == "--prompt") {
+  const auto flag = [&](FlagReader& flags, const std::string& arg, Status* s) {
+    if (arg == "-p" || arg == "--prompt") {
       texts.emplace_back();
-      s = flags.Value(arg, &texts.back());
+      *s = flags.Value(arg, &texts.back());
     } else if (arg == "-f" || arg == "--file") {
-      s = flags.Value(arg, &file);
+      *s = flags.Value(arg, &file);
     } else if (arg == "--ids") {
-      s = flags.Value(arg, &ids_file);
-    } else if (ThreadsFlag(flags, arg, &options.n_threads, &s)) {
-      // taken, s says whether its value was valid
+      *s = flags.Value(arg, &ids_file);
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--disable-targets") {
-      s = flags.DisableTargets(arg);
+      *s = flags.DisableTargets(arg);
     } else {
-      s = flags.Positional(arg, "embed", kEmbedUsage, &model_path);
+      return ThreadsFlag(flags, arg, &options.n_threads, s);
     }
-    if (!s.ok()) return Fail(s.message());
+    return true;
+  };
+  if (std::optional<int> exit_code =
+          ReadCommandFlags(args, "embed", kEmbedUsage, flag, &model_path)) {
+    return *exit_code;
   }
-  if (model_path.empty()) return Fail(std::string("no model given\n") + kEmbedUsage);
   if ((!texts.empty()) + (!file.empty()) + (!ids_file.empty()) != 1) {
     return Fail(std::string("give texts with -p, or one of -f FILE and --ids FILE\n") +
                 kEmbedUsage);
@@ -104,8 +99,7 @@ int EmbedCommand(const std::vector<std::string>& args) {
   if (s.ok() && !file.empty()) s = ReadLines("-f", file, &texts);
   if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Model> model;
-  s = Model::Open(model_path, &model);
-  if (s.ok()) s = ExpectModelKind(*model, model_path, ModelKind::kEncoder);
+  s = OpenModel(model_path, ModelKind::kEncoder, &model);
   if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Encoder> encoder;
   s = Encoder::Create(*model, options, &encoder);

@@ -202,25 +202,22 @@ int InspectCommand(const std::vector<std::string>& args) {
   size_t ctx = 4096;
   KvOptions kv;
   bool verify = false;
-  FlagReader flags(args);
-  while (!flags.Done()) {
-    const std::string arg = flags.Next();
-    Status s;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kInspectUsage, stdout);
-      return 0;
-    } else if (arg == "-c" || arg == "--ctx") {
-      s = flags.Int(arg, 1, 1 << 24, &ctx);
+  const auto flag = [&](FlagReader& flags, const std::string& arg, Status* s) {
+    if (arg == "-c" || arg == "--ctx") {
+      *s = flags.Int(arg, 1, 1 << 24, &ctx);
     } else if (arg == "--kv-type") {
-      s = flags.KvType(arg, &kv.type);
+      *s = flags.KvType(arg, &kv.type);
     } else if (arg == "--verify") {
       verify = true;
     } else {
-      s = flags.Positional(arg, "inspect", kInspectUsage, &model_path);
+      return false;
     }
-    if (!s.ok()) return Fail(s.message());
+    return true;
+  };
+  if (std::optional<int> exit_code =
+          ReadCommandFlags(args, "inspect", kInspectUsage, flag, &model_path)) {
+    return *exit_code;
   }
-  if (model_path.empty()) return Fail(std::string("no model given\n") + kInspectUsage);
   if (verify) return VerifyCommand(model_path);
   std::unique_ptr<Model> model;
   Status s = Model::Open(model_path, &model);

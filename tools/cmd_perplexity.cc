@@ -102,55 +102,50 @@ struct PerplexityOptions {
 
 constexpr size_t kMinChunk = 4;
 
-// Parses the flags into *o; *help when -h asked for the usage.
-Status ParseFlags(const std::vector<std::string>& args, PerplexityOptions* o, bool* help) {
-  FlagReader flags(args);
-  while (!flags.Done()) {
-    const std::string arg = flags.Next();
-    Status s;
-    if (arg == "-h" || arg == "--help") {
-      *help = true;
-      return OkStatus();
-    } else if (arg == "-f" || arg == "--file") {
-      s = flags.Value(arg, &o->text_path);
+// perplexity's own flags, read into *o.
+FlagHandler PerplexityFlags(PerplexityOptions* o) {
+  return [o](FlagReader& flags, const std::string& arg, Status* s) {
+    if (arg == "-f" || arg == "--file") {
+      *s = flags.Value(arg, &o->text_path);
     } else if (arg == "-c" || arg == "--ctx") {
       // Below 4 tokens a chunk scores fewer than 2 tokens: no mean worth the name.
-      s = flags.Int(arg, kMinChunk, 1 << 24, &o->ctx);
+      *s = flags.Int(arg, kMinChunk, 1 << 24, &o->ctx);
     } else if (arg == "--chunks") {
-      s = flags.Int(arg, 1, 1 << 30, &o->max_chunks);
+      *s = flags.Int(arg, 1, 1 << 30, &o->max_chunks);
     } else if (arg == "--stream") {
       o->stream = true;
-    } else if (ThreadsFlag(flags, arg, &o->session.n_threads, &s)) {
-      // taken, s says whether its value was valid
-    } else if (KvFlag(flags, arg, &o->session.kv, &s)) {
-      // taken, s says whether its value was valid
     } else if (arg == "--json") {
       o->json = true;
     } else if (arg == "--kl-divergence-base") {
-      s = flags.Value(arg, &o->kld_base_path);
+      *s = flags.Value(arg, &o->kld_base_path);
     } else if (arg == "--kl-divergence") {
       o->kl_divergence = true;
     } else if (arg == "--disable-targets") {
-      s = flags.DisableTargets(arg);
+      *s = flags.DisableTargets(arg);
     } else {
-      s = flags.Positional(arg, "perplexity", kPerplexityUsage, &o->model_path);
+      return ThreadsFlag(flags, arg, &o->session.n_threads, s) ||
+             KvFlag(flags, arg, &o->session.kv, s);
     }
-    KES_RETURN_IF_ERROR(s);
-  }
-  KES_CHECK_OR_RETURN(!o->model_path.empty(), std::string("no model given\n") + kPerplexityUsage);
-  KES_CHECK_OR_RETURN(!o->text_path.empty(),
+    return true;
+  };
+}
+
+// What the flags asked for, once all are read: the text, and a --kl-divergence-base that goes
+// with the rest.
+Status CheckOptions(const PerplexityOptions& o) {
+  KES_CHECK_OR_RETURN(!o.text_path.empty(),
                       std::string("no text file given (-f)\n") + kPerplexityUsage);
-  KES_CHECK_OR_RETURN(!o->kl_divergence || !o->kld_base_path.empty(),
+  KES_CHECK_OR_RETURN(!o.kl_divergence || !o.kld_base_path.empty(),
                       "--kl-divergence needs the base model's file: --kl-divergence-base PATH");
   // llama.cpp's base file holds chunked scores; a streamed one would pass for them.
-  KES_CHECK_OR_RETURN(!o->stream || o->kld_base_path.empty(),
+  KES_CHECK_OR_RETURN(!o.stream || o.kld_base_path.empty(),
                       "--stream: expected no --kl-divergence-base (the base file holds "
                       "llama.cpp's chunked scores), found '" +
-                          o->kld_base_path + "'");
+                          o.kld_base_path + "'");
   // A base run writes PATH: checked before any work, so a forgotten --kl-divergence never
   // costs the text, the model or some other file.
-  if (!o->kld_base_path.empty() && !o->kl_divergence) {
-    KES_RETURN_IF_ERROR(CheckBaseFileTarget(o->kld_base_path, o->text_path, o->model_path));
+  if (!o.kld_base_path.empty() && !o.kl_divergence) {
+    KES_RETURN_IF_ERROR(CheckBaseFileTarget(o.kld_base_path, o.text_path, o.model_path));
   }
   return OkStatus();
 }
@@ -165,10 +160,9 @@ struct PerplexityRun {
   std::unique_ptr<KlDivergenceFile> kld;  // with --kl-divergence-base
 };
 
-Status OpenModel(const PerplexityOptions& o, PerplexityRun* run) {
-  KES_RETURN_IF_ERROR(Model::Open(o.model_path, &run->model));
+Status OpenScoringModel(const PerplexityOptions& o, PerplexityRun* run) {
+  KES_RETURN_IF_ERROR(OpenModel(o.model_path, ModelKind::kTextGenerator, &run->model));
   const Model& model = *run->model;
-  KES_RETURN_IF_ERROR(ExpectModelKind(model, o.model_path, ModelKind::kTextGenerator));
   const fb::Plan* score_plan = model.FindPlan("score");
   KES_CHECK_OR_RETURN(score_plan != nullptr && score_plan->max_tokens() > 0,
                       "the model has no 'score' plan, which perplexity needs (convert it again)");
@@ -280,14 +274,13 @@ void PrintResults(const PerplexityOptions& o, const PerplexityRun& run, const Nl
 
 int PerplexityCommand(const std::vector<std::string>& args) {
   PerplexityOptions options;
-  bool help = false;
-  Status s = ParseFlags(args, &options, &help);
-  if (help) {
-    std::fputs(kPerplexityUsage, stdout);
-    return 0;
+  if (std::optional<int> exit_code = ReadCommandFlags(
+          args, "perplexity", kPerplexityUsage, PerplexityFlags(&options), &options.model_path)) {
+    return *exit_code;
   }
+  Status s = CheckOptions(options);
   PerplexityRun run;
-  if (s.ok()) s = OpenModel(options, &run);
+  if (s.ok()) s = OpenScoringModel(options, &run);
   // The chunk size is the measurement: lowered to the model's context, it is always said, even
   // from the default.
   if (s.ok()) {

@@ -95,40 +95,28 @@ int RunCommand(const std::vector<std::string>& args) {
   session_options.n_threads = DefaultThreads();
   GenerateOptions gen;
   gen.sampler.temperature = 0.8f;
-  FlagReader flags(args);
-  while (!flags.Done()) {
-    const std::string arg = flags.Next();
-    Status s;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kRunUsage, stdout);
-      return 0;
-    } else if (arg == "-p" || arg == "--prompt") {
-      s = flags.Value(arg, &prompt);
+  const auto flag = [&](FlagReader& flags, const std::string& arg, Status* s) {
+    if (arg == "-p" || arg == "--prompt") {
+      *s = flags.Value(arg, &prompt);
       have_prompt = true;
     } else if (arg == "-f" || arg == "--file") {
-      s = flags.Value(arg, &prompt_file);
+      *s = flags.Value(arg, &prompt_file);
     } else if (arg == "-n" || arg == "--n-predict") {
-      s = flags.Int(arg, 0, 1 << 24, &gen.max_new_tokens);
-    } else if (ThreadsFlag(flags, arg, &session_options.n_threads, &s)) {
-      // taken, s says whether its value was valid
-    } else if (arg == "-c" || arg == "--ctx") {
-      s = flags.Int(arg, 1, 1 << 24, &session_options.context_length);
-      ctx_given = true;
-    } else if (SamplerFlag(flags, arg, &gen.sampler, &s) ||
-               KvFlag(flags, arg, &session_options.kv, &s)) {
-      // taken, s says whether its value was valid
+      *s = flags.Int(arg, 0, 1 << 24, &gen.max_new_tokens);
     } else if (arg == "--no-bos") {
       add_bos = false;
     } else if (arg == "--ignore-eos") {
       gen.stop_at_end_of_generation = false;
     } else if (arg == "--timings") {
-      s = flags.Value(arg, &timings_path);
+      *s = flags.Value(arg, &timings_path);
     } else {
-      s = flags.Positional(arg, "run", kRunUsage, &model_path);
+      return GenerationFlag(flags, arg, &session_options, &ctx_given, &gen.sampler, s);
     }
-    if (!s.ok()) return Fail(s.message());
+    return true;
+  };
+  if (std::optional<int> exit_code = ReadCommandFlags(args, "run", kRunUsage, flag, &model_path)) {
+    return *exit_code;
   }
-  if (model_path.empty()) return Fail(std::string("no model given\n") + kRunUsage);
   if (!have_prompt && prompt_file.empty()) {
     return Fail(std::string("no prompt given (-p or -f)\n") + kRunUsage);
   }
@@ -137,12 +125,7 @@ int RunCommand(const std::vector<std::string>& args) {
   }
 
   std::unique_ptr<Model> model;
-  Status s = Model::Open(model_path, &model);
-  if (s.ok()) s = ExpectModelKind(*model, model_path, ModelKind::kTextGenerator);
-  if (s.ok()) {
-    s = ChooseContext(*model, session_options.context_length, ctx_given, 1,
-                      &session_options.context_length);
-  }
+  Status s = OpenTextGenerator(model_path, ctx_given, &session_options, &model);
   if (s.ok() && !prompt_file.empty()) s = ReadInputText("-f", prompt_file, &prompt);
   if (!s.ok()) return Fail(s.message());
   std::vector<int32_t> tokens;

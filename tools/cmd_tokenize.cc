@@ -6,6 +6,7 @@
 
 #include "runtime/model.h"
 #include "tools/cli.h"
+#include "tools/printable.h"
 
 namespace kestrel::cli {
 namespace {
@@ -20,42 +21,17 @@ const char kTokenizeUsage[] =
     "  --no-parse-special  treat control-token strings (<|im_start|>, ...) as plain text\n"
     "Default output: one line per token, 'id -> 'piece''.\n";
 
-// The piece as printed: its text, with bytes that would break the line escaped.
-std::string Printable(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02X", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 int TokenizeCommand(const std::vector<std::string>& args) {
   std::string model_path, text, file;
   bool have_text = false, ids_only = false, add_special = true, parse_special = true;
-  FlagReader flags(args);
-  while (!flags.Done()) {
-    const std::string arg = flags.Next();
-    Status s;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kTokenizeUsage, stdout);
-      return 0;
-    } else if (arg == "-p" || arg == "--prompt") {
-      s = flags.Value(arg, &text);
+  const auto flag = [&](FlagReader& flags, const std::string& arg, Status* s) {
+    if (arg == "-p" || arg == "--prompt") {
+      *s = flags.Value(arg, &text);
       have_text = true;
     } else if (arg == "-f" || arg == "--file") {
-      s = flags.Value(arg, &file);
+      *s = flags.Value(arg, &file);
     } else if (arg == "--ids") {
       ids_only = true;
     } else if (arg == "--no-bos") {
@@ -63,11 +39,14 @@ int TokenizeCommand(const std::vector<std::string>& args) {
     } else if (arg == "--no-parse-special") {
       parse_special = false;
     } else {
-      s = flags.Positional(arg, "tokenize", kTokenizeUsage, &model_path);
+      return false;
     }
-    if (!s.ok()) return Fail(s.message());
+    return true;
+  };
+  if (std::optional<int> exit_code =
+          ReadCommandFlags(args, "tokenize", kTokenizeUsage, flag, &model_path)) {
+    return *exit_code;
   }
-  if (model_path.empty()) return Fail(std::string("no model given\n") + kTokenizeUsage);
   if (have_text == !file.empty()) {
     return Fail(std::string("give the text with exactly one of -p and -f\n") + kTokenizeUsage);
   }

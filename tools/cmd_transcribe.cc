@@ -18,6 +18,9 @@
 namespace kestrel::cli {
 namespace {
 
+// The error for a command line without both paths, the model's and the audio's.
+const char kNoInput[] = "expected a model and a WAV file";
+
 const char kTranscribeUsage[] =
     "usage: kestrel transcribe MODEL.kes AUDIO.wav [options]\n"
     "  --language XX       the spoken language, e.g. en, de (default: detected from the first\n"
@@ -80,45 +83,38 @@ int TranscribeCommand(const std::vector<std::string>& args) {
   bool json = false;
   TranscriberOptions options;
   options.n_threads = DefaultThreads();
-  FlagReader flags(args);
-  while (!flags.Done()) {
-    const std::string arg = flags.Next();
-    Status s;
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kTranscribeUsage, stdout);
-      return 0;
-    } else if (arg == "--language") {
-      s = flags.Value(arg, &options.language);
+  const auto flag = [&](FlagReader& flags, const std::string& arg, Status* s) {
+    if (arg == "--language") {
+      *s = flags.Value(arg, &options.language);
     } else if (arg == "--task") {
-      s = flags.Value(arg, &task);
-      if (s.ok() && task != "transcribe" && task != "translate") {
-        s = Status::Error("--task: expected transcribe or translate, got '" + task + "'");
+      *s = flags.Value(arg, &task);
+      if (s->ok() && task != "transcribe" && task != "translate") {
+        *s = Status::Error("--task: expected transcribe or translate, got '" + task + "'");
       }
     } else if (arg == "--timestamps") {
       options.timestamps = true;
     } else if (arg == "--previous-text") {
       options.condition_on_previous_text = true;
-    } else if (ThreadsFlag(flags, arg, &options.n_threads, &s)) {
-      // taken, s says whether its value was valid
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--disable-targets") {
-      s = flags.DisableTargets(arg);
+      *s = flags.DisableTargets(arg);
     } else if (!model_path.empty() && audio_path.empty() && !arg.empty() && arg[0] != '-') {
-      audio_path = arg;
+      audio_path = arg;  // the second path; the first is the model's
     } else {
-      s = flags.Positional(arg, "transcribe", kTranscribeUsage, &model_path);
+      return ThreadsFlag(flags, arg, &options.n_threads, s);
     }
-    if (!s.ok()) return Fail(s.message());
+    return true;
+  };
+  if (std::optional<int> exit_code =
+          ReadCommandFlags(args, "transcribe", kTranscribeUsage, flag, &model_path, kNoInput)) {
+    return *exit_code;
   }
-  if (model_path.empty() || audio_path.empty()) {
-    return Fail(std::string("expected a model and a WAV file\n") + kTranscribeUsage);
-  }
+  if (audio_path.empty()) return Fail(std::string(kNoInput) + "\n" + kTranscribeUsage);
   options.translate = task == "translate";
 
   std::unique_ptr<Model> model;
-  Status s = Model::Open(model_path, &model);
-  if (s.ok()) s = ExpectModelKind(*model, model_path, ModelKind::kSpeech);
+  Status s = OpenModel(model_path, ModelKind::kSpeech, &model);
   if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Transcriber> transcriber;
   s = Transcriber::Create(*model, options, &transcriber);

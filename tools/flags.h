@@ -28,21 +28,11 @@ class FlagReader {
   // The value after the current flag as a number in [min, max], stored in *out only when valid.
   template <typename T>
   Status Int(const std::string& flag, int64_t min, int64_t max, T* out) {
-    std::string text;
-    int64_t v = 0;
-    Status s = Value(flag, &text);
-    if (s.ok()) s = ParseInt(flag, text, min, max, &v);
-    if (s.ok()) *out = static_cast<T>(v);
-    return s;
+    return Number(flag, ParseInt, min, max, out);
   }
   template <typename T>
   Status Float(const std::string& flag, double min, double max, T* out) {
-    std::string text;
-    double v = 0;
-    Status s = Value(flag, &text);
-    if (s.ok()) s = ParseFloat(flag, text, min, max, &v);
-    if (s.ok()) *out = static_cast<T>(v);
-    return s;
+    return Number(flag, ParseFloat, min, max, out);
   }
   // The value after the current flag as a KV cache type: f32, f16 or int8.
   Status KvType(const std::string& flag, ops::KvType* out);
@@ -54,6 +44,19 @@ class FlagReader {
                     std::string* model_path);
 
  private:
+  // Int and Float: the value parsed by `parse` (ParseInt, ParseFloat) as a V in [min, max].
+  template <typename V, typename T>
+  Status Number(const std::string& flag,
+                Status (*parse)(const std::string&, const std::string&, V, V, V*), V min, V max,
+                T* out) {
+    std::string text;
+    V v = 0;
+    Status s = Value(flag, &text);
+    if (s.ok()) s = parse(flag, text, min, max, &v);
+    if (s.ok()) *out = static_cast<T>(v);
+    return s;
+  }
+
   const std::vector<std::string>& args_;
   size_t i_ = 0;
 };
