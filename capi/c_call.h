@@ -89,6 +89,26 @@ inline CallStatus NullArgument(const char* name) {
   return Error(KES_INVALID_ARGUMENT, std::string(name) + " is NULL");
 }
 
+// Fills a caller's info struct (kes_model_info, kes_encoder_info) as far as its struct_size
+// reaches: `fill` sets the fields of a zeroed copy of our size, whose leading struct_size bytes
+// are copied out (an older header's struct is a prefix of ours, as ReadParams's is).
+template <typename T, typename Fill>
+CallStatus FillInfo(T* info, const char* name, Fill&& fill) {
+  if (info == nullptr) return NullArgument("info");
+  const size_t size = info->struct_size;
+  if (size < sizeof(size_t) || size > sizeof(T)) {
+    return Error(KES_INVALID_ARGUMENT,
+                 std::string(name) + ".struct_size: expected " + std::to_string(sizeof(size_t)) +
+                     " to " + std::to_string(sizeof(T)) + ", found " + std::to_string(size));
+  }
+  T full;
+  std::memset(static_cast<void*>(&full), 0, sizeof(full));
+  full.struct_size = size;
+  fill(&full);
+  std::memcpy(static_cast<void*>(info), static_cast<const void*>(&full), size);
+  return Ok();
+}
+
 // KES_BUFFER_TOO_SMALL for the caller's buffer `name` ("tokens"), which holds `capacity` of the
 // `need` elements (`unit`: "tokens", "bytes") the call has for it.
 inline CallStatus BufferTooSmall(const char* name, size_t need, size_t capacity, const char* unit) {

@@ -11,13 +11,7 @@
 #include "kestrel/kestrel.h"
 #include "runtime/chat_writer.h"
 
-using kestrel::capi::CallStatus;
-using kestrel::capi::CopyOut;
-using kestrel::capi::Error;
-using kestrel::capi::FromStatus;
-using kestrel::capi::Guard;
-using kestrel::capi::NullArgument;
-using kestrel::capi::Ok;
+using namespace kestrel::capi;  // NOLINT: the C API's call helpers (c_call.h)
 
 static_assert(offsetof(kes_chat_params, reserved0) + sizeof(int32_t) == sizeof(kes_chat_params),
               "kes_chat_params must not end in padding (c_call.h ReadParams)");

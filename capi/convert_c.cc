@@ -9,10 +9,7 @@
 #include "converters/convert_file.h"
 #include "kestrel/kestrel.h"
 
-using kestrel::capi::CallStatus;
-using kestrel::capi::Error;
-using kestrel::capi::NullArgument;
-using kestrel::capi::Ok;
+using namespace kestrel::capi;  // NOLINT: the C API's call helpers (c_call.h)
 
 static_assert(offsetof(kes_convert_params, progress_user_data) + sizeof(void*) ==
                   sizeof(kes_convert_params),

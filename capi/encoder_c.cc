@@ -16,12 +16,7 @@
 #include "runtime/format.h"
 #include "runtime/memory_plan.h"
 
-using kestrel::capi::CallStatus;
-using kestrel::capi::Error;
-using kestrel::capi::FromStatus;
-using kestrel::capi::Guard;
-using kestrel::capi::NullArgument;
-using kestrel::capi::Ok;
+using namespace kestrel::capi;  // NOLINT: the C API's call helpers (c_call.h)
 
 static_assert(offsetof(kes_encoder_params, n_threads) + sizeof(size_t) ==
                   sizeof(kes_encoder_params),
@@ -137,22 +132,12 @@ const char* kes_encoder_last_error(const kes_encoder* encoder) {
 
 kes_status kes_encoder_get_info(const kes_encoder* encoder, kes_encoder_info* info) {
   return kestrel::capi::OnHandle(encoder, "encoder", [&]() -> CallStatus {
-    if (info == nullptr) return NullArgument("info");
-    if (info->struct_size < sizeof(size_t) || info->struct_size > sizeof(kes_encoder_info)) {
-      return Error(KES_INVALID_ARGUMENT, "kes_encoder_info.struct_size: expected " +
-                                             std::to_string(sizeof(size_t)) + " to " +
-                                             std::to_string(sizeof(kes_encoder_info)) + ", found " +
-                                             std::to_string(info->struct_size));
-    }
     const kestrel::Encoder& e = *encoder->encoder;
-    kes_encoder_info full;
-    std::memset(&full, 0, sizeof(full));
-    full.struct_size = info->struct_size;
-    full.embedding_dim = e.embedding_dim();
-    full.max_tokens = e.max_sequence_tokens();
-    full.max_batch = e.max_batch();
-    std::memcpy(static_cast<void*>(info), &full, info->struct_size);
-    return Ok();
+    return kestrel::capi::FillInfo(info, "kes_encoder_info", [&](kes_encoder_info* full) {
+      full->embedding_dim = e.embedding_dim();
+      full->max_tokens = e.max_sequence_tokens();
+      full->max_batch = e.max_batch();
+    });
   });
 }
 

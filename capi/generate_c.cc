@@ -12,11 +12,7 @@
 #include "kestrel/kestrel.h"
 #include "runtime/generate.h"
 
-using kestrel::capi::CallStatus;
-using kestrel::capi::Error;
-using kestrel::capi::FromStatus;
-using kestrel::capi::NullArgument;
-using kestrel::capi::Ok;
+using namespace kestrel::capi;  // NOLINT: the C API's call helpers (c_call.h)
 
 static_assert(offsetof(kes_sampler_params, seed) + sizeof(uint64_t) == sizeof(kes_sampler_params),
               "kes_sampler_params must not end in padding (c_call.h ReadParams)");

@@ -9,13 +9,7 @@
 #include "capi/c_handles.h"
 #include "kestrel/kestrel.h"
 
-using kestrel::capi::CallStatus;
-using kestrel::capi::CanOpenRegularFile;
-using kestrel::capi::CopyOut;
-using kestrel::capi::Error;
-using kestrel::capi::Guard;
-using kestrel::capi::NullArgument;
-using kestrel::capi::Ok;
+using namespace kestrel::capi;  // NOLINT: the C API's call helpers (c_call.h)
 
 // Each struct ends on a field, never in padding: a later field appended to it must not sit in
 // bytes an older program counted in its struct_size (c_call.h ReadParams).
@@ -124,28 +118,18 @@ const char* kes_model_last_error(const kes_model* model) {
 kes_status kes_model_get_info(const kes_model* model, kes_model_info* info) {
   return Guard(model, nullptr, [&]() -> CallStatus {
     if (model == nullptr) return NullArgument("model");
-    if (info == nullptr) return NullArgument("info");
-    if (info->struct_size < sizeof(size_t) || info->struct_size > sizeof(kes_model_info)) {
-      return Error(KES_INVALID_ARGUMENT, "kes_model_info.struct_size: expected " +
-                                             std::to_string(sizeof(size_t)) + " to " +
-                                             std::to_string(sizeof(kes_model_info)) + ", found " +
-                                             std::to_string(info->struct_size));
-    }
     const kestrel::Model& m = *model->model;
-    const kestrel::TokenizerConfig& config = m.tokenizer().config();
-    kes_model_info full;
-    std::memset(&full, 0, sizeof(full));
-    full.struct_size = info->struct_size;
-    full.n_vocab = m.vocab_size();
-    full.context_length = m.hparams().context_length();
-    full.bos_id = config.bos_id;
-    full.eos_id = config.eos_id;
-    full.eot_id = config.eot_id;
-    // As `kestrel run` tells a text generator from an embedding or a speech model.
-    full.can_generate = !m.is_encoder() && !m.has_audio_encoder();
-    full.weights_bytes = m.weights_bytes();
-    std::memcpy(static_cast<void*>(info), &full, info->struct_size);
-    return Ok();
+    return kestrel::capi::FillInfo(info, "kes_model_info", [&](kes_model_info* full) {
+      const kestrel::TokenizerConfig& config = m.tokenizer().config();
+      full->n_vocab = m.vocab_size();
+      full->context_length = m.hparams().context_length();
+      full->bos_id = config.bos_id;
+      full->eos_id = config.eos_id;
+      full->eot_id = config.eot_id;
+      // As `kestrel run` tells a text generator from an embedding or a speech model.
+      full->can_generate = !m.is_encoder() && !m.has_audio_encoder();
+      full->weights_bytes = m.weights_bytes();
+    });
   });
 }
 

@@ -14,12 +14,7 @@
 #include "runtime/format.h"
 #include "runtime/memory_plan.h"
 
-using kestrel::capi::CallStatus;
-using kestrel::capi::Error;
-using kestrel::capi::FromStatus;
-using kestrel::capi::Guard;
-using kestrel::capi::NullArgument;
-using kestrel::capi::Ok;
+using namespace kestrel::capi;  // NOLINT: the C API's call helpers (c_call.h)
 
 static_assert(offsetof(kes_session_params, reserved0) + sizeof(int32_t) ==
                   sizeof(kes_session_params),

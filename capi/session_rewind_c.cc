@@ -7,11 +7,7 @@
 #include "capi/c_handles.h"
 #include "kestrel/kestrel.h"
 
-using kestrel::capi::CallStatus;
-using kestrel::capi::Error;
-using kestrel::capi::FromStatus;
-using kestrel::capi::Guard;
-using kestrel::capi::Ok;
+using namespace kestrel::capi;  // NOLINT: the C API's call helpers (c_call.h)
 
 namespace {
 

@@ -23,13 +23,7 @@
 #include "runtime/transcriber.h"
 #include "runtime/whisper_vocabulary.h"
 
-using kestrel::capi::CallStatus;
-using kestrel::capi::CanOpenRegularFile;
-using kestrel::capi::Error;
-using kestrel::capi::FromStatus;
-using kestrel::capi::Guard;
-using kestrel::capi::NullArgument;
-using kestrel::capi::Ok;
+using namespace kestrel::capi;  // NOLINT: the C API's call helpers (c_call.h)
 
 // The spectrogram, the segment text and the options are sized by kes_transcriber_create, so
 // that transcribing 16 kHz samples allocates nothing.
