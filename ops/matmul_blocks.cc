@@ -905,8 +905,11 @@ struct BlockGroups {
   size_t k, x_row_bytes, n_out;
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  // Every token's activations have one scale per super-block (KQuantSuperTile4xN_Avx2; on
-  // AVX3_DL Q2_K's and Q3_K's tiles).
+  // The types KQuantSuperTile4xN_Avx2 takes (on AVX3_DL Q2_K and Q3_K have tiles of their own).
+  static constexpr bool kSuperTileType =
+      PreferredActivationScaleBlock(T) == kGgmlSuperBlockElems &&
+      (HWY_TARGET != HWY_AVX3_DL || (T != GgmlBlockType::kQ2_K && T != GgmlBlockType::kQ3_K));
+  // Every token's activations have one scale per super-block, and a tile reads that.
   bool super_activations = false;
 #if HWY_TARGET == HWY_AVX3_DL
   // Q2_K's and Q3_K's paired activations (PairLowBitActivations) of the tokens from x_first
@@ -926,8 +929,8 @@ struct BlockGroups {
 
   template <size_t kTokens>
   void TileX86(size_t r, const uint8_t* x, float* y) const {
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
-    if constexpr (kTokens <= 4 && PreferredActivationScaleBlock(T) == kGgmlSuperBlockElems) {
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    if constexpr (kTokens <= 4 && kSuperTileType) {
       if (super_activations) {
         KQuantSuperTile4xN_Avx2<T, kTokens>(w, layout, r, x, x_row_bytes, k, y + r, n_out);
         return;
@@ -1000,11 +1003,14 @@ void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
   BlockGroups<T> groups{w, BlockLayout(T, n_out, k), k, Q8ActRowBytes(k), n_out};
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   // The tiles that read it: every K-quant's on AVX2 and AVX3 (KQuantSuperTile4xN_Avx2), Q2_K's
-  // and Q3_K's on AVX3_DL (Q4_K-Q6_K decode there in tiles that read each block's scale).
-  constexpr bool kReadsSuperActivations =
-      HWY_TARGET == HWY_AVX3_DL ? T == GgmlBlockType::kQ2_K || T == GgmlBlockType::kQ3_K
-                                : PreferredActivationScaleBlock(T) == kGgmlSuperBlockElems;
-  if constexpr (kReadsSuperActivations) {
+  // and Q3_K's on AVX3_DL, and there Q4_K-Q6_K's too where 512-bit operations run as two halves
+  // (the same 256-bit tile; elsewhere they decode in tiles that read each block's scale).
+  constexpr bool kLowBit = T == GgmlBlockType::kQ2_K || T == GgmlBlockType::kQ3_K;
+  const bool reads_super_activations =
+      HWY_TARGET == HWY_AVX3_DL
+          ? kLowBit || (BlockGroups<T>::kSuperTileType && n_tokens <= 4 && CpuSplits512BitOps())
+          : PreferredActivationScaleBlock(T) == kGgmlSuperBlockElems;
+  if (reads_super_activations) {
     groups.super_activations = OneActivationScalePerSuperBlock(x, groups.x_row_bytes, n_tokens, k);
   }
 #endif

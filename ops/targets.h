@@ -1,6 +1,7 @@
 // Which Highway target the dispatched kernels run on, for logs, `kestrel bench` and tests.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace kestrel::ops {
@@ -16,6 +17,14 @@ std::string CompiledTargetNames();
 // e.g. to measure AVX3 against AVX3_DL in one run. Kernels resolved earlier keep their target.
 // Returns an empty string, or an error naming the unknown target and the compiled ones.
 std::string DisableTargets(const std::string& names);
+
+// True where the CPU runs each 512-bit operation as two 256-bit halves (AMD Zen 4): there some
+// AVX3_DL kernels take 256-bit tiles (ops/matmul_blocks_super_avx2-inl.h says which and why).
+// Read on every call, so OverrideCpuSplits512BitOps takes effect at once.
+bool CpuSplits512BitOps();
+// Makes CpuSplits512BitOps return `splits` (true, false) instead of what the CPU says, or what
+// the CPU says again (std::nullopt): for tests of both kernels on one machine, and benchmarks.
+void OverrideCpuSplits512BitOps(std::optional<bool> splits);
 
 // Makes Highway choose this CPU's target now (a kernel resolved before that would be Highway's
 // choose-then-call trampoline, correct but dispatching on every call).
@@ -50,5 +59,3 @@ class ChosenTargetLock {
     const ChosenTargetLock chosen;                 \
     return &HWY_DYNAMIC_DISPATCH(Name##PerTarget); \
   }
-
-namespace kestrel::ops {}  // namespace kestrel::ops

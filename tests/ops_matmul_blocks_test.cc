@@ -20,6 +20,7 @@
 #include "ops/ggml_blocks.h"
 #include "ops/matmul_blocks.h"
 #include "ops/quantize_rows.h"
+#include "ops/targets.h"
 #include "tests/ops_test_util.h"
 
 namespace kestrel::ops {
@@ -230,14 +231,22 @@ TEST(OpsMatMulBlocks, MatchesExactReferenceForEveryKeptType) {
       for (const test::QuantMatMulCase& c : Cases(tc.type)) {
         if (!super || c.k % 256 == 0) prepared.push_back(Prepare(tc, super, c, rng));
       }
-      ForEachTarget([&](const char*) {
-        for (const PreparedCase& p : prepared) {
-          const test::QuantMatMulCase& c = p.c;
-          std::vector<float> y(c.n_tokens * c.n_out, kSentinel);
-          tc.matmul(p.packed.data(), p.xq.data(), y.data(), c.n_tokens, c.k, c.n_out, c.row_begin,
-                    c.row_end);
-          test::ExpectQuantMatMulMatches(c, y, p.exact, p.bound);
+      ForEachTarget([&](const char* target) {
+        // Both sets of AVX3_DL decode tiles, whichever this CPU would take (CpuSplits512BitOps).
+        const bool both = strcmp(target, "AVX3_DL") == 0;
+        for (const bool split : {false, true}) {
+          if (split && !both) continue;
+          SCOPED_TRACE(split ? "512-bit operations split" : "512-bit operations whole");
+          OverrideCpuSplits512BitOps(split);
+          for (const PreparedCase& p : prepared) {
+            const test::QuantMatMulCase& c = p.c;
+            std::vector<float> y(c.n_tokens * c.n_out, kSentinel);
+            tc.matmul(p.packed.data(), p.xq.data(), y.data(), c.n_tokens, c.k, c.n_out, c.row_begin,
+                      c.row_end);
+            test::ExpectQuantMatMulMatches(c, y, p.exact, p.bound);
+          }
         }
+        OverrideCpuSplits512BitOps(std::nullopt);
       });
     }
   }
