@@ -26,7 +26,7 @@
 //   scale and min (ggml stores them at either end of the block).
 // A group stores block by block: block b's records, row after row, then its sub-blocks, so
 // that a group is one stream read front to back. (Records after the last quant were a second
-// stream, which this machine's DRAM served ~10% slower for 4-bit decode: docs/real-shapes.md.)
+// stream, which this machine's DRAM served more slowly for 4-bit decode: docs/real-shapes.md.)
 // A group holding rows [g, g + n) starts at g * (row bytes), as in ggml's row-major file.
 #pragma once
 

@@ -4,9 +4,9 @@
 // ops/elementwise.cc, 1 - exp(q(|x|)). x = n + r with n = round(x) and |r| <= 1/2; 2^r is a
 // degree-6 polynomial (relative weighted least squares with Lawson iterations, fitted for f32
 // Horner evaluation: relative error within 7.9e-8 over [-1/2, 1/2]), and n is added to its
-// exponent bits. About 11 vector operations where hn::Exp takes about 20. Measured on Zen 5
-// side by side: MiniLM's 128-token attention 203 -> 183 us, GELU over 128 x 1536 values
-// 102 -> 71 us, at the same accuracy (tests/ops_sequence_attention_test.cc, ops_gelu_test.cc).
+// exponent bits. About 11 vector operations where hn::Exp takes about 20, which the attention's
+// softmax and GELU both show, at the same accuracy (tests/ops_sequence_attention_test.cc,
+// ops_gelu_test.cc; figures: docs/kernels.md).
 //
 // Include after hwy/highway.h from a file compiled per target (foreach_target.h): the toggle
 // guard below lets each target's pass re-include this file.

@@ -42,9 +42,10 @@ inline constexpr size_t kMatMulPrefetchTileBytes = size_t{16} << 10;
 // Columns of k a tile walks at a time when k is longer than twice this (see MatMul).
 inline constexpr size_t kMatMulKSlice = 512;
 // A full tile holds kRowTile * kTokenTile accumulators plus kRowTile weight vectors in registers.
-// x86 before AVX-512 has 16 vector registers, enough for 4x2 (4x4 spills: f16 prefill measured
-// 25% slower on AVX2); AVX-512, NEON and SVE have 32. The 3- and 4-token tiles therefore run only
-// on those targets; to exercise them on an AVX2 machine, build with kTokenTile = 4 everywhere.
+// x86 before AVX-512 has 16 vector registers, enough for 4x2 (4x4 spills, and f16 prefill measured
+// slower on AVX2: docs/kernels.md); AVX-512, NEON and SVE have 32. The 3- and 4-token tiles
+// therefore run only on those targets; to exercise them on an AVX2 machine, build with
+// kTokenTile = 4 everywhere.
 #if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
 inline constexpr size_t kTokenTile = 2;
 #else

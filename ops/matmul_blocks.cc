@@ -520,8 +520,8 @@ using SumTermRun = SumTerm[2 * kSumRun];
 // halves in out[0 .. kSumRun), second halves in out[kSumRun ..). A run is always whole: Q2_K's
 // rows are whole blocks of 256 = kSumRun * 32. Each sub-block's sums of 4 (vpdpbusd, or
 // vpmaddubsw + vpmaddwd, against bytes of 1) are folded with two levels of horizontal adds: ~4
-// instructions per sub-block and token, where vpsadbw one sub-block at a time took ~12 (512 x
-// 2048 -> 640 on one Zen 5 core: 11.8 -> 10.4 ms).
+// instructions per sub-block and token, where vpsadbw one sub-block at a time took ~12 (figures:
+// docs/kernels.md).
 HWY_INLINE void Q2KHalfTerms(const Q8ActRow& a, size_t sub, __m256* first_terms,
                              __m256* second_terms) {
   const int8_t* HWY_RESTRICT q = a.q + sub * kGgmlSubBlockElems;
@@ -955,9 +955,8 @@ struct BlockGroups {
       }
     }
     if constexpr (T == GgmlBlockType::kQ2_K) {
-      // Q2_K's prefill (the token panels lack its sums of 16): two 4-token decode tiles beat
-      // the 8-token 256-bit one. BM_LargeMatMul<Q2_K> 512 x 2048 -> 8192, one Zen 4 core:
-      // 179 -> 151 ms.
+      // Q2_K's prefill (the token panels lack its sums of 16): two 512-bit 4-token decode tiles
+      // beat the 8-token 256-bit one (figures: docs/kernels.md).
       if constexpr (kTokens == 8) {
         if (super_activations) {
           for (size_t half = 0; half < 2; ++half) {
@@ -1045,8 +1044,8 @@ void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRI
                         size_t row_begin, size_t row_end) {
 #if HWY_TARGET == HWY_AVX3_DL
   // Q4_K / Q5_K too since their scales and mins are decoded four rows at a time
-  // (DecodeK4GroupScales): bench/matmul_bench BM_LargeMatMul, 512 x 2048 -> 8192, one Zen 5
-  // core: Q4_K 74.7 -> 35.9 ms against the tiles (Q8_0 27.7).
+  // (DecodeK4GroupScales), which put the panels well ahead of the tiles for them (figures:
+  // docs/kernels.md).
   // Not Q2_K: its mins per 16 need sums of half sub-blocks, which the panels lack.
   if constexpr (T != GgmlBlockType::kQ2_K) {
     const BlockLayout layout(T, n_out, k);

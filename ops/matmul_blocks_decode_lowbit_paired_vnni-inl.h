@@ -28,9 +28,9 @@ constexpr size_t LowBitPairedBlockBytes(size_t copies) {
 // Larger calls run the tile above.
 inline constexpr size_t kLowBitPairedMaxBytes = size_t{40} << 10;
 // Four copies for one token of k up to this: a plain 64-byte load instead of a broadcast per
-// chunk, in 8.5 KiB. BM_LargeMatMul<Q2_K> n:1 k:2048, one Zen 4 core: 2.8-2.9 -> 2.4-2.5 ms
-// from DRAM; at k = 4096 and 8192 four copies (17 and 34 KiB) were slower than one from DRAM
-// (L1 is 32 KiB), though faster in cache.
+// chunk, in 8.5 KiB, which is faster from DRAM at k = 2048 (figures: docs/kernels.md); at k =
+// 4096 and 8192 four copies (17 and 34 KiB) were slower than one from DRAM (L1 is 32 KiB), though
+// faster in cache.
 inline constexpr size_t kLowBitPairedCopiesMaxK = 2048;
 
 // One token's activations q (k int8, k a multiple of 256) for the paired tiles: the 64 of

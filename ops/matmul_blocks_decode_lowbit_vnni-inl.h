@@ -225,10 +225,8 @@ HWY_INLINE __m512 AddBlock(__m512 acc, const __m512 (&part)[2], const __m512i (&
 // super-block, and the sub-blocks add up in int32 (AddScaledSubBlock; one convert per block).
 // Decode of 1-4 tokens with kSuper takes LowBitPairedTile4xN_Avx512Vnni where its activations
 // fit its stack buffer; this tile takes Q2_K's prefill, 4 tokens at a time.
-// bench/matmul_bench BM_LargeMatMul<Q2_K> n:1, one Zen 5 core (read bandwidth measured beside
-// it 36.6-40.5 GB/s), medians of 3, against the 256-bit tile run beside it: in cache (k 2048,
-// n_out 8192) 10.2 -> 24.5 GB/s, from DRAM (2048 x 65536, 8192 x 16384) 10.1 -> 23.3-25.6 GB/s;
-// Gemma 3 270M's decode rows (BM_MatMul<Q2_K> n:1) 10.8-12.0 -> 25.7-27.8 GB/s.
+// The 256-bit tile stayed far below the core's read bandwidth on Q2_K decode, in cache and from
+// DRAM alike; this one reads the weights more than twice as fast (figures: docs/kernels.md).
 template <size_t kTokens, bool kSuper>
 HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
                                         size_t r0, const uint8_t* HWY_RESTRICT x,
@@ -342,9 +340,8 @@ HWY_INLINE Q3KGroupRecords DecodeQ3KGroupRecords(const uint8_t* HWY_RESTRICT rec
 // Q3_K against 1 to 4 tokens (kSuper as for Q2_K; DecodeQ3KGroupRecords for a block's
 // records). Element value d * (sc - 32) * (q - 4) with q = low 2 bits | high bit << 2: q stays
 // unsigned and -4 * sum(x) of each half joins the per-block terms with the same scale.
-// BM_LargeMatMul<Q3_K> n:1 as for Q2_K, against BlocksTile4xN_Avx512Vnni's centered path: in cache
-// 14.4 -> 22.6-23.1 GB/s, from DRAM 14.0-14.5 -> 22.0-23.5 GB/s (16 without PrefetchRecords);
-// BM_MatMul<Q3_K> n:1 15.0-17.5 -> 24.0-27.0 GB/s.
+// Faster than BlocksTile4xN_Avx512Vnni's centered path in cache and from DRAM; from DRAM most of
+// the gain needs PrefetchRecords (figures: docs/kernels.md).
 template <size_t kTokens, bool kSuper>
 HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
                                         size_t r0, const uint8_t* HWY_RESTRICT x,

@@ -15,8 +15,8 @@
 // Integer sums as the 256-bit tile's; the f32 sums run in another order. BlocksTile4xN_Avx512Vnni
 // takes Q4_1, Q5_0 and Q5_1; Q4_K / Q5_K and Q6_K have kernels of their own below, Q2_K and Q3_K in
 // ops/matmul_blocks_decode_lowbit_vnni-inl.h.
-// bench/matmul_bench, n:1, k 640, one Zen 5 core, against the 256-bit tile: with the weights in
-// cache (n_out 2048) Q4_1 45 -> 52 GB/s, Q5_0 39 -> 46; from DRAM (n_out 262144) 5-25% faster.
+// Faster than the 256-bit tile with the weights in cache and from DRAM (figures:
+// docs/kernels.md).
 
 // Shift counts for 16-bit lanes: low in the low half (chunk [c0] or [c2]), high in the other.
 HWY_INLINE __m512i HalfCounts16(int16_t low, int16_t high) {
@@ -171,10 +171,8 @@ HWY_INLINE void StoreGroupRows(__m512 acc, __m512 terms01, __m512 terms23, float
 // into the four rows' 8 scales, and the min terms (min * x_scale * sum(x)) of all 8 sub-blocks are
 // two FMAs on [row][sub-block] lanes; per sub-block and token that leaves two vpdpbusd, a
 // convert, one permute (the sub-block's scales into the rows' lanes) and one FMA, where
-// BlocksTile4xN_Avx512Vnni also multiplied the scales and added a min term.
-// bench/matmul_bench BM_LargeMatMul<Q4_K>, n:1 k:2048, one Zen 5 core, medians of 3 in runs
-// one after the other: in cache (n_out 8192) 251 -> 175 us, from DRAM (n_out 65536) 2048 ->
-// 1673 us (37 -> 45 GB/s).
+// BlocksTile4xN_Avx512Vnni also multiplied the scales and added a min term. The fewer
+// instructions pay in cache and from DRAM alike (figures: docs/kernels.md).
 template <GgmlBlockType T, size_t kTokens>
 HWY_NOINLINE void Q4KQ5KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
                                            size_t r0, const uint8_t* HWY_RESTRICT x,
@@ -238,8 +236,8 @@ HWY_NOINLINE void Q4KQ5KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const 
 // scales once per block, like Q4KQ5KTile4xN_Avx512Vnni's min terms (from the activations' half
 // sums, Q2KHalfTerms); each token's activation scales are multiplied into the rows' scales once per
 // block. Against BlocksTile4xN_Avx512Vnni's centered path that drops, per sub-block, the q - 32,
-// the -128 * sum(w) start (two vpdpbusd) and per token the x + 128 and two multiplies.
-// BM_LargeMatMul<Q6_K> n:1 k:2048 n_out:8192 (in cache), one Zen 5 core: 357 -> 324 us.
+// the -128 * sum(w) start (two vpdpbusd) and per token the x + 128 and two multiplies, which
+// shows with the weights in cache (figures: docs/kernels.md).
 template <size_t kTokens>
 HWY_NOINLINE void Q6KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
                                         size_t r0, const uint8_t* HWY_RESTRICT x,
@@ -277,7 +275,7 @@ HWY_NOINLINE void Q6KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
     RowPairs scaled_lo[kTokens], scaled_hi[kTokens];
     for (size_t t = 0; t < kTokens; ++t) {
       // In registers: stored as two halves and loaded as one vector, they stalled every block
-      // on a failed store-to-load forward (Q6_K decode 20% slower than BlocksTile4xN_Avx512Vnni).
+      // on a failed store-to-load forward (Q6_K decode slower than BlocksTile4xN_Avx512Vnni).
       __m256 first_terms, second_terms;
       Q2KHalfTerms(act[t], first_sub, &first_terms, &second_terms);
       const __m512 all_terms = _mm512_mul_ps(

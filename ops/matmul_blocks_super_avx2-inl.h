@@ -258,7 +258,7 @@ HWY_NOINLINE void KQuantSuperTile4xN_Avx2(const uint8_t* HWY_RESTRICT w, const B
 #if HWY_TARGET == HWY_AVX3_DL
         // Unsigned quants (0..63) against x with vpdpbusd, each half's int32 sum times its
         // scale; the center's 32 * sum_h sc_h * S_h is subtracted per block as Q3_K's is. On
-        // Zen 4 this ran Q6_K decode 8% faster than the vpsignb path below.
+        // Zen 4 this ran Q6_K decode faster than the vpsignb path below (docs/kernels.md).
         const __m256i& quarter = s < 4 ? scales.lo : scales.hi;
         const __m256i half_scale0 = RowScale32Signed(quarter, static_cast<int>(2 * s % 8));
         const __m256i half_scale1 = RowScale32Signed(quarter, static_cast<int>((2 * s + 1) % 8));

@@ -36,10 +36,9 @@ inline constexpr size_t kSuperBlocks = kSuperBlockElems / kQuantBlockElems;
 inline constexpr size_t kPanelMaxK = 2048;  // 32 KiB of quants + 8 KiB of scales and sums
 inline constexpr size_t kPanelGroups = 4;
 // Panels a row tile serves per pass: the tile's weight side (decoded quants, scales, each block's
-// -128 * sum(w) start) is prepared once for all of them: 4 panels (164 KiB of stack) made
-// Gemma-shaped 512-token Q4_1 / Q6_K matmuls 20-30% faster than one, MiniLM q8 8-12%; 8 panels
-// (328 KiB) the kept types' 512 x 2048 -> 8192 and 512 x 8192 -> 2048 another 8-14% and Q8_0's
-// 5%, no shape of bench/matmul_bench slower (one Zen 5 core).
+// -128 * sum(w) start) is prepared once for all of them, so more panels share that work: 4
+// panels (164 KiB of stack) beat one at Gemma's and MiniLM's prefill shapes, and 8 (328 KiB)
+// beat 4, with no shape of bench/matmul_bench slower (figures: docs/kernels.md).
 inline constexpr size_t kPanelGroupMax = 8;
 inline constexpr size_t kPanelRun = 8;  // sub-blocks whose weight side is prepared at a time
 inline constexpr size_t kPanelGroupBlockBytes = kQuantGroupRows * kQ8BlockBytes;
@@ -49,8 +48,7 @@ inline constexpr size_t kPanelMinTokens = 8;
 // The token block (ForEachTokenBlock) of a matmul whose many-token work goes to the panels: they
 // keep their activations in L2 themselves (slices of kPanelMaxK), so a block need not shrink
 // with k below one pass of kPanelGroupMax panels. At k = 8192 the L2 budget gives 16 tokens, one
-// panel a pass: 512 x 8192 -> 2048 took Q6_K 69 -> 43 ms, Q4_K 51 -> 35, Q8_0 34 -> 30 (one Zen 5
-// core, bench/matmul_bench BM_LargeMatMul).
+// panel a pass, which loses the weight side's sharing across panels (figures: docs/kernels.md).
 inline constexpr size_t kPanelTokenBlock = kPanelGroupMax * kPanelTokens;
 
 struct Q8ActPanel {
@@ -263,8 +261,8 @@ HWY_NOINLINE void PanelTileMx16_Avx512Vnni(const Q8ActPanel* HWY_RESTRICT panels
           const uint8_t* wr = run.quants[i][r / 4] + r % 4 * 8;
 #pragma GCC unroll 2
           for (size_t h = 0; h < kHalves; ++h) {
-            // Two dependency chains of vpdpbusd instead of one: 2-5% faster at MiniLM's and
-            // Gemma's prefill shapes on Zen 5 (four chains spill registers and lose it again).
+            // Two dependency chains of vpdpbusd instead of one hide its latency at MiniLM's and
+            // Gemma's prefill shapes (four chains spill registers and lose the gain again).
             __m512i sum = _mm512_set1_epi32(start[i][h][r]), sum2 = _mm512_setzero_si512();
 #pragma GCC unroll 8
             for (size_t s = h * kStepsPerHalf; s < (h + 1) * kStepsPerHalf; s += 2) {
@@ -308,9 +306,8 @@ struct PanelSuperRun {
 // and sub-block that is 8 vpdpbusd, a multiply and an add (Q6_K: two of each) where
 // PanelTileMx16_Avx512Vnni spends 8 vpdpbusd, a convert, a multiply and an FMA per scale and
 // one more FMA for a min. The mins are one integer dot of the super-block's 8 mins and the
-// tokens' 8 block sums (4 vpdpwssd of int16 pairs). 512 x 2048 -> 8192 and 512 x 8192 -> 2048,
-// one Zen 5 core, CPU time against Q8_0's: Q4_K 0.90 -> 0.92-0.94, Q5_K 0.85 -> 0.90-0.94,
-// Q6_K 0.81-0.86 -> 0.88-0.92. Integer sums wrap harmlessly: the corrected total is at most
+// tokens' 8 block sums (4 vpdpwssd of int16 pairs). That brings the K-quants' prefill nearer
+// Q8_0's (figures: docs/kernels.md). Integer sums wrap harmlessly: the corrected total is at most
 // 16 halves * 127 * 16 * 127 * 32 < 2^31.
 // Source: kHalves, kHasMin and LoadSuper<kGroups>(sub, run): super-block sub / kSuperBlocks.
 template <class Source, size_t kGroups>

@@ -248,9 +248,9 @@ HWY_INLINE void Q8Q4TileMxTokens_Portable(size_t tokens, const uint8_t* w, const
 // chunk of all four rows in a vector, [r0 r1 | r2 r3], against the token's matching 8 quants
 // broadcast to every 64-bit lane, so the block's four chunks add up vertically into
 // [r0 r0 r1 r1 | r2 r2 r3 r3] (int32) and each token needs one convert and one multiply-add per
-// block for all four rows (bench/matmul_bench, 640 x 2048 on Zen 4 with AVX2: q4 decode 25 -> 57
-// GFLOP/s and q4 prefill of 512 tokens 56 -> 82 with a horizontal-add version of this kernel over
-// the portable one below; the interleave then removed the horizontal adds).
+// block for all four rows. A horizontal-add version of this kernel already ran q4 decode and
+// prefill well ahead of the portable one below; the interleave then removed the horizontal adds
+// (figures: docs/kernels.md).
 // The result is the same integer block sums as the portable kernel, scaled the same way.
 
 // The group's block b as four vectors, one per 8-value chunk (chunk j: elements 8j..8j+7) of the

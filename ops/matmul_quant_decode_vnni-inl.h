@@ -6,9 +6,8 @@
 // the smaller ones, which a layer finds in L2 or L3, were bound by instructions: that tile
 // spends about 30 on a Q8_0 group block (4 rows x 32 quants, 128 bytes), per 8-quant chunk a
 // broadcast, two vpsignb and a vpdpbusd. Here a 512-bit vector holds two chunks of the four
-// rows, and a group block costs about 17 (bench/matmul_bench, one Zen 5 core, n:1 against the
-// 256-bit tile: Q8_0 640 x 1024 in cache 87 -> 104 GB/s, Q4_0 48 -> 58; the 262144 x 640 LM
-// head from DRAM 30-32 -> 33 GB/s, within the noise of the core's ~38).
+// rows, and a group block costs about 17: the matrices in cache run faster, and those from DRAM
+// stay near the read bandwidth (figures: docs/kernels.md).
 // - vpdpbusd multiplies unsigned by signed bytes. Q4_0's stored quants q = w + 8 (0..15) are
 //   the unsigned operand against the signed activations; the sum carries 8 * sum(x) too much,
 //   and the per-block sums that ops/quantize_rows.h stores with the activations take it off

@@ -17,8 +17,8 @@
 // and finally out = O / l. Every exponent is <= 0, so nothing overflows whatever the scores'
 // magnitude. The kernel before this one held queries in rows and keys in lanes: each block's max,
 // sum and correction were reductions across lanes plus a scalar exp per query, which cost about
-// as much as the FMAs at MiniLM's head_dim 32 (bench/sequence_attention_bench.cc, 128 tokens on
-// Zen 5: 188 us then, 140 us now, the FMA loops within a few percent of the core's peak).
+// as much as the FMAs at MiniLM's head_dim 32; with queries in the lanes the FMA loops run near
+// the core's peak (figures: docs/kernels.md).
 #include "ops/sequence_attention.h"
 #include "ops/targets.h"
 

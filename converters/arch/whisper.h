@@ -60,9 +60,9 @@ fb::DType WhisperConvolutionDType(const ConvertOptions& options);
 
 // How a Whisper matrix of `dtype` is stored: f32 in panels of 16 rows (ops/matmul_f32_panels.h),
 // every other dtype as it is. The decoder's GEMVs (the tied 51,864-row output projection above
-// all) then stream one linear read instead of four rows at a time: 20 against 12-13 GB/s on
-// Zen 4 (bench/matmul_bench BM_WhisperMatMul). The encoder's 1,500-position matmuls run
-// 1.2-1.7x faster on panels on an Intel Xeon with AVX-512 and the same within noise on Zen 4.
+// all) then stream one linear read instead of four rows at a time, which is faster; the
+// encoder's 1,500-position matmuls are faster on panels on an Intel Xeon with AVX-512 and no
+// slower on Zen 4 (figures: docs/kernels.md).
 // The tied table's token lookup reads its rows out of the panels (ops/embed.h).
 fb::DType WhisperMatrixDType(fb::DType dtype);
 

@@ -101,7 +101,7 @@ Status ImportBertWeights(const HfCheckpoint& ckpt, const ConvertOptions& options
     KES_RETURN_IF_ERROR(matrix_dtype(specs[0].name, &dtype));
     if (input_maxima == nullptr || !IsBlockQuantized(dtype)) {
       // f32 matmul weights go in panels of 16 rows (ops/matmul_f32_panels.h): their kernel needs
-      // no reduction across lanes, 12% faster at MiniLM's shapes than rows.
+      // no reduction across lanes, faster at MiniLM's shapes than rows (docs/kernels.md).
       const fb::DType stored = dtype == fb::DType::F32 ? fb::DType::F32_PANELS : dtype;
       for (const Spec& m : specs) KES_RETURN_IF_ERROR(weight(m.name, stored, {m.rows, cols}, m.id));
       return OkStatus();

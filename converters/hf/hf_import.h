@@ -16,8 +16,8 @@ struct HfEncoderOptions {
   uint32_t max_seq_length = 0;  // 0: sentence_bert_config.json's, else max_position_embeddings
   // Tokens per encode step (the arena holds their activations), raised to one longest sequence
   // and capped at ConvertOptions::max_batch of them. 512 keeps a step's activations in the caches:
-  // a full 32 x 128-token step spills them to memory and runs 10-15% slower (all-MiniLM-L6-v2 q8,
-  // one Zen 4 core), with an arena of 72 MiB instead of 4.5.
+  // a full 32 x 128-token step spills them to memory and runs slower, with an arena of 72 MiB
+  // instead of 4.5 (figures: docs/kernels.md).
   uint32_t step_tokens = 512;
   // q8 and q4 only: how the activations' outlier channels are smoothed (SmoothQuant,
   // converters/hf/smooth_quant.h), calibrated on the converter's own texts (empty), on a file of
