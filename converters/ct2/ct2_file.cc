@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "converters/gguf/dequantize.h"
+#include "converters/float_tensor.h"
 
 namespace kestrel::ct2 {
 namespace {
@@ -102,15 +102,6 @@ size_t DTypeBytes(DType t) {
     case DType::I32: return 4;
   }
   return 0;
-}
-
-Status File::Open(const std::string& path, std::unique_ptr<File>* out) {
-  return OpenMapped(path, out);
-}
-
-Status File::OpenFromMemory(const uint8_t* data, size_t size, const std::string& name,
-                            std::unique_ptr<File>* out) {
-  return OpenBuffer(data, size, name, out);
 }
 
 Status File::Parse() {
@@ -242,18 +233,7 @@ Status File::CheckOwned(const Variable& v, const std::string& where) const {
 Status File::ReadF32(const Variable& v, std::vector<float>* out) const {
   const std::string where = Quoted(path_) + ": variable " + Quoted(v.name);
   KES_RETURN_IF_ERROR(CheckOwned(v, where));
-  gguf::GgmlType type;
-  switch (v.dtype) {
-    case DType::F32: type = gguf::GgmlType::F32; break;
-    case DType::F16: type = gguf::GgmlType::F16; break;
-    case DType::BF16: type = gguf::GgmlType::BF16; break;
-    default:
-      return Status::Error(where + ": cannot read " + DTypeName(v.dtype) +
-                           " values as floats (expected float32, float16 or bfloat16)");
-  }
-  out->resize(static_cast<size_t>(v.n_elements));
-  if (out->empty()) return OkStatus();
-  return gguf::DequantizeRow(type, v.data, out->size(), out->data()).WithContext(where);
+  return ReadFloatTensor(v.dtype, v.data, v.n_elements, where, out);
 }
 
 Status File::ReadScalarInt(const Variable& v, int64_t* out) const {

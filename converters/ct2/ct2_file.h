@@ -53,18 +53,9 @@ struct Variable {
   size_t bytes = 0;
 };
 
-class File : private MappedInput {
+// Opened, and validated whole, by Open or OpenFromMemory (converters/mapped_input.h).
+class File : public MappedInput<File> {
  public:
-  // Maps the file read-only and validates it; the mapping lives as long as the File.
-  static Status Open(const std::string& path, std::unique_ptr<File>* out);
-  // Same from a caller-owned buffer, which must outlive the File; `name` stands for the path in
-  // messages.
-  static Status OpenFromMemory(const uint8_t* data, size_t size, const std::string& name,
-                               std::unique_ptr<File>* out);
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-
-  const std::string& path() const { return path_; }
   uint32_t binary_version() const { return binary_version_; }
   const std::string& spec() const { return spec_; }  // without the NUL
   uint32_t spec_revision() const { return spec_revision_; }
@@ -81,7 +72,7 @@ class File : private MappedInput {
   Status ReadScalarInt(const Variable& v, int64_t* out) const;
 
  private:
-  friend class MappedInput;
+  friend class MappedInput<File>;
   File() = default;
   Status Parse();
   Status CheckOwned(const Variable& v, const std::string& where) const;

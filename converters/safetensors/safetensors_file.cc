@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "converters/gguf/dequantize.h"
+#include "converters/float_tensor.h"
 #include "converters/safetensors/json_reader.h"
 
 namespace kestrel::safetensors {
@@ -113,15 +113,6 @@ size_t DTypeBytes(DType t) {
     case DType::U64: return 8;
   }
   return 0;
-}
-
-Status File::Open(const std::string& path, std::unique_ptr<File>* out) {
-  return OpenMapped(path, out);
-}
-
-Status File::OpenFromMemory(const uint8_t* data, size_t size, const std::string& name,
-                            std::unique_ptr<File>* out) {
-  return OpenBuffer(data, size, name, out);
 }
 
 const TensorInfo* File::Find(std::string_view name) const {
@@ -297,19 +288,7 @@ Status File::ReadF32(const TensorInfo& t, std::vector<float>* out) const {
   if (tensors_.empty() || &t < &tensors_.front() || &t > &tensors_.back()) {
     return Status::Error(where + ": not a tensor of this file");
   }
-  gguf::GgmlType type;
-  switch (t.dtype) {
-    case DType::F32: type = gguf::GgmlType::F32; break;
-    case DType::F16: type = gguf::GgmlType::F16; break;
-    case DType::BF16: type = gguf::GgmlType::BF16; break;
-    default:
-      return Status::Error(where + ": cannot read " + DTypeName(t.dtype) +
-                           " values as floats (expected F32, F16 or BF16)");
-  }
-  // Fits size_t: the bytes lie inside the mapped file.
-  out->resize(static_cast<size_t>(t.n_elements));
-  if (out->empty()) return OkStatus();
-  return gguf::DequantizeRow(type, t.data, out->size(), out->data()).WithContext(where);
+  return ReadFloatTensor(t.dtype, t.data, t.n_elements, where, out);
 }
 
 }  // namespace kestrel::safetensors

@@ -62,18 +62,9 @@ struct TensorInfo {
   const uint8_t* data = nullptr;  // end - begin bytes inside the file, checked at Open
 };
 
-class File : private MappedInput {
+// Opened, and validated whole, by Open or OpenFromMemory (converters/mapped_input.h).
+class File : public MappedInput<File> {
  public:
-  // Maps the file read-only and validates it; the mapping lives as long as the File.
-  static Status Open(const std::string& path, std::unique_ptr<File>* out);
-  // Same from a caller-owned buffer, which must outlive the File; `name` stands for the path in
-  // messages (tests use synthetic files).
-  static Status OpenFromMemory(const uint8_t* data, size_t size, const std::string& name,
-                               std::unique_ptr<File>* out);
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-
-  const std::string& path() const { return path_; }
   uint64_t data_offset() const { return data_offset_; }                // 8 + N
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in header order
   const TensorInfo* Find(std::string_view name) const;                 // nullptr if absent
@@ -84,7 +75,7 @@ class File : private MappedInput {
   Status ReadF32(const TensorInfo& t, std::vector<float>* out) const;
 
  private:
-  friend class MappedInput;
+  friend class MappedInput<File>;
   File() = default;
   Status Parse();
   Status ParseTensor(const std::string& name, const nlohmann::json& entry, TensorInfo* t) const;
