@@ -86,6 +86,13 @@ bool IsInteger(ValueType t) {
 }
 
 bool IsNumeric(ValueType t) { return IsInteger(t) || t == ValueType::F32 || t == ValueType::F64; }
+// What GetFloat reads: a numeric value other than bool.
+bool IsNumber(ValueType t) { return IsNumeric(t) && t != ValueType::BOOL; }
+// The test for one value type, in the form FindOfType takes.
+template <ValueType kType>
+bool Is(ValueType t) {
+  return t == kType;
+}
 
 // Decodes one validated integer (or bool) scalar. Fails only for u64 values above INT64_MAX.
 bool DecodeInt(ValueType t, const uint8_t* p, int64_t* out) {
@@ -542,6 +549,27 @@ Status File::Find(std::string_view key, const KeyValue** out) const {
   return OkStatus();
 }
 
+Status File::FindOfType(std::string_view key, bool (*accepts)(ValueType), const char* expected,
+                        const KeyValue** out) const {
+  KES_RETURN_IF_ERROR(Find(key, out));
+  if (!accepts((*out)->type)) {
+    return Status::Error("metadata " + Quoted(key) + ": expected " + expected + ", found " +
+                         ValueTypeName((*out)->type));
+  }
+  return OkStatus();
+}
+
+Status File::FindArrayOf(std::string_view key, bool (*accepts)(ValueType), const char* elements,
+                         ArrayEntry* out) const {
+  KES_RETURN_IF_ERROR(GetArrayType(key, &out->element_type, &out->count));
+  if (!accepts(out->element_type)) {
+    return Status::Error("metadata " + Quoted(key) + ": expected an array of " + elements +
+                         ", found an array of " + ValueTypeName(out->element_type));
+  }
+  out->stride = ScalarSize(out->element_type);
+  return Find(key, &out->kv);
+}
+
 bool File::Has(std::string_view key) const { return kv_index_.find(key) != kv_index_.end(); }
 
 Status File::GetType(std::string_view key, ValueType* out) const {
@@ -553,11 +581,7 @@ Status File::GetType(std::string_view key, ValueType* out) const {
 
 Status File::GetArrayType(std::string_view key, ValueType* element_type, uint64_t* count) const {
   const KeyValue* kv = nullptr;
-  KES_RETURN_IF_ERROR(Find(key, &kv));
-  if (kv->type != ValueType::ARRAY) {
-    return Status::Error("metadata " + Quoted(key) + ": expected an array, found " +
-                         ValueTypeName(kv->type));
-  }
+  KES_RETURN_IF_ERROR(FindOfType(key, Is<ValueType::ARRAY>, "an array", &kv));
   *element_type = static_cast<ValueType>(LoadU32(kv->value));
   *count = LoadU64(kv->value + 4);
   return OkStatus();
@@ -565,11 +589,7 @@ Status File::GetArrayType(std::string_view key, ValueType* element_type, uint64_
 
 Status File::GetInt(std::string_view key, int64_t* out) const {
   const KeyValue* kv = nullptr;
-  KES_RETURN_IF_ERROR(Find(key, &kv));
-  if (!IsInteger(kv->type)) {
-    return Status::Error("metadata " + Quoted(key) + ": expected an integer, found " +
-                         ValueTypeName(kv->type));
-  }
+  KES_RETURN_IF_ERROR(FindOfType(key, IsInteger, "an integer", &kv));
   if (!DecodeInt(kv->type, kv->value, out)) {
     return Status::Error("metadata " + Quoted(key) + ": expected an integer below 2^63, found " +
                          Num(LoadU64(kv->value)));
@@ -579,52 +599,33 @@ Status File::GetInt(std::string_view key, int64_t* out) const {
 
 Status File::GetFloat(std::string_view key, double* out) const {
   const KeyValue* kv = nullptr;
-  KES_RETURN_IF_ERROR(Find(key, &kv));
-  if (!IsNumeric(kv->type) || kv->type == ValueType::BOOL) {
-    return Status::Error("metadata " + Quoted(key) + ": expected a number, found " +
-                         ValueTypeName(kv->type));
-  }
+  KES_RETURN_IF_ERROR(FindOfType(key, IsNumber, "a number", &kv));
   *out = DecodeFloat(kv->type, kv->value);
   return OkStatus();
 }
 
 Status File::GetBool(std::string_view key, bool* out) const {
   const KeyValue* kv = nullptr;
-  KES_RETURN_IF_ERROR(Find(key, &kv));
-  if (kv->type != ValueType::BOOL) {
-    return Status::Error("metadata " + Quoted(key) + ": expected bool, found " +
-                         ValueTypeName(kv->type));
-  }
+  KES_RETURN_IF_ERROR(FindOfType(key, Is<ValueType::BOOL>, "bool", &kv));
   *out = kv->value[0] != 0;
   return OkStatus();
 }
 
 Status File::GetString(std::string_view key, std::string* out) const {
   const KeyValue* kv = nullptr;
-  KES_RETURN_IF_ERROR(Find(key, &kv));
-  if (kv->type != ValueType::STRING) {
-    return Status::Error("metadata " + Quoted(key) + ": expected string, found " +
-                         ValueTypeName(kv->type));
-  }
+  KES_RETURN_IF_ERROR(FindOfType(key, Is<ValueType::STRING>, "string", &kv));
   out->assign(reinterpret_cast<const char*>(kv->value + 8),
               static_cast<size_t>(LoadU64(kv->value)));
   return OkStatus();
 }
 
 Status File::GetStringArray(std::string_view key, std::vector<std::string>* out) const {
-  ValueType element_type;
-  uint64_t count = 0;
-  KES_RETURN_IF_ERROR(GetArrayType(key, &element_type, &count));
-  if (element_type != ValueType::STRING) {
-    return Status::Error("metadata " + Quoted(key) + ": expected an array of string, found " +
-                         "an array of " + ValueTypeName(element_type));
-  }
-  const KeyValue* kv = nullptr;
-  KES_RETURN_IF_ERROR(Find(key, &kv));
-  Cursor c(kv->value, kv->value_size, 12);
+  ArrayEntry array;
+  KES_RETURN_IF_ERROR(FindArrayOf(key, Is<ValueType::STRING>, "string", &array));
+  Cursor c(array.kv->value, array.kv->value_size, 12);
   out->clear();
-  out->reserve(static_cast<size_t>(count));
-  for (uint64_t i = 0; i < count; ++i) {
+  out->reserve(static_cast<size_t>(array.count));
+  for (uint64_t i = 0; i < array.count; ++i) {
     std::string_view s;
     KES_RETURN_IF_ERROR(c.ReadString(Quoted(key) + "[" + Num(i) + "]", &s));
     out->emplace_back(s);
@@ -633,40 +634,24 @@ Status File::GetStringArray(std::string_view key, std::vector<std::string>* out)
 }
 
 Status File::GetFloatArray(std::string_view key, std::vector<float>* out) const {
-  ValueType element_type;
-  uint64_t count = 0;
-  KES_RETURN_IF_ERROR(GetArrayType(key, &element_type, &count));
-  if (!IsNumeric(element_type) || element_type == ValueType::BOOL) {
-    return Status::Error("metadata " + Quoted(key) + ": expected an array of numbers, found " +
-                         "an array of " + ValueTypeName(element_type));
-  }
-  const KeyValue* kv = nullptr;
-  KES_RETURN_IF_ERROR(Find(key, &kv));
-  const size_t stride = ScalarSize(element_type);
-  out->resize(static_cast<size_t>(count));
+  ArrayEntry array;
+  KES_RETURN_IF_ERROR(FindArrayOf(key, IsNumber, "numbers", &array));
+  out->resize(static_cast<size_t>(array.count));
   for (size_t i = 0; i < out->size(); ++i) {
-    (*out)[i] = static_cast<float>(DecodeFloat(element_type, kv->value + 12 + i * stride));
+    (*out)[i] = static_cast<float>(DecodeFloat(array.element_type, array.Element(i)));
   }
   return OkStatus();
 }
 
 Status File::GetIntArray(std::string_view key, std::vector<int64_t>* out) const {
-  ValueType element_type;
-  uint64_t count = 0;
-  KES_RETURN_IF_ERROR(GetArrayType(key, &element_type, &count));
-  if (!IsInteger(element_type)) {
-    return Status::Error("metadata " + Quoted(key) + ": expected an array of integers, found " +
-                         "an array of " + ValueTypeName(element_type));
-  }
-  const KeyValue* kv = nullptr;
-  KES_RETURN_IF_ERROR(Find(key, &kv));
-  const size_t stride = ScalarSize(element_type);
-  out->resize(static_cast<size_t>(count));
+  ArrayEntry array;
+  KES_RETURN_IF_ERROR(FindArrayOf(key, IsInteger, "integers", &array));
+  out->resize(static_cast<size_t>(array.count));
   for (size_t i = 0; i < out->size(); ++i) {
-    if (!DecodeInt(element_type, kv->value + 12 + i * stride, &(*out)[i])) {
+    if (!DecodeInt(array.element_type, array.Element(i), &(*out)[i])) {
       return Status::Error("metadata " + Quoted(key) + "[" + Num(i) +
                            "]: expected an integer below 2^63, found " +
-                           Num(LoadU64(kv->value + 12 + i * stride)));
+                           Num(LoadU64(array.Element(i))));
     }
   }
   return OkStatus();

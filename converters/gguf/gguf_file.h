@@ -107,6 +107,23 @@ class File {
   Status ParseMetadata(size_t* pos, uint64_t kv_count);
   Status ParseTensorInfos(size_t* pos, uint64_t tensor_count);
   Status Find(std::string_view key, const KeyValue** out) const;
+  // The entry `key` when `accepts` takes its type; otherwise an error naming `expected` and the
+  // type found. The Get* accessors share it, and so their messages.
+  Status FindOfType(std::string_view key, bool (*accepts)(ValueType), const char* expected,
+                    const KeyValue** out) const;
+  // An array entry: its value is the u32 element type, the u64 count, then the elements.
+  struct ArrayEntry {
+    const KeyValue* kv = nullptr;
+    ValueType element_type = ValueType::U8;
+    uint64_t count = 0;
+    size_t stride = 0;  // bytes per element when they are scalars
+    // Where scalar element i starts.
+    const uint8_t* Element(uint64_t i) const { return kv->value + 12 + i * stride; }
+  };
+  // The array entry `key` when `accepts` takes its element type; otherwise an error naming
+  // `elements` (what it expected) and the element type found.
+  Status FindArrayOf(std::string_view key, bool (*accepts)(ValueType), const char* elements,
+                     ArrayEntry* out) const;
 
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
