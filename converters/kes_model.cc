@@ -62,10 +62,15 @@ fb::PlanIoT* NewIo(std::vector<std::unique_ptr<fb::PlanIoT>>* list, const std::s
 
 }  // namespace
 
-uint32_t PlanBuilder::TokenInput() {
-  const uint32_t id = AddBuffer("tokens", fb::DType::I32, 1, true, 0);
-  NewIo(&plan_->inputs, "tokens", fb::IoRole::TokenIds, id);
+uint32_t PlanBuilder::AddInput(const std::string& name, fb::IoRole role, fb::DType dtype,
+                               uint64_t row_elems, bool per_token, uint64_t fixed_rows) {
+  const uint32_t id = AddBuffer(name, dtype, row_elems, per_token, fixed_rows);
+  NewIo(&plan_->inputs, name, role, id);
   return id;
+}
+
+uint32_t PlanBuilder::TokenInput() {
+  return AddInput("tokens", fb::IoRole::TokenIds, fb::DType::I32, 1, true, 0);
 }
 
 void PlanBuilder::LogitsOutput(uint32_t buffer) {
@@ -73,21 +78,15 @@ void PlanBuilder::LogitsOutput(uint32_t buffer) {
 }
 
 uint32_t PlanBuilder::PositionInput() {
-  const uint32_t id = AddBuffer("positions", fb::DType::I32, 1, true, 0);
-  NewIo(&plan_->inputs, "positions", fb::IoRole::Positions, id);
-  return id;
+  return AddInput("positions", fb::IoRole::Positions, fb::DType::I32, 1, true, 0);
 }
 
 uint32_t PlanBuilder::TokenTypeInput() {
-  const uint32_t id = AddBuffer("token_types", fb::DType::I32, 1, true, 0);
-  NewIo(&plan_->inputs, "token_types", fb::IoRole::TokenTypes, id);
-  return id;
+  return AddInput("token_types", fb::IoRole::TokenTypes, fb::DType::I32, 1, true, 0);
 }
 
 uint32_t PlanBuilder::SequenceInput(uint32_t max_sequences) {
-  const uint32_t id = AddBuffer("sequences", fb::DType::I32, 2, false, max_sequences);
-  NewIo(&plan_->inputs, "sequences", fb::IoRole::Sequences, id);
-  return id;
+  return AddInput("sequences", fb::IoRole::Sequences, fb::DType::I32, 2, false, max_sequences);
 }
 
 void PlanBuilder::EmbeddingsOutput(uint32_t buffer) {
@@ -95,9 +94,7 @@ void PlanBuilder::EmbeddingsOutput(uint32_t buffer) {
 }
 
 uint32_t PlanBuilder::AudioFeaturesInput(uint64_t row_elems) {
-  const uint32_t id = AddBuffer("audio_features", fb::DType::F32, row_elems, true, 0);
-  NewIo(&plan_->inputs, "audio_features", fb::IoRole::AudioFeatures, id);
-  return id;
+  return AddInput("audio_features", fb::IoRole::AudioFeatures, fb::DType::F32, row_elems, true, 0);
 }
 
 void PlanBuilder::HiddenStatesOutput(uint32_t buffer) {
@@ -105,9 +102,7 @@ void PlanBuilder::HiddenStatesOutput(uint32_t buffer) {
 }
 
 uint32_t PlanBuilder::HiddenStatesInput(uint64_t row_elems) {
-  const uint32_t id = AddBuffer("hidden_states", fb::DType::F32, row_elems, true, 0);
-  NewIo(&plan_->inputs, "hidden_states", fb::IoRole::HiddenStates, id);
-  return id;
+  return AddInput("hidden_states", fb::IoRole::HiddenStates, fb::DType::F32, row_elems, true, 0);
 }
 
 template <typename Params>

@@ -119,6 +119,9 @@ class PlanBuilder {
  private:
   uint32_t AddBuffer(const std::string& name, fb::DType dtype, uint64_t row_elems, bool per_token,
                      uint64_t fixed_rows);
+  // A buffer the runtime writes before each step, declared as the plan's input `name` in `role`.
+  uint32_t AddInput(const std::string& name, fb::IoRole role, fb::DType dtype, uint64_t row_elems,
+                    bool per_token, uint64_t fixed_rows);
   // params: one of the schema's op tables (fb::RmsNormT, ...), which sets the op kind.
   void AddMatMul(fb::MatMulT params, uint32_t in, uint32_t out, uint32_t weight, uint32_t bias);
   void AddAttention(fb::AttentionMask mask, uint32_t window, uint32_t layer, uint32_t q,
