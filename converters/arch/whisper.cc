@@ -13,15 +13,39 @@ constexpr uint32_t kFramesPerPosition = 2;
 // x + fc2(GELU(fc1(LayerNorm(x)))): the feed-forward half of every Whisper block. Returns the
 // new residual buffer.
 uint32_t FeedForward(PlanBuilder& b, const std::string& p, uint32_t x, uint32_t d, uint32_t ffn,
-                     uint32_t norm, uint32_t norm_bias, uint32_t up, uint32_t up_bias,
-                     uint32_t down, uint32_t down_bias) {
+                     const WhisperFeedForwardWeights& f) {
   const uint32_t h = b.Activation(p + "ffn_norm", d);
-  b.LayerNorm(x, h, norm, norm_bias, kWhisperLayerNormEps);
+  b.LayerNorm(x, h, f.norm, f.norm_bias, kWhisperLayerNormEps);
   const uint32_t hidden = b.Activation(p + "up", ffn);
-  b.MatMul(h, hidden, up, up_bias);
+  b.MatMul(h, hidden, f.up, f.up_bias);
   b.Activate(fb::Activation::GeluErf, hidden, hidden);
   const uint32_t y = b.Activation(p + "out", d);
-  b.MatMul(hidden, y, down, down_bias);
+  b.MatMul(hidden, y, f.down, f.down_bias);
+  b.Add(x, y, y);
+  return y;
+}
+
+// LayerNorm(x) into the buffer `norm`, then its q, k and v projections into p + "q", "k" and "v":
+// the start of a self-attention block.
+void SelfAttentionInputs(PlanBuilder& b, const std::string& p, const std::string& norm, uint32_t x,
+                         uint32_t d, const WhisperAttentionWeights& a, uint32_t* q, uint32_t* k,
+                         uint32_t* v) {
+  const uint32_t h = b.Activation(p + norm, d);
+  b.LayerNorm(x, h, a.norm, a.norm_bias, kWhisperLayerNormEps);
+  *q = b.Activation(p + "q", d);
+  *k = b.Activation(p + "k", d);
+  *v = b.Activation(p + "v", d);
+  b.MatMul(h, *q, a.q, a.q_bias);
+  b.MatMul(h, *k, a.k, a.k_bias);
+  b.MatMul(h, *v, a.v, a.v_bias);
+}
+
+// x + attn Wo + bo into the buffer `name`: the end of an attention block. Returns the new
+// residual buffer.
+uint32_t AttentionOutput(PlanBuilder& b, const std::string& name, uint32_t attn, uint32_t x,
+                         uint32_t d, const WhisperAttentionWeights& a) {
+  const uint32_t y = b.Activation(name, d);
+  b.MatMul(attn, y, a.o, a.o_bias);
   b.Add(x, y, y);
   return y;
 }
@@ -96,20 +120,12 @@ void BuildWhisperEncoder(const WhisperShape& s, const WhisperEncoderWeights& w, 
   for (uint32_t l = 0; l < s.n_layers; ++l) {
     const WhisperEncoderLayerWeights& lw = w.layers[l];
     const std::string p = "layer." + std::to_string(l) + ".";
-    const uint32_t h = b.Activation(p + "attn_norm", d);
-    b.LayerNorm(x, h, lw.attn_norm, lw.attn_norm_bias, kWhisperLayerNormEps);
-    const uint32_t q = b.Activation(p + "q", d), k = b.Activation(p + "k", d),
-                   v = b.Activation(p + "v", d);
-    b.MatMul(h, q, lw.q, lw.q_bias);
-    b.MatMul(h, k, lw.k, lw.k_bias);
-    b.MatMul(h, v, lw.v, lw.v_bias);
+    uint32_t q, k, v;
+    SelfAttentionInputs(b, p, "attn_norm", x, d, lw.attn, &q, &k, &v);
     const uint32_t attn = b.Activation(p + "attn", d);
     b.SequenceAttention(q, k, v, sequences, attn, s.n_heads, s.n_heads, head_dim, scale);
-    const uint32_t after_attn = b.Activation(p + "after_attn", d);
-    b.MatMul(attn, after_attn, lw.o, lw.o_bias);
-    b.Add(x, after_attn, after_attn);
-    x = FeedForward(b, p, after_attn, d, s.ffn, lw.ffn_norm, lw.ffn_norm_bias, lw.up, lw.up_bias,
-                    lw.down, lw.down_bias);
+    const uint32_t after_attn = AttentionOutput(b, p + "after_attn", attn, x, d, lw.attn);
+    x = FeedForward(b, p, after_attn, d, s.ffn, lw.ffn);
   }
   const uint32_t hidden = b.Activation("hidden_states", d);
   b.LayerNorm(x, hidden, w.final_norm, w.final_norm_bias, kWhisperLayerNormEps);
@@ -136,30 +152,21 @@ void DecoderPlan(const WhisperShape& s, const WhisperDecoderShape& dec,
     const WhisperDecoderLayerWeights& lw = w.layers[l];
     const std::string p = "layer." + std::to_string(l) + ".";
     // Self-attention over the ring of layer l, then cross-attention over layer n_layers + l.
-    const uint32_t h = b.Activation(p + "self_norm", d);
-    b.LayerNorm(x, h, lw.self.norm, lw.self.norm_bias, kWhisperLayerNormEps);
-    const uint32_t q = b.Activation(p + "q", d), k = b.Activation(p + "k", d),
-                   v = b.Activation(p + "v", d);
-    b.MatMul(h, q, lw.self.q, lw.self.q_bias);
-    b.MatMul(h, k, lw.self.k, lw.self.k_bias);
-    b.MatMul(h, v, lw.self.v, lw.self.v_bias);
+    uint32_t q, k, v;
+    SelfAttentionInputs(b, p, "self_norm", x, d, lw.self, &q, &k, &v);
     b.KvStore(l, k, v);
     const uint32_t attn = b.Activation(p + "self_attn", d);
     b.Attention(l, q, attn, dec.n_heads, dec.n_heads, head_dim, scale, 0);
-    const uint32_t after_self = b.Activation(p + "after_self", d);
-    b.MatMul(attn, after_self, lw.self.o, lw.self.o_bias);
-    b.Add(x, after_self, after_self);
+    const uint32_t after_self = AttentionOutput(b, p + "after_self", attn, x, d, lw.self);
     const uint32_t hc = b.Activation(p + "cross_norm", d);
     b.LayerNorm(after_self, hc, lw.cross.norm, lw.cross.norm_bias, kWhisperLayerNormEps);
     const uint32_t qc = b.Activation(p + "cross_q", d);
     b.MatMul(hc, qc, lw.cross.q, lw.cross.q_bias);
     const uint32_t cross = b.Activation(p + "cross_attn", d);
     b.CrossAttention(dec.n_layers + l, qc, cross, dec.n_heads, dec.n_heads, head_dim, scale);
-    const uint32_t after_cross = b.Activation(p + "after_cross", d);
-    b.MatMul(cross, after_cross, lw.cross.o, lw.cross.o_bias);
-    b.Add(after_self, after_cross, after_cross);
-    x = FeedForward(b, p, after_cross, d, dec.ffn, lw.ffn_norm, lw.ffn_norm_bias, lw.up, lw.up_bias,
-                    lw.down, lw.down_bias);
+    const uint32_t after_cross =
+        AttentionOutput(b, p + "after_cross", cross, after_self, d, lw.cross);
+    x = FeedForward(b, p, after_cross, d, dec.ffn, lw.ffn);
   }
   const uint32_t final_x = b.Activation("final_norm", d);
   b.LayerNorm(x, final_x, w.final_norm, w.final_norm_bias, kWhisperLayerNormEps);

@@ -20,9 +20,17 @@ struct WhisperShape {
 };
 
 // Tensor ids; a bias may be PlanBuilder::kNone (Hugging Face's k_proj has none).
+// An attention block: its pre-LayerNorm and the q, k, v and output projections.
+struct WhisperAttentionWeights {
+  uint32_t norm, norm_bias, q, q_bias, k, k_bias, v, v_bias, o, o_bias;
+};
+// A feed-forward block: its pre-LayerNorm, fc1 (up) and fc2 (down).
+struct WhisperFeedForwardWeights {
+  uint32_t norm, norm_bias, up, up_bias, down, down_bias;
+};
 struct WhisperEncoderLayerWeights {
-  uint32_t attn_norm, attn_norm_bias, q, q_bias, k, k_bias, v, v_bias, o, o_bias;
-  uint32_t ffn_norm, ffn_norm_bias, up, up_bias, down, down_bias;
+  WhisperAttentionWeights attn;
+  WhisperFeedForwardWeights ffn;
 };
 struct WhisperEncoderWeights {
   uint32_t conv1, conv1_bias, conv2, conv2_bias, positions, final_norm, final_norm_bias;
@@ -34,12 +42,9 @@ struct WhisperEncoderWeights {
 struct WhisperDecoderShape {
   uint32_t n_layers = 0, n_heads = 0, ffn = 0, n_text_positions = 0;
 };
-struct WhisperAttentionWeights {
-  uint32_t norm, norm_bias, q, q_bias, k, k_bias, v, v_bias, o, o_bias;
-};
 struct WhisperDecoderLayerWeights {
   WhisperAttentionWeights self, cross;
-  uint32_t ffn_norm, ffn_norm_bias, up, up_bias, down, down_bias;
+  WhisperFeedForwardWeights ffn;
 };
 struct WhisperDecoderWeights {
   uint32_t embeddings, positions, final_norm, final_norm_bias;

@@ -122,6 +122,26 @@ class WhisperReader {
     return Vector(name + "/bias", rows, bias);
   }
 
+  // A self-attention block under `prefix` (".../self_attention/"): layer_norm, the fused q, k, v
+  // projection linear_0 and the output projection linear_1.
+  Status SelfAttention(const std::string& prefix, uint32_t d, WhisperAttentionWeights* a) {
+    uint32_t qkv[3], qkv_bias[3];
+    KES_RETURN_IF_ERROR(Norm(prefix + "layer_norm", d, &a->norm, &a->norm_bias));
+    KES_RETURN_IF_ERROR(FusedSplit(prefix + "linear_0", d, {"q", "k", "v"}, qkv, qkv_bias));
+    a->q = qkv[0], a->k = qkv[1], a->v = qkv[2];
+    a->q_bias = qkv_bias[0], a->k_bias = qkv_bias[1], a->v_bias = qkv_bias[2];
+    return Linear(prefix + "linear_1", d, d, &a->o, &a->o_bias);
+  }
+
+  // A feed-forward block under `prefix` (".../ffn/"): layer_norm, linear_0 [ffn, d] and
+  // linear_1 [d, ffn].
+  Status FeedForward(const std::string& prefix, uint32_t d, uint32_t ffn,
+                     WhisperFeedForwardWeights* f) {
+    KES_RETURN_IF_ERROR(Norm(prefix + "layer_norm", d, &f->norm, &f->norm_bias));
+    KES_RETURN_IF_ERROR(Linear(prefix + "linear_0", ffn, d, &f->up, &f->up_bias));
+    return Linear(prefix + "linear_1", d, ffn, &f->down, &f->down_bias);
+  }
+
  private:
   const File& file_;
   const ConvertOptions& options_;
@@ -165,23 +185,15 @@ Status ReadDecoder(const File& file, WhisperReader& r, const WhisperShape& shape
   for (uint32_t l = 0; l < dec.n_layers; ++l) {
     const std::string p = "decoder/layer_" + std::to_string(l) + "/";
     WhisperDecoderLayerWeights& lw = w.layers[l];
-    uint32_t qkv[3], qkv_bias[3], kv[2], kv_bias[2];
-    KES_RETURN_IF_ERROR(
-        r.Norm(p + "self_attention/layer_norm", d, &lw.self.norm, &lw.self.norm_bias));
-    KES_RETURN_IF_ERROR(
-        r.FusedSplit(p + "self_attention/linear_0", d, {"q", "k", "v"}, qkv, qkv_bias));
-    lw.self.q = qkv[0], lw.self.k = qkv[1], lw.self.v = qkv[2];
-    lw.self.q_bias = qkv_bias[0], lw.self.k_bias = qkv_bias[1], lw.self.v_bias = qkv_bias[2];
-    KES_RETURN_IF_ERROR(r.Linear(p + "self_attention/linear_1", d, d, &lw.self.o, &lw.self.o_bias));
+    uint32_t kv[2], kv_bias[2];
+    KES_RETURN_IF_ERROR(r.SelfAttention(p + "self_attention/", d, &lw.self));
     KES_RETURN_IF_ERROR(r.Norm(p + "attention/layer_norm", d, &lw.cross.norm, &lw.cross.norm_bias));
     KES_RETURN_IF_ERROR(r.Linear(p + "attention/linear_0", d, d, &lw.cross.q, &lw.cross.q_bias));
     KES_RETURN_IF_ERROR(r.FusedSplit(p + "attention/linear_1", d, {"k", "v"}, kv, kv_bias));
     lw.cross.k = kv[0], lw.cross.v = kv[1], lw.cross.k_bias = kv_bias[0],
     lw.cross.v_bias = kv_bias[1];
     KES_RETURN_IF_ERROR(r.Linear(p + "attention/linear_2", d, d, &lw.cross.o, &lw.cross.o_bias));
-    KES_RETURN_IF_ERROR(r.Norm(p + "ffn/layer_norm", d, &lw.ffn_norm, &lw.ffn_norm_bias));
-    KES_RETURN_IF_ERROR(r.Linear(p + "ffn/linear_0", dec.ffn, d, &lw.up, &lw.up_bias));
-    KES_RETURN_IF_ERROR(r.Linear(p + "ffn/linear_1", d, dec.ffn, &lw.down, &lw.down_bias));
+    KES_RETURN_IF_ERROR(r.FeedForward(p + "ffn/", d, dec.ffn, &lw.ffn));
   }
   KES_RETURN_IF_ERROR(r.Norm("decoder/layer_norm", d, &w.final_norm, &w.final_norm_bias));
   BuildWhisperDecoder(shape, dec, w, out);
@@ -244,17 +256,8 @@ Status ConvertWhisper(const std::string& folder, const File& file, const Convert
   for (uint32_t l = 0; l < shape.n_layers; ++l) {
     const std::string p = "encoder/layer_" + std::to_string(l) + "/";
     WhisperEncoderLayerWeights& lw = w.layers[l];
-    uint32_t qkv[3], qkv_bias[3];
-    KES_RETURN_IF_ERROR(
-        r.Norm(p + "self_attention/layer_norm", d, &lw.attn_norm, &lw.attn_norm_bias));
-    KES_RETURN_IF_ERROR(
-        r.FusedSplit(p + "self_attention/linear_0", d, {"q", "k", "v"}, qkv, qkv_bias));
-    lw.q = qkv[0], lw.k = qkv[1], lw.v = qkv[2];
-    lw.q_bias = qkv_bias[0], lw.k_bias = qkv_bias[1], lw.v_bias = qkv_bias[2];
-    KES_RETURN_IF_ERROR(r.Linear(p + "self_attention/linear_1", d, d, &lw.o, &lw.o_bias));
-    KES_RETURN_IF_ERROR(r.Norm(p + "ffn/layer_norm", d, &lw.ffn_norm, &lw.ffn_norm_bias));
-    KES_RETURN_IF_ERROR(r.Linear(p + "ffn/linear_0", ffn, d, &lw.up, &lw.up_bias));
-    KES_RETURN_IF_ERROR(r.Linear(p + "ffn/linear_1", d, ffn, &lw.down, &lw.down_bias));
+    KES_RETURN_IF_ERROR(r.SelfAttention(p + "self_attention/", d, &lw.attn));
+    KES_RETURN_IF_ERROR(r.FeedForward(p + "ffn/", d, ffn, &lw.ffn));
   }
   KES_RETURN_IF_ERROR(r.Norm("encoder/layer_norm", d, &w.final_norm, &w.final_norm_bias));
 

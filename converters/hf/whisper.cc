@@ -58,6 +58,31 @@ Status ConvertWhisperCheckpoint(const HfCheckpoint& ckpt, const ConvertOptions& 
                                      {d, uint64_t{kWhisperConvKernel} * in_channels}, out, weight));
     return vector(name + ".bias", d, bias);
   };
+  // An attention block under `p` (its projections) with the LayerNorm `norm`: the encoder's and
+  // the decoder's self-attention and the decoder's cross-attention.
+  const auto attention = [&](const std::string& p, const std::string& norm,
+                             WhisperAttentionWeights* a) -> Status {
+    KES_RETURN_IF_ERROR(vector(norm + ".weight", d, &a->norm));
+    KES_RETURN_IF_ERROR(vector(norm + ".bias", d, &a->norm_bias));
+    KES_RETURN_IF_ERROR(matrix(p + ".q_proj.weight", d, d, &a->q));
+    KES_RETURN_IF_ERROR(vector(p + ".q_proj.bias", d, &a->q_bias));
+    KES_RETURN_IF_ERROR(matrix(p + ".k_proj.weight", d, d, &a->k));
+    a->k_bias = PlanBuilder::kNone;  // Whisper's keys have no bias
+    KES_RETURN_IF_ERROR(matrix(p + ".v_proj.weight", d, d, &a->v));
+    KES_RETURN_IF_ERROR(vector(p + ".v_proj.bias", d, &a->v_bias));
+    KES_RETURN_IF_ERROR(matrix(p + ".out_proj.weight", d, d, &a->o));
+    return vector(p + ".out_proj.bias", d, &a->o_bias);
+  };
+  // The feed-forward block of layer prefix `p` (final_layer_norm, fc1 [n, d], fc2 [d, n]).
+  const auto feed_forward = [&](const std::string& p, uint32_t n,
+                                WhisperFeedForwardWeights* f) -> Status {
+    KES_RETURN_IF_ERROR(vector(p + "final_layer_norm.weight", d, &f->norm));
+    KES_RETURN_IF_ERROR(vector(p + "final_layer_norm.bias", d, &f->norm_bias));
+    KES_RETURN_IF_ERROR(matrix(p + "fc1.weight", n, d, &f->up));
+    KES_RETURN_IF_ERROR(vector(p + "fc1.bias", n, &f->up_bias));
+    KES_RETURN_IF_ERROR(matrix(p + "fc2.weight", d, n, &f->down));
+    return vector(p + "fc2.bias", d, &f->down_bias);
+  };
 
   WhisperEncoderWeights w;
   KES_RETURN_IF_ERROR(convolution("conv1", shape.n_mels, &w.conv1, &w.conv1_bias));
@@ -68,22 +93,8 @@ Status ConvertWhisperCheckpoint(const HfCheckpoint& ckpt, const ConvertOptions& 
   for (uint32_t l = 0; l < shape.n_layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
     WhisperEncoderLayerWeights& lw = w.layers[l];
-    KES_RETURN_IF_ERROR(vector(p + "self_attn_layer_norm.weight", d, &lw.attn_norm));
-    KES_RETURN_IF_ERROR(vector(p + "self_attn_layer_norm.bias", d, &lw.attn_norm_bias));
-    KES_RETURN_IF_ERROR(matrix(p + "self_attn.q_proj.weight", d, d, &lw.q));
-    KES_RETURN_IF_ERROR(vector(p + "self_attn.q_proj.bias", d, &lw.q_bias));
-    KES_RETURN_IF_ERROR(matrix(p + "self_attn.k_proj.weight", d, d, &lw.k));
-    lw.k_bias = PlanBuilder::kNone;  // Whisper's keys have no bias
-    KES_RETURN_IF_ERROR(matrix(p + "self_attn.v_proj.weight", d, d, &lw.v));
-    KES_RETURN_IF_ERROR(vector(p + "self_attn.v_proj.bias", d, &lw.v_bias));
-    KES_RETURN_IF_ERROR(matrix(p + "self_attn.out_proj.weight", d, d, &lw.o));
-    KES_RETURN_IF_ERROR(vector(p + "self_attn.out_proj.bias", d, &lw.o_bias));
-    KES_RETURN_IF_ERROR(vector(p + "final_layer_norm.weight", d, &lw.ffn_norm));
-    KES_RETURN_IF_ERROR(vector(p + "final_layer_norm.bias", d, &lw.ffn_norm_bias));
-    KES_RETURN_IF_ERROR(matrix(p + "fc1.weight", ffn, d, &lw.up));
-    KES_RETURN_IF_ERROR(vector(p + "fc1.bias", ffn, &lw.up_bias));
-    KES_RETURN_IF_ERROR(matrix(p + "fc2.weight", d, ffn, &lw.down));
-    KES_RETURN_IF_ERROR(vector(p + "fc2.bias", d, &lw.down_bias));
+    KES_RETURN_IF_ERROR(attention(p + "self_attn", p + "self_attn_layer_norm", &lw.attn));
+    KES_RETURN_IF_ERROR(feed_forward(p, ffn, &lw.ffn));
   }
   KES_RETURN_IF_ERROR(vector("layer_norm.weight", d, &w.final_norm));
   KES_RETURN_IF_ERROR(vector("layer_norm.bias", d, &w.final_norm_bias));
@@ -108,31 +119,13 @@ Status ConvertWhisperCheckpoint(const HfCheckpoint& ckpt, const ConvertOptions& 
     KES_RETURN_IF_ERROR(matrix("embed_tokens.weight", shape.vocab, d, &dw.embeddings));
     KES_RETURN_IF_ERROR(ckpt.Import(prefix + "embed_positions.weight", fb::DType::F32,
                                     {dec.n_text_positions, d}, out, &dw.positions));
-    const auto attention = [&](const std::string& p, const std::string& norm,
-                               WhisperAttentionWeights* a) -> Status {
-      KES_RETURN_IF_ERROR(vector(norm + ".weight", d, &a->norm));
-      KES_RETURN_IF_ERROR(vector(norm + ".bias", d, &a->norm_bias));
-      KES_RETURN_IF_ERROR(matrix(p + ".q_proj.weight", d, d, &a->q));
-      KES_RETURN_IF_ERROR(vector(p + ".q_proj.bias", d, &a->q_bias));
-      KES_RETURN_IF_ERROR(matrix(p + ".k_proj.weight", d, d, &a->k));
-      a->k_bias = PlanBuilder::kNone;
-      KES_RETURN_IF_ERROR(matrix(p + ".v_proj.weight", d, d, &a->v));
-      KES_RETURN_IF_ERROR(vector(p + ".v_proj.bias", d, &a->v_bias));
-      KES_RETURN_IF_ERROR(matrix(p + ".out_proj.weight", d, d, &a->o));
-      return vector(p + ".out_proj.bias", d, &a->o_bias);
-    };
     dw.layers.resize(dec.n_layers);
     for (uint32_t l = 0; l < dec.n_layers; ++l) {
       const std::string p = "layers." + std::to_string(l) + ".";
       WhisperDecoderLayerWeights& lw = dw.layers[l];
       KES_RETURN_IF_ERROR(attention(p + "self_attn", p + "self_attn_layer_norm", &lw.self));
       KES_RETURN_IF_ERROR(attention(p + "encoder_attn", p + "encoder_attn_layer_norm", &lw.cross));
-      KES_RETURN_IF_ERROR(vector(p + "final_layer_norm.weight", d, &lw.ffn_norm));
-      KES_RETURN_IF_ERROR(vector(p + "final_layer_norm.bias", d, &lw.ffn_norm_bias));
-      KES_RETURN_IF_ERROR(matrix(p + "fc1.weight", dec.ffn, d, &lw.up));
-      KES_RETURN_IF_ERROR(vector(p + "fc1.bias", dec.ffn, &lw.up_bias));
-      KES_RETURN_IF_ERROR(matrix(p + "fc2.weight", d, dec.ffn, &lw.down));
-      KES_RETURN_IF_ERROR(vector(p + "fc2.bias", d, &lw.down_bias));
+      KES_RETURN_IF_ERROR(feed_forward(p, dec.ffn, &lw.ffn));
     }
     KES_RETURN_IF_ERROR(vector("layer_norm.weight", d, &dw.final_norm));
     KES_RETURN_IF_ERROR(vector("layer_norm.bias", d, &dw.final_norm_bias));
