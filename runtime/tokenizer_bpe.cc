@@ -14,6 +14,7 @@
 // Decoding maps the alphabet back to bytes.
 #include <algorithm>
 
+#include "runtime/symbol_merge.h"
 #include "runtime/tokenizer.h"
 
 namespace kestrel {
@@ -225,13 +226,8 @@ Status Tokenizer::EncodeBpeWord(std::string_view word, BpeScratch* scratch,
         right.id != top.right_id) {
       continue;
     }
-    left.length += right.length;
-    left.id = top.result;
-    right.length = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = top.left;
-    try_pair(left.prev, top.left);
-    try_pair(top.left, left.next);
+    left.id = top.result;  // before JoinSymbols: its new pairs look their merges up by id
+    JoinSymbols(symbols, top.left, top.right, try_pair);
   }
 
   for (int32_t i = 0; i != -1; i = symbols[i].next) {

@@ -3,6 +3,7 @@
 #include <limits>
 #include <queue>
 
+#include "runtime/symbol_merge.h"
 #include "runtime/tokenizer.h"
 
 namespace kestrel {
@@ -76,12 +77,7 @@ Status Tokenizer::EncodeSpm(std::string_view fragment, bool space_prefix,
     if (left.length == 0 || right.length == 0 || left.length + right.length != top.length) {
       continue;
     }
-    left.length += right.length;
-    right.length = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = top.left;
-    try_pair(left.prev, top.left);
-    try_pair(top.left, left.next);
+    JoinSymbols(symbols, top.left, top.right, try_pair);
   }
 
   for (int32_t i = 0; i != -1; i = symbols[i].next) {
