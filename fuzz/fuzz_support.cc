@@ -71,12 +71,21 @@ void RunDecoder(const Model& model, uint32_t variant) {
   (void)session->Decode(0);
 }
 
-void RunEncoder(const Model& model, uint32_t variant) {
-  if (PlanEncoderMemory(model).arena_bytes > kMaxArenaBytes) return;
+// The text or audio encoder (EncoderT) of `model` with the variant's threads; null when its arena
+// passes the fuzzers' bound or Create refuses the model.
+template <class EncoderT>
+std::unique_ptr<EncoderT> CreateEncoder(const Model& model, uint32_t variant) {
+  if (PlanEncoderMemory(model).arena_bytes > kMaxArenaBytes) return nullptr;
   EncoderOptions options;
   options.n_threads = ThreadsFor(variant);
-  std::unique_ptr<Encoder> encoder;
-  if (!Encoder::Create(model, options, &encoder).ok()) return;
+  std::unique_ptr<EncoderT> encoder;
+  if (!EncoderT::Create(model, options, &encoder).ok()) return nullptr;
+  return encoder;
+}
+
+void RunEncoder(const Model& model, uint32_t variant) {
+  const std::unique_ptr<Encoder> encoder = CreateEncoder<Encoder>(model, variant);
+  if (!encoder) return;
   std::vector<int32_t> a, b;
   if (!encoder->Tokenize("a short text", &a).ok() || !encoder->Tokenize("x", &b).ok()) return;
   const int32_t* ids[2] = {a.data(), b.data()};
@@ -86,11 +95,8 @@ void RunEncoder(const Model& model, uint32_t variant) {
 }
 
 void RunAudioEncoder(const Model& model, uint32_t variant) {
-  if (PlanEncoderMemory(model).arena_bytes > kMaxArenaBytes) return;
-  AudioEncoderOptions options;
-  options.n_threads = ThreadsFor(variant);
-  std::unique_ptr<AudioEncoder> encoder;
-  if (!AudioEncoder::Create(model, options, &encoder).ok()) return;
+  const std::unique_ptr<AudioEncoder> encoder = CreateEncoder<AudioEncoder>(model, variant);
+  if (!encoder) return;
   // Its buffers lie in the bounded arena, so these do too.
   std::vector<float> mel(encoder->n_mels() * encoder->n_frames());
   for (size_t i = 0; i < mel.size(); ++i) mel[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
