@@ -29,19 +29,11 @@ namespace kestrel {
 namespace {
 
 constexpr char kArch[] = "smollm3";
-constexpr char kMaker[] = "make_tiny_llama.py";
-using SmolLm3Test = test::LlamaCppArchTest<kArch, kMaker>;
+using SmolLm3Test = test::LlamaCppArchTest<kArch>;
 
-TEST_F(SmolLm3Test, LogitsMatchLlamaCpp) {
-  const std::unique_ptr<Model> model = OpenFixtureF32();
-  ASSERT_NE(model, nullptr);
-  // The heads do not split d_model: Q is [64 -> 4 * 32], attn_output [4 * 32 -> 64].
-  EXPECT_EQ(model->hparams().d_model(), 64u);
-  EXPECT_EQ(model->hparams().n_heads(), 4u);
-  EXPECT_EQ(model->hparams().head_dim(), 32u);
-  // The tokenizer: the llama-bpe pre-tokenizer, ChatML control tokens parsed.
-  ExpectMatchesLlamaCpp(*model);
-}
+// The heads do not split d_model. The tokenizer: the llama-bpe pre-tokenizer, ChatML control
+// tokens parsed.
+TEST_F(SmolLm3Test, LogitsMatchLlamaCpp) { ExpectFixtureMatchesLlamaCpp({64, 4, 32}); }
 
 // The plans rotate the keys (and queries) of every layer but 3 and 7: what the logits test
 // checks through numbers, checked here per layer, in each decoder plan.

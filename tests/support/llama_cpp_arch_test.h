@@ -24,9 +24,12 @@
 
 namespace kestrel::test {
 
+// The tests/py script that writes most architectures' tiny models (--arch picks the family).
+inline constexpr char kTinyLlamaMaker[] = "make_tiny_llama.py";
+
 // kArch names the fixture file and the scratch files; kMaker is the tests/py script that writes
 // the tiny model (with the fixture's own arguments).
-template <const char* kArch, const char* kMaker>
+template <const char* kArch, const char* kMaker = kTinyLlamaMaker>
 class LlamaCppArchTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -66,6 +69,19 @@ class LlamaCppArchTest : public ::testing::Test {
     ASSERT_NE(model, nullptr);
     ExpectMatchesLlamaCpp(*model);
   }
+  // The heads of a model whose heads do not split d_model (Q is [d_model -> n_heads * head_dim],
+  // attn_output back): checked before the logits, which would hide a wrong split.
+  struct Heads {
+    uint32_t d_model, n_heads, head_dim;
+  };
+  static void ExpectFixtureMatchesLlamaCpp(const Heads& heads) {
+    const std::unique_ptr<Model> model = OpenFixtureF32();
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(model->hparams().d_model(), heads.d_model);
+    EXPECT_EQ(model->hparams().n_heads(), heads.n_heads);
+    EXPECT_EQ(model->hparams().head_dim(), heads.head_dim);
+    ExpectMatchesLlamaCpp(*model);
+  }
   static void ExpectFixturePrefillAndDecodeMatchLlamaCpp() {
     const std::unique_ptr<Model> model = OpenFixtureF32();
     ASSERT_NE(model, nullptr);
@@ -79,7 +95,7 @@ class LlamaCppArchTest : public ::testing::Test {
     ASSERT_EQ(Fnv1a64(ReadBytes(gguf_)), f.gguf_hash)
         << maker << " " << f.make_args << " no longer writes the GGUF the fixture was recorded "
         << "from; record it again with tests/py/record_llama_cpp_logits.py"
-        << (maker == "make_tiny_llama.py" ? "" : " --maker " + maker);
+        << (maker == kTinyLlamaMaker ? "" : " --maker " + maker);
     std::vector<int32_t> ids;
     ASSERT_TRUE(model.tokenizer().Encode(f.text, false, true, &ids).ok());
     ASSERT_EQ(ids.size(), f.text_tokens);
@@ -134,9 +150,7 @@ class LlamaCppArchTest : public ::testing::Test {
   // llama.cpp's logits for the unedited file: what a test asserts when a key must matter.
   static void ScoreEdited(const std::string& edit, LogitAgreement* out) {
     const std::string edited = ScratchPath(std::string(kArch) + "-edited.gguf");
-    ASSERT_EQ(RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                             "/tests/py/edit_gguf.py " + gguf_ + " " + edited + " " + edit),
-              "");
+    ASSERT_EQ(EditFixtureGguf(edit, edited), "");
     std::unique_ptr<Model> model;
     OpenF32(edited, &model);
     std::remove(edited.c_str());
@@ -144,6 +158,31 @@ class LlamaCppArchTest : public ::testing::Test {
     std::vector<float> ours;
     ASSERT_EQ(ScoreAll(*model, fixture_.tokens, 2, 512, &ours), "");
     *out = CompareWithLlamaCpp(fixture_, ours, 0, fixture_.n_tokens);
+  }
+
+  // The fixture's GGUF edited with `edit` (as ScoreEdited takes it) into scratch files named
+  // after `stem`: the converter must refuse it (exit code 1), name each of `messages` in its
+  // errors, and write no model.
+  static void ExpectEditRefused(const std::string& stem, const std::string& edit,
+                                std::initializer_list<std::string> messages) {
+    ASSERT_EQ(error_, "");
+    const std::string edited = ScratchPath(stem + ".gguf");
+    const std::string out = ScratchPath(stem + ".kes");
+    ASSERT_EQ(EditFixtureGguf(edit, edited), "");
+    const ProcessResult r = Convert({edited, out});
+    std::remove(edited.c_str());
+    ASSERT_TRUE(r.exited && r.exit_code == 1) << Describe(r);
+    for (const std::string& message : messages) {
+      EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+    }
+    EXPECT_FALSE(Exists(out));
+  }
+
+  // The fixture's GGUF edited by tests/py/edit_gguf.py with `edit`, written to `edited`; "" or
+  // what failed.
+  static std::string EditFixtureGguf(const std::string& edit, const std::string& edited) {
+    return RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                          "/tests/py/edit_gguf.py " + gguf_ + " " + edited + " " + edit);
   }
 
   // Each edit (as ScoreEdited takes it) must move the logits well away from llama.cpp's for the
