@@ -40,6 +40,7 @@
 #include "runtime/model.h"
 #include "runtime/session.h"
 #include "tests/support/test_support.h"
+#include "tests/support/tiny_model_test.h"
 
 namespace kestrel {
 namespace {
@@ -173,16 +174,8 @@ bool Exercise(const Model& model, size_t threads) {
 }
 
 // ---------------------------------------------------------------------------------------------
-class TinyModelTest : public ::testing::Test {
+class TinyModelTest : public TinyModelSuite {
  protected:
-  static void SetUpTestSuite() {
-    if (tiny_ == nullptr) {
-      tiny_ = new TinyModel();
-      setup_error_ = new std::string(MakeTinyModel(tiny_));
-    }
-  }
-  void SetUp() override { ASSERT_TRUE(setup_error_->empty()) << *setup_error_; }
-
   const std::string& kes() const { return tiny_->kes; }
   const std::vector<uint8_t>& bytes() const { return tiny_->bytes; }
   std::unique_ptr<Model> OpenTiny() const {
@@ -191,12 +184,7 @@ class TinyModelTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.message();
     return model;
   }
-
-  static TinyModel* tiny_;
-  static std::string* setup_error_;
 };
-TinyModel* TinyModelTest::tiny_ = nullptr;
-std::string* TinyModelTest::setup_error_ = nullptr;
 
 // ---------------------------------------------------------------------------------------------
 // The tiny model itself works: generator, converter, inspect and run, for every weight dtype.
@@ -563,6 +551,11 @@ uint32_t BufferId(fb::PlanT& p, const std::string& name) {
   ADD_FAILURE() << "no buffer " << name;
   return 0;
 }
+// The buffer called `name` in the decode plan.
+fb::BufferT& DecodeBuffer(fb::ModelT& m, const std::string& name) {
+  fb::PlanT& plan = Plan(m, "decode");
+  return *plan.buffers[BufferId(plan, name)];
+}
 
 enum class Writer { kWriteKes, kRaw, kRawKeepWeightsOffset };
 
@@ -678,10 +671,7 @@ const std::vector<Corruption>& Corruptions() {
       // An f32 matmul fed quantized activations.
       {"MatMulInputQuantized",
        Writer::kWriteKes,
-       [](fb::ModelT& m) {
-         auto& plan = Plan(m, "decode");
-         plan.buffers[BufferId(plan, "blk.0.attn_in")]->dtype = fb::DType::Q8_ACT;
-       },
+       [](fb::ModelT& m) { DecodeBuffer(m, "blk.0.attn_in").dtype = fb::DType::Q8_ACT; },
        {"blk.0.attn_in", "expected dtype f32, found q8-activations"}},
       {"TensorDtypeUnknown",
        Writer::kWriteKes,
@@ -697,17 +687,11 @@ const std::vector<Corruption>& Corruptions() {
        {"RmsNorm", "gamma", "expected f32 [64], found f16"}},
       {"ActivationDtypeI32",
        Writer::kWriteKes,
-       [](fb::ModelT& m) {
-         auto& plan = Plan(m, "decode");
-         plan.buffers[BufferId(plan, "blk.0.q")]->dtype = fb::DType::I32;
-       },
+       [](fb::ModelT& m) { DecodeBuffer(m, "blk.0.q").dtype = fb::DType::I32; },
        {"blk.0.q", "expected dtype f32, found i32"}},
       {"BufferDtypeUnknown",
        Writer::kWriteKes,
-       [](fb::ModelT& m) {
-         auto& plan = Plan(m, "decode");
-         plan.buffers[BufferId(plan, "blk.0.q")]->dtype = static_cast<fb::DType>(200);
-       },
+       [](fb::ModelT& m) { DecodeBuffer(m, "blk.0.q").dtype = static_cast<fb::DType>(200); },
        {"buffer", "expected dtype f32, i32 or q8-activations", "found code 200"}},
       {"KvCacheDtype",
        Writer::kWriteKes,

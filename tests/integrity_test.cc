@@ -27,6 +27,7 @@
 #include "runtime/model.h"
 #include "runtime/weights_checksum.h"
 #include "tests/support/test_support.h"
+#include "tests/support/tiny_model_test.h"
 #include "tools/progress.h"
 
 extern char** environ;
@@ -36,23 +37,10 @@ namespace {
 
 using namespace test;  // NOLINT: the shared test helpers
 
-class IntegrityTest : public ::testing::Test {
+class IntegrityTest : public TinyModelSuite {
  protected:
-  static void SetUpTestSuite() {
-    if (tiny_ == nullptr) {
-      tiny_ = new TinyModel();
-      setup_error_ = new std::string(MakeTinyModel(tiny_));
-    }
-  }
-  void SetUp() override { ASSERT_TRUE(setup_error_->empty()) << *setup_error_; }
-
   static const fb::Model& Meta() { return *fb::GetModel(tiny_->bytes.data() + kKesPreambleBytes); }
-
-  static TinyModel* tiny_;
-  static std::string* setup_error_;
 };
-TinyModel* IntegrityTest::tiny_ = nullptr;
-std::string* IntegrityTest::setup_error_ = nullptr;
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

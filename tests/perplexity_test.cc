@@ -19,6 +19,7 @@
 #include "runtime/model.h"
 #include "runtime/session.h"
 #include "tests/support/test_support.h"
+#include "tests/support/tiny_model_test.h"
 
 namespace kestrel {
 namespace {
@@ -79,6 +80,23 @@ struct ScoredRow {
   int32_t next = 0;
 };
 
+// log(sum(exp(row))) over the vocabulary, in double, shifted by the row's maximum so that exp
+// cannot overflow: what turns a row of logits into log-probabilities.
+double LogSumExp(const float* row, size_t vocab) {
+  double max = row[0], sum = 0;
+  for (size_t v = 0; v < vocab; ++v) max = std::max<double>(max, row[v]);
+  for (size_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
+  return max + std::log(sum);
+}
+
+// A session of `options` on `model`; null, the failure reported, when it cannot be made.
+std::unique_ptr<Session> CreateSession(const Model& model, const SessionOptions& options) {
+  std::unique_ptr<Session> session;
+  const Status s = Session::Create(model, options, &session);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return session;
+}
+
 // The rows llama.cpp's protocol scores, recomputed independently: one Score call per chunk.
 std::vector<ScoredRow> ScoreRows(const Model& model, const std::string& text, size_t ctx,
                                  size_t max_chunks, size_t* n_chunks,
@@ -92,9 +110,7 @@ std::vector<ScoredRow> ScoreRows(const Model& model, const std::string& text, si
   SessionOptions options;
   options.context_length = ctx;
   options.kv.type = kv_type;
-  std::unique_ptr<Session> session;
-  Status s = Session::Create(model, options, &session);
-  EXPECT_TRUE(s.ok()) << s.message();
+  const std::unique_ptr<Session> session = CreateSession(model, options);
   if (!session) return rows;
   const size_t vocab = model.vocab_size();
   std::vector<float> logits(ctx * vocab);
@@ -102,15 +118,13 @@ std::vector<ScoredRow> ScoreRows(const Model& model, const std::string& text, si
     std::vector<int32_t> chunk(tokens.begin() + c * ctx, tokens.begin() + (c + 1) * ctx);
     chunk[0] = tokenizer.config().bos_id;
     session->Reset();
-    s = session->Score(chunk.data(), ctx, logits.data());
+    const Status s = session->Score(chunk.data(), ctx, logits.data());
     EXPECT_TRUE(s.ok()) << s.message();
     for (size_t j = ctx / 2; j + 1 < ctx; ++j) {
       const float* row = logits.data() + j * vocab;
-      double max = row[0], sum = 0;
-      for (size_t v = 0; v < vocab; ++v) max = std::max<double>(max, row[v]);
-      for (size_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
+      const double log_sum = LogSumExp(row, vocab);
       ScoredRow r{std::vector<double>(row, row + vocab), chunk[j + 1]};
-      for (double& x : r.log_p) x -= max + std::log(sum);
+      for (double& x : r.log_p) x -= log_sum;
       rows.push_back(std::move(r));
     }
   }
@@ -156,32 +170,23 @@ Expected RecomputeStreamed(const Model& model, const std::string& text, size_t c
   SessionOptions options;
   options.context_length = ctx;
   options.kv.sinks = sinks;
-  std::unique_ptr<Session> session;
-  Status s = Session::Create(model, options, &session);
-  EXPECT_TRUE(s.ok()) << s.message();
+  const std::unique_ptr<Session> session = CreateSession(model, options);
   std::vector<float> logits(n * vocab);
-  if (session) s = session->Score(tokens.data(), n, logits.data());
-  EXPECT_TRUE(s.ok()) << s.message();
+  if (session) {
+    const Status s = session->Score(tokens.data(), n, logits.data());
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
   std::vector<double> nlls;
   for (size_t j = 0; j + 1 < n; ++j) {
     if (j % ctx < ctx / 2 || j % ctx == ctx - 1) continue;
     const float* row = logits.data() + j * vocab;
-    double max = row[0], sum = 0;
-    for (size_t v = 0; v < vocab; ++v) max = std::max<double>(max, row[v]);
-    for (size_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
-    nlls.push_back(max + std::log(sum) - row[tokens[j + 1]]);
+    nlls.push_back(LogSumExp(row, vocab) - row[tokens[j + 1]]);
   }
   return FromNlls(nlls, chunks);
 }
 
-class PerplexityTest : public ::testing::Test {
+class PerplexityTest : public TinyModelSuite {
  protected:
-  static void SetUpTestSuite() {
-    if (tiny_ == nullptr) {
-      tiny_ = new TinyModel();
-      setup_error_ = new std::string(MakeTinyModel(tiny_));
-    }
-  }
   void SetUp() override {
     ASSERT_TRUE(setup_error_->empty()) << *setup_error_;
     text_path_ = ScratchPath("perplexity-text.txt");
@@ -192,12 +197,8 @@ class PerplexityTest : public ::testing::Test {
 
   const std::string& kes() const { return tiny_->kes; }
 
-  static TinyModel* tiny_;
-  static std::string* setup_error_;
   std::string text_path_;
 };
-TinyModel* PerplexityTest::tiny_ = nullptr;
-std::string* PerplexityTest::setup_error_ = nullptr;
 
 TEST_F(PerplexityTest, MatchesLlamaCppProtocolRecomputedFromScoreLogits) {
   std::unique_ptr<Model> model;
