@@ -4,9 +4,7 @@
 // is written; a KL-divergence base is never written over the text, the model or a file that is
 // not a base; a failed write to stdout is an error exit; SIGINT/SIGTERM leave no temporary.
 #include <dirent.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,8 +20,6 @@
 
 #include "tests/support/test_support.h"
 
-extern char** environ;
-
 namespace kestrel {
 namespace {
 
@@ -38,23 +34,10 @@ struct Child {
 
 Child Start(const std::vector<std::string>& program_args, const std::string& out_path,
             const std::string& err_path) {
-  std::vector<std::string> args = EmulatorCommand();
-  args.insert(args.end(), program_args.begin(), program_args.end());
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
   Child child{-1, out_path, err_path};
-  if (posix_spawnp(&child.pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) {
+  if (!StartProcess(program_args, "/dev/null", out_path, err_path, &child.pid, nullptr)) {
     child.pid = -1;
   }
-  posix_spawn_file_actions_destroy(&actions);
   return child;
 }
 

@@ -110,17 +110,11 @@ std::vector<std::string> EmulatorCommand() {
   return items;
 }
 
-ProcessResult RunProcess(const std::vector<std::string>& program_args, const std::string& input) {
+bool StartProcess(const std::vector<std::string>& program_args, const std::string& in_path,
+                  const std::string& out_path, const std::string& err_path, pid_t* pid,
+                  std::string* error) {
   std::vector<std::string> args = EmulatorCommand();
   args.insert(args.end(), program_args.begin(), program_args.end());
-  static int counter = 0;
-  const std::string base = ScratchPath("proc" + std::to_string(counter++));
-  const std::string out_path = base + ".out", err_path = base + ".err", in_path = base + ".in";
-  if (!WriteBytes(in_path, reinterpret_cast<const uint8_t*>(input.data()), input.size())) {
-    ProcessResult r;
-    r.err = "cannot write " + in_path;
-    return r;
-  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
@@ -131,15 +125,24 @@ ProcessResult RunProcess(const std::vector<std::string>& program_args, const std
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  ProcessResult r;
-  pid_t pid;
   // posix_spawnp: the emulator is named without a path.
-  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int rc = posix_spawnp(pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    r.err = "cannot start " + args[0] + ": " + std::strerror(rc);
+  if (rc != 0 && error != nullptr) *error = "cannot start " + args[0] + ": " + std::strerror(rc);
+  return rc == 0;
+}
+
+ProcessResult RunProcess(const std::vector<std::string>& program_args, const std::string& input) {
+  static int counter = 0;
+  const std::string base = ScratchPath("proc" + std::to_string(counter++));
+  const std::string out_path = base + ".out", err_path = base + ".err", in_path = base + ".in";
+  ProcessResult r;
+  if (!WriteBytes(in_path, reinterpret_cast<const uint8_t*>(input.data()), input.size())) {
+    r.err = "cannot write " + in_path;
     return r;
   }
+  pid_t pid;
+  if (!StartProcess(program_args, in_path, out_path, err_path, &pid, &r.err)) return r;
   int status = 0;
   ::waitpid(pid, &status, 0);
   r.exited = WIFEXITED(status);

@@ -3,6 +3,8 @@
 // Gemma 3 model that tests/py/make_tiny_gemma3.py writes and kestrel-convert converts.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -77,6 +79,12 @@ std::string Describe(const ProcessResult& r);
 // (CMAKE_CROSSCOMPILING_EMULATOR), which reads QEMU_CPU from the environment like ctest's runs.
 // Standard input is `input` (empty: at its end at once).
 ProcessResult RunProcess(const std::vector<std::string>& args, const std::string& input = "");
+// Starts what RunProcess runs without waiting for it, standard input read from in_path, output
+// and error written to out_path and err_path (created or truncated). Returns whether it started
+// (then *pid is the child to wait for); if not, *error (when not null) says why.
+bool StartProcess(const std::vector<std::string>& program_args, const std::string& in_path,
+                  const std::string& out_path, const std::string& err_path, pid_t* pid,
+                  std::string* error);
 ProcessResult Cli(std::vector<std::string> args, const std::string& input = "");  // kestrel
 ProcessResult Convert(std::vector<std::string> args);  // build/.../kestrel-convert
 
