@@ -187,23 +187,23 @@ struct EncodedWeights {
 };
 
 inline EncodedWeights<float> Encode(const std::vector<float>& v, float*) { return {v, v}; }
-inline EncodedWeights<hwy::float16_t> Encode(const std::vector<float>& v, hwy::float16_t*) {
-  EncodedWeights<hwy::float16_t> e;
+// A 16-bit type through its bits: rounded from f32, stored, and decoded back.
+template <typename T, uint16_t (*kBitsFromF32)(float), T (*kFromBits)(uint16_t),
+          float (*kF32FromBits)(uint16_t)>
+EncodedWeights<T> EncodeThroughBits(const std::vector<float>& v) {
+  EncodedWeights<T> e;
   for (float x : v) {
-    const uint16_t bits = F16BitsFromF32(x);
-    e.stored.push_back(F16FromBits(bits));
-    e.decoded.push_back(F32FromF16Bits(bits));
+    const uint16_t bits = kBitsFromF32(x);
+    e.stored.push_back(kFromBits(bits));
+    e.decoded.push_back(kF32FromBits(bits));
   }
   return e;
 }
+inline EncodedWeights<hwy::float16_t> Encode(const std::vector<float>& v, hwy::float16_t*) {
+  return EncodeThroughBits<hwy::float16_t, F16BitsFromF32, F16FromBits, F32FromF16Bits>(v);
+}
 inline EncodedWeights<hwy::bfloat16_t> Encode(const std::vector<float>& v, hwy::bfloat16_t*) {
-  EncodedWeights<hwy::bfloat16_t> e;
-  for (float x : v) {
-    const uint16_t bits = BF16BitsFromF32(x);
-    e.stored.push_back(BF16FromBits(bits));
-    e.decoded.push_back(F32FromBF16Bits(bits));
-  }
-  return e;
+  return EncodeThroughBits<hwy::bfloat16_t, BF16BitsFromF32, BF16FromBits, F32FromBF16Bits>(v);
 }
 template <typename T>
 EncodedWeights<T> EncodeAs(const std::vector<float>& v) {

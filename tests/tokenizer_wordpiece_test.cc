@@ -160,12 +160,13 @@ class HfTokenizerFiles : public ::testing::Test {
     const Status s = ReadHfTokenizer(dir_, out);
     return s.ok() ? "" : s.message();
   }
+  // The normalizer of a valid tokenizer.json: every option set.
+  static constexpr char kBertNormalizer[] = R"({"type": "BertNormalizer", "clean_text": true,
+                                               "handle_chinese_chars": true,
+                                               "strip_accents": null, "lowercase": true})";
   // A valid tokenizer.json with `model_type`, `normalizer` and `extra` spliced in.
   static std::string Json(const std::string& model_type = "WordPiece",
-                          const std::string& normalizer =
-                              R"({"type": "BertNormalizer", "clean_text": true,
-                                  "handle_chinese_chars": true, "strip_accents": null,
-                                  "lowercase": true})",
+                          const std::string& normalizer = kBertNormalizer,
                           const std::string& vocab = R"({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2,
                                                         "a": 3, "##b": 4})") {
     return R"({"added_tokens": [{"id": 0, "content": "[UNK]", "special": true, "lstrip": false,
@@ -239,20 +240,11 @@ TEST_F(HfTokenizerFiles, DamagedTokenizerJsonNamesFileAndField) {
                              "handle_chinese_chars": true, "lowercase": true,
                              "lowercase": false})"),
        "duplicate key 'lowercase'"},
-      {Json("WordPiece", R"({"type": "BertNormalizer", "clean_text": true,
-                             "handle_chinese_chars": true, "strip_accents": null,
-                             "lowercase": true})",
-            R"({"[UNK]": 0, "a": 5})"),
+      {Json("WordPiece", kBertNormalizer, R"({"[UNK]": 0, "a": 5})"),
        "model.vocab: expected ids 0..1"},
-      {Json("WordPiece", R"({"type": "BertNormalizer", "clean_text": true,
-                             "handle_chinese_chars": true, "strip_accents": null,
-                             "lowercase": true})",
-            R"({"[UNK]": 0, "a": "1"})"),
+      {Json("WordPiece", kBertNormalizer, R"({"[UNK]": 0, "a": "1"})"),
        "model.vocab.a: expected a non-negative integer, found the string \"1\""},
-      {Json("WordPiece", R"({"type": "BertNormalizer", "clean_text": true,
-                             "handle_chinese_chars": true, "strip_accents": null,
-                             "lowercase": true})",
-            R"({"[CLS]": 0, "a": 1})"),
+      {Json("WordPiece", kBertNormalizer, R"({"[CLS]": 0, "a": 1})"),
        "model.unk_token: \"[UNK]\" is not in the vocabulary"},
   };
   for (const auto& [text, expected] : cases) {
