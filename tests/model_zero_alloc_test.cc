@@ -17,12 +17,16 @@
 #include "runtime/model.h"
 #include "runtime/session.h"
 #include "tests/support/alloc_counter.h"
+#include "tests/support/counted_generate.h"
 
 namespace kestrel {
 namespace {
 
 using test::CollectedText;
 using test::CollectText;
+using test::CountedGeneration;
+using test::GenerateCounted;
+using test::SampledGeneration;
 using test::StartCountingAllocations;
 using test::StopCountingAllocations;
 
@@ -60,27 +64,15 @@ TEST_P(ZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
   }
   prompt.resize(prompt_tokens);
 
-  GenerateOptions gen;
-  gen.max_new_tokens = 65;  // the first comes from the prefill's logits: 64 decode steps
-  gen.stop_at_end_of_generation = false;
-  gen.sampler.temperature = 0.8f;
-  gen.sampler.top_k = 40;
-  gen.sampler.top_p = 0.9f;
-  gen.sampler.seed = 7;
-  auto collected = std::make_unique<CollectedText>();
-  GenerateStats stats;
+  const CountedGeneration g = GenerateCounted(*session, prompt, SampledGeneration(64));
 
-  StartCountingAllocations();
-  s = Generate(*session, prompt.data(), prompt.size(), gen, CollectText, collected.get(), &stats);
-  const long calls = StopCountingAllocations();
-
-  ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(stats.prompt_tokens, prompt_tokens);
-  EXPECT_EQ(stats.decode_steps, 64u);
-  EXPECT_EQ(collected->tokens, 65u);
-  EXPECT_GT(collected->bytes, 0u);
-  EXPECT_EQ(calls, 0) << "heap calls during inference with " << c.model << " and " << c.threads
-                      << " thread(s)";
+  ASSERT_TRUE(g.status.ok()) << g.status.message();
+  EXPECT_EQ(g.stats.prompt_tokens, prompt_tokens);
+  EXPECT_EQ(g.stats.decode_steps, 64u);
+  EXPECT_EQ(g.collected->tokens, 65u);
+  EXPECT_GT(g.collected->bytes, 0u);
+  EXPECT_EQ(g.heap_calls, 0) << "heap calls during inference with " << c.model << " and "
+                             << c.threads << " thread(s)";
 }
 
 // Gemma 3 and SmolLM2 (Llama family), f32 and the block-quantized kernels (with their

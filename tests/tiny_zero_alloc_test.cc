@@ -33,6 +33,7 @@
 #include "runtime/session.h"
 #include "runtime/transcriber.h"
 #include "tests/support/alloc_counter.h"
+#include "tests/support/counted_generate.h"
 #include "tests/support/test_support.h"
 
 namespace kestrel {
@@ -94,13 +95,7 @@ TEST_P(TinyZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
   for (size_t i = 0; i < kPromptTokens; ++i) {
     prompt.push_back(static_cast<int32_t>((i * 37 + 11) % model->vocab_size()));
   }
-  GenerateOptions gen;
-  gen.max_new_tokens = kDecodeSteps + 1;  // the first comes from the prefill's logits
-  gen.stop_at_end_of_generation = false;
-  gen.sampler.temperature = 0.8f;
-  gen.sampler.top_k = 40;
-  gen.sampler.top_p = 0.9f;
-  gen.sampler.seed = 7;
+  const GenerateOptions gen = SampledGeneration(kDecodeSteps);
 
   for (const SessionSetup& setup : *c.sessions) {
     SCOPED_TRACE(std::string(ops::KvTypeName(setup.kv)) + " KV, " + std::to_string(setup.threads) +
@@ -115,19 +110,14 @@ TEST_P(TinyZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
     for (const KvRingPlan& ring : session->memory().kv) {
       ASSERT_GT(kPromptTokens + kDecodeSteps, ring.capacity) << "the rings must wrap";
     }
-    auto collected = std::make_unique<CollectedText>();
-    GenerateStats stats;
+    const CountedGeneration g = GenerateCounted(*session, prompt, gen);
 
-    StartCountingAllocations();
-    s = Generate(*session, prompt.data(), prompt.size(), gen, CollectText, collected.get(), &stats);
-    const long calls = StopCountingAllocations();
-
-    ASSERT_TRUE(s.ok()) << s.message();
-    EXPECT_EQ(stats.prompt_tokens, kPromptTokens);
-    EXPECT_EQ(stats.decode_steps, kDecodeSteps);
-    EXPECT_EQ(collected->tokens, kDecodeSteps + 1);
+    ASSERT_TRUE(g.status.ok()) << g.status.message();
+    EXPECT_EQ(g.stats.prompt_tokens, kPromptTokens);
+    EXPECT_EQ(g.stats.decode_steps, kDecodeSteps);
+    EXPECT_EQ(g.collected->tokens, kDecodeSteps + 1);
     EXPECT_EQ(session->position(), kPromptTokens + kDecodeSteps);
-    EXPECT_EQ(calls, 0) << "heap calls during inference";
+    EXPECT_EQ(g.heap_calls, 0) << "heap calls during inference";
   }
 }
 
