@@ -260,9 +260,7 @@ TEST_P(LongGenerationCliTest, KvCacheDefaultsToF16) {
 INSTANTIATE_TEST_SUITE_P(Families, LongGenerationCliTest,
                          ::testing::Values(kTinyGemma3, kTinyQwen2),
                          [](const ::testing::TestParamInfo<TinyFamily>& info) {
-                           std::string name = info.param.stem;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
+                           return ParamName(info.param.stem);
                          });
 
 }  // namespace

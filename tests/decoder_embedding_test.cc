@@ -128,11 +128,7 @@ TEST_P(DecoderEmbedding, MatchesTheNumPyOracle) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pooling, DecoderEmbedding, ::testing::ValuesIn(kVariants),
-                         [](const auto& info) {
-                           std::string name = info.param.stem;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+                         [](const auto& info) { return test::ParamName(info.param.stem); });
 
 // Qwen3-Embedding's tokenizer appends <|endoftext|> (add_eos_token), the token whose state is
 // the embedding; `kestrel embed` runs the file and generation commands send the user there.

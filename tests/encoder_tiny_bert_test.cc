@@ -142,10 +142,8 @@ INSTANTIATE_TEST_SUITE_P(PoolingAndWeights, TinyBertOracle,
                                            OracleCase{kVariants[2], "f32", "0.99999"},
                                            OracleCase{kVariants[2], "q8", "0.999"}),
                          [](const auto& info) {
-                           std::string name =
-                               std::string(info.param.bert.stem) + "_" + info.param.weights;
-                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
-                           return name;
+                           return ParamName(std::string(info.param.bert.stem) + "_" +
+                                            info.param.weights);
                          });
 
 // A checkpoint split over three files by model.safetensors.index.json converts to the very same

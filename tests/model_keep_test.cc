@@ -89,11 +89,7 @@ TEST_P(KeepTest, EveryTensorKeepsItsTypeAndValues) {
 INSTANTIATE_TEST_SUITE_P(RealModels, KeepTest,
                          ::testing::Values(KeepCase{"gemma3-270m", KESTREL_MODEL_GGUF},
                                            KeepCase{"smollm2-135m", KESTREL_SMOLLM2_GGUF}),
-                         [](const auto& info) {
-                           std::string n = info.param.name;
-                           for (char& ch : n) ch = ch == '-' ? '_' : ch;
-                           return n;
-                         });
+                         [](const auto& info) { return test::ParamName(info.param.name); });
 
 }  // namespace
 }  // namespace kestrel

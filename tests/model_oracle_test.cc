@@ -175,11 +175,7 @@ TEST_P(OracleTest, LongPromptPrefilledInChunksWrapsTheSlidingWindow) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RealModels, OracleTest, ::testing::ValuesIn(kModels),
-                         [](const auto& info) {
-                           std::string name = info.param.name;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name;
-                         });
+                         [](const auto& info) { return test::ParamName(info.param.name); });
 
 }  // namespace
 }  // namespace kestrel

@@ -18,6 +18,7 @@
 #include "runtime/session.h"
 #include "tests/support/alloc_counter.h"
 #include "tests/support/counted_generate.h"
+#include "tests/support/test_support.h"
 
 namespace kestrel {
 namespace {
@@ -29,6 +30,12 @@ using test::GenerateCounted;
 using test::SampledGeneration;
 using test::StartCountingAllocations;
 using test::StopCountingAllocations;
+
+// Opens <model>.kes, which the ctest fixture (convert_real_models) converts first.
+void OpenConverted(const std::string& model_name, std::unique_ptr<Model>* model) {
+  const Status s = Model::Open(std::string(KESTREL_TEST_TMP) + "/" + model_name + ".kes", model);
+  ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
+}
 
 struct ZeroAllocCase {
   const char* model;  // <model>.kes from the ctest fixture
@@ -42,16 +49,14 @@ class ZeroAllocTest : public ::testing::TestWithParam<ZeroAllocCase> {};
 
 TEST_P(ZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
   const ZeroAllocCase& c = GetParam();
-  const std::string path = std::string(KESTREL_TEST_TMP) + "/" + c.model + ".kes";
   std::unique_ptr<Model> model;
-  Status s = Model::Open(path, &model);
-  ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
+  ASSERT_NO_FATAL_FAILURE(OpenConverted(c.model, &model));
   SessionOptions options;
   options.context_length = c.context;
   options.n_threads = c.threads;
   options.kv.type = c.kv_type;
   std::unique_ptr<Session> session;
-  s = Session::Create(*model, options, &session);
+  Status s = Session::Create(*model, options, &session);
   ASSERT_TRUE(s.ok()) << s.message();
   const size_t prompt_tokens = std::min<size_t>(600, c.context - 64);
 
@@ -94,8 +99,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ZeroAllocCase{"smollm2-135m-q8", 2, ops::KvType::kInt8, 512},
                       ZeroAllocCase{"smollm2-135m-q8", 1, ops::KvType::kF16, 1024}),
     [](const auto& info) {
-      std::string name = info.param.model;
-      for (char& c : name) c = c == '-' ? '_' : c;
+      std::string name = test::ParamName(info.param.model);
       name += "_" + std::to_string(info.param.threads) + "_threads";
       if (info.param.kv_type != ops::KvType::kF32 || info.param.context != 1024) {
         name += std::string("_kv_") + ops::KvTypeName(info.param.kv_type) + "_ctx_" +
@@ -111,8 +115,7 @@ class ZeroAllocEncodeTest : public ::testing::TestWithParam<ZeroAllocCase> {};
 TEST_P(ZeroAllocEncodeTest, EncodeAllocatesNothing) {
   const ZeroAllocCase& c = GetParam();
   std::unique_ptr<Model> model;
-  Status s = Model::Open(std::string(KESTREL_TEST_TMP) + "/" + c.model + ".kes", &model);
-  ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
+  ASSERT_NO_FATAL_FAILURE(OpenConverted(c.model, &model));
   EncoderOptions options;
   options.n_threads = c.threads;
   std::unique_ptr<Encoder> encoder;
@@ -132,7 +135,7 @@ TEST_P(ZeroAllocEncodeTest, EncodeAllocatesNothing) {
   std::vector<float> out(texts.size() * encoder->embedding_dim());
 
   StartCountingAllocations();
-  s = encoder->Encode(ids.data(), lengths.data(), ids.size(), out.data());
+  Status s = encoder->Encode(ids.data(), lengths.data(), ids.size(), out.data());
   const long calls = StopCountingAllocations();
 
   ASSERT_TRUE(s.ok()) << s.message();
@@ -149,9 +152,8 @@ INSTANTIATE_TEST_SUITE_P(Encoders, ZeroAllocEncodeTest,
                                            ZeroAllocCase{"minilm-l6-q8", 2},
                                            ZeroAllocCase{"minilm-l6-q4", 1}),
                          [](const auto& info) {
-                           std::string name = info.param.model;
-                           for (char& c : name) c = c == '-' ? '_' : c;
-                           return name + "_" + std::to_string(info.param.threads) + "_threads";
+                           return test::ParamName(info.param.model) + "_" +
+                                  std::to_string(info.param.threads) + "_threads";
                          });
 
 // `kestrel chat`'s inference: turns of the model's chat format generated one after another on
@@ -167,8 +169,7 @@ class ZeroAllocChatTest : public ::testing::TestWithParam<ChatCase> {};
 TEST_P(ZeroAllocChatTest, ChatTurnsAllocateNothing) {
   const ChatCase& c = GetParam();
   std::unique_ptr<Model> model;
-  Status s = Model::Open(std::string(KESTREL_TEST_TMP) + "/" + c.model + ".kes", &model);
-  ASSERT_TRUE(s.ok()) << s.message() << " (the ctest fixture converts the model first)";
+  ASSERT_NO_FATAL_FAILURE(OpenConverted(c.model, &model));
   SessionOptions options;
   options.context_length = 512;
   options.n_threads = 2;
@@ -195,7 +196,8 @@ TEST_P(ZeroAllocChatTest, ChatTurnsAllocateNothing) {
     const size_t before = session->position();
     GenerateStats stats;
     StartCountingAllocations();
-    s = Generate(*session, tokens.data(), tokens.size(), gen, CollectText, collected.get(), &stats);
+    const Status s =
+        Generate(*session, tokens.data(), tokens.size(), gen, CollectText, collected.get(), &stats);
     calls += StopCountingAllocations();
     ASSERT_TRUE(s.ok()) << s.message();
     EXPECT_EQ(session->position(), before + tokens.size() + stats.decode_steps);
@@ -207,11 +209,7 @@ TEST_P(ZeroAllocChatTest, ChatTurnsAllocateNothing) {
 INSTANTIATE_TEST_SUITE_P(Models, ZeroAllocChatTest,
                          ::testing::Values(ChatCase{"gemma3-270m-q8", ChatFormat::kGemma},
                                            ChatCase{"smollm2-135m-q8", ChatFormat::kChatMl}),
-                         [](const auto& info) {
-                           std::string name = info.param.model;
-                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
-                           return name;
-                         });
+                         [](const auto& info) { return test::ParamName(info.param.model); });
 
 // That the interposer (tests/support/alloc_counter.cc) sees allocations at all is checked once,
 // by TinyZeroAllocInterposer.CountsAllocations in tests/tiny_zero_alloc_test.cc.

@@ -176,9 +176,7 @@ const ConcurrencyCase kCases[] = {
 };
 
 std::string CaseName(const ::testing::TestParamInfo<ConcurrencyCase>& info) {
-  std::string name = info.param.family.stem;
-  for (char& ch : name) ch = ch == '-' ? '_' : ch;
-  return name;
+  return ParamName(info.param.family.stem);
 }
 
 // Not "TinyModel...": scripts/test-cross.sh repeats tests of that prefix on every emulated CPU.

@@ -30,9 +30,7 @@ using namespace test;  // NOLINT: the shared test helpers
 const TinyFamily kFamilies[] = {kTinyGemma3, kTinyLlama, kTinyQwen2, kTinyLlamaLinear};
 
 std::string FamilyName(const ::testing::TestParamInfo<TinyFamily>& info) {
-  std::string name = info.param.stem;
-  for (char& c : name) c = c == '-' ? '_' : c;
-  return name;
+  return ParamName(info.param.stem);
 }
 
 // 40 tokens in chunks of the score plan's 8: Gemma's window-8 rings wrap several times.

@@ -121,23 +121,20 @@ TEST_P(TinyZeroAllocTest, PrefillDecodeSampleDetokenizeAllocateNothing) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyZeroAlloc, TinyZeroAllocTest,
-                         ::testing::Values(TinyCase{&kTinyGemma3, "f32", &kOneAndTwoThreads},
-                                           TinyCase{&kTinyGemma3, "f16", &kOneAndTwoThreads},
-                                           TinyCase{&kTinyGemma3, "bf16", &kOneAndTwoThreads},
-                                           TinyCase{&kTinyGemma3, "q8", &kOneAndTwoThreads},
-                                           TinyCase{&kTinyGemma3, "q4", &kOneAndTwoThreads},
-                                           TinyCase{&kTinyGemma3, "keep", &kOneAndTwoThreads},
-                                           TinyCase{&kLlamaHead32, "keep", &kEveryKvType},
-                                           TinyCase{&kLlamaKquant, "q4_k_m",
-                                                    &kInt8OneAndTwoThreads},
-                                           TinyCase{&kLlamaKquant, "q5_k", &kInt8OneAndTwoThreads}),
-                         [](const auto& info) {
-                           std::string name =
-                               std::string(info.param.family->stem) + "_" + info.param.weights;
-                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    TinyZeroAlloc, TinyZeroAllocTest,
+    ::testing::Values(TinyCase{&kTinyGemma3, "f32", &kOneAndTwoThreads},
+                      TinyCase{&kTinyGemma3, "f16", &kOneAndTwoThreads},
+                      TinyCase{&kTinyGemma3, "bf16", &kOneAndTwoThreads},
+                      TinyCase{&kTinyGemma3, "q8", &kOneAndTwoThreads},
+                      TinyCase{&kTinyGemma3, "q4", &kOneAndTwoThreads},
+                      TinyCase{&kTinyGemma3, "keep", &kOneAndTwoThreads},
+                      TinyCase{&kLlamaHead32, "keep", &kEveryKvType},
+                      TinyCase{&kLlamaKquant, "q4_k_m", &kInt8OneAndTwoThreads},
+                      TinyCase{&kLlamaKquant, "q5_k", &kInt8OneAndTwoThreads}),
+    [](const auto& info) {
+      return ParamName(std::string(info.param.family->stem) + "_" + info.param.weights);
+    });
 
 // A tiny Whisper's transcription: the log-mel spectrogram of 5 seconds of audio, then the
 // Transcriber's windows (encoder, cross K/V, prompt, greedy steps under Whisper's rules, seek),

@@ -94,6 +94,12 @@ std::vector<std::string> EmulatorCommand();
 // Runs a host shell command (Python scripts of tests/py); returns "" or what failed.
 std::string RunHostCommand(const std::string& command);
 
+// `name` as a gtest parameter name, which takes letters, digits and '_' only: '-' becomes '_'.
+inline std::string ParamName(std::string name) {
+  for (char& c : name) c = c == '-' ? '_' : c;
+  return name;
+}
+
 // A tiny random-weight model family: the script (under tests/py) that writes its GGUF, with its
 // arguments, the oracle (under tests/py) that scores it, and the stem of its files in test-tmp.
 struct TinyFamily {
