@@ -130,13 +130,22 @@ TEST_P(DecoderEmbedding, MatchesTheNumPyOracle) {
 INSTANTIATE_TEST_SUITE_P(Pooling, DecoderEmbedding, ::testing::ValuesIn(kVariants),
                          [](const auto& info) { return test::ParamName(info.param.stem); });
 
+// The first variant's model, made for each test and removed after it (also after a failure).
+class DecoderEmbeddingCli : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(MakeModel(kVariants[0], &gguf_, &kes_), ""); }
+  void TearDown() override {
+    std::remove(gguf_.c_str());
+    std::remove(kes_.c_str());
+  }
+  std::string gguf_, kes_;
+};
+
 // Qwen3-Embedding's tokenizer appends <|endoftext|> (add_eos_token), the token whose state is
 // the embedding; `kestrel embed` runs the file and generation commands send the user there.
-TEST(DecoderEmbeddingCli, EmbedsTextsWithTheEndOfTextToken) {
-  std::string gguf, kes;
-  ASSERT_EQ(MakeModel(kVariants[0], &gguf, &kes), "");
+TEST_F(DecoderEmbeddingCli, EmbedsTextsWithTheEndOfTextToken) {
   std::unique_ptr<Model> model;
-  ASSERT_TRUE(Model::Open(kes, &model).ok());
+  ASSERT_TRUE(Model::Open(kes_, &model).ok());
   std::unique_ptr<Encoder> encoder;
   ASSERT_TRUE(Encoder::Create(*model, EncoderOptions(), &encoder).ok());
   std::vector<int32_t> ids;
@@ -145,28 +154,24 @@ TEST(DecoderEmbeddingCli, EmbedsTextsWithTheEndOfTextToken) {
   EXPECT_EQ(ids.back(), model->tokenizer().config().eos_id);
   EXPECT_EQ(model->tokenizer().Piece(ids.back()), "<|endoftext|>");
 
-  const ProcessResult embed = test::Cli({"embed", kes, "-p", "the cat sat", "-p", "a", "--json"});
+  const ProcessResult embed = test::Cli({"embed", kes_, "-p", "the cat sat", "-p", "a", "--json"});
   ASSERT_TRUE(embed.exited && embed.exit_code == 0) << Describe(embed);
   EXPECT_NE(embed.out.find("\"token_counts\": [" + std::to_string(ids.size()) + ", "),
             std::string::npos)
       << embed.out;
-  const ProcessResult run = test::Cli({"run", kes, "-p", "hi"});
+  const ProcessResult run = test::Cli({"run", kes_, "-p", "hi"});
   ASSERT_TRUE(run.exited && run.exit_code == 1) << Describe(run);
   EXPECT_NE(run.err.find("kestrel embed"), std::string::npos) << run.err;
-  std::remove(gguf.c_str());
-  std::remove(kes.c_str());
 }
 
 // --max-batch sets an embedder's texts per step as it does a BERT folder's; more texts than
 // that take more steps and embed as in one.
-TEST(DecoderEmbeddingCli, MaxBatchSetsTheTextsPerStep) {
-  std::string gguf, kes;
-  ASSERT_EQ(MakeModel(kVariants[0], &gguf, &kes), "");
+TEST_F(DecoderEmbeddingCli, MaxBatchSetsTheTextsPerStep) {
   const std::string small = test::ScratchPath("qwen3-embedding-batch3.kes");
-  const ProcessResult r = test::Convert({gguf, small, "--weights", "keep", "--max-batch", "3"});
+  const ProcessResult r = test::Convert({gguf_, small, "--weights", "keep", "--max-batch", "3"});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << Describe(r);
   std::unique_ptr<Model> wide_model, small_model;
-  ASSERT_TRUE(Model::Open(kes, &wide_model).ok());
+  ASSERT_TRUE(Model::Open(kes_, &wide_model).ok());
   ASSERT_TRUE(Model::Open(small, &small_model).ok());
   std::unique_ptr<Encoder> wide, narrow;
   ASSERT_TRUE(Encoder::Create(*wide_model, EncoderOptions(), &wide).ok());
@@ -187,20 +192,16 @@ TEST(DecoderEmbeddingCli, MaxBatchSetsTheTextsPerStep) {
   for (size_t i = 0; i < in_one.size(); ++i) {
     ASSERT_NEAR(in_steps[i], in_one[i], 1e-5f) << "text " << i / dim;
   }
-  std::remove(gguf.c_str());
-  std::remove(kes.c_str());
   std::remove(small.c_str());
 }
 
 // A reranker's pooling (rank: a classifier head) is refused by name, and so is a bidirectional
 // model that has no pooling to embed with.
-TEST(DecoderEmbeddingCli, RefusesRerankersAndBidirectionalGenerators) {
-  std::string gguf, kes;
-  ASSERT_EQ(MakeModel(kVariants[0], &gguf, &kes), "");
+TEST_F(DecoderEmbeddingCli, RefusesRerankersAndBidirectionalGenerators) {
   const std::string edited = test::ScratchPath("qwen3-edited.gguf");
   const std::string out = test::ScratchPath("qwen3-edited.kes");
   const std::string edit = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                           "/tests/py/edit_gguf.py " + gguf + " " + edited;
+                           "/tests/py/edit_gguf.py " + gguf_ + " " + edited;
   ASSERT_EQ(test::RunHostCommand(edit + " --set qwen3.pooling_type=u32:4"), "");
   ProcessResult r = test::Convert({edited, out});
   ASSERT_TRUE(r.exited && r.exit_code == 1) << Describe(r);
@@ -215,7 +216,7 @@ TEST(DecoderEmbeddingCli, RefusesRerankersAndBidirectionalGenerators) {
   ASSERT_TRUE(r.exited && r.exit_code == 1) << Describe(r);
   EXPECT_NE(r.err.find("qwen3.attention.causal is false"), std::string::npos) << r.err;
   EXPECT_FALSE(test::Exists(out));
-  for (const std::string& path : {gguf, kes, edited}) std::remove(path.c_str());
+  std::remove(edited.c_str());
 }
 
 }  // namespace
