@@ -36,6 +36,18 @@ using test::ProcessResult;
 // Damages the checkpoint copy in folder `dir`; returns "" or what failed.
 using Edit = std::function<std::string(const std::string& dir)>;
 
+// Removes the folder at `dir` with what it holds, if it is there.
+void RemoveFolder(const std::string& dir) {
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+}
+
+// A new empty folder at `dir`, whatever was there before; false if it cannot be made.
+bool MakeEmptyFolder(const std::string& dir) {
+  RemoveFolder(dir);
+  return fs::create_directory(dir);
+}
+
 std::string ReadText(const std::string& path) {
   const std::vector<uint8_t> bytes = test::ReadBytes(path);
   return std::string(bytes.begin(), bytes.end());
@@ -228,8 +240,7 @@ TEST_P(HfCheckpointDamage, RefusesClearlyLeavingNoOutput) {
   args.insert(args.end(), c.flags.begin(), c.flags.end());
   EXPECT_TRUE(IsCleanError(test::Convert(args), c.keywords));
   EXPECT_FALSE(test::Exists(out)) << "a failed conversion left " << out;
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  RemoveFolder(dir);
   std::remove(out.c_str());
 }
 
@@ -380,16 +391,13 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Inputs that are no checkpoint folder at all.
 TEST_F(TinyBert, EmptyFolder) {
-  const std::string dir = test::ScratchPath("bert-empty");
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  ASSERT_TRUE(fs::create_directory(dir));
-  const std::string out = dir + ".kes";
+  const std::string dir = test::ScratchPath("bert-empty"), out = dir + ".kes";
+  ASSERT_TRUE(MakeEmptyFolder(dir));
   EXPECT_TRUE(
       IsCleanError(test::Convert({dir, out}),
                    {dir + ": expected a Hugging Face checkpoint folder", "found no config.json"}));
   EXPECT_FALSE(test::Exists(out));
-  fs::remove_all(dir, ec);
+  RemoveFolder(dir);
 }
 
 TEST_F(TinyBert, FileOfACheckpointInsteadOfItsFolder) {
@@ -405,11 +413,8 @@ TEST_F(TinyBert, FileOfACheckpointInsteadOfItsFolder) {
 // A CTranslate2 folder (faster-whisper's layout) is converted as Whisper: one without Whisper's
 // variables gets a clear error, and a damaged model.bin gets the reader's message.
 TEST_F(TinyBert, CTranslate2FolderIsReadAsWhisper) {
-  const std::string dir = test::ScratchPath("ct2-folder");
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  ASSERT_TRUE(fs::create_directory(dir));
-  const std::string out = dir + ".kes";
+  const std::string dir = test::ScratchPath("ct2-folder"), out = dir + ".kes";
+  ASSERT_TRUE(MakeEmptyFolder(dir));
   fs::copy_file(std::string(KESTREL_SOURCE_DIR) + "/fuzz/corpus/ct2_model/whisper-v6-f16.bin",
                 dir + "/model.bin");
   // A fuzz seed: a WhisperSpec file without Whisper's encoder variables.
@@ -419,7 +424,7 @@ TEST_F(TinyBert, CTranslate2FolderIsReadAsWhisper) {
   std::ofstream(dir + "/model.bin", std::ios::binary | std::ios::trunc) << "garbage";
   EXPECT_TRUE(IsCleanError(test::Convert({dir, out}), {"model.bin", "binary version"}));
   EXPECT_FALSE(test::Exists(out));
-  fs::remove_all(dir, ec);
+  RemoveFolder(dir);
 }
 
 TEST_F(TinyBert, MissingPath) {
