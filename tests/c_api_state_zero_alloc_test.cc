@@ -11,6 +11,7 @@
 
 #include "kestrel/kestrel.h"
 #include "tests/support/alloc_counter.h"
+#include "tests/support/c_api_test_support.h"
 #include "tests/support/test_support.h"
 
 namespace kestrel {
@@ -27,10 +28,9 @@ struct Received {
 };
 
 TEST(CApiStateZeroAlloc, SaveAndLoadToABufferAllocateNothing) {
-  test::TinyModel tiny;
-  ASSERT_EQ(test::MakeTinyModel(&tiny), "");
-  kes_model* model = nullptr;
-  ASSERT_EQ(kes_model_open(tiny.kes.c_str(), nullptr, &model), KES_OK) << kes_last_error();
+  const test::ModelPtr owned = test::Open(test::TinyPath(test::kTinyGemma3));
+  ASSERT_NE(owned, nullptr);
+  kes_model* model = owned.get();
   std::vector<int32_t> prompt;
   for (int32_t i = 0; i < 12; ++i) prompt.push_back((i * 37 + 11) % 200);
   kes_session_params params = kes_session_default_params();
@@ -67,7 +67,6 @@ TEST(CApiStateZeroAlloc, SaveAndLoadToABufferAllocateNothing) {
   EXPECT_EQ(std::memcmp(first->tokens + 90, second->tokens, 20 * sizeof(int32_t)), 0);
   kes_session_destroy(a);
   kes_session_destroy(b);
-  kes_model_close(model);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 
 #include "kestrel/kestrel.h"
 #include "tests/support/alloc_counter.h"
+#include "tests/support/c_api_test_support.h"
 #include "tests/support/test_support.h"
 
 namespace kestrel {
@@ -42,10 +43,9 @@ struct Received {
 };
 
 TEST(CApiZeroAlloc, SessionCallsAllocateNothing) {
-  test::TinyModel tiny;
-  ASSERT_EQ(test::MakeTinyModel(&tiny), "");
-  kes_model* model = nullptr;
-  ASSERT_EQ(kes_model_open(tiny.kes.c_str(), nullptr, &model), KES_OK) << kes_last_error();
+  const test::ModelPtr owned = test::Open(test::TinyPath(test::kTinyGemma3));
+  ASSERT_NE(owned, nullptr);
+  kes_model* model = owned.get();
   kes_model_info info;
   info.struct_size = sizeof(info);
   ASSERT_EQ(kes_model_get_info(model, &info), KES_OK);
@@ -94,7 +94,6 @@ TEST(CApiZeroAlloc, SessionCallsAllocateNothing) {
     EXPECT_EQ(calls, 0) << "heap calls in a C API session";
     kes_session_destroy(session);
   }
-  kes_model_close(model);
 }
 
 // Texts of 1 to 23 words and one cut to the model's limit, tokenized before counting.
