@@ -36,6 +36,10 @@ Status CheckTensor(const fb::Tensor* t, uint32_t id, uint64_t blob_size) {
   KES_CHECK_OR_RETURN(
       t->shape() != nullptr && t->shape()->size() >= 1 && t->shape()->size() <= 4,
       where() + ": expected 1 to 4 dimensions, found " + Num(t->shape() ? t->shape()->size() : 0));
+  // The verifier aligns a vector's length field to 4 bytes only: a crafted file can put the
+  // 8-byte dimensions at an address Get() would load misaligned.
+  KES_CHECK_OR_RETURN(reinterpret_cast<uintptr_t>(t->shape()->data()) % alignof(uint64_t) == 0,
+                      where() + ": its shape vector is not 8-byte aligned (corrupt metadata)");
   KES_CHECK_OR_RETURN(!(quantized || panels) || t->shape()->size() == 2,
                       where() + ": expected a matrix for dtype " + DTypeName(dtype) + ", found " +
                           Num(t->shape()->size()) + " dimensions");
