@@ -10,6 +10,7 @@
 #include "converters/ct2/whisper_convert.h"
 #include "converters/gguf/gguf_file.h"
 #include "converters/gguf_import.h"
+#include "converters/hf/decoder_gguf.h"
 #include "converters/kes_model.h"
 #include "runtime/output_file.h"
 
@@ -75,33 +76,69 @@ std::string CheckpointFolderHint(const std::string& input) {
   return std::string();
 }
 
+// Converts an opened GGUF file: a file given, or the GGUF a decoder folder was rewritten as.
+// Without --weights its tensors keep their types when `keep_by_default`.
+ConvertResult ImportGguf(const gguf::File& file, const std::string& input, bool keep_by_default,
+                         ConvertChoices* c, const ConvertHooks& hooks, KesModel* model,
+                         std::string* arch) {
+  const auto bad_input = [&](const Status& s) {
+    return Failure(ConvertFailure::kBadInput, input + ": " + s.message());
+  };
+  if (hooks.on_total) hooks.on_total(file.tensors().size());
+  if (!c->weights_given) c->convert.keep_types = keep_by_default;
+  if (c->recipe_given) {
+    const Status s = ChooseWeightTypes(file, c->recipe, &c->convert.tensor_types);
+    if (!s.ok()) return bad_input(s);
+  }
+  Status s = file.GetString("general.architecture", arch);
+  if (!s.ok()) return bad_input(s);
+  const ArchitectureConverter convert = FindArchitecture(*arch);
+  if (!convert) {
+    return Failure(ConvertFailure::kUnsupported, input + ": unsupported architecture '" + *arch +
+                                                     "' (supported: " + SupportedArchitectures() +
+                                                     ")");
+  }
+  s = convert(file, c->convert, model);
+  if (!s.ok()) return bad_input(s);
+  return {};
+}
+
 // Fills *model from `input`, and *arch with its architecture, before the arena is planned.
 ConvertResult Import(const std::string& input, ConvertChoices* c, const char* weights_option,
                      const ConvertHooks& hooks, KesModel* model, std::string* arch) {
-  const bool folder = IsDirectory(input);
-  if (folder) {
+  const auto bad_input = [&](const Status& s) {
+    return Failure(ConvertFailure::kBadInput, input + ": " + s.message());
+  };
+  if (IsDirectory(input) && IsHfDecoderFolder(input)) {
+    // Rewritten as the GGUF llama.cpp's converter makes of it, then read as one: the same plans
+    // and --weights choices as the GGUF route. The bytes outlive the conversion.
+    std::vector<uint8_t> bytes;
+    Status s = BuildHfDecoderGguf(input, &bytes);
+    if (!s.ok()) return bad_input(s);
+    std::unique_ptr<gguf::File> file;
+    s = gguf::File::OpenFromMemory(bytes.data(), bytes.size(), &file);
+    if (!s.ok()) return bad_input(s);
+    return ImportGguf(*file, input, /*keep_by_default=*/true, c, hooks, model, arch);
+  }
+  if (IsDirectory(input)) {
     if (!c->weights_given) c->convert.keep_types = true;
     if (c->recipe_given) {
       return Failure(ConvertFailure::kBadArgument,
                      std::string(weights_option) +
-                         " q4_k_m, q4_k, q5_k and q6_k are for GGUF input; for a Hugging Face "
-                         "checkpoint or a CTranslate2 folder use keep, f32, f16, bf16, q8 or q4");
+                         " q4_k_m, q4_k, q5_k and q6_k are for GGUF input and decoder folders; "
+                         "for an encoder checkpoint or a CTranslate2 folder use keep, f32, f16, "
+                         "bf16, q8 or q4");
     }
-  }
-  const auto bad_input = [&](const Status& s) {
-    return Failure(ConvertFailure::kBadInput, input + ": " + s.message());
-  };
-  if (folder && PathExists(input + "/model.bin") && !PathExists(input + "/model.safetensors")) {
-    // A CTranslate2 folder: faster-whisper's Whisper models.
-    std::unique_ptr<ct2::File> file;
-    Status s = ct2::File::Open(input + "/model.bin", &file);
-    if (!s.ok()) return Failure(InputFailure(input + "/model.bin"), s.message());
-    s = ct2::ConvertWhisper(input, *file, c->convert, model);
-    if (!s.ok()) return bad_input(s);
-    *arch = model->meta.architecture;
-    return {};
-  }
-  if (folder) {
+    if (PathExists(input + "/model.bin") && !PathExists(input + "/model.safetensors")) {
+      // A CTranslate2 folder: faster-whisper's Whisper models.
+      std::unique_ptr<ct2::File> file;
+      Status s = ct2::File::Open(input + "/model.bin", &file);
+      if (!s.ok()) return Failure(InputFailure(input + "/model.bin"), s.message());
+      s = ct2::ConvertWhisper(input, *file, c->convert, model);
+      if (!s.ok()) return bad_input(s);
+      *arch = model->meta.architecture;
+      return {};
+    }
     const Status s = ConvertHfCheckpoint(input, c->convert, c->encoder, model);
     if (!s.ok()) return bad_input(s);
     *arch = model->meta.architecture;
@@ -110,23 +147,7 @@ ConvertResult Import(const std::string& input, ConvertChoices* c, const char* we
   std::unique_ptr<gguf::File> file;
   Status s = gguf::File::Open(input, &file);
   if (!s.ok()) return Failure(InputFailure(input), s.message() + CheckpointFolderHint(input));
-  if (hooks.on_total) hooks.on_total(file->tensors().size());
-  if (!c->weights_given) c->convert.keep_types = HasQuantizedTensors(*file);
-  if (c->recipe_given) {
-    s = ChooseWeightTypes(*file, c->recipe, &c->convert.tensor_types);
-    if (!s.ok()) return bad_input(s);
-  }
-  s = file->GetString("general.architecture", arch);
-  if (!s.ok()) return bad_input(s);
-  const ArchitectureConverter convert = FindArchitecture(*arch);
-  if (!convert) {
-    return Failure(ConvertFailure::kUnsupported, input + ": unsupported architecture '" + *arch +
-                                                     "' (supported: " + SupportedArchitectures() +
-                                                     ")");
-  }
-  s = convert(*file, c->convert, model);
-  if (!s.ok()) return bad_input(s);
-  return {};
+  return ImportGguf(*file, input, HasQuantizedTensors(*file), c, hooks, model, arch);
 }
 
 }  // namespace

@@ -39,7 +39,9 @@ std::string HelpLines(const std::string& text) {
 const char kUsageHead[] =
     "usage: kestrel-convert INPUT OUTPUT.kes [options]\n"
     "INPUT is one of:\n"
-    "  a GGUF file of a decoder (gemma3, gemma2, llama, qwen2, qwen3, smollm3);\n"
+    "  a GGUF file of a decoder (gemma3, gemma2, llama, qwen2, qwen3, smollm3, phi3);\n"
+    "  a Hugging Face decoder folder (model_type llama, mistral, qwen2, qwen3 or smollm3:\n"
+    "    config.json, safetensors, tokenizer.json with a byte-level BPE, tokenizer_config.json);\n"
     "  a Hugging Face BERT encoder folder (config.json, model.safetensors, tokenizer files,\n"
     "    with the sentence-transformers pooling and normalization when the folder has them);\n"
     "  a Whisper folder: CTranslate2 (model.bin, as faster-whisper runs it) or Hugging Face\n"
@@ -47,8 +49,8 @@ const char kUsageHead[] =
     "  --weights keep|f32|f16|bf16|q8|q4|q4_k_m|q4_k|q5_k|q6_k\n";
 
 const char kUsageTail[] =
-    "                           Hugging Face checkpoints: f32, f16, bf16, q8 or q4; keep (the\n"
-    "                           default) stores the checkpoint's own F32/F16/BF16\n"
+    "                           encoder folders: f32, f16, bf16, q8 or q4; for every folder\n"
+    "                           keep (the default) stores the checkpoint's own F32/F16/BF16\n"
     "  --prefill-tokens N       tokens per prefill step (default 512); a GGUF embedding\n"
     "                           model's longest text and encode step\n"
     "  --score-tokens N         tokens per step of the all-logits 'score' plan (default 8)\n"

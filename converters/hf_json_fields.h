@@ -7,6 +7,7 @@
 #include <string>
 
 #include "converters/safetensors/json_reader.h"
+#include "runtime/status.h"
 
 namespace kestrel::hf {
 
@@ -30,5 +31,43 @@ Status GetString(const JsonNode& node, std::string* out);
 Status GetBool(const JsonNode& node, bool* out);
 Status GetUint(const JsonNode& node, uint64_t* out);
 Status ExpectType(const JsonNode& node, nlohmann::json::value_t type);
+
+// Calls fn(entry node, id, piece) for each entry of tokenizer.json's model.vocab (an object of
+// piece -> id), stopping at the first error fn returns.
+template <typename Fn>
+Status ForEachVocabEntry(const JsonNode& root, Fn fn) {
+  const JsonNode vocab = root.Child("model").Child("vocab");
+  KES_RETURN_IF_ERROR(ExpectType(vocab, nlohmann::json::value_t::object));
+  for (const auto& entry : vocab.value->items()) {
+    const JsonNode node = vocab.Child(entry.key());
+    uint64_t id = 0;
+    KES_RETURN_IF_ERROR(GetUint(node, &id));
+    KES_RETURN_IF_ERROR(fn(node, id, entry.key()));
+  }
+  return OkStatus();
+}
+
+// Calls fn(token node, id, content, special) for each entry of tokenizer.json's added_tokens,
+// stopping at the first error fn returns; each entry must be an object with an id, a content
+// string and a special flag.
+template <typename Fn>
+Status ForEachAddedToken(const JsonNode& root, Fn fn) {
+  const JsonNode added = root.Child("added_tokens");
+  KES_RETURN_IF_ERROR(ExpectType(added, nlohmann::json::value_t::array));
+  for (size_t i = 0; i < added.value->size(); ++i) {
+    JsonNode token = added;
+    token.value = &(*added.value)[i];
+    token.path = added.path + "[" + std::to_string(i) + "]";
+    KES_RETURN_IF_ERROR(ExpectType(token, nlohmann::json::value_t::object));
+    uint64_t id = 0;
+    std::string content;
+    bool special = false;
+    KES_RETURN_IF_ERROR(GetUint(token.Child("id"), &id));
+    KES_RETURN_IF_ERROR(GetString(token.Child("content"), &content));
+    KES_RETURN_IF_ERROR(GetBool(token.Child("special"), &special));
+    KES_RETURN_IF_ERROR(fn(token, id, content, special));
+  }
+  return OkStatus();
+}
 
 }  // namespace kestrel::hf

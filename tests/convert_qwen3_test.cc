@@ -32,6 +32,11 @@ using Qwen3Test = test::LlamaCppArchTest<kArch>;
 // parsed.
 TEST_F(Qwen3Test, LogitsMatchLlamaCpp) { ExpectFixtureMatchesLlamaCpp({64, 4, 32}); }
 
+// The same model as the Hugging Face folder llama.cpp's converter would have made the GGUF from
+// (the qwen2 pre-tokenizer's Split expression, NFC normalizer, QK-norm weights and head_dim):
+// converted from the folder, it matches llama.cpp as well.
+TEST_F(Qwen3Test, HfFolderLogitsMatchLlamaCpp) { ExpectHfFolderMatchesLlamaCpp(); }
+
 // Without its QK-norm weights a qwen3 file is refused, naming the tensor (not converted as a
 // Qwen2 without biases).
 TEST_F(Qwen3Test, RefusesMissingQkNorm) {

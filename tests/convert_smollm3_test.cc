@@ -35,6 +35,11 @@ using SmolLm3Test = test::LlamaCppArchTest<kArch>;
 // tokens parsed.
 TEST_F(SmolLm3Test, LogitsMatchLlamaCpp) { ExpectFixtureMatchesLlamaCpp({64, 4, 32}); }
 
+// The same model as the Hugging Face folder llama.cpp's converter would have made the GGUF from
+// (the Llama 3 pre-tokenizer, Q/K rows un-permuted (Hugging Face's rotate_half layout) and
+// no_rope_layers): converted from the folder, it matches llama.cpp as well.
+TEST_F(SmolLm3Test, HfFolderLogitsMatchLlamaCpp) { ExpectHfFolderMatchesLlamaCpp(); }
+
 // The plans rotate the keys (and queries) of every layer but 3 and 7: what the logits test
 // checks through numbers, checked here per layer, in each decoder plan.
 TEST_F(SmolLm3Test, NoRopeInEveryFourthLayer) {

@@ -122,29 +122,8 @@ bool IsTimestamp(const std::string& piece) {
   return true;
 }
 
-// Calls fn(token node, id, content, special) for each entry of tokenizer.json's added_tokens.
-template <typename Fn>
-Status ForEachAddedToken(const JsonNode& root, Fn fn) {
-  const JsonNode added = root.Child("added_tokens");
-  KES_RETURN_IF_ERROR(hf::ExpectType(added, json::value_t::array));
-  for (size_t i = 0; i < added.value->size(); ++i) {
-    JsonNode token = added;
-    token.value = &(*added.value)[i];
-    token.path = added.path + "[" + Num(i) + "]";
-    KES_RETURN_IF_ERROR(hf::ExpectType(token, json::value_t::object));
-    uint64_t id = 0;
-    std::string content;
-    bool special = false;
-    KES_RETURN_IF_ERROR(hf::GetUint(token.Child("id"), &id));
-    KES_RETURN_IF_ERROR(hf::GetString(token.Child("content"), &content));
-    KES_RETURN_IF_ERROR(hf::GetBool(token.Child("special"), &special));
-    KES_RETURN_IF_ERROR(fn(token, id, content, special));
-  }
-  return OkStatus();
-}
-
 Status ReadAddedTokens(const JsonNode& root, fb::TokenizerT* out) {
-  KES_RETURN_IF_ERROR(ForEachAddedToken(
+  KES_RETURN_IF_ERROR(hf::ForEachAddedToken(
       root, [&](const JsonNode& token, uint64_t id, const std::string& content, bool special) {
         KES_CHECK_OR_RETURN(
             id < out->pieces.size() && out->pieces[id] == content,
@@ -182,14 +161,11 @@ Status PiecesFromTokenizerJson(const JsonNode& root, size_t vocab_rows,
     named[id] = true;
     return OkStatus();
   };
-  const JsonNode vocab = root.Child("model").Child("vocab");
-  KES_RETURN_IF_ERROR(hf::ExpectType(vocab, json::value_t::object));
-  for (const auto& [piece, value] : vocab.value->items()) {
-    uint64_t id = 0;
-    KES_RETURN_IF_ERROR(hf::GetUint(vocab.Child(piece), &id));
-    KES_RETURN_IF_ERROR(name(vocab.Child(piece), id, piece));
-  }
-  KES_RETURN_IF_ERROR(ForEachAddedToken(
+  KES_RETURN_IF_ERROR(
+      hf::ForEachVocabEntry(root, [&](const JsonNode& node, uint64_t id, const std::string& piece) {
+        return name(node, id, piece);
+      }));
+  KES_RETURN_IF_ERROR(hf::ForEachAddedToken(
       root, [&](const JsonNode& token, uint64_t id, const std::string& content, bool) {
         if (id < vocab_rows && named[id] && (*pieces)[id] == content)
           return OkStatus();  // in vocab

@@ -30,7 +30,8 @@ bool IsDirectory(const std::string& path);
 // Whether anything exists at `path`.
 bool PathExists(const std::string& path);
 
-// Converts the checkpoint in `folder` by its config.json model_type (supported: bert, whisper).
+// Converts the encoder checkpoint in `folder` by its config.json model_type (supported: bert,
+// whisper; decoder folders go through converters/hf/decoder_gguf.h instead).
 // Weight dtypes: options.weight_dtype (f32, f16, bf16, q8, q4) for the matmul and word-embedding
 // weights; keep_types stores them as the checkpoint has them (F32, F16 or BF16).
 Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& options,

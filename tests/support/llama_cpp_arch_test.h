@@ -114,6 +114,22 @@ class LlamaCppArchTest : public ::testing::Test {
     EXPECT_EQ(a.top_differ, 0) << a.first_differences;
   }
 
+  // The fixture's GGUF written as the Hugging Face folder llama.cpp's converter would have made
+  // it from (tests/py/gguf_to_hf_decoder.py), and converted from that folder: the same checks
+  // against llama.cpp as the GGUF's own conversion passes.
+  static void ExpectHfFolderMatchesLlamaCpp() {
+    ASSERT_EQ(error_, "");
+    const std::string folder = ScratchPath(std::string(kArch) + "-hf");
+    ASSERT_EQ(RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                             "/tests/py/gguf_to_hf_decoder.py " + gguf_ + " '" + folder + "'"),
+              "");
+    std::unique_ptr<Model> model;
+    OpenF32(folder, &model);
+    RunHostCommand("rm -rf '" + folder + "'");
+    ASSERT_NE(model, nullptr);
+    ExpectMatchesLlamaCpp(*model);
+  }
+
   // Prefill of the first half of the fixture's tokens, then one decode step per token (2
   // threads, f32 KV): the prefill and decode plans, whose logits are a one-row buffer, and the
   // keys the attention step rotates itself.

@@ -1,0 +1,212 @@
+// Hugging Face decoder folders (converters/hf/decoder_gguf.h) against the GGUF route. A tiny
+// random GGUF of each Llama-family architecture (tests/py/make_tiny_llama.py) is written back as
+// the folder llama.cpp's convert_hf_to_gguf.py would have made it from
+// (tests/py/gguf_to_hf_decoder.py); the folder and the GGUF must then convert into models with
+// the same tokenizer ids and the same logits. Against llama.cpp itself: the Qwen3 and SmolLM3
+// suites (tests/convert_qwen3_test.cc, tests/convert_smollm3_test.cc). Also: a sharded BF16
+// folder keeps BF16 matrices, --weights q4_k_m chooses what it chooses for the GGUF, and a folder
+// Kestrel cannot read is refused by name, with no model written.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/model.h"
+#include "tests/support/test_support.h"
+
+namespace kestrel {
+namespace {
+
+constexpr char kText[] =
+    "The quick brown fox jumps over the lazy dog. <|im_start|>user\nWhat is 12345 + 678?"
+    "<|im_end|>\n<|im_start|>assistant\nThe answer is 13023, and the dog is still asleep.";
+
+struct Converted {
+  std::unique_ptr<Model> model;
+  std::vector<int32_t> ids;
+  std::vector<float> logits;
+};
+
+// `input` converted with `weights` and scored over kText's tokens; failures reported.
+void ConvertAndScore(const std::string& input, const std::string& stem, const std::string& weights,
+                     Converted* out) {
+  const std::string kes = test::ScratchPath(stem + ".kes");
+  const test::ProcessResult r = test::Convert({input, kes, "--weights", weights});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
+  const Status opened = Model::Open(kes, &out->model);
+  std::remove(kes.c_str());
+  ASSERT_TRUE(opened.ok()) << opened.message();
+  ASSERT_TRUE(out->model->tokenizer().Encode(kText, false, true, &out->ids).ok());
+  ASSERT_GT(out->ids.size(), 40u);
+  ASSERT_EQ(test::ScoreAll(*out->model, out->ids, 2, 256, &out->logits), "");
+}
+
+// A tiny GGUF made with `make_args` and its folder written with `folder_args`; "" or what failed.
+std::string MakeGgufAndFolder(const std::string& stem, const std::string& make_args,
+                              const std::string& folder_args, std::string* gguf,
+                              std::string* folder) {
+  *gguf = test::ScratchPath(stem + ".gguf");
+  *folder = test::ScratchPath(stem + "-hf");
+  const std::string py = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR + "/tests/py/";
+  return test::RunHostCommand(py + "make_tiny_llama.py " + *gguf + " " + make_args + " && rm -rf '" +
+                              *folder + "' && " + py + "gguf_to_hf_decoder.py " + *gguf + " '" +
+                              *folder + "' " + folder_args + " > /dev/null");
+}
+
+void RemoveScratch(const std::string& gguf, const std::string& folder) {
+  std::remove(gguf.c_str());
+  test::RunHostCommand("rm -rf '" + folder + "'");
+}
+
+// One of the two conversions ConvertTwice makes: of the folder or of its GGUF, with `weights`.
+struct Conversion {
+  bool folder;
+  const char* weights;
+};
+
+// A scratch GGUF and its folder (MakeGgufAndFolder's arguments), converted and scored as `first`
+// and `second` say, then removed.
+void ConvertTwice(const std::string& stem, const std::string& make_args,
+                  const std::string& folder_args, Conversion first, Conversion second,
+                  Converted* a, Converted* b) {
+  std::string gguf, folder;
+  ASSERT_EQ(MakeGgufAndFolder(stem, make_args, folder_args, &gguf, &folder), "");
+  ConvertAndScore(first.folder ? folder : gguf, stem + "-a", first.weights, a);
+  ConvertAndScore(second.folder ? folder : gguf, stem + "-b", second.weights, b);
+  RemoveScratch(gguf, folder);
+  ASSERT_NE(a->model, nullptr);
+  ASSERT_NE(b->model, nullptr);
+}
+
+// The dtype of tensor `name`, or false when the model has none.
+bool TensorDType(const Model& model, const std::string& name, fb::DType* dtype) {
+  const auto* tensors = model.meta().tensors();
+  for (uint32_t id = 0; id < tensors->size(); ++id) {
+    if (tensors->Get(id)->name()->str() == name) {
+      *dtype = tensors->Get(id)->dtype();
+      return true;
+    }
+  }
+  return false;
+}
+
+struct Family {
+  const char* stem;
+  const char* make_args;    // make_tiny_llama.py
+  const char* folder_args;  // gguf_to_hf_decoder.py
+};
+
+class HfDecoderFolder : public ::testing::TestWithParam<Family> {};
+
+// The folder converts into the GGUF's model: the same token ids, and the same logits to the bit
+// (the same weights reach the same plan). llama: SmolLM's pre-tokenizer, control tokens first and
+// in the vocabulary, Llama 3 RoPE factors recomputed from config.json's rope_scaling, Q/K rows
+// un-permuted. qwen2: Q/K/V biases, a tied head, merges as strings.
+TEST_P(HfDecoderFolder, ConvertsAsItsGguf) {
+  const Family& f = GetParam();
+  Converted from_gguf, from_folder;
+  ConvertTwice(f.stem, f.make_args, f.folder_args, {false, "f32"}, {true, "f32"}, &from_gguf,
+               &from_folder);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(from_folder.ids, from_gguf.ids);
+  ASSERT_EQ(from_folder.logits.size(), from_gguf.logits.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < from_gguf.logits.size(); ++i) {
+    differ += from_folder.logits[i] != from_gguf.logits[i];
+  }
+  EXPECT_EQ(differ, 0u) << "of " << from_gguf.logits.size() << " logits";
+  const TokenizerConfig& a = from_folder.model->tokenizer().config();
+  const TokenizerConfig& b = from_gguf.model->tokenizer().config();
+  EXPECT_EQ(a.bos_id, b.bos_id);
+  EXPECT_EQ(a.eos_id, b.eos_id);
+  EXPECT_EQ(a.eot_id, b.eot_id);
+  EXPECT_EQ(a.pad_id, b.pad_id);
+  EXPECT_EQ(a.unk_id, b.unk_id);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, HfDecoderFolder,
+    ::testing::Values(Family{"hf-llama", "--arch llama --f32 --rope-scaling llama3", ""},
+                      Family{"hf-qwen2", "--arch qwen2 --f32", "--string-merges"},
+                      Family{"hf-qwen3", "--arch qwen3 --f32 --head-dim 32 --untied", "--shards 3"},
+                      Family{"hf-smollm3", "--arch smollm3 --f32 --layers 8", ""}),
+    [](const ::testing::TestParamInfo<Family>& info) { return test::ParamName(info.param.stem); });
+
+// A BF16 checkpoint in three shards: --weights keep stores its matrices as BF16, read straight
+// from the shards, and they score as the same values widened to f32 do.
+TEST(HfDecoderFolderTypes, Bf16ShardsAreKept) {
+  Converted kept, widened;
+  ConvertTwice("hf-bf16", "--arch qwen3 --f32", "--dtype bf16 --shards 3", {true, "keep"},
+               {true, "f32"}, &kept, &widened);
+  if (HasFatalFailure()) return;
+  fb::DType q = fb::DType::F32;
+  ASSERT_TRUE(TensorDType(*kept.model, "blk.0.attn_q.weight", &q));
+  EXPECT_EQ(q, fb::DType::BF16);
+  const double error = test::LargestLogitError(kept.logits.data(), widened.logits.data(),
+                                               kept.ids.size(), kept.model->vocab_size(), nullptr);
+  EXPECT_LT(error, 1e-3);
+}
+
+// --weights q4_k_m on a folder chooses the K-quant types it chooses for the GGUF the folder was
+// made from (rows of 256 let them in), and the two models score alike to the bit.
+TEST(HfDecoderFolderTypes, Q4KMAsForTheGguf) {
+  Converted from_gguf, from_folder;
+  ConvertTwice("hf-q4km", "--arch qwen3 --f32 --d-model 256 --ffn 320", "", {false, "q4_k_m"},
+               {true, "q4_k_m"}, &from_gguf, &from_folder);
+  if (HasFatalFailure()) return;
+  for (const char* name : {"blk.0.attn_q.weight", "blk.0.ffn_down.weight", "token_embd.weight"}) {
+    fb::DType a = fb::DType::F32, b = fb::DType::F32;
+    ASSERT_TRUE(TensorDType(*from_gguf.model, name, &a) && TensorDType(*from_folder.model, name, &b))
+        << name;
+    EXPECT_EQ(a, b) << name;
+    if (std::string(name) == "blk.0.attn_q.weight") {
+      EXPECT_EQ(a, fb::DType::Q4_K);
+    }
+  }
+  EXPECT_EQ(from_folder.logits, from_gguf.logits);
+}
+
+struct Refusal {
+  const char* stem;
+  const char* folder_args;
+  const char* message;
+};
+
+class HfDecoderFolderRefused : public ::testing::TestWithParam<Refusal> {};
+
+// What the converter cannot read it names (file, field, what it expected, what it found), exits
+// with status 1 and writes no model.
+TEST_P(HfDecoderFolderRefused, NamesWhy) {
+  const Refusal& r = GetParam();
+  std::string gguf, folder;
+  ASSERT_EQ(MakeGgufAndFolder(r.stem, "--arch qwen2 --f32", r.folder_args, &gguf, &folder), "");
+  const std::string out = test::ScratchPath(std::string(r.stem) + ".kes");
+  const test::ProcessResult p = test::Convert({folder, out});
+  RemoveScratch(gguf, folder);
+  ASSERT_TRUE(p.exited && p.exit_code == 1) << test::Describe(p);
+  EXPECT_NE(p.err.find(r.message), std::string::npos) << p.err;
+  EXPECT_FALSE(test::Exists(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Folders, HfDecoderFolderRefused,
+    ::testing::Values(
+        Refusal{"hf-no-tokenizer", "--remove tokenizer.json", "tokenizer.json"},
+        Refusal{"hf-byte-fallback", "--tokenizer-model byte_fallback=true",
+                "model.byte_fallback: true (a SentencePiece-style BPE"},
+        Refusal{"hf-stray-tensor", "--extra-tensor model.layers.0.mlp.gate_proj.bias",
+                "tensor 'model.layers.0.mlp.gate_proj.bias' is not one a qwen2 decoder has"},
+        Refusal{"hf-mlp-bias", "--config mlp_bias=true",
+                "mlp_bias: expected false, found true (feed-forward biases are not supported)"},
+        Refusal{"hf-yarn", "--config 'rope_scaling={\"rope_type\":\"yarn\",\"factor\":4}'",
+                "unsupported RoPE scaling \"yarn\""},
+        Refusal{"hf-heads", "--config num_attention_heads=0",
+                "num_attention_heads: expected a whole number 1..1024, found 0"}),
+    [](const ::testing::TestParamInfo<Refusal>& info) {
+      return test::ParamName(info.param.stem);
+    });
+
+}  // namespace
+}  // namespace kestrel

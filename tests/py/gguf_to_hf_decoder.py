@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Writes a Llama-family GGUF (tests/py/make_tiny_llama.py: llama, qwen2, qwen3, smollm3) as the
+Hugging Face checkpoint folder llama.cpp's convert_hf_to_gguf.py would have made it from:
+config.json, model.safetensors (or shards with their index), tokenizer.json,
+tokenizer_config.json. The inverse of that converter, so that Kestrel's reading of a folder can
+be checked against llama.cpp's logits for the GGUF (tests/convert_hf_decoder_test.cc):
+
+- tensors renamed back (token_embd -> model.embed_tokens, blk.N.attn_q -> model.layers.N.
+  self_attn.q_proj, ...), quantized ones dequantized by gguf-py; the Q/K rows of `llama` and
+  `smollm3` files un-permuted (LlamaModel.permute undone: Hugging Face keeps rotate_half's
+  layout); no lm_head.weight when the head is tied;
+- config.json from the hyper-parameters (rope_freqs.weight becomes rope_scaling llama3 with
+  make_tiny_llama.py's factors; smollm3 gets no_rope_layers, every 4th layer 0);
+- tokenizer.json: byte-level BPE with the pre-tokenizer Hugging Face spells for llama.cpp's
+  tokenizer.ggml.pre (smollm, llama-bpe, qwen2), the control tokens as special added tokens
+  (also in the vocabulary when they come first, as SmolLM2's), merges as pairs or as strings;
+- tokenizer_config.json: bos/eos/unk/pad tokens by content, add_bos_token, chat_template.
+
+  gguf_to_hf_decoder.py IN.gguf OUT_DIR [--dtype f32|f16|bf16] [--shards N] [--string-merges]
+                        [--config KEY=JSON]... [--tokenizer-model KEY=JSON]...
+                        [--extra-tensor NAME] [--remove FILE]
+
+The last four spoil the folder for tests of the converter's refusals: a config.json or
+tokenizer.json model field set to a JSON value, one more [4] tensor, a file removed.
+"""
+import argparse
+import json
+import os
+
+import numpy as np
+import gguf
+from safetensors.numpy import save_file
+
+CONTROL = 3
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+REGEX = {
+    "llama-bpe": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?"
+                 "[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    "qwen2": "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?"
+             "[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+}
+LAYER_NAMES = {
+    "attn_norm.weight": "input_layernorm.weight",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
+    "attn_q.weight": "self_attn.q_proj.weight", "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_v.weight": "self_attn.v_proj.weight", "attn_output.weight": "self_attn.o_proj.weight",
+    "attn_q.bias": "self_attn.q_proj.bias", "attn_k.bias": "self_attn.k_proj.bias",
+    "attn_v.bias": "self_attn.v_proj.bias",
+    "attn_q_norm.weight": "self_attn.q_norm.weight",
+    "attn_k_norm.weight": "self_attn.k_norm.weight",
+    "ffn_gate.weight": "mlp.gate_proj.weight", "ffn_up.weight": "mlp.up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+}
+TOP_NAMES = {"token_embd.weight": "model.embed_tokens.weight",
+             "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
+
+
+def field(reader, key, default=None):
+    f = reader.fields.get(key)
+    if f is None:
+        return default
+    if f.types[0] == gguf.GGUFValueType.ARRAY:
+        if f.types[-1] == gguf.GGUFValueType.STRING:
+            return [bytes(f.parts[i]).decode("utf-8") for i in f.data]
+        return [f.parts[i][0].item() for i in f.data]
+    if f.types[0] == gguf.GGUFValueType.STRING:
+        return bytes(f.parts[f.data[0]]).decode("utf-8")
+    return f.parts[f.data[0]][0].item()
+
+
+def unpermute(w, n_head):
+    """Undoes convert_hf_to_gguf.py's LlamaModel.permute of Q/K rows (or bias entries)."""
+    shape = w.shape
+    return w.reshape(n_head, shape[0] // n_head // 2, 2, *shape[1:]).swapaxes(1, 2).reshape(shape)
+
+
+def hf_tensors(reader, arch, n_head, n_kv_head, dtype):
+    out = {}
+    for t in reader.tensors:
+        values = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        values = values.reshape([int(n) for n in reversed(t.shape.tolist())])
+        name = t.name
+        if name == "rope_freqs.weight":
+            continue  # config.json's rope_scaling says it
+        if name in TOP_NAMES:
+            hf = TOP_NAMES[name]
+        else:
+            _, layer, rest = name.split(".", 2)
+            hf = f"model.layers.{layer}.{LAYER_NAMES[rest]}"
+        if arch in ("llama", "smollm3") and rest_is(name, ("attn_q.weight", "attn_q.bias")):
+            values = unpermute(values, n_head)
+        if arch in ("llama", "smollm3") and rest_is(name, ("attn_k.weight", "attn_k.bias")):
+            values = unpermute(values, n_kv_head)
+        if values.ndim == 2 and dtype != "f32":
+            values = values.astype(np.float16) if dtype == "f16" else to_bf16(values)
+        out[hf] = np.ascontiguousarray(values)
+    return out
+
+
+def rest_is(name, suffixes):
+    return name.startswith("blk.") and name.split(".", 2)[2] in suffixes
+
+
+def to_bf16(values):
+    """Round-to-nearest-even bfloat16, as torch's .to(torch.bfloat16); stored by safetensors
+    through its uint16 view with the header dtype patched (write_shards)."""
+    bits = values.astype(np.float32).view(np.uint32)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def write_shards(tensors, out_dir, shards):
+    names = sorted(tensors)
+    groups = [names[i::shards] for i in range(shards)]
+    files = []
+    for i, group in enumerate(groups):
+        fname = "model.safetensors" if shards == 1 else \
+            f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        path = os.path.join(out_dir, fname)
+        save_file({n: tensors[n] for n in group}, path)
+        patch_bf16(path)
+        files.append((fname, group))
+    if shards > 1:
+        index = {"metadata": {}, "weight_map": {n: f for f, g in files for n in g}}
+        with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:
+            json.dump(index, f, indent=1)
+
+
+def patch_bf16(path):
+    """safetensors.numpy has no bfloat16: the bf16 matrices were saved as U16; say BF16."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+        data = f.read()
+    for name, info in header.items():
+        if name != "__metadata__" and info["dtype"] == "U16":
+            info["dtype"] = "BF16"
+    encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    encoded += b" " * (-len(encoded) % 8)
+    with open(path, "wb") as f:
+        f.write(len(encoded).to_bytes(8, "little") + encoded + data)
+
+
+def pre_tokenizer(pre):
+    if pre == "smollm":
+        return {"type": "Sequence", "pretokenizers": [
+            {"type": "Digits", "individual_digits": True},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+             "use_regex": True}]}
+    return {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": REGEX[pre]}, "behavior": "Isolated",
+         "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+         "use_regex": False}]}
+
+
+def write_tokenizer(reader, out_dir, string_merges, model_edits):
+    tokens = field(reader, "tokenizer.ggml.tokens")
+    types = field(reader, "tokenizer.ggml.token_type")
+    merges = field(reader, "tokenizer.ggml.merges")
+    pre = field(reader, "tokenizer.ggml.pre")
+    controls_first = types[0] == CONTROL
+    vocab = {t: i for i, (t, ty) in enumerate(zip(tokens, types))
+             if ty != CONTROL or controls_first}
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True}
+             for i, (t, ty) in enumerate(zip(tokens, types)) if ty == CONTROL]
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "NFC"} if pre == "qwen2" else None,
+        "pre_tokenizer": pre_tokenizer(pre),
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": False,
+                           "trim_offsets": False, "use_regex": False},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                    "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": False,
+                  "byte_fallback": False, "ignore_merges": pre == "llama-bpe", "vocab": vocab,
+                  "merges": merges if string_merges else [m.split(" ") for m in merges]},
+    }
+    tokenizer["model"].update(model_edits)
+    with open(os.path.join(out_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tokenizer, f, ensure_ascii=False, indent=1)
+    config = {"add_bos_token": bool(field(reader, "tokenizer.ggml.add_bos_token", False)),
+              "add_eos_token": bool(field(reader, "tokenizer.ggml.add_eos_token", False)),
+              "chat_template": field(reader, "tokenizer.chat_template"),
+              "model_max_length": 131072, "tokenizer_class": "PreTrainedTokenizerFast"}
+    for kind, key in (("bos", "bos"), ("eos", "eos"), ("unk", "unknown"), ("pad", "padding")):
+        token_id = field(reader, f"tokenizer.ggml.{key}_token_id")
+        config[f"{kind}_token"] = None if token_id is None else tokens[token_id]
+    with open(os.path.join(out_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, ensure_ascii=False, indent=1)
+    return len(tokens)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("gguf")
+    ap.add_argument("out_dir")
+    ap.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
+    ap.add_argument("--shards", type=int, default=1)
+    ap.add_argument("--string-merges", action="store_true")
+    ap.add_argument("--config", action="append", default=[])
+    ap.add_argument("--tokenizer-model", action="append", default=[])
+    ap.add_argument("--extra-tensor")
+    ap.add_argument("--remove")
+    args = ap.parse_args()
+
+    def edits(pairs):
+        return {k: json.loads(v) for k, v in (p.split("=", 1) for p in pairs)}
+    reader = gguf.GGUFReader(args.gguf)
+    arch = field(reader, "general.architecture")
+    a = arch
+    n_head = field(reader, f"{a}.attention.head_count")
+    n_kv_head = field(reader, f"{a}.attention.head_count_kv", n_head)
+    os.makedirs(args.out_dir, exist_ok=True)
+    tensors = hf_tensors(reader, arch, n_head, n_kv_head, args.dtype)
+    if args.extra_tensor:
+        tensors[args.extra_tensor] = np.zeros(4, dtype=np.float32)
+    write_shards(tensors, args.out_dir, args.shards)
+    n_layers = field(reader, f"{a}.block_count")
+    config = {
+        "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                           "qwen3": "Qwen3ForCausalLM", "smollm3": "SmolLM3ForCausalLM"}[arch]],
+        "model_type": arch,
+        "vocab_size": write_tokenizer(reader, args.out_dir, args.string_merges,
+                                      edits(args.tokenizer_model)),
+        "hidden_size": field(reader, f"{a}.embedding_length"),
+        "intermediate_size": field(reader, f"{a}.feed_forward_length"),
+        "num_hidden_layers": n_layers,
+        "num_attention_heads": n_head,
+        "num_key_value_heads": n_kv_head,
+        "max_position_embeddings": field(reader, f"{a}.context_length"),
+        "rms_norm_eps": field(reader, f"{a}.attention.layer_norm_rms_epsilon"),
+        "rope_theta": field(reader, f"{a}.rope.freq_base", 10000.0),
+        "tie_word_embeddings": "lm_head.weight" not in tensors,
+        "hidden_act": "silu", "attention_bias": arch == "qwen2", "mlp_bias": False,
+        "torch_dtype": {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[args.dtype],
+        "bos_token_id": field(reader, "tokenizer.ggml.bos_token_id"),
+        "eos_token_id": field(reader, "tokenizer.ggml.eos_token_id"),
+    }
+    if field(reader, f"{a}.attention.key_length") is not None:
+        config["head_dim"] = field(reader, f"{a}.attention.key_length")
+    if any(t.name == "rope_freqs.weight" for t in reader.tensors):
+        config["rope_scaling"] = LLAMA3_ROPE
+    elif field(reader, f"{a}.rope.scaling.type") == "linear":
+        config["rope_scaling"] = {"rope_type": "linear",
+                                  "factor": field(reader, f"{a}.rope.scaling.factor")}
+    if arch == "smollm3":
+        config["no_rope_layers"] = [0 if (l + 1) % 4 == 0 else 1 for l in range(n_layers)]
+        config["no_rope_layer_interval"] = 4
+    config.update(edits(args.config))
+    with open(os.path.join(args.out_dir, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    if args.remove:
+        os.remove(os.path.join(args.out_dir, args.remove))
+
+
+if __name__ == "__main__":
+    main()
