@@ -1,12 +1,14 @@
 // Fuzz target: the Hugging Face checkpoint reader (safetensors, single or sharded, config and
-// tokenizer JSON, vocab.txt, sentence-transformers module files) and the conversion from it.
+// tokenizer JSON, vocab.txt, sentence-transformers module files, SentencePiece tokenizer.model)
+// and the conversion from it: encoders directly, decoders through the GGUF they are rewritten as
+// (converters/hf/decoder_gguf.h).
 // A checkpoint is a folder, so the input is an archive of its files: records of
 //   [u8 file][u32 little-endian size][size bytes]
 // where `file` (mod the count) indexes kFiles below; a truncated record ends the archive. The
 // files are written to a scratch folder, converted with weights as the last byte picks, and a
 // conversion that succeeds must give a model the runtime accepts (fuzz::CheckConvertedModel).
-// Seeds: tiny BERT checkpoints (fuzz/corpus/hf_checkpoint, made by fuzz/make_seeds.sh with
-// fuzz/pack_checkpoint.py, which writes this format).
+// Seeds: tiny BERT, Whisper and decoder checkpoints (fuzz/corpus/hf_checkpoint, made by
+// fuzz/make_seeds.py with fuzz/pack_checkpoint.py, which writes this format).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,8 +17,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "converters/arch/arch.h"
+#include "converters/gguf/gguf_file.h"
+#include "converters/hf/decoder_gguf.h"
 #include "converters/hf/hf_import.h"
 #include "fuzz/fuzz_support.h"
 
@@ -34,7 +41,10 @@ constexpr const char* kFiles[] = {"config.json",
                                   "modules.json",
                                   "sentence_bert_config.json",
                                   "1_Pooling/config.json",
-                                  "2_Normalize/config.json"};
+                                  "2_Normalize/config.json",
+                                  "tokenizer.model",
+                                  "added_tokens.json",
+                                  "chat_template.jinja"};
 constexpr size_t kFileCount = sizeof(kFiles) / sizeof(kFiles[0]);
 
 // One scratch folder per process, emptied before each input and removed at exit. Never
@@ -88,8 +98,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ConvertOptions options = fuzz::FloatWeightsChoice(choice);
   options.prefill_tokens = 16;
   options.max_batch = 2;
-  HfEncoderOptions encoder;
   KesModel model;
+  if (IsHfDecoderFolder(folder)) {
+    std::vector<uint8_t> bytes;
+    if (!BuildHfDecoderGguf(folder, &bytes).ok()) return 0;
+    std::unique_ptr<gguf::File> file;
+    std::string arch;
+    if (!gguf::File::OpenFromMemory(bytes.data(), bytes.size(), &file).ok() ||
+        !file->GetString("general.architecture", &arch).ok()) {
+      fuzz::Die("the GGUF a decoder folder was rewritten as does not open");
+    }
+    const ArchitectureConverter convert = FindArchitecture(arch);
+    if (!convert) fuzz::Die("a decoder folder was rewritten as unknown architecture " + arch);
+    if (!convert(*file, options, &model).ok()) return 0;
+    fuzz::CheckConvertedModel(&model, choice / 5);
+    return 0;
+  }
+  HfEncoderOptions encoder;
   if (!ConvertHfCheckpoint(folder, options, encoder, &model).ok()) return 0;
   fuzz::CheckConvertedModel(&model, choice / 5);
   return 0;

@@ -12,8 +12,9 @@ kind each target reads, from which libFuzzer's mutations start.
                  Whisper (16 positions, q8), and
                  a tiny BERT encoder.
   hf_checkpoint  tiny BERT checkpoints (mean/cls/max pooling, with and without 2_Normalize,
-                 vocab.txt only, sharded) and a tiny Whisper, in the archive format of
-                 hf_checkpoint_fuzz.cc.
+                 vocab.txt only, sharded), a tiny Whisper, and decoder folders written back
+                 from the llama, qwen2 and gemma3 GGUFs (tests/py/gguf_to_hf_decoder.py), in
+                 the archive format of hf_checkpoint_fuzz.cc.
   tokenizer      texts for each tokenizer (English, code, CJK, emoji, invalid UTF-8, special
                  tokens, whitespace runs).
   ct2_model      tiny CTranslate2 model.bin files laid out as WhisperSpec (scalars, fused
@@ -46,6 +47,7 @@ import make_tiny_bert  # noqa: E402
 import make_tiny_gemma3  # noqa: E402
 import make_tiny_llama  # noqa: E402
 import make_tiny_whisper  # noqa: E402
+import gguf_to_hf_decoder  # noqa: E402
 import pack_checkpoint  # noqa: E402
 
 # K-quant blocks (256 values): bytes per block and the byte offsets of their f16 scales.
@@ -153,6 +155,18 @@ def write_gguf_seeds(out, tmp):
         for choice in choices:
             (target / f"{stem}-w{choice}.gguf").write_bytes(data[:-1] + bytes([choice]))
     return made
+
+
+def write_decoder_folder_seeds(out, ggufs, tmp):
+    """Decoder folders (converters/hf/decoder_gguf.h) written back from the tiny GGUFs: Llama
+    with Llama 3 RoPE and Qwen2 with byte-level BPE, Gemma 3 with a SentencePiece tokenizer.model
+    as a multimodal folder."""
+    target = out / "hf_checkpoint"
+    for stem, args in [("llama", []), ("qwen2", ["--string-merges"]),
+                       ("gemma3", ["--multimodal"])]:
+        folder = tmp / f"{stem}-hf"
+        run_main(gguf_to_hf_decoder, [str(ggufs[stem]), str(folder)] + args)
+        (target / f"{stem}-hf.bin").write_bytes(pack_checkpoint.pack(folder))
 
 
 def write_kes_seeds(out, ggufs, convert, tmp):
@@ -288,6 +302,7 @@ def main():
         tmp = Path(tmp)
         ggufs = write_gguf_seeds(out, tmp)
         write_bert_seeds(out, tmp)
+        write_decoder_folder_seeds(out, ggufs, tmp)
         write_kes_seeds(out, ggufs, os.path.abspath(args.convert), tmp)
         write_ct2_seeds(out, tmp)
     write_tokenizer_seeds(out)

@@ -12,7 +12,8 @@ from pathlib import Path
 FILES = ["config.json", "model.safetensors", "model.safetensors.index.json",
          "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "tokenizer.json",
          "vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "modules.json",
-         "sentence_bert_config.json", "1_Pooling/config.json", "2_Normalize/config.json"]
+         "sentence_bert_config.json", "1_Pooling/config.json", "2_Normalize/config.json",
+         "tokenizer.model", "added_tokens.json", "chat_template.jinja"]
 
 
 def pack(folder, only=None):

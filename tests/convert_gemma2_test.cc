@@ -34,6 +34,11 @@ using Gemma2Test = test::LlamaCppArchTest<kArch, kMaker>;
 
 TEST_F(Gemma2Test, LogitsMatchLlamaCpp) { ExpectFixtureMatchesLlamaCpp(); }
 
+// The same model as a Hugging Face folder (tests/py/gguf_to_hf_decoder.py: Gemma's norm names and
+// norms without the +1, soft-caps, window and layer_types in config.json): converted from the
+// folder, it matches llama.cpp as well.
+TEST_F(Gemma2Test, HfFolderLogitsMatchLlamaCpp) { ExpectHfFolderMatchesLlamaCpp(); }
+
 // Prefill of the first half, then one decode step per token: the prefill and decode plans, whose
 // logits are a one-row buffer that the final soft-cap rewrites in place.
 TEST_F(Gemma2Test, PrefillAndDecodeMatchLlamaCpp) { ExpectFixturePrefillAndDecodeMatchLlamaCpp(); }

@@ -31,6 +31,14 @@ using Gemma3SizesTest = test::LlamaCppArchTest<kArch, kMaker>;
 
 TEST_F(Gemma3SizesTest, LinearRopeScalingMatchesLlamaCpp) { ExpectFixtureMatchesLlamaCpp(); }
 
+// The same model as the Hugging Face folder of a multimodal Gemma 3 (4B and up: model_type gemma3,
+// the decoder's keys under text_config, its tensors under language_model., a vision tower beside
+// them; linear RoPE scaling and rope_local_base_freq in config.json, a SentencePiece
+// tokenizer.model): converted from the folder, it matches llama.cpp as well.
+TEST_F(Gemma3SizesTest, HfFolderLogitsMatchLlamaCpp) {
+  ExpectHfFolderMatchesLlamaCpp("--multimodal");
+}
+
 // The global layers' scaling matters, and the sliding layers' base does: the same file without
 // the scaling, or with the sliding layers on the global base, is far from llama.cpp's logits.
 TEST_F(Gemma3SizesTest, ScalingAndTheSlidingBaseMatter) {

@@ -43,14 +43,20 @@ void ConvertAndScore(const std::string& input, const std::string& stem, const st
   ASSERT_EQ(test::ScoreAll(*out->model, out->ids, 2, 256, &out->logits), "");
 }
 
-// A tiny GGUF made with `make_args` and its folder written with `folder_args`; "" or what failed.
-std::string MakeGgufAndFolder(const std::string& stem, const std::string& make_args,
+// A tiny GGUF made with `make_args` (the maker script first when it is not make_tiny_llama.py)
+// and its folder written with `folder_args`; "" or what failed.
+std::string MakeGgufAndFolder(const std::string& stem, std::string make_args,
                               const std::string& folder_args, std::string* gguf,
                               std::string* folder) {
   *gguf = test::ScratchPath(stem + ".gguf");
   *folder = test::ScratchPath(stem + "-hf");
   const std::string py = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR + "/tests/py/";
-  return test::RunHostCommand(py + "make_tiny_llama.py " + *gguf + " " + make_args + " && rm -rf '" +
+  std::string maker = "make_tiny_llama.py";
+  if (make_args.compare(0, 10, "make_tiny_") == 0) {
+    maker = make_args.substr(0, make_args.find(' '));
+    make_args = make_args.size() > maker.size() ? make_args.substr(maker.size() + 1) : "";
+  }
+  return test::RunHostCommand(py + maker + " " + *gguf + " " + make_args + " && rm -rf '" +
                               *folder + "' && " + py + "gguf_to_hf_decoder.py " + *gguf + " '" +
                               *folder + "' " + folder_args + " > /dev/null");
 }
@@ -69,8 +75,8 @@ struct Conversion {
 // A scratch GGUF and its folder (MakeGgufAndFolder's arguments), converted and scored as `first`
 // and `second` say, then removed.
 void ConvertTwice(const std::string& stem, const std::string& make_args,
-                  const std::string& folder_args, Conversion first, Conversion second,
-                  Converted* a, Converted* b) {
+                  const std::string& folder_args, Conversion first, Conversion second, Converted* a,
+                  Converted* b) {
   std::string gguf, folder;
   ASSERT_EQ(MakeGgufAndFolder(stem, make_args, folder_args, &gguf, &folder), "");
   ConvertAndScore(first.folder ? folder : gguf, stem + "-a", first.weights, a);
@@ -94,7 +100,7 @@ bool TensorDType(const Model& model, const std::string& name, fb::DType* dtype) 
 
 struct Family {
   const char* stem;
-  const char* make_args;    // make_tiny_llama.py
+  const char* make_args;    // make_tiny_llama.py's, or another maker script and its arguments
   const char* folder_args;  // gguf_to_hf_decoder.py
 };
 
@@ -103,7 +109,9 @@ class HfDecoderFolder : public ::testing::TestWithParam<Family> {};
 // The folder converts into the GGUF's model: the same token ids, and the same logits to the bit
 // (the same weights reach the same plan). llama: SmolLM's pre-tokenizer, control tokens first and
 // in the vocabulary, Llama 3 RoPE factors recomputed from config.json's rope_scaling, Q/K rows
-// un-permuted. qwen2: Q/K/V biases, a tied head, merges as strings.
+// un-permuted. qwen2: Q/K/V biases, a tied head, merges as strings. gemma2 (byte-level BPE) and a
+// multimodal gemma3 (SentencePiece): Gemma's norms and names, the decoder under text_config and
+// language_model., a vision tower skipped.
 TEST_P(HfDecoderFolder, ConvertsAsItsGguf) {
   const Family& f = GetParam();
   Converted from_gguf, from_folder;
@@ -131,7 +139,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Family{"hf-llama", "--arch llama --f32 --rope-scaling llama3", ""},
                       Family{"hf-qwen2", "--arch qwen2 --f32", "--string-merges"},
                       Family{"hf-qwen3", "--arch qwen3 --f32 --head-dim 32 --untied", "--shards 3"},
-                      Family{"hf-smollm3", "--arch smollm3 --f32 --layers 8", ""}),
+                      Family{"hf-smollm3", "--arch smollm3 --f32 --layers 8", ""},
+                      Family{"hf-gemma2", "make_tiny_gemma2.py", ""},
+                      Family{"hf-gemma3", "make_tiny_gemma3.py --f32 --linear-rope 8", ""},
+                      Family{"hf-gemma3-mm", "make_tiny_gemma3.py --f32", "--multimodal"}),
     [](const ::testing::TestParamInfo<Family>& info) { return test::ParamName(info.param.stem); });
 
 // A BF16 checkpoint in three shards: --weights keep stores its matrices as BF16, read straight
@@ -158,7 +169,8 @@ TEST(HfDecoderFolderTypes, Q4KMAsForTheGguf) {
   if (HasFatalFailure()) return;
   for (const char* name : {"blk.0.attn_q.weight", "blk.0.ffn_down.weight", "token_embd.weight"}) {
     fb::DType a = fb::DType::F32, b = fb::DType::F32;
-    ASSERT_TRUE(TensorDType(*from_gguf.model, name, &a) && TensorDType(*from_folder.model, name, &b))
+    ASSERT_TRUE(TensorDType(*from_gguf.model, name, &a) &&
+                TensorDType(*from_folder.model, name, &b))
         << name;
     EXPECT_EQ(a, b) << name;
     if (std::string(name) == "blk.0.attn_q.weight") {
@@ -172,6 +184,7 @@ struct Refusal {
   const char* stem;
   const char* folder_args;
   const char* message;
+  const char* make_args = "--arch qwen2 --f32";
 };
 
 class HfDecoderFolderRefused : public ::testing::TestWithParam<Refusal> {};
@@ -181,7 +194,7 @@ class HfDecoderFolderRefused : public ::testing::TestWithParam<Refusal> {};
 TEST_P(HfDecoderFolderRefused, NamesWhy) {
   const Refusal& r = GetParam();
   std::string gguf, folder;
-  ASSERT_EQ(MakeGgufAndFolder(r.stem, "--arch qwen2 --f32", r.folder_args, &gguf, &folder), "");
+  ASSERT_EQ(MakeGgufAndFolder(r.stem, r.make_args, r.folder_args, &gguf, &folder), "");
   const std::string out = test::ScratchPath(std::string(r.stem) + ".kes");
   const test::ProcessResult p = test::Convert({folder, out});
   RemoveScratch(gguf, folder);
@@ -203,10 +216,13 @@ INSTANTIATE_TEST_SUITE_P(
         Refusal{"hf-yarn", "--config 'rope_scaling={\"rope_type\":\"yarn\",\"factor\":4}'",
                 "unsupported RoPE scaling \"yarn\""},
         Refusal{"hf-heads", "--config num_attention_heads=0",
-                "num_attention_heads: expected a whole number 1..1024, found 0"}),
-    [](const ::testing::TestParamInfo<Refusal>& info) {
-      return test::ParamName(info.param.stem);
-    });
+                "num_attention_heads: expected a whole number 1..1024, found 0"},
+        Refusal{"hf-unigram", "--spm-model-type 1",
+                "trainer_spec.model_type is 1: expected 2 (BPE)", "make_tiny_gemma3.py"},
+        Refusal{"hf-gemma3-pattern", "--config sliding_window_pattern=4",
+                "sliding_window_pattern: expected 6 (what llama.cpp runs), found 4",
+                "make_tiny_gemma3.py"}),
+    [](const ::testing::TestParamInfo<Refusal>& info) { return test::ParamName(info.param.stem); });
 
 }  // namespace
 }  // namespace kestrel

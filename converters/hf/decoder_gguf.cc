@@ -5,6 +5,7 @@
 #include <memory>
 #include <set>
 
+#include "converters/hf/hf_import.h"
 #include "converters/hf_json_fields.h"
 #include "converters/safetensors/checkpoint.h"
 #include "converters/safetensors/json_reader.h"
@@ -22,7 +23,34 @@ std::string Num(uint64_t v) { return std::to_string(v); }
 std::string GgufArchitecture(const std::string& model_type) {
   if (model_type == "llama" || model_type == "mistral") return "llama";
   if (model_type == "qwen2" || model_type == "qwen3" || model_type == "smollm3") return model_type;
+  if (model_type == "gemma2") return model_type;
+  // gemma3_text: 270M and 1B; gemma3: 4B and up, whose text_config is the decoder.
+  if (model_type == "gemma3_text" || model_type == "gemma3") return "gemma3";
   return "";
+}
+
+bool IsGemma(const std::string& arch) { return arch == "gemma2" || arch == "gemma3"; }
+
+// config.json as llama.cpp's converter reads it: a multimodal Gemma 3's text_config moved to the
+// top level, and defaults where a Gemma 3 text_config leaves keys out (the 4B and larger ones
+// do).
+void NormalizeConfig(json* config) {
+  const auto text = config->find("text_config");
+  if (text != config->end() && text->is_object()) {
+    const json inner = *text;
+    for (const auto& [key, value] : inner.items()) (*config)[key] = value;
+  }
+  const auto type = config->find("model_type");
+  if (type == config->end() || !type->is_string() || GgufArchitecture(*type) != "gemma3") return;
+  // Those llama.cpp's Gemma3Model defaults too, and the vocabulary every Gemma 3 shares.
+  const std::pair<const char*, json> defaults[] = {
+      {"vocab_size", 262208},     {"max_position_embeddings", 131072},
+      {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+      {"head_dim", 256},          {"rms_norm_eps", 1e-6},
+      {"rope_theta", 1000000.0}};
+  for (const auto& [key, value] : defaults) {
+    if (!config->contains(key)) (*config)[key] = value;
+  }
 }
 
 // A required whole number in [1, max].
@@ -36,8 +64,8 @@ Status Dimension(const JsonNode& node, uint64_t max, uint32_t* out) {
 }
 
 Status PositiveNumber(const JsonNode& node, double* out) {
-  KES_CHECK_OR_RETURN(node.present() && node.value->is_number() &&
-                          node.value->get<double>() > 0 && std::isfinite(node.value->get<double>()),
+  KES_CHECK_OR_RETURN(node.present() && node.value->is_number() && node.value->get<double>() > 0 &&
+                          std::isfinite(node.value->get<double>()),
                       node.Where() + ": expected a positive number, found " +
                           (node.present() ? node.value->dump() : std::string("no such field")));
   *out = node.value->get<double>();
@@ -59,6 +87,7 @@ Status AddRopeScaling(const JsonNode& config, const DecoderShape& s, double thet
   if (rope.is_null()) rope = config.Child("rope_parameters");
   if (rope.is_null()) return OkStatus();
   KES_RETURN_IF_ERROR(hf::ExpectType(rope, json::value_t::object));
+  if (rope.Child("full_attention").present()) rope = rope.Child("full_attention");
   std::string type;
   const JsonNode type_node =
       rope.Child("rope_type").present() ? rope.Child("rope_type") : rope.Child("type");
@@ -76,8 +105,8 @@ Status AddRopeScaling(const JsonNode& config, const DecoderShape& s, double thet
     KES_RETURN_IF_ERROR(optional("high_freq_factor", &high));
     KES_RETURN_IF_ERROR(optional("original_max_position_embeddings", &original));
     KES_CHECK_OR_RETURN(high > low, rope.Where() + ": expected high_freq_factor above " +
-                                        "low_freq_factor, found " + std::to_string(high) +
-                                        " and " + std::to_string(low));
+                                        "low_freq_factor, found " + std::to_string(high) + " and " +
+                                        std::to_string(low));
     // LlamaModel.generate_extra_tensors: per rotated pair, the divisor of its frequency,
     // computed in float32 as torch computes it there.
     std::vector<float> factors;
@@ -147,11 +176,11 @@ Status ReadShape(const JsonNode& config, DecoderShape* s) {
     if (node.is_null()) continue;
     bool on = false;
     KES_RETURN_IF_ERROR(hf::GetBool(node, &on));
-    KES_CHECK_OR_RETURN(!on, node.Where() + ": expected false, found true (" +
-                                 (std::string(flag) == "mlp_bias"
-                                      ? "feed-forward biases are not supported)"
-                                      : "sliding-window attention is not supported for " +
-                                            s->arch + ")"));
+    KES_CHECK_OR_RETURN(
+        !on, node.Where() + ": expected false, found true (" +
+                 (std::string(flag) == "mlp_bias"
+                      ? "feed-forward biases are not supported)"
+                      : "sliding-window attention is not supported for " + s->arch + ")"));
   }
   return OkStatus();
 }
@@ -175,9 +204,74 @@ void AddHyperParameters(const DecoderShape& s, uint32_t context, double eps, dou
   if (s.arch == "llama") out->SetUint32(a + ".rope.dimension_count", s.head_dim);
 }
 
+// A soft-cap from config.json: null (none) is 0, which the GGUF converters read as off.
+Status SoftCap(const JsonNode& node, float* out) {
+  *out = 0;
+  if (node.is_null()) return OkStatus();
+  double v = 0;
+  KES_RETURN_IF_ERROR(PositiveNumber(node, &v));
+  *out = static_cast<float>(v);
+  return OkStatus();
+}
+
+// Gemma's sliding-window layers: `layer_types` (or sliding_window_pattern) must be what llama.cpp
+// runs, every `period`-th layer global (Gemma 2: odd layers; Gemma 3: every sixth).
+Status CheckSlidingLayers(const JsonNode& config, uint32_t layers, uint32_t period) {
+  const JsonNode pattern = config.Child("sliding_window_pattern");
+  if (!pattern.is_null()) {
+    uint32_t p = 0;
+    KES_RETURN_IF_ERROR(Dimension(pattern, 1024, &p));
+    KES_CHECK_OR_RETURN(p == period, pattern.Where() + ": expected " + Num(period) +
+                                         " (what llama.cpp runs), found " + Num(p));
+  }
+  const JsonNode types = config.Child("layer_types");
+  if (types.is_null()) return OkStatus();
+  KES_RETURN_IF_ERROR(hf::ExpectType(types, json::value_t::array));
+  bool matches = types.value->size() == layers;
+  for (uint32_t l = 0; matches && l < layers; ++l) {
+    const bool global = (l + 1) % period == 0;
+    matches = (*types.value)[l] == (global ? "full_attention" : "sliding_attention");
+  }
+  KES_CHECK_OR_RETURN(matches, types.Where() + ": expected every " + Num(period) +
+                                   "th layer full_attention and the others sliding_attention "
+                                   "(what llama.cpp runs), found " +
+                                   types.value->dump().substr(0, 300));
+  return OkStatus();
+}
+
+// Gemma 2's and Gemma 3's own keys, as Gemma2Model and Gemma3Model write them.
+Status AddGemmaParameters(const JsonNode& config, const DecoderShape& s, gguf::Builder* out) {
+  const std::string& a = s.arch;
+  KES_RETURN_IF_ERROR(CheckSlidingLayers(config, s.layers, a == "gemma2" ? 2 : 6));
+  uint32_t window = 0;
+  KES_RETURN_IF_ERROR(Dimension(config.Child("sliding_window"), 1u << 24, &window));
+  out->SetUint32(a + ".attention.sliding_window", window);
+  float attn_cap = 0, final_cap = 0;
+  KES_RETURN_IF_ERROR(SoftCap(config.Child("attn_logit_softcapping"), &attn_cap));
+  KES_RETURN_IF_ERROR(SoftCap(config.Child("final_logit_softcapping"), &final_cap));
+  if (a == "gemma2") {
+    out->SetFloat32(a + ".attn_logit_softcapping", attn_cap);
+    out->SetFloat32(a + ".final_logit_softcapping", final_cap);
+    return OkStatus();
+  }
+  KES_CHECK_OR_RETURN(attn_cap == 0, config.Child("attn_logit_softcapping").Where() +
+                                         ": expected null (Gemma 3 has no attention soft-cap)");
+  if (final_cap != 0) out->SetFloat32(a + ".final_logit_softcapping", final_cap);
+  JsonNode local = config.Child("rope_local_base_freq");
+  if (local.is_null())
+    local = config.Child("rope_parameters").Child("sliding_attention").Child("rope_theta");
+  if (!local.is_null()) {
+    double theta = 0;
+    KES_RETURN_IF_ERROR(PositiveNumber(local, &theta));
+    out->SetFloat32(a + ".rope.freq_base_swa", static_cast<float>(theta));
+  }
+  return OkStatus();
+}
+
 // The GGUF name of a checkpoint tensor (without its "model." prefix), or "" when a decoder of
-// this kind has no such tensor.
-std::string GgufTensorName(const std::string& hf) {
+// this kind has no such tensor. Gemma's post_attention_layernorm follows attention, its
+// pre_feedforward_layernorm is the FFN's input norm.
+std::string GgufTensorName(const std::string& hf, const std::string& arch) {
   static const std::pair<const char*, const char*> kTop[] = {
       {"embed_tokens.weight", "token_embd.weight"},
       {"norm.weight", "output_norm.weight"},
@@ -208,6 +302,16 @@ std::string GgufTensorName(const std::string& hf) {
   const std::string layer = hf.substr(7, dot - 7);
   if (layer.find_first_not_of("0123456789") != std::string::npos) return "";
   const std::string rest = hf.substr(dot + 1);
+  static const std::pair<const char*, const char*> kGemmaLayer[] = {
+      {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+      {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+      {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+  };
+  if (IsGemma(arch)) {
+    for (const auto& [from, to] : kGemmaLayer) {
+      if (rest == from) return "blk." + layer + "." + to;
+    }
+  }
   for (const auto& [from, to] : kLayer) {
     if (rest == from) return "blk." + layer + "." + to;
   }
@@ -234,14 +338,24 @@ std::vector<uint8_t> PermuteRows(const uint8_t* data, uint64_t rows, uint64_t ro
 
 Status AddTensors(const safetensors::Checkpoint& ckpt, const std::string& folder,
                   const DecoderShape& s, gguf::Builder* out) {
+  const auto starts = [](const std::string& name, const char* prefix) {
+    return name.compare(0, std::strlen(prefix), prefix) == 0;
+  };
   for (const auto& [name, tensor] : ckpt.tensors()) {
-    const std::string bare = name.compare(0, 6, "model.") == 0 ? name.substr(6) : name;
+    // A multimodal Gemma 3 keeps its decoder under language_model.; the rest is the vision
+    // tower, which llama.cpp converts to a separate file.
+    if (starts(name, "vision_tower.") || starts(name, "multi_modal_projector.")) continue;
+    std::string bare = starts(name, "language_model.") ? name.substr(15) : name;
+    if (starts(bare, "model.")) bare = bare.substr(6);
     if (bare.size() > 21 && bare.compare(bare.size() - 21, 21, "rotary_emb.inv_freq") == 0) {
       continue;  // a buffer older checkpoints saved; RoPE comes from the hyper-parameters
     }
-    const std::string gguf_name = GgufTensorName(bare);
+    // Gemma's head is the embedding table; llama.cpp skips a stored copy.
+    if (IsGemma(s.arch) && bare == "lm_head.weight") continue;
+    const std::string gguf_name = GgufTensorName(bare, s.arch);
     KES_CHECK_OR_RETURN(!gguf_name.empty(), folder + ": tensor '" + name + "' is not one a " +
-                                                s.arch + " decoder has (expected model.* "
+                                                s.arch +
+                                                " decoder has (expected model.* "
                                                 "embeddings, norms, attention and MLP weights)");
     const safetensors::TensorInfo& info = *tensor.info;
     const std::vector<uint64_t>& shape = info.shape;
@@ -250,7 +364,7 @@ Status AddTensors(const safetensors::Checkpoint& ckpt, const std::string& folder
                             "': expected a vector or a matrix, found shape " + ShapeString(shape));
     const bool is_q = gguf_name.find(".attn_q.") != std::string::npos;
     const bool is_k = gguf_name.find(".attn_k.") != std::string::npos;
-    const uint32_t permute_heads = s.permute_qk && is_q ? s.heads
+    const uint32_t permute_heads = s.permute_qk && is_q   ? s.heads
                                    : s.permute_qk && is_k ? s.kv_heads
                                                           : 0;
     if (permute_heads != 0) {
@@ -263,6 +377,12 @@ Status AddTensors(const safetensors::Checkpoint& ckpt, const std::string& folder
     if (shape.size() == 1) {  // norms and biases: F32, as llama.cpp's converter stores them
       std::vector<float> values;
       KES_RETURN_IF_ERROR(ckpt.ReadF32(name, &values));
+      // Gemma's RMSNorm multiplies by 1 + weight; the GGUF stores the sum.
+      const bool gemma_norm = IsGemma(s.arch) && bare.size() >= 11 &&
+                              bare.compare(bare.size() - 11, 11, "norm.weight") == 0;
+      if (gemma_norm) {
+        for (float& v : values) v += 1.0f;
+      }
       std::vector<uint8_t> bytes(values.size() * 4);
       std::memcpy(bytes.data(), values.data(), bytes.size());
       if (permute_heads != 0) bytes = PermuteRows(bytes.data(), shape[0], 4, permute_heads);
@@ -279,13 +399,18 @@ Status AddTensors(const safetensors::Checkpoint& ckpt, const std::string& folder
                              safetensors::DTypeName(info.dtype) +
                              ": expected F32, F16 or BF16 weights");
     }
-    const std::vector<uint64_t> ne = {shape[1], shape[0]};
-    const uint64_t n_bytes = info.end - info.begin;
+    uint64_t rows = shape[0], n_bytes = info.end - info.begin;
+    if (s.arch == "gemma3" && gguf_name == "token_embd.weight" && rows > s.vocab) {
+      // Gemma3Model drops the embedding rows past the vocabulary (out-of-vocabulary ones).
+      n_bytes = n_bytes / rows * s.vocab;
+      rows = s.vocab;
+    }
+    const std::vector<uint64_t> ne = {shape[1], rows};
     if (permute_heads != 0) {
       out->AddOwnedTensor(gguf_name, ne, type,
                           PermuteRows(info.data, shape[0], n_bytes / shape[0], permute_heads));
     } else {
-      out->AddTensor(gguf_name, ne, type, info.data, n_bytes);
+      out->AddTensor(gguf_name, ne, type, info.data, n_bytes);  // the first `rows` rows
     }
   }
   return OkStatus();
@@ -312,6 +437,7 @@ Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out) 
   JsonNode config;
   const std::string config_path = folder + "/config.json";
   KES_RETURN_IF_ERROR(hf::OpenJsonObject(config_path, &storage, &config));
+  NormalizeConfig(&storage);
   std::string model_type;
   KES_RETURN_IF_ERROR(hf::GetString(config.Child("model_type"), &model_type));
   DecoderShape s;
@@ -328,7 +454,10 @@ Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out) 
   double eps = 0, theta = 10000;
   KES_RETURN_IF_ERROR(PositiveNumber(config.Child("rms_norm_eps"), &eps));
   JsonNode theta_node = config.Child("rope_theta");
-  if (theta_node.is_null()) theta_node = config.Child("rope_parameters").Child("rope_theta");
+  const JsonNode rope_parameters = config.Child("rope_parameters");
+  if (theta_node.is_null())
+    theta_node = rope_parameters.Child("full_attention").Child("rope_theta");
+  if (theta_node.is_null()) theta_node = rope_parameters.Child("rope_theta");
   if (!theta_node.is_null()) KES_RETURN_IF_ERROR(PositiveNumber(theta_node, &theta));
 
   gguf::Builder b;
@@ -336,7 +465,26 @@ Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out) 
   b.SetString("general.name", FolderName(folder));
   AddHyperParameters(s, context, eps, theta, !config.Child("head_dim").is_null(), &b);
   KES_RETURN_IF_ERROR(AddRopeScaling(config, s, theta, &b));
-  KES_RETURN_IF_ERROR(AddHfBpeTokenizer(folder, s.vocab, config_path, &b));
+  if (IsGemma(s.arch)) KES_RETURN_IF_ERROR(AddGemmaParameters(config, s, &b));
+  // As llama.cpp's converter: a SentencePiece model when the folder has one (Gemma, Llama 2,
+  // Mistral 7B), else tokenizer.json's byte-level BPE.
+  if (PathExists(folder + "/tokenizer.model")) {
+    json tc_storage;
+    JsonNode tokenizer_config;
+    if (PathExists(folder + "/tokenizer_config.json")) {
+      KES_RETURN_IF_ERROR(
+          hf::OpenJsonObject(folder + "/tokenizer_config.json", &tc_storage, &tokenizer_config));
+    }
+    KES_RETURN_IF_ERROR(AddHfSentencePieceTokenizer(folder, s.vocab, config_path, &b));
+    bool prefix = !IsGemma(s.arch);
+    const JsonNode tc_prefix = tokenizer_config.Child("add_prefix_space");
+    if (!IsGemma(s.arch) && tc_prefix.present() && tc_prefix.value->is_boolean()) {
+      prefix = tc_prefix.value->get<bool>();
+    }
+    b.SetBool("tokenizer.ggml.add_space_prefix", prefix);
+  } else {
+    KES_RETURN_IF_ERROR(AddHfBpeTokenizer(folder, s.vocab, config_path, &b));
+  }
   std::unique_ptr<safetensors::Checkpoint> ckpt;
   KES_RETURN_IF_ERROR(safetensors::Checkpoint::Open(folder, &ckpt));
   KES_RETURN_IF_ERROR(AddTensors(*ckpt, folder, s, &b));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "converters/gguf/gguf_builder.h"
+#include "converters/hf_json_fields.h"
 #include "runtime/status.h"
 
 namespace kestrel {
@@ -31,5 +32,23 @@ Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out);
 // (`config`'s bos/eos/pad_token_id) fill in what tokenizer_config.json does not name.
 Status AddHfBpeTokenizer(const std::string& folder, uint32_t vocab_size,
                          const std::string& config_path, gguf::Builder* out);
+
+// The SentencePiece tokenizer of `folder` (tokenizer.model, added_tokens.json,
+// tokenizer_config.json's added_tokens_decoder) as _set_vocab_sentencepiece writes it
+// (tokenizer.ggml.model "llama"), for `vocab_size` ids, with the special tokens as
+// AddHfSpecialTokens reads them. Only BPE models: a Unigram model (T5, XLM-R) is refused.
+Status AddHfSentencePieceTokenizer(const std::string& folder, uint32_t vocab_size,
+                                   const std::string& config_path, gguf::Builder* out);
+
+// convert_hf_to_gguf.py's does_token_look_special: an added token it makes a control token even
+// when the folder does not mark it special (<|...|>, <pad>, <unused...>, ...).
+bool LooksLikeSpecialToken(const std::string& token);
+// A user-defined token as llama.cpp stores it: SentencePiece's U+2581 spelt as spaces.
+std::string SpacesForU2581(std::string token);
+
+// The special tokens as gguf-py's SpecialVocab writes them (ids, add_bos/add_eos, the chat
+// template); `tokenizer_json` is the folder's parsed tokenizer.json, or null when it has none.
+Status AddHfSpecialTokens(const std::string& folder, const hf::JsonNode* tokenizer_json,
+                          uint32_t vocab_size, const std::string& config_path, gguf::Builder* out);
 
 }  // namespace kestrel

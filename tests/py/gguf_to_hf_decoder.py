@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes a Llama-family GGUF (tests/py/make_tiny_llama.py: llama, qwen2, qwen3, smollm3) as the
-Hugging Face checkpoint folder llama.cpp's convert_hf_to_gguf.py would have made it from:
+"""Writes a tiny decoder GGUF (tests/py/make_tiny_llama.py: llama, qwen2, qwen3, smollm3;
+make_tiny_gemma2.py, make_tiny_gemma3.py) as the Hugging Face checkpoint folder llama.cpp's convert_hf_to_gguf.py would have made it from:
 config.json, model.safetensors (or shards with their index), tokenizer.json,
 tokenizer_config.json. The inverse of that converter, so that Kestrel's reading of a folder can
 be checked against llama.cpp's logits for the GGUF (tests/convert_hf_decoder_test.cc):
@@ -14,14 +14,21 @@ be checked against llama.cpp's logits for the GGUF (tests/convert_hf_decoder_tes
 - tokenizer.json: byte-level BPE with the pre-tokenizer Hugging Face spells for llama.cpp's
   tokenizer.ggml.pre (smollm, llama-bpe, qwen2), the control tokens as special added tokens
   (also in the vocabulary when they come first, as SmolLM2's), merges as pairs or as strings;
-- tokenizer_config.json: bos/eos/unk/pad tokens by content, add_bos_token, chat_template.
+- tokenizer_config.json: bos/eos/unk/pad tokens by content, add_bos_token, chat_template;
+- Gemma: norms stored without the +1 llama.cpp's converter adds, Gemma's norm names, soft-caps,
+  window and layer_types in config.json, a SentencePiece vocabulary (tokenizer.ggml.model
+  "llama") as tokenizer.model (protobuf written here: pieces, scores, types, BPE trainer spec)
+  with the special token ids in config.json. --multimodal writes a Gemma 3 as the 4B and larger
+  ship: model_type gemma3, the decoder's keys under text_config, tensors under language_model.
 
   gguf_to_hf_decoder.py IN.gguf OUT_DIR [--dtype f32|f16|bf16] [--shards N] [--string-merges]
                         [--config KEY=JSON]... [--tokenizer-model KEY=JSON]...
-                        [--extra-tensor NAME] [--remove FILE]
+                        [--extra-tensor NAME] [--remove FILE] [--multimodal]
+                        [--spm-model-type N]
 
-The last four spoil the folder for tests of the converter's refusals: a config.json or
-tokenizer.json model field set to a JSON value, one more [4] tensor, a file removed.
+--config, --tokenizer-model, --extra-tensor, --remove and --spm-model-type spoil the folder for tests of the converter's refusals: a config.json or
+tokenizer.json model field set to a JSON value, one more [4] tensor, a file removed, another
+SentencePiece model type (1: Unigram).
 """
 import argparse
 import json
@@ -51,6 +58,11 @@ LAYER_NAMES = {
     "attn_k_norm.weight": "self_attn.k_norm.weight",
     "ffn_gate.weight": "mlp.gate_proj.weight", "ffn_up.weight": "mlp.up_proj.weight",
     "ffn_down.weight": "mlp.down_proj.weight",
+}
+GEMMA_LAYER_NAMES = {
+    "post_attention_norm.weight": "post_attention_layernorm.weight",
+    "ffn_norm.weight": "pre_feedforward_layernorm.weight",
+    "post_ffw_norm.weight": "post_feedforward_layernorm.weight",
 }
 TOP_NAMES = {"token_embd.weight": "model.embed_tokens.weight",
              "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
@@ -87,7 +99,11 @@ def hf_tensors(reader, arch, n_head, n_kv_head, dtype):
             hf = TOP_NAMES[name]
         else:
             _, layer, rest = name.split(".", 2)
-            hf = f"model.layers.{layer}.{LAYER_NAMES[rest]}"
+            names = {**LAYER_NAMES, **GEMMA_LAYER_NAMES} if arch.startswith("gemma") \
+                else LAYER_NAMES
+            hf = f"model.layers.{layer}.{names[rest]}"
+        if arch.startswith("gemma") and name.endswith("norm.weight"):
+            values = values - np.float32(1.0)  # Gemma's RMSNorm adds the 1 back
         if arch in ("llama", "smollm3") and rest_is(name, ("attn_q.weight", "attn_q.bias")):
             values = unpermute(values, n_head)
         if arch in ("llama", "smollm3") and rest_is(name, ("attn_k.weight", "attn_k.bias")):
@@ -155,6 +171,46 @@ def pre_tokenizer(pre):
          "use_regex": False}]}
 
 
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def proto_field(number, wire, payload):
+    return varint(number << 3 | wire) + payload
+
+
+def proto_bytes(number, data):
+    return proto_field(number, 2, varint(len(data)) + data)
+
+
+def write_sentencepiece(reader, out_dir, model_type=2):
+    """tokenizer.model: ModelProto {pieces = 1 {piece = 1, score = 2, type = 3},
+    trainer_spec = 2 {model_type = 3: 2, BPE, unless told otherwise}}."""
+    tokens = field(reader, "tokenizer.ggml.tokens")
+    scores = field(reader, "tokenizer.ggml.scores")
+    types = field(reader, "tokenizer.ggml.token_type")
+    model = bytearray()
+    for piece, score, ty in zip(tokens, scores, types):
+        body = proto_bytes(1, piece.encode("utf-8")) + \
+            proto_field(2, 5, np.float32(score).tobytes()) + proto_field(3, 0, varint(ty))
+        model += proto_bytes(1, body)
+    model += proto_bytes(2, proto_field(3, 0, varint(model_type)))
+    with open(os.path.join(out_dir, "tokenizer.model"), "wb") as f:
+        f.write(bytes(model))
+    config = {"add_bos_token": bool(field(reader, "tokenizer.ggml.add_bos_token", False)),
+              "add_eos_token": bool(field(reader, "tokenizer.ggml.add_eos_token", False)),
+              "tokenizer_class": "GemmaTokenizer"}
+    with open(os.path.join(out_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, ensure_ascii=False, indent=1)
+    return len(tokens)
+
+
 def write_tokenizer(reader, out_dir, string_merges, model_edits):
     tokens = field(reader, "tokenizer.ggml.tokens")
     types = field(reader, "tokenizer.ggml.token_type")
@@ -205,6 +261,8 @@ def main():
     ap.add_argument("--tokenizer-model", action="append", default=[])
     ap.add_argument("--extra-tensor")
     ap.add_argument("--remove")
+    ap.add_argument("--multimodal", action="store_true")
+    ap.add_argument("--spm-model-type", type=int, default=2)
     args = ap.parse_args()
 
     def edits(pairs):
@@ -218,14 +276,20 @@ def main():
     tensors = hf_tensors(reader, arch, n_head, n_kv_head, args.dtype)
     if args.extra_tensor:
         tensors[args.extra_tensor] = np.zeros(4, dtype=np.float32)
+    if args.multimodal:
+        tensors = {"language_model." + n: t for n, t in tensors.items()}
+        tensors["vision_tower.vision_model.post_layernorm.weight"] = np.ones(8, np.float32)
     write_shards(tensors, args.out_dir, args.shards)
+    spm = field(reader, "tokenizer.ggml.model") == "llama"
+    vocab_size = write_sentencepiece(reader, args.out_dir, args.spm_model_type) if spm else \
+        write_tokenizer(reader, args.out_dir, args.string_merges, edits(args.tokenizer_model))
     n_layers = field(reader, f"{a}.block_count")
     config = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-                           "qwen3": "Qwen3ForCausalLM", "smollm3": "SmolLM3ForCausalLM"}[arch]],
-        "model_type": arch,
-        "vocab_size": write_tokenizer(reader, args.out_dir, args.string_merges,
-                                      edits(args.tokenizer_model)),
+                           "qwen3": "Qwen3ForCausalLM", "smollm3": "SmolLM3ForCausalLM",
+                           "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM"}[arch]],
+        "model_type": "gemma3_text" if arch == "gemma3" else arch,
+        "vocab_size": vocab_size,
         "hidden_size": field(reader, f"{a}.embedding_length"),
         "intermediate_size": field(reader, f"{a}.feed_forward_length"),
         "num_hidden_layers": n_layers,
@@ -239,7 +303,25 @@ def main():
         "torch_dtype": {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[args.dtype],
         "bos_token_id": field(reader, "tokenizer.ggml.bos_token_id"),
         "eos_token_id": field(reader, "tokenizer.ggml.eos_token_id"),
+        "pad_token_id": field(reader, "tokenizer.ggml.padding_token_id"),
     }
+    if spm:
+        config["unk_token_id"] = field(reader, "tokenizer.ggml.unknown_token_id")
+    if arch.startswith("gemma"):
+        period = 2 if arch == "gemma2" else 6
+        config["head_dim"] = n_embd_head = \
+            field(reader, f"{a}.attention.key_length", config["hidden_size"] // n_head)
+        config["query_pre_attn_scalar"] = n_embd_head
+        config["sliding_window"] = field(reader, f"{a}.attention.sliding_window")
+        config["layer_types"] = ["full_attention" if (l + 1) % period == 0
+                                 else "sliding_attention" for l in range(n_layers)]
+        config["final_logit_softcapping"] = field(reader, f"{a}.final_logit_softcapping")
+        config["attn_logit_softcapping"] = field(reader, f"{a}.attn_logit_softcapping")
+        config["hidden_activation"] = "gelu_pytorch_tanh"
+        config["tie_word_embeddings"] = True
+        if field(reader, f"{a}.rope.freq_base_swa") is not None:
+            config["rope_local_base_freq"] = field(reader, f"{a}.rope.freq_base_swa")
+        del config["hidden_act"], config["attention_bias"], config["mlp_bias"]
     if field(reader, f"{a}.attention.key_length") is not None:
         config["head_dim"] = field(reader, f"{a}.attention.key_length")
     if any(t.name == "rope_freqs.weight" for t in reader.tensors):
@@ -251,6 +333,10 @@ def main():
         config["no_rope_layers"] = [0 if (l + 1) % 4 == 0 else 1 for l in range(n_layers)]
         config["no_rope_layer_interval"] = 4
     config.update(edits(args.config))
+    if args.multimodal:
+        text = dict(config, model_type="gemma3_text")
+        config = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+                  "text_config": text, "vision_config": {"model_type": "siglip_vision_model"}}
     with open(os.path.join(args.out_dir, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     if args.remove:

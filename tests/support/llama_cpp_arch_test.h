@@ -117,11 +117,13 @@ class LlamaCppArchTest : public ::testing::Test {
   // The fixture's GGUF written as the Hugging Face folder llama.cpp's converter would have made
   // it from (tests/py/gguf_to_hf_decoder.py), and converted from that folder: the same checks
   // against llama.cpp as the GGUF's own conversion passes.
-  static void ExpectHfFolderMatchesLlamaCpp() {
+  // `folder_args`: more arguments for gguf_to_hf_decoder.py (--multimodal, ...).
+  static void ExpectHfFolderMatchesLlamaCpp(const std::string& folder_args = "") {
     ASSERT_EQ(error_, "");
     const std::string folder = ScratchPath(std::string(kArch) + "-hf");
     ASSERT_EQ(RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                             "/tests/py/gguf_to_hf_decoder.py " + gguf_ + " '" + folder + "'"),
+                             "/tests/py/gguf_to_hf_decoder.py " + gguf_ + " '" + folder + "' " +
+                             folder_args),
               "");
     std::unique_ptr<Model> model;
     OpenF32(folder, &model);
