@@ -41,7 +41,7 @@ const char kUsageHead[] =
     "INPUT is one of:\n"
     "  a GGUF file of a decoder (gemma3, gemma2, llama, qwen2, qwen3, smollm3, phi3);\n"
     "  a Hugging Face decoder folder (model_type llama, mistral, qwen2, qwen3, smollm3,\n"
-    "    gemma2, gemma3_text or gemma3: config.json, safetensors, tokenizer.model or\n"
+    "    gemma2, gemma3_text, gemma3 or phi3: config.json, safetensors, tokenizer.model or\n"
     "    tokenizer.json, tokenizer_config.json);\n"
     "  a Hugging Face BERT encoder folder (config.json, model.safetensors, tokenizer files,\n"
     "    with the sentence-transformers pooling and normalization when the folder has them);\n"

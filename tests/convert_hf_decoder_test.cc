@@ -111,7 +111,8 @@ class HfDecoderFolder : public ::testing::TestWithParam<Family> {};
 // in the vocabulary, Llama 3 RoPE factors recomputed from config.json's rope_scaling, Q/K rows
 // un-permuted. qwen2: Q/K/V biases, a tied head, merges as strings. gemma2 (byte-level BPE) and a
 // multimodal gemma3 (SentencePiece): Gemma's norms and names, the decoder under text_config and
-// language_model., a vision tower skipped.
+// language_model., a vision tower skipped. phi3: fused matrices, partial rotary, LongRoPE factors
+// from config.json.
 TEST_P(HfDecoderFolder, ConvertsAsItsGguf) {
   const Family& f = GetParam();
   Converted from_gguf, from_folder;
@@ -142,7 +143,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Family{"hf-smollm3", "--arch smollm3 --f32 --layers 8", ""},
                       Family{"hf-gemma2", "make_tiny_gemma2.py", ""},
                       Family{"hf-gemma3", "make_tiny_gemma3.py --f32 --linear-rope 8", ""},
-                      Family{"hf-gemma3-mm", "make_tiny_gemma3.py --f32", "--multimodal"}),
+                      Family{"hf-gemma3-mm", "make_tiny_gemma3.py --f32", "--multimodal"},
+                      // The attention factor Phi3MiniModel computes for 512 / 128 tokens.
+                      // (Not "phi3" in the stem: the folder's name is general.name, and
+                      // Phi-3's name turns on llama.cpp's rstrip of its special tokens.)
+                      Family{"hf-phi-long",
+                             "make_tiny_phi3.py --original-context 128 --rotary-dims 12 "
+                             "--attn-factor 1.1338934190276817",
+                             ""}),
     [](const ::testing::TestParamInfo<Family>& info) { return test::ParamName(info.param.stem); });
 
 // A BF16 checkpoint in three shards: --weights keep stores its matrices as BF16, read straight

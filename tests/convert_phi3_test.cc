@@ -42,6 +42,13 @@ using Phi3PartialRotaryTest = test::LlamaCppArchTest<kPartial, kMaker>;
 
 TEST_F(Phi3Test, LogitsMatchLlamaCpp) { ExpectFixtureMatchesLlamaCpp(); }
 
+// The same model as a Hugging Face folder (the fused qkv_proj and gate_up_proj, the original
+// context and sliding window in config.json): converted from the folder, it matches llama.cpp as
+// well. (The LongRoPE fixtures' attention factor of 1.3 is not one a folder can give: llama.cpp's
+// converter computes it from the context ratio; tests/convert_hf_decoder_test.cc checks LongRoPE
+// folders against their GGUFs.)
+TEST_F(Phi3Test, HfFolderLogitsMatchLlamaCpp) { ExpectHfFolderMatchesLlamaCpp(); }
+
 TEST_F(Phi3LongRopeTest, LogitsMatchLlamaCpp) { ExpectFixtureMatchesLlamaCpp(); }
 
 // Prefill of the first half, then one decode step per token: the decode plan, and the keys the

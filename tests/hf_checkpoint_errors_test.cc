@@ -286,7 +286,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"model_type_gpt2",
              JsonEdit("config.json", [](json& j) { j["model_type"] = "gpt2"; }),
              {"config.json: model_type \"gpt2\" is not supported (supported: bert, whisper, and "
-              "the decoders llama, mistral, qwen2, qwen3, smollm3, gemma2 and gemma3)"}},
+              "the decoders llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3 and phi3)"}},
         Case{"hidden_act_relu",
              JsonEdit("config.json", [](json& j) { j["hidden_act"] = "relu"; }),
              {"config.json: hidden_act \"relu\" is not supported", "gelu"}},

@@ -23,7 +23,7 @@ std::string Num(uint64_t v) { return std::to_string(v); }
 std::string GgufArchitecture(const std::string& model_type) {
   if (model_type == "llama" || model_type == "mistral") return "llama";
   if (model_type == "qwen2" || model_type == "qwen3" || model_type == "smollm3") return model_type;
-  if (model_type == "gemma2") return model_type;
+  if (model_type == "gemma2" || model_type == "phi3") return model_type;
   // gemma3_text: 270M and 1B; gemma3: 4B and up, whose text_config is the decoder.
   if (model_type == "gemma3_text" || model_type == "gemma3") return "gemma3";
   return "";
@@ -268,6 +268,65 @@ Status AddGemmaParameters(const JsonNode& config, const DecoderShape& s, gguf::B
   return OkStatus();
 }
 
+// Phi-3's keys and LongRoPE tensors, as Phi3MiniModel writes them: the rotated dimensions from
+// partial_rotary_factor, the original context, the sliding window (0 when none), and for the 128k
+// models rope_factors_long/short with the attention factor computed from the context ratio.
+Status AddPhi3Parameters(const JsonNode& config, const DecoderShape& s, uint32_t context,
+                         gguf::Builder* out) {
+  const std::string& a = s.arch;
+  JsonNode rope = config.Child("rope_scaling");
+  if (rope.is_null()) rope = config.Child("rope_parameters");
+  const auto rope_or_top = [&](const char* key) {
+    return rope.Child(key).is_null() ? config.Child(key) : rope.Child(key);
+  };
+  uint32_t original = 0;
+  KES_RETURN_IF_ERROR(
+      Dimension(rope_or_top("original_max_position_embeddings"), 1u << 24, &original));
+  out->SetUint32(a + ".rope.scaling.original_context_length", original);
+  double partial = 1;
+  if (!rope_or_top("partial_rotary_factor").is_null()) {
+    KES_RETURN_IF_ERROR(PositiveNumber(rope_or_top("partial_rotary_factor"), &partial));
+  }
+  const uint32_t rope_dims = static_cast<uint32_t>(partial * s.d_model) / s.heads;
+  out->SetUint32(a + ".rope.dimension_count", rope_dims);
+  uint32_t window = 0;
+  if (!config.Child("sliding_window").is_null()) {
+    KES_RETURN_IF_ERROR(Dimension(config.Child("sliding_window"), 1u << 24, &window));
+  }
+  out->SetUint32(a + ".attention.sliding_window", window);
+  const JsonNode long_factors = rope.Child("long_factor");
+  if (long_factors.is_null()) return OkStatus();
+  std::string type;
+  const JsonNode type_node =
+      rope.Child("rope_type").present() ? rope.Child("rope_type") : rope.Child("type");
+  KES_RETURN_IF_ERROR(hf::GetString(type_node, &type));
+  KES_CHECK_OR_RETURN(
+      type == "longrope" || type == "su",
+      type_node.Where() + ": expected \"longrope\" with long_factor, found \"" + type + "\"");
+  const double scale = static_cast<double>(context) / original;
+  const double attn_factor = scale > 1 ? std::sqrt(1 + std::log(scale) / std::log(original)) : 1;
+  out->SetFloat32(a + ".rope.scaling.attn_factor", static_cast<float>(attn_factor));
+  for (const char* kind : {"long", "short"}) {
+    const JsonNode list = rope.Child(std::string(kind) + "_factor");
+    KES_RETURN_IF_ERROR(hf::ExpectType(list, json::value_t::array));
+    KES_CHECK_OR_RETURN(list.value->size() * 2 == rope_dims,
+                        list.Where() + ": expected " + Num(rope_dims / 2) +
+                            " factors (half the rotated dimensions), found " +
+                            Num(list.value->size()));
+    std::vector<uint8_t> bytes;
+    for (const json& v : *list.value) {
+      KES_CHECK_OR_RETURN(v.is_number() && v.get<double>() > 0 && std::isfinite(v.get<double>()),
+                          list.Where() + ": expected positive numbers, found " + v.dump());
+      const float f = static_cast<float>(v.get<double>());
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(&f);
+      bytes.insert(bytes.end(), p, p + 4);
+    }
+    out->AddOwnedTensor(std::string("rope_factors_") + kind + ".weight", {rope_dims / 2},
+                        gguf::GgmlType::F32, std::move(bytes));
+  }
+  return OkStatus();
+}
+
 // The GGUF name of a checkpoint tensor (without its "model." prefix), or "" when a decoder of
 // this kind has no such tensor. Gemma's post_attention_layernorm follows attention, its
 // pre_feedforward_layernorm is the FFN's input norm.
@@ -292,6 +351,9 @@ std::string GgufTensorName(const std::string& hf, const std::string& arch) {
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
+      // Phi-3's fused [q; k; v] and [gate; up] matrices, kept fused as llama.cpp keeps them.
+      {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
+      {"mlp.gate_up_proj.weight", "ffn_up.weight"},
   };
   for (const auto& [from, to] : kTop) {
     if (hf == from) return to;
@@ -464,7 +526,11 @@ Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out) 
   b.SetString("general.architecture", s.arch);
   b.SetString("general.name", FolderName(folder));
   AddHyperParameters(s, context, eps, theta, !config.Child("head_dim").is_null(), &b);
-  KES_RETURN_IF_ERROR(AddRopeScaling(config, s, theta, &b));
+  if (s.arch == "phi3") {
+    KES_RETURN_IF_ERROR(AddPhi3Parameters(config, s, context, &b));
+  } else {
+    KES_RETURN_IF_ERROR(AddRopeScaling(config, s, theta, &b));
+  }
   if (IsGemma(s.arch)) KES_RETURN_IF_ERROR(AddGemmaParameters(config, s, &b));
   // As llama.cpp's converter: a SentencePiece model when the folder has one (Gemma, Llama 2,
   // Mistral 7B), else tokenizer.json's byte-level BPE.
@@ -475,13 +541,18 @@ Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out) 
       KES_RETURN_IF_ERROR(
           hf::OpenJsonObject(folder + "/tokenizer_config.json", &tc_storage, &tokenizer_config));
     }
-    KES_RETURN_IF_ERROR(AddHfSentencePieceTokenizer(folder, s.vocab, config_path, &b));
-    bool prefix = !IsGemma(s.arch);
+    KES_RETURN_IF_ERROR(AddHfSentencePieceTokenizer(
+        folder, s.vocab, config_path,
+        s.arch == "phi3" ? SentencePieceAddedTokens::kPhi3 : SentencePieceAddedTokens::kGeneric,
+        &b));
+    // Gemma's converters turn the space prefix off; LlamaModel takes tokenizer_config.json's
+    // add_prefix_space; the others leave the GGUF default (on).
     const JsonNode tc_prefix = tokenizer_config.Child("add_prefix_space");
-    if (!IsGemma(s.arch) && tc_prefix.present() && tc_prefix.value->is_boolean()) {
-      prefix = tc_prefix.value->get<bool>();
+    if (IsGemma(s.arch)) {
+      b.SetBool("tokenizer.ggml.add_space_prefix", false);
+    } else if (s.arch == "llama" && tc_prefix.present() && tc_prefix.value->is_boolean()) {
+      b.SetBool("tokenizer.ggml.add_space_prefix", tc_prefix.value->get<bool>());
     }
-    b.SetBool("tokenizer.ggml.add_space_prefix", prefix);
   } else {
     KES_RETURN_IF_ERROR(AddHfBpeTokenizer(folder, s.vocab, config_path, &b));
   }

@@ -1,9 +1,9 @@
-// Hugging Face decoder folders (model_type llama, mistral, qwen2, qwen3 or smollm3) rewritten as
-// the GGUF file llama.cpp's convert_hf_to_gguf.py makes of them: the same hyper-parameter keys,
-// tensor names, Q/K row permutation (llama, mistral and smollm3), Llama 3 RoPE frequency factors
-// and byte-level BPE tokenizer keys. The GGUF converters (converters/arch/) then read it like any
-// GGUF file, so a folder and the GGUF made from it convert into the same plans, with every
-// --weights choice the GGUF route has.
+// Hugging Face decoder folders (model_type llama, mistral, qwen2, qwen3, smollm3, gemma2,
+// gemma3_text, gemma3 or phi3) rewritten as the GGUF file llama.cpp's convert_hf_to_gguf.py makes
+// of them: the same hyper-parameter keys, tensor names, Q/K row permutation (llama, mistral and
+// smollm3), RoPE factor tensors and tokenizer keys. The GGUF converters (converters/arch/) then
+// read it like any GGUF file, so a folder and the GGUF made from it convert into the same plans,
+// with every --weights choice the GGUF route has.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +37,14 @@ Status AddHfBpeTokenizer(const std::string& folder, uint32_t vocab_size,
 // tokenizer_config.json's added_tokens_decoder) as _set_vocab_sentencepiece writes it
 // (tokenizer.ggml.model "llama"), for `vocab_size` ids, with the special tokens as
 // AddHfSpecialTokens reads them. Only BPE models: a Unigram model (T5, XLM-R) is refused.
+// How the folder's added tokens are typed: kGeneric as _create_vocab_sentencepiece does
+// (control when special or looking special, else user-defined with U+2581 as spaces); kPhi3 as
+// Phi3MiniModel.set_vocab does (control when special, else user-defined, unchanged, and
+// tokenizer.json's added tokens too).
+enum class SentencePieceAddedTokens { kGeneric, kPhi3 };
 Status AddHfSentencePieceTokenizer(const std::string& folder, uint32_t vocab_size,
-                                   const std::string& config_path, gguf::Builder* out);
+                                   const std::string& config_path, SentencePieceAddedTokens added,
+                                   gguf::Builder* out);
 
 // convert_hf_to_gguf.py's does_token_look_special: an added token it makes a control token even
 // when the folder does not mark it special (<|...|>, <pad>, <unused...>, ...).

@@ -111,7 +111,7 @@ Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& opti
   KES_CHECK_OR_RETURN(type == "bert" || type == "whisper",
                       ckpt.config.path() + ": model_type \"" + type +
                           "\" is not supported (supported: bert, whisper, and the decoders llama, "
-                          "mistral, qwen2, qwen3, smollm3, gemma2 and gemma3)");
+                          "mistral, qwen2, qwen3, smollm3, gemma2, gemma3 and phi3)");
   std::string name = folder.substr(folder.find_last_of('/', folder.size() - 2) + 1);
   if (!name.empty() && name.back() == '/') name.pop_back();
   if (type == "whisper") {

@@ -76,9 +76,7 @@ class Reader {
     Reader sub = *this;
     switch (wire) {
       case kVarint: return Varint(&ignored);
-      case kFixed64:
-        KES_RETURN_IF_ERROR(Fixed32(&ignored32));
-        return Fixed32(&ignored32);
+      case kFixed64: KES_RETURN_IF_ERROR(Fixed32(&ignored32)); return Fixed32(&ignored32);
       case kLengthDelimited: return Sub(&sub);
       case kFixed32: return Fixed32(&ignored32);
       default: return Error("wire type " + std::to_string(wire) + " (groups are not used)");
@@ -159,8 +157,9 @@ Status ParseSentencePieceModel(const uint8_t* data, size_t size, const std::stri
       KES_RETURN_IF_ERROR(r.Skip(wire));
     }
   }
-  KES_CHECK_OR_RETURN(!out->pieces.empty(), "'" + name + "': no pieces (expected a SentencePiece "
-                                                         "tokenizer.model)");
+  KES_CHECK_OR_RETURN(!out->pieces.empty(), "'" + name +
+                                                "': no pieces (expected a SentencePiece "
+                                                "tokenizer.model)");
   return OkStatus();
 }
 

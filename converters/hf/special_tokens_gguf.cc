@@ -114,7 +114,8 @@ Status ReadSpecialTokens(const std::string& folder, const JsonNode& root,
   for (const auto& [kind, id] : kinds) {
     // A multimodal model's ids may sit in its text_config only.
     JsonNode from_config = config.Child(std::string(kind) + "_token_id");
-    if (from_config.is_null()) from_config = config.Child("text_config").Child(std::string(kind) + "_token_id");
+    if (from_config.is_null())
+      from_config = config.Child("text_config").Child(std::string(kind) + "_token_id");
     if (*id < 0 && from_config.present() && from_config.value->is_number_unsigned()) {
       *id = from_config.value->get<int64_t>();
     }
@@ -129,9 +130,8 @@ bool LooksLikeSpecialToken(const std::string& t) {
     return t.size() >= open.size() + close.size() && t.compare(0, open.size(), open) == 0 &&
            t.compare(t.size() - close.size(), close.size(), close) == 0;
   };
-  return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" ||
-         wrapped("<|", "|>") || wrapped("<\xef\xbd\x9c", "\xef\xbd\x9c>") ||
-         wrapped("<unused", ">");
+  return t == "<pad>" || t == "<mask>" || t == "<2mass>" || t == "[@BOS@]" || wrapped("<|", "|>") ||
+         wrapped("<\xef\xbd\x9c", "\xef\xbd\x9c>") || wrapped("<unused", ">");
 }
 
 std::string SpacesForU2581(std::string token) {
@@ -142,11 +142,10 @@ std::string SpacesForU2581(std::string token) {
 }
 
 Status AddHfSpecialTokens(const std::string& folder, const hf::JsonNode* tokenizer_json,
-                          uint32_t vocab_size, const std::string& config_path,
-                          gguf::Builder* out) {
+                          uint32_t vocab_size, const std::string& config_path, gguf::Builder* out) {
   SpecialTokens s;
-  KES_RETURN_IF_ERROR(ReadSpecialTokens(folder, tokenizer_json ? *tokenizer_json : JsonNode(),
-                                        config_path, &s));
+  KES_RETURN_IF_ERROR(
+      ReadSpecialTokens(folder, tokenizer_json ? *tokenizer_json : JsonNode(), config_path, &s));
   const std::pair<const char*, int64_t> ids[] = {{"tokenizer.ggml.bos_token_id", s.bos},
                                                  {"tokenizer.ggml.eos_token_id", s.eos},
                                                  {"tokenizer.ggml.unknown_token_id", s.unk},

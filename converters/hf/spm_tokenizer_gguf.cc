@@ -39,9 +39,24 @@ Status ReadAddedTokensJson(const std::string& folder, Vocabulary* v) {
   return OkStatus();
 }
 
-// tokenizer_config.json's added_tokens_decoder ({"id": {"content": ..., "special": ...}}):
-// control tokens when special or looking special, else user-defined; score -1000.
-Status ReadAddedTokensDecoder(const std::string& folder, Vocabulary* v) {
+// An added token of id `id` (in range): score -1000, control or user-defined as `added` says.
+void SetAddedToken(uint64_t id, std::string content, bool special, SentencePieceAddedTokens added,
+                   Vocabulary* v) {
+  if (added == SentencePieceAddedTokens::kPhi3) {
+    v->types[id] = special ? Spm::kControl : Spm::kUserDefined;
+  } else if (special || LooksLikeSpecialToken(content)) {
+    v->types[id] = Spm::kControl;
+  } else {
+    v->types[id] = Spm::kUserDefined;
+    content = SpacesForU2581(content);
+  }
+  v->pieces[id] = content;
+  v->scores[id] = -1000.0f;
+}
+
+// tokenizer_config.json's added_tokens_decoder ({"id": {"content": ..., "special": ...}}).
+Status ReadAddedTokensDecoder(const std::string& folder, SentencePieceAddedTokens added,
+                              Vocabulary* v) {
   const std::string path = folder + "/tokenizer_config.json";
   if (!std::ifstream(path).good()) return OkStatus();
   json storage;
@@ -61,16 +76,9 @@ Status ReadAddedTokensDecoder(const std::string& folder, Vocabulary* v) {
     KES_RETURN_IF_ERROR(hf::GetString(token.Child("content"), &content));
     if (id >= v->pieces.size()) continue;  // as llama.cpp: ignored
     const JsonNode special = token.Child("special");
-    const bool is_special = special.present() && special.value->is_boolean() &&
-                            special.value->get<bool>();
-    if (is_special || LooksLikeSpecialToken(content)) {
-      v->types[id] = Spm::kControl;
-    } else {
-      v->types[id] = Spm::kUserDefined;
-      content = SpacesForU2581(content);
-    }
-    v->pieces[id] = content;
-    v->scores[id] = -1000.0f;
+    const bool is_special =
+        special.present() && special.value->is_boolean() && special.value->get<bool>();
+    SetAddedToken(id, content, is_special, added, v);
   }
   return OkStatus();
 }
@@ -78,7 +86,8 @@ Status ReadAddedTokensDecoder(const std::string& folder, Vocabulary* v) {
 }  // namespace
 
 Status AddHfSentencePieceTokenizer(const std::string& folder, uint32_t vocab_size,
-                                   const std::string& config_path, gguf::Builder* out) {
+                                   const std::string& config_path, SentencePieceAddedTokens added,
+                                   gguf::Builder* out) {
   const std::string path = folder + "/tokenizer.model";
   Spm model;
   KES_RETURN_IF_ERROR(ReadSentencePieceModel(path, &model));
@@ -100,19 +109,28 @@ Status AddHfSentencePieceTokenizer(const std::string& folder, uint32_t vocab_siz
     v.types[id] = p.type == Spm::kUserDefined ? Spm::kNormal : p.type;
   }
   KES_RETURN_IF_ERROR(ReadAddedTokensJson(folder, &v));
-  KES_RETURN_IF_ERROR(ReadAddedTokensDecoder(folder, &v));
+  KES_RETURN_IF_ERROR(ReadAddedTokensDecoder(folder, added, &v));
 
-  out->SetString("tokenizer.ggml.model", "llama");
-  out->SetString("tokenizer.ggml.pre", "default");
-  out->SetStringArray("tokenizer.ggml.tokens", v.pieces);
-  out->SetFloat32Array("tokenizer.ggml.scores", v.scores);
-  out->SetInt32Array("tokenizer.ggml.token_type", v.types);
   json storage;
   JsonNode tokenizer_json;
   const bool has_json = std::ifstream(folder + "/tokenizer.json").good();
   if (has_json) {
     KES_RETURN_IF_ERROR(hf::OpenJsonObject(folder + "/tokenizer.json", &storage, &tokenizer_json));
   }
+  if (has_json && added == SentencePieceAddedTokens::kPhi3 &&
+      !tokenizer_json.Child("added_tokens").is_null()) {
+    KES_RETURN_IF_ERROR(hf::ForEachAddedToken(
+        tokenizer_json,
+        [&](const JsonNode&, uint64_t id, const std::string& content, bool special) {
+          if (id < vocab_size) SetAddedToken(id, content, special, added, &v);
+          return OkStatus();
+        }));
+  }
+  out->SetString("tokenizer.ggml.model", "llama");
+  out->SetString("tokenizer.ggml.pre", "default");
+  out->SetStringArray("tokenizer.ggml.tokens", v.pieces);
+  out->SetFloat32Array("tokenizer.ggml.scores", v.scores);
+  out->SetInt32Array("tokenizer.ggml.token_type", v.types);
   return AddHfSpecialTokens(folder, has_json ? &tokenizer_json : nullptr, vocab_size, config_path,
                             out);
 }

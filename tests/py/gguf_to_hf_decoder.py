@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes a tiny decoder GGUF (tests/py/make_tiny_llama.py: llama, qwen2, qwen3, smollm3;
-make_tiny_gemma2.py, make_tiny_gemma3.py) as the Hugging Face checkpoint folder llama.cpp's convert_hf_to_gguf.py would have made it from:
+make_tiny_gemma2.py, make_tiny_gemma3.py, make_tiny_phi3.py) as the Hugging Face checkpoint
+folder llama.cpp's convert_hf_to_gguf.py would have made it from:
 config.json, model.safetensors (or shards with their index), tokenizer.json,
 tokenizer_config.json. The inverse of that converter, so that Kestrel's reading of a folder can
 be checked against llama.cpp's logits for the GGUF (tests/convert_hf_decoder_test.cc):
@@ -19,7 +20,10 @@ be checked against llama.cpp's logits for the GGUF (tests/convert_hf_decoder_tes
   window and layer_types in config.json, a SentencePiece vocabulary (tokenizer.ggml.model
   "llama") as tokenizer.model (protobuf written here: pieces, scores, types, BPE trainer spec)
   with the special token ids in config.json. --multimodal writes a Gemma 3 as the 4B and larger
-  ship: model_type gemma3, the decoder's keys under text_config, tensors under language_model.
+  ship: model_type gemma3, the decoder's keys under text_config, tensors under language_model.;
+- Phi-3: the fused qkv_proj and gate_up_proj, partial_rotary_factor, original context, and
+  LongRoPE's factors as rope_scaling long_factor / short_factor (llama.cpp's converter computes
+  the attention factor from the context ratio: a GGUF with another --attn-factor differs).
 
   gguf_to_hf_decoder.py IN.gguf OUT_DIR [--dtype f32|f16|bf16] [--shards N] [--string-merges]
                         [--config KEY=JSON]... [--tokenizer-model KEY=JSON]...
@@ -64,6 +68,8 @@ GEMMA_LAYER_NAMES = {
     "ffn_norm.weight": "pre_feedforward_layernorm.weight",
     "post_ffw_norm.weight": "post_feedforward_layernorm.weight",
 }
+PHI3_LAYER_NAMES = {"attn_qkv.weight": "self_attn.qkv_proj.weight",
+                    "ffn_up.weight": "mlp.gate_up_proj.weight"}
 TOP_NAMES = {"token_embd.weight": "model.embed_tokens.weight",
              "output_norm.weight": "model.norm.weight", "output.weight": "lm_head.weight"}
 
@@ -93,14 +99,15 @@ def hf_tensors(reader, arch, n_head, n_kv_head, dtype):
         values = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
         values = values.reshape([int(n) for n in reversed(t.shape.tolist())])
         name = t.name
-        if name == "rope_freqs.weight":
+        if name in ("rope_freqs.weight", "rope_factors_long.weight",
+                    "rope_factors_short.weight"):
             continue  # config.json's rope_scaling says it
         if name in TOP_NAMES:
             hf = TOP_NAMES[name]
         else:
             _, layer, rest = name.split(".", 2)
             names = {**LAYER_NAMES, **GEMMA_LAYER_NAMES} if arch.startswith("gemma") \
-                else LAYER_NAMES
+                else {**LAYER_NAMES, **PHI3_LAYER_NAMES} if arch == "phi3" else LAYER_NAMES
             hf = f"model.layers.{layer}.{names[rest]}"
         if arch.startswith("gemma") and name.endswith("norm.weight"):
             values = values - np.float32(1.0)  # Gemma's RMSNorm adds the 1 back
@@ -287,7 +294,8 @@ def main():
     config = {
         "architectures": [{"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
                            "qwen3": "Qwen3ForCausalLM", "smollm3": "SmolLM3ForCausalLM",
-                           "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM"}[arch]],
+                           "gemma2": "Gemma2ForCausalLM", "gemma3": "Gemma3ForCausalLM",
+                           "phi3": "Phi3ForCausalLM"}[arch]],
         "model_type": "gemma3_text" if arch == "gemma3" else arch,
         "vocab_size": vocab_size,
         "hidden_size": field(reader, f"{a}.embedding_length"),
@@ -332,6 +340,19 @@ def main():
     if arch == "smollm3":
         config["no_rope_layers"] = [0 if (l + 1) % 4 == 0 else 1 for l in range(n_layers)]
         config["no_rope_layer_interval"] = 4
+    if arch == "phi3":
+        rot = field(reader, f"{a}.rope.dimension_count", config["hidden_size"] // n_head)
+        config["partial_rotary_factor"] = rot * n_head / config["hidden_size"]
+        config["sliding_window"] = field(reader, f"{a}.attention.sliding_window") or None
+        original = field(reader, f"{a}.rope.scaling.original_context_length")
+        config["original_max_position_embeddings"] = original or config["max_position_embeddings"]
+        factors = {t.name: t.data.tolist() for t in reader.tensors
+                   if t.name.startswith("rope_factors_")}
+        if factors:
+            config["rope_scaling"] = {"type": "longrope",
+                                      "long_factor": factors["rope_factors_long.weight"],
+                                      "short_factor": factors["rope_factors_short.weight"]}
+        del config["attention_bias"], config["mlp_bias"]
     config.update(edits(args.config))
     if args.multimodal:
         text = dict(config, model_type="gemma3_text")
