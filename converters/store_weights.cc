@@ -10,12 +10,6 @@
 
 namespace kestrel {
 
-std::string ShapeString(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 bool BlockTypeOf(fb::DType dtype, ops::GgmlBlockType* type) {
   const DTypeRow* row = FindDType(dtype);
   if (row == nullptr || !row->block) return false;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "converters/kes_model.h"
+#include "converters/message_format.h"  // ShapeString, for the importers' messages
 #include "ops/ggml_blocks.h"
 #include "runtime/status.h"
 
@@ -24,8 +25,5 @@ Status PackBlocks(fb::DType dtype, const uint8_t* blocks, size_t rows, size_t k,
 // are whole blocks only). Returns the tensor id.
 Status StoreWeights(const std::string& name, const std::vector<float>& values, fb::DType dtype,
                     const std::vector<uint64_t>& shape, KesModel* model, uint32_t* id);
-
-// "[2, 3]"
-std::string ShapeString(const std::vector<uint64_t>& shape);
 
 }  // namespace kestrel

@@ -3,18 +3,12 @@
 #include <cstring>
 
 #include "converters/float_tensor.h"
+#include "converters/message_format.h"
 
 namespace kestrel::ct2 {
 namespace {
 
 std::string Num(uint64_t v) { return std::to_string(v); }
-std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
-
-std::string ShapeString(const std::vector<uint32_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + Num(shape[i]);
-  return s + "]";
-}
 
 // Sequential little-endian reads with bounds checks; `what` names the field in errors.
 class Cursor {

@@ -2,14 +2,13 @@
 
 #include <sys/stat.h>
 
+#include "converters/message_format.h"
 #include "converters/safetensors/json_reader.h"
 
 namespace kestrel::safetensors {
 namespace {
 
 using nlohmann::json;
-
-std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 bool Exists(const std::string& path) {
   struct stat st;

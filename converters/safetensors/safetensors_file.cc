@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "converters/float_tensor.h"
+#include "converters/message_format.h"
 #include "converters/safetensors/json_reader.h"
 
 namespace kestrel::safetensors {
@@ -17,13 +18,6 @@ constexpr DType kAllDTypes[] = {DType::BOOL, DType::U8,  DType::I8,  DType::F8_E
                                 DType::U32,  DType::F32, DType::F64, DType::I64,     DType::U64};
 
 std::string Num(uint64_t v) { return std::to_string(v); }
-std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
-
-std::string ShapeString(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + Num(shape[i]);
-  return s + "]";
-}
 std::string RangeString(uint64_t begin, uint64_t end) {
   return "[" + Num(begin) + ", " + Num(end) + "]";
 }
