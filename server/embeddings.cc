@@ -209,10 +209,10 @@ void Embed(ServerState& state, const httplib::Request& req, httplib::Response& r
 
 std::string LoadEmbedModel(ServerState& state) {
   const ServeOptions& o = state.options;
-  Result<kestrel::Model> model = kestrel::Model::Open(o.embed_model_path);
-  if (!model.ok()) return model.status().message();
-  Result<kestrel::ModelInfo> info = model->Info();
-  if (!info.ok()) return info.status().message();
+  std::optional<kestrel::Model> model;
+  kestrel::ModelInfo info{};
+  if (std::string error = OpenModel(o.embed_model_path, &model, &info); !error.empty())
+    return error;
   kes_encoder_params params = kes_encoder_default_params();
   params.n_threads = o.n_threads;
   size_t arena = 0;
@@ -235,15 +235,15 @@ std::string LoadEmbedModel(ServerState& state) {
   std::printf("embedding model %s: %zu dimensions, %zu tokens per input, %zu encoder%s\n",
               ModelId(o.embed_model_path).c_str(), encoder_info.embedding_dim,
               encoder_info.max_tokens, o.parallel, o.parallel == 1 ? "" : "s");
-  std::printf("  weights:      %s\n", o.Bytes(info->weights_bytes).c_str());
+  std::printf("  weights:      %s\n", o.Bytes(info.weights_bytes).c_str());
   std::printf("  arenas:       %s (%zu x %s)\n", o.Bytes(arena * o.parallel).c_str(), o.parallel,
               o.Bytes(arena).c_str());
   state.embed_dim = encoder_info.embedding_dim;
   state.embed_max_tokens = encoder_info.max_tokens;
-  state.embed_vocab = info->n_vocab;
+  state.embed_vocab = info.n_vocab;
   state.embed_model_id = ModelId(o.embed_model_path);
   state.encoders = std::make_unique<EncoderPool>(std::move(encoders), o.queue);
-  state.embed_model.emplace(std::move(model).value());
+  state.embed_model = std::move(model);
   return "";
 }
 

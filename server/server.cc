@@ -34,11 +34,10 @@ constexpr int kListenBacklog = 512;
 // Opens the text model and makes the slots; "" or what failed.
 std::string Load(ServerState& state) {
   const ServeOptions& o = state.options;
-  Result<kestrel::Model> model = kestrel::Model::Open(o.model_path);
-  if (!model.ok()) return model.status().message();
-  Result<kestrel::ModelInfo> info = model->Info();
-  if (!info.ok()) return info.status().message();
-  if (info->can_generate == 0) {
+  std::optional<kestrel::Model> model;
+  kestrel::ModelInfo info{};
+  if (std::string error = OpenModel(o.model_path, &model, &info); !error.empty()) return error;
+  if (info.can_generate == 0) {
     return o.model_path +
            " does not generate text (an encoder or speech model): give a text "
            "generator as MODEL, and an encoder with --embed-model";
@@ -89,11 +88,11 @@ std::string Load(ServerState& state) {
               o.Bytes(memory.weights_bytes + arenas).c_str());
   std::fflush(stdout);
   state.context = memory.context_length;
-  state.n_vocab = info->n_vocab;
-  state.bos_id = info->bos_id;
+  state.n_vocab = info.n_vocab;
+  state.bos_id = info.bos_id;
   state.text_model_id = ModelId(o.model_path);
   state.slots = std::make_unique<SlotPool>(std::move(slots), o.queue);
-  state.text_model.emplace(std::move(model).value());
+  state.text_model = std::move(model);
   std::string error = o.embed_model_path.empty() ? "" : LoadEmbedModel(state);
   if (error.empty() && !o.whisper_model_path.empty()) error = LoadWhisperModel(state);
   return error;
@@ -239,6 +238,17 @@ std::string ModelId(const std::string& path) {
   std::string id = path.substr(path.find_last_of('/') + 1);
   if (id.size() > 4 && id.compare(id.size() - 4, 4, ".kes") == 0) id.resize(id.size() - 4);
   return id;
+}
+
+std::string OpenModel(const std::string& path, std::optional<kestrel::Model>* model,
+                      kestrel::ModelInfo* info) {
+  Result<kestrel::Model> opened = kestrel::Model::Open(path);
+  if (!opened.ok()) return opened.status().message();
+  Result<kestrel::ModelInfo> read = opened->Info();
+  if (!read.ok()) return read.status().message();
+  model->emplace(std::move(opened).value());
+  *info = *read;
+  return "";
 }
 
 void SendError(httplib::Response& res, const ApiError& error) {

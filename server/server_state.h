@@ -75,6 +75,11 @@ struct ServerState {
 // The id a model file is served under: its file name without the directory and ".kes".
 std::string ModelId(const std::string& path);
 
+// Opens the model file at `path` into *model and reads its *info, as every model the server
+// loads starts: "" or what failed.
+std::string OpenModel(const std::string& path, std::optional<kestrel::Model>* model,
+                      kestrel::ModelInfo* info);
+
 // Sends `error` as the JSON error body with its HTTP status.
 struct ApiError;
 void SendError(httplib::Response& res, const ApiError& error);

@@ -181,10 +181,10 @@ void Transcribe(ServerState& state, const httplib::Request& req, httplib::Respon
 
 std::string LoadWhisperModel(ServerState& state) {
   const ServeOptions& o = state.options;
-  Result<kestrel::Model> model = kestrel::Model::Open(o.whisper_model_path);
-  if (!model.ok()) return model.status().message();
-  Result<kestrel::ModelInfo> info = model->Info();
-  if (!info.ok()) return info.status().message();
+  std::optional<kestrel::Model> model;
+  kestrel::ModelInfo info{};
+  if (std::string error = OpenModel(o.whisper_model_path, &model, &info); !error.empty())
+    return error;
   kes_transcriber_params params = kes_transcriber_default_params();
   params.n_threads = o.n_threads;
   std::vector<TranscriberPool::Owned> transcribers;
@@ -197,10 +197,10 @@ std::string LoadWhisperModel(ServerState& state) {
   }
   std::printf("speech model %s: %zu transcriber%s, weights %s\n",
               ModelId(o.whisper_model_path).c_str(), o.parallel, o.parallel == 1 ? "" : "s",
-              o.Bytes(info->weights_bytes).c_str());
+              o.Bytes(info.weights_bytes).c_str());
   state.whisper_model_id = ModelId(o.whisper_model_path);
   state.transcribers = std::make_unique<TranscriberPool>(std::move(transcribers), o.queue);
-  state.whisper_model.emplace(std::move(model).value());
+  state.whisper_model = std::move(model);
   return "";
 }
 
