@@ -38,11 +38,15 @@ CallStatus ReadMessages(const kes_chat_message* messages, size_t n,
   return Ok();
 }
 
-// The writer `format` names for `list` (kes_chat_apply_template's choice).
-CallStatus ChooseWriter(const kes_model* model, const char* format,
-                        const std::vector<kestrel::ChatMessage>& list,
-                        kestrel::ChatWriter* writer) {
-  const std::string system = !list.empty() && list[0].role == "system" ? list[0].content : "";
+// The conversation `messages` as *list and the writer `format` names for it
+// (kes_chat_apply_template's choice), as both renderings of a conversation begin.
+CallStatus ReadConversation(const kes_model* model, const char* format,
+                            const kes_chat_message* messages, size_t n,
+                            std::vector<kestrel::ChatMessage>* list, kestrel::ChatWriter* writer) {
+  if (model == nullptr) return NullArgument("model");
+  KES_C_RETURN_IF_ERROR(ReadMessages(messages, n, list));
+  const std::string system =
+      !list->empty() && (*list)[0].role == "system" ? (*list)[0].content : "";
   return FromStatus(
       KES_INVALID_ARGUMENT,
       kestrel::ChooseChatWriter(*model->model, format == nullptr ? "" : format, system, writer));
@@ -51,13 +55,11 @@ CallStatus ChooseWriter(const kes_model* model, const char* format,
 CallStatus ApplyTemplate(const kes_model* model, const char* format,
                          const kes_chat_message* messages, size_t n, int add_generation_prompt,
                          char* buf, size_t capacity, size_t* n_bytes) {
-  if (model == nullptr) return NullArgument("model");
+  std::vector<kestrel::ChatMessage> list;
+  kestrel::ChatWriter writer;
+  KES_C_RETURN_IF_ERROR(ReadConversation(model, format, messages, n, &list, &writer));
   if (n_bytes == nullptr) return NullArgument("n_bytes");
   if (buf == nullptr && capacity > 0) return NullArgument("buf");
-  std::vector<kestrel::ChatMessage> list;
-  KES_C_RETURN_IF_ERROR(ReadMessages(messages, n, &list));
-  kestrel::ChatWriter writer;
-  KES_C_RETURN_IF_ERROR(ChooseWriter(model, format, list, &writer));
   std::string text;
   KES_C_RETURN_IF_ERROR(FromStatus(
       KES_INVALID_ARGUMENT, kestrel::RenderChat(writer, list, add_generation_prompt != 0, &text)));
@@ -81,13 +83,11 @@ CallStatus ReadThinking(const kes_chat_params& p, std::optional<bool>* out) {
 CallStatus ChatTokens(const kes_model* model, const char* format, std::optional<bool> thinking,
                       const kes_chat_message* messages, size_t n, int add_generation_prompt,
                       int32_t* tokens, size_t capacity, size_t* n_tokens) {
-  if (model == nullptr) return NullArgument("model");
+  std::vector<kestrel::ChatMessage> list;
+  kestrel::ChatWriter writer;
+  KES_C_RETURN_IF_ERROR(ReadConversation(model, format, messages, n, &list, &writer));
   if (n_tokens == nullptr) return NullArgument("n_tokens");
   if (tokens == nullptr && capacity > 0) return NullArgument("tokens");
-  std::vector<kestrel::ChatMessage> list;
-  KES_C_RETURN_IF_ERROR(ReadMessages(messages, n, &list));
-  kestrel::ChatWriter writer;
-  KES_C_RETURN_IF_ERROR(ChooseWriter(model, format, list, &writer));
   kestrel::SetEnableThinking(&writer, thinking);
   std::vector<kestrel::ChatSegment> segments;
   KES_C_RETURN_IF_ERROR(
