@@ -52,6 +52,16 @@ std::string MakeShape(const std::string& out_dir) {
                               out_dir + " > " + out_dir + ".paths");
 }
 
+// `gguf` converts to `kes` (weights kept), and `kestrel bench` runs that.
+void ExpectConvertsAndBenches(const std::string& gguf, const std::string& kes) {
+  const ProcessResult convert = test::Convert({gguf, kes, "--weights", "keep"});
+  ASSERT_TRUE(convert.exited && convert.exit_code == 0) << Describe(convert);
+  const ProcessResult bench =
+      test::Cli({"bench", kes, "-p", "8", "-n", "2", "-t", "1", "-r", "1", "--json"});
+  ASSERT_TRUE(bench.exited && bench.exit_code == 0) << Describe(bench);
+  EXPECT_NE(bench.out.find("\"tokens_per_second\""), std::string::npos) << bench.out;
+}
+
 double ModifiedTime(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return -1;
@@ -70,12 +80,7 @@ TEST(RealShapeGguf, WritesTheShapeKestrelRunsItAndASecondRunReusesIt) {
                                sizeof(kCheckLayout) - 1));
   EXPECT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + check + " " + gguf), "");
 
-  const ProcessResult convert = test::Convert({gguf, kes, "--weights", "keep"});
-  ASSERT_TRUE(convert.exited && convert.exit_code == 0) << Describe(convert);
-  const ProcessResult bench =
-      test::Cli({"bench", kes, "-p", "8", "-n", "2", "-t", "1", "-r", "1", "--json"});
-  ASSERT_TRUE(bench.exited && bench.exit_code == 0) << Describe(bench);
-  EXPECT_NE(bench.out.find("\"tokens_per_second\""), std::string::npos) << bench.out;
+  ASSERT_NO_FATAL_FAILURE(ExpectConvertsAndBenches(gguf, kes));
   // The copied tokenizer works: SmolLM2-135M-Instruct's own ids for this text.
   const ProcessResult ids = test::Cli({"tokenize", kes, "-p", "Hello world", "--ids"});
   ASSERT_TRUE(ids.exited && ids.exit_code == 0) << Describe(ids);
@@ -131,12 +136,7 @@ TEST(RealShapeGguf, ASkeletonExpandsToAFileOfTheSameShapeThatRuns) {
   EXPECT_EQ(
       test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + check + " " + gguf + " " + expanded),
       "");
-  const ProcessResult convert = test::Convert({expanded, kes, "--weights", "keep"});
-  ASSERT_TRUE(convert.exited && convert.exit_code == 0) << Describe(convert);
-  const ProcessResult bench =
-      test::Cli({"bench", kes, "-p", "8", "-n", "2", "-t", "1", "-r", "1", "--json"});
-  ASSERT_TRUE(bench.exited && bench.exit_code == 0) << Describe(bench);
-  EXPECT_NE(bench.out.find("\"tokens_per_second\""), std::string::npos) << bench.out;
+  ASSERT_NO_FATAL_FAILURE(ExpectConvertsAndBenches(expanded, kes));
 
   for (const std::string& path : {gguf, skeleton, expanded, kes, check, dir + ".paths"}) {
     std::remove(path.c_str());
