@@ -308,6 +308,14 @@ std::vector<float> RunWithBlockKeys(const Problem& pr, size_t block_keys) {
   return out;
 }
 
+// `pr`, all its tasks in one call, on every target against the float64 reference.
+void ExpectAllTasksMatch(const Problem& pr, RunLog& log, const char* what) {
+  const std::vector<double> ref = Reference(pr);
+  ForEachTarget(log, [&] {
+    ExpectMatches(pr, ref, RunAttention(pr, 0, pr.Tasks()), 0, pr.Tasks(), log, what);
+  });
+}
+
 // Whether some query's visible range crosses the ring's slot 0 (not at its start).
 bool SomeRangeWraps(const Step& step) {
   const int64_t cap = static_cast<int64_t>(step.capacity);
@@ -378,12 +386,7 @@ TEST(AttentionTest, MatchesReferenceOnEveryShape) {
                                      c.step.pos0 == kWindow512Chunk.pos0 &&
                                      c.step.window == kWindow512Chunk.window;
         if (head_dim > 64 && window512_chunk) continue;
-        const Problem pr = MakeProblem(shape, c.step);
-        const std::vector<double> ref = Reference(pr);
-        const std::string what = Describe(shape, c.step);
-        ForEachTarget(log, [&] {
-          ExpectMatches(pr, ref, RunAttention(pr, 0, pr.Tasks()), 0, pr.Tasks(), log, what.c_str());
-        });
+        ExpectAllTasksMatch(MakeProblem(shape, c.step), log, Describe(shape, c.step).c_str());
         ++cases;
       }
     }
@@ -394,11 +397,8 @@ TEST(AttentionTest, MatchesReferenceOnEveryShape) {
 
 TEST(AttentionTest, LargestHeadDim) {
   RunLog log;
-  const Problem pr = MakeProblem({4, 1, kAttentionMaxHeadDim}, {3, 1000003, 40, 42});
-  const std::vector<double> ref = Reference(pr);
-  ForEachTarget(log, [&] {
-    ExpectMatches(pr, ref, RunAttention(pr, 0, pr.Tasks()), 0, pr.Tasks(), log, "head_dim 1024");
-  });
+  ExpectAllTasksMatch(MakeProblem({4, 1, kAttentionMaxHeadDim}, {3, 1000003, 40, 42}), log,
+                      "head_dim 1024");
   log.Print();
 }
 
@@ -406,11 +406,7 @@ TEST(AttentionTest, LargestHeadDim) {
 // the path that prefetches value rows.
 TEST(AttentionTest, LongContextDecode) {
   RunLog log;
-  const Problem pr = MakeProblem({4, 1, 256}, {1, 9000, 0, 9001});
-  const std::vector<double> ref = Reference(pr);
-  ForEachTarget(log, [&] {
-    ExpectMatches(pr, ref, RunAttention(pr, 0, pr.Tasks()), 0, pr.Tasks(), log, "context 9001");
-  });
+  ExpectAllTasksMatch(MakeProblem({4, 1, 256}, {1, 9000, 0, 9001}), log, "context 9001");
   log.Print();
 }
 
