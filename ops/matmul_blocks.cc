@@ -774,7 +774,7 @@ struct BlockPanelSource {
   const BlockLayout* layout;
   size_t r0;  // the tile's first row, the first of a full group
 
-  static_assert(T != GgmlBlockType::kQ2_K, "Q2_K stays on the tiles (MatMulBlocksTokens)");
+  static_assert(T != GgmlBlockType::kQ2_K, "Q2_K stays on the tiles (MatMulBlocks)");
   static constexpr bool kK4 = T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K;
   // PanelSuperTileMx16_Avx512Vnni: the types with integer scales per super-block it covers.
   static constexpr bool kSuperBlockTiles =
@@ -1036,12 +1036,15 @@ void MatMulBlocksTiles(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRIC
   MatMulGroupTiles(groups, x, y, n_tokens, row_begin, row_end);
 }
 
-// Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock). On
-// AVX-512 VNNI enough tokens go to the token panels and the edges to the tiles.
+// Rows [row_begin, row_end) for n_tokens tokens, in token blocks. On AVX-512 VNNI enough tokens
+// go to the token panels and the edges to the tiles.
 template <GgmlBlockType T>
-void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
-                        float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
-                        size_t row_begin, size_t row_end) {
+void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
+                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out, size_t row_begin,
+                  size_t row_end) {
+  const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
+    MatMulBlocksTiles<T>(w, xp, yp, n, k, n_out, rb, re);
+  };
 #if HWY_TARGET == HWY_AVX3_DL
   // Q4_K / Q5_K too since their scales and mins are decoded four rows at a time
   // (DecodeK4GroupScales), which put the panels well ahead of the tiles for them (figures:
@@ -1050,33 +1053,10 @@ void MatMulBlocksTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRI
   if constexpr (T != GgmlBlockType::kQ2_K) {
     const BlockLayout layout(T, n_out, k);
     const auto source_at = [&](size_t r) { return BlockPanelSource<T>{w, &layout, r}; };
-    const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
-      MatMulBlocksTiles<T>(w, xp, yp, n, k, n_out, rb, re);
-    };
-    if (MatMulPanelsAndTiles(source_at, tiles, x, y, n_tokens, k, n_out, row_begin, row_end)) {
-      return;
-    }
+    return MatMulPanelTokenBlocks(source_at, tiles, x, y, n_tokens, k, n_out, row_begin, row_end);
   }
 #endif
-  MatMulBlocksTiles<T>(w, x, y, n_tokens, k, n_out, row_begin, row_end);
-}
-
-template <GgmlBlockType T>
-void MatMulBlocks(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
-                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out, size_t row_begin,
-                  size_t row_end) {
-#if HWY_TARGET == HWY_AVX3_DL
-  constexpr size_t kMinTokenBlock = T == GgmlBlockType::kQ2_K ? 0 : kPanelTokenBlock;
-#else
-  constexpr size_t kMinTokenBlock = 0;
-#endif
-  ForEachTokenBlock(
-      n_tokens, k,
-      [&](size_t first, size_t count) {
-        MatMulBlocksTokens<T>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k, n_out,
-                              row_begin, row_end);
-      },
-      kMinTokenBlock);
+  MatMulTokenBlocks(tiles, x, y, n_tokens, k, n_out, row_begin, row_end);
 }
 
 }  // namespace blocks

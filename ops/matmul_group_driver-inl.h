@@ -13,6 +13,8 @@
 //   every target: Rest(n_tokens, r, row_end, x, y): rows from r on that no tile takes, returning
 //       how many it did (at least one),
 // where x is the first token's Q8_ACT row and y the first token's output row (its row 0).
+// MatMulTokenBlocks below (and MatMulPanelTokenBlocks of ops/matmul_panel_vnni-inl.h on AVX-512
+// VNNI) is the token loop both run their tiles in.
 
 // Tokens per x86 tile: AVX-512's 32 vector registers hold the accumulators of 8 tokens, which
 // halves the weight loads and decoding per token against AVX2's 4.
@@ -79,4 +81,19 @@ void MatMulGroupTiles(const Family& family, const uint8_t* HWY_RESTRICT x, float
 #endif
     r += family.Rest(n_tokens, r, row_end, x, y);
   }
+}
+
+// The token loop around the tiles: n_tokens tokens in token blocks (ForEachTokenBlock, of
+// min_block tokens at least), each to tiles(x, y, n_tokens, row_begin, row_end) at its first
+// token's activations and outputs.
+template <class Tiles>
+void MatMulTokenBlocks(const Tiles& tiles, const uint8_t* HWY_RESTRICT x, float* HWY_RESTRICT y,
+                       size_t n_tokens, size_t k, size_t n_out, size_t row_begin, size_t row_end,
+                       size_t min_block = 0) {
+  ForEachTokenBlock(
+      n_tokens, k,
+      [&](size_t first, size_t count) {
+        tiles(x + first * Q8ActRowBytes(k), y + first * n_out, count, row_begin, row_end);
+      },
+      min_block);
 }

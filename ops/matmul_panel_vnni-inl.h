@@ -502,3 +502,19 @@ bool MatMulPanelsAndTiles(const SourceAt& source_at, const Tiles& tiles, const u
   };
   return SplitForPanels(x, y, n_tokens, k, n_out, row_begin, row_end, panels, tiles);
 }
+
+// MatMulTokenBlocks (ops/matmul_group_driver-inl.h) for a matmul whose many-token work goes to
+// the panels: blocks of kPanelTokenBlock tokens at least, each to the panels and the tiles
+// (MatMulPanelsAndTiles), or to the tiles alone where the panels would get none of it.
+template <class SourceAt, class Tiles>
+void MatMulPanelTokenBlocks(const SourceAt& source_at, const Tiles& tiles, const uint8_t* x,
+                            float* y, size_t n_tokens, size_t k, size_t n_out, size_t row_begin,
+                            size_t row_end) {
+  const auto panels_or_tiles = [&](const uint8_t* xb, float* yb, size_t n, size_t rb, size_t re) {
+    if (!MatMulPanelsAndTiles(source_at, tiles, xb, yb, n, k, n_out, rb, re)) {
+      tiles(xb, yb, n, rb, re);
+    }
+  };
+  MatMulTokenBlocks(panels_or_tiles, x, y, n_tokens, k, n_out, row_begin, row_end,
+                    kPanelTokenBlock);
+}

@@ -490,50 +490,29 @@ struct QuantPanelSource {
 };
 #endif
 
-// Rows [row_begin, row_end) for n_tokens tokens (one block of QuantMatMulTokenBlock). On
-// AVX-512 VNNI enough tokens go to the token panels and the edges to the tiles.
-template <bool kQ4>
-void MatMulQuantTokens(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
-                       float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out,
-                       size_t row_begin, size_t row_end) {
-#if HWY_TARGET == HWY_AVX3_DL
-  {
-    constexpr size_t kBlockBytes = kQ4 ? kQ4BlockBytes : kQ8BlockBytes;
-    const QuantLayout layout(n_out, k, kBlockBytes);
-    const size_t blocks = k / kQuantBlockElems;
-    const auto source_at = [&](size_t r) {
-      return QuantPanelSource<kQ4>{
-          w + layout.GroupBlockOffset(r, 0), kQuantGroupRows * blocks * kBlockBytes,
-          reinterpret_cast<const hwy::float16_t*>(w + layout.ScaleOffset(r, 0)),
-          kQuantGroupRows * blocks};
-    };
-    const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
-      MatMulQuantTiles<kQ4>(w, xp, yp, n, k, n_out, rb, re);
-    };
-    if (MatMulPanelsAndTiles(source_at, tiles, x, y, n_tokens, k, n_out, row_begin, row_end)) {
-      return;
-    }
-  }
-#endif
-  MatMulQuantTiles<kQ4>(w, x, y, n_tokens, k, n_out, row_begin, row_end);
-}
-
+// Rows [row_begin, row_end) for n_tokens tokens, in token blocks. On AVX-512 VNNI enough tokens
+// go to the token panels and the edges to the tiles.
 template <bool kQ4>
 void MatMulQuant(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
                  float* HWY_RESTRICT y, size_t n_tokens, size_t k, size_t n_out, size_t row_begin,
                  size_t row_end) {
+  const auto tiles = [&](const uint8_t* xp, float* yp, size_t n, size_t rb, size_t re) {
+    MatMulQuantTiles<kQ4>(w, xp, yp, n, k, n_out, rb, re);
+  };
 #if HWY_TARGET == HWY_AVX3_DL
-  constexpr size_t kMinTokenBlock = kPanelTokenBlock;
+  constexpr size_t kBlockBytes = kQ4 ? kQ4BlockBytes : kQ8BlockBytes;
+  const QuantLayout layout(n_out, k, kBlockBytes);
+  const size_t blocks = k / kQuantBlockElems;
+  const auto source_at = [&](size_t r) {
+    return QuantPanelSource<kQ4>{
+        w + layout.GroupBlockOffset(r, 0), kQuantGroupRows * blocks * kBlockBytes,
+        reinterpret_cast<const hwy::float16_t*>(w + layout.ScaleOffset(r, 0)),
+        kQuantGroupRows * blocks};
+  };
+  MatMulPanelTokenBlocks(source_at, tiles, x, y, n_tokens, k, n_out, row_begin, row_end);
 #else
-  constexpr size_t kMinTokenBlock = 0;
+  MatMulTokenBlocks(tiles, x, y, n_tokens, k, n_out, row_begin, row_end);
 #endif
-  ForEachTokenBlock(
-      n_tokens, k,
-      [&](size_t first, size_t count) {
-        MatMulQuantTokens<kQ4>(w, x + first * Q8ActRowBytes(k), y + first * n_out, count, k, n_out,
-                               row_begin, row_end);
-      },
-      kMinTokenBlock);
 }
 
 void MatMulQ8PerTarget(const uint8_t* HWY_RESTRICT w, const uint8_t* HWY_RESTRICT x,
