@@ -31,6 +31,7 @@
 #include "converters/hf_tokenizer.h"
 #include "fuzz/fuzz_support.h"
 #include "converters/tokenizer_table.h"
+#include "tests/support/byte_level_alphabet.h"
 
 namespace {
 
@@ -99,33 +100,12 @@ std::string Hex(std::string_view s) {
   return out;
 }
 
-// GPT-2's byte alphabet: the character byte b is written as in byte-level pieces (printable
-// Latin-1 as itself, the other bytes as U+0100 onwards in byte order), UTF-8 encoded.
-std::string ByteLevelCharacter(uint8_t b) {
-  const auto printable = [](int x) {
-    return (x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF);
-  };
-  int code = b;
-  if (!printable(b)) {
-    code = 256;
-    for (int x = 0; x < b; ++x) code += printable(x) ? 0 : 1;
-  }
-  std::string out;
-  if (code < 0x80) {
-    out += static_cast<char>(code);
-  } else {
-    out += static_cast<char>(0xC0 | (code >> 6));
-    out += static_cast<char>(0x80 | (code & 0x3F));
-  }
-  return out;
-}
-
 // What a byte-level BPE decodes `text` (valid UTF-8) back to: the text less the bytes whose
 // character has no token.
 std::string ByteLevelRoundTrip(const Tokenizer& tokenizer, std::string_view text) {
   std::string out;
   for (char c : text) {
-    if (tokenizer.Find(ByteLevelCharacter(static_cast<uint8_t>(c))) >= 0) out += c;
+    if (tokenizer.Find(test::ByteLevelCharacter(static_cast<uint8_t>(c))) >= 0) out += c;
   }
   return out;
 }

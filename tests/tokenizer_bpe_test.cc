@@ -7,28 +7,12 @@
 
 #include "runtime/pretokenizer.h"
 #include "runtime/tokenizer.h"
+#include "tests/support/byte_level_alphabet.h"
 
 namespace kestrel {
 namespace {
 
-// GPT-2's byte alphabet as a string of pieces: byte b's character.
-std::string ByteChar(unsigned b) {
-  unsigned cp = b;
-  if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)) {
-    cp = 0x100;
-    for (unsigned k = 0; k < b; ++k) {
-      if (!((k >= 0x21 && k <= 0x7E) || (k >= 0xA1 && k <= 0xAC) || k >= 0xAE)) ++cp;
-    }
-  }
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
+using test::ByteLevelCharacter;
 
 // 256 byte tokens, then merged pieces, then two control tokens.
 struct TinyBpe {
@@ -37,8 +21,8 @@ struct TinyBpe {
   Tokenizer tok;
 
   explicit TinyBpe(PreTokenizer pre) {
-    for (unsigned b = 0; b < 256; ++b) pieces.push_back(ByteChar(b));
-    const std::string sp = ByteChar(' ');  // "Ġ"
+    for (unsigned b = 0; b < 256; ++b) pieces.push_back(ByteLevelCharacter(b));
+    const std::string sp = ByteLevelCharacter(' ');  // "Ġ"
     // Rank order matters: "ab" before "bc", so "abc" -> "ab" "c"; "Ġt" "he" "Ġthe" make " the".
     for (const auto& [l, r] : std::vector<std::pair<std::string, std::string>>{
              {"a", "b"}, {"b", "c"}, {sp, "t"}, {"h", "e"}, {sp + "t", "he"}, {"a", "a"}}) {
@@ -74,7 +58,7 @@ TEST(TokenizerBpe, MergesByRankThenLeftmost) {
   EXPECT_EQ(t.Encode("bc"), (std::vector<int32_t>{t.Id("bc")}));
   // "aaa": the two "aa" pairs tie; the leftmost merges first.
   EXPECT_EQ(t.Encode("aaa"), (std::vector<int32_t>{t.Id("aa"), t.Id("a")}));
-  const std::string sp = ByteChar(' ');
+  const std::string sp = ByteLevelCharacter(' ');
   EXPECT_EQ(t.Encode("x the"), (std::vector<int32_t>{t.Id("x"), t.Id(sp + "the")}));
 }
 
@@ -106,7 +90,7 @@ TEST(TokenizerBpe, CharacterWithoutTokenIsDroppedNotUnknown) {
     std::vector<int8_t> types = {3};
     for (unsigned b = 0; b < 256; ++b) {
       if (b == 0x04 || b == 0x00) continue;
-      pieces.push_back(ByteChar(b));
+      pieces.push_back(ByteLevelCharacter(b));
       types.push_back(1);
     }
     std::vector<float> scores(pieces.size(), 0.0f);
@@ -140,7 +124,7 @@ TEST(TokenizerBpe, InvalidUtf8ReadsAsLlamaCppReadsIt) {
   TinyBpe t(PreTokenizer::kSmolLm);
   const auto bytes = [&](std::string_view s) {
     std::vector<int32_t> ids;
-    for (unsigned char c : s) ids.push_back(t.Id(ByteChar(c)));
+    for (unsigned char c : s) ids.push_back(t.Id(ByteLevelCharacter(c)));
     return ids;
   };
   EXPECT_EQ(t.Encode("\xFF"), bytes("\xEF\xBF\xBD"));
