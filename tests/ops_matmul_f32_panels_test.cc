@@ -100,25 +100,15 @@ void CheckCase(const Case& c, const std::vector<float>& w, const std::vector<flo
 }
 
 TEST(OpsMatMulF32Panels, ExactOnSmallIntegers) {
-  std::mt19937 rng(91);
-  ForEachTarget([&](const char*) {
-    for (const Case& c : Cases()) {
-      CheckCase(c, test::RandomSmallIntegers(c.n_out * c.k, -4, 4, rng),
-                test::RandomSmallIntegers(c.n_tokens * c.k, -4, 4, rng), true);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-  });
+  test::CheckMatMulCases(
+      Cases(), test::MatMulValues::kSmallIntegers, 91,
+      [](const Case& c, const auto& w, const auto& x) { CheckCase(c, w, x, true); });
 }
 
 TEST(OpsMatMulF32Panels, RandomWithinRoundingBound) {
-  std::mt19937 rng(92);
-  ForEachTarget([&](const char*) {
-    for (const Case& c : Cases()) {
-      CheckCase(c, test::RandomFloats(c.n_out * c.k, -1.0f, 1.0f, rng),
-                test::RandomFloats(c.n_tokens * c.k, -3.0f, 3.0f, rng), false);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-  });
+  test::CheckMatMulCases(
+      Cases(), test::MatMulValues::kRandomFloats, 92,
+      [](const Case& c, const auto& w, const auto& x) { CheckCase(c, w, x, false); });
 }
 
 // One call over all rows and tokens against the same products in pieces: rows split anywhere

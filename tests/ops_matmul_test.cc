@@ -128,30 +128,18 @@ double F32SumBound(size_t k) { return test::Gamma(k + 1); }
 // up as an exact mismatch, independent of summation order.
 template <typename T>
 void CheckExactOnSmallIntegers() {
-  std::mt19937 rng(1234);
-  ForEachTarget([&](const char*) {
-    for (const Case& c : AllCases()) {
-      const auto w = test::RandomSmallIntegers(c.n_out * c.k, -4, 4, rng);
-      const auto x = test::RandomSmallIntegers(c.n_tokens * c.k, -4, 4, rng);
-      CheckCase<T>(c, w, x, &Exact);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-  });
+  test::CheckMatMulCases(
+      AllCases(), test::MatMulValues::kSmallIntegers, 1234,
+      [](const Case& c, const auto& w, const auto& x) { CheckCase<T>(c, w, x, &Exact); });
 }
 
 // Real values: the f32 rounding error must stay within the summation bound. Weights are
 // decoded exactly from f16/bf16 in the reference, so the bound is the same for every type.
 template <typename T>
 void CheckRandomWithinBound() {
-  std::mt19937 rng(5678);
-  ForEachTarget([&](const char*) {
-    for (const Case& c : AllCases()) {
-      const auto w = test::RandomFloats(c.n_out * c.k, -1.0f, 1.0f, rng);
-      const auto x = test::RandomFloats(c.n_tokens * c.k, -3.0f, 3.0f, rng);
-      CheckCase<T>(c, w, x, &F32SumBound);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-  });
+  test::CheckMatMulCases(
+      AllCases(), test::MatMulValues::kRandomFloats, 5678,
+      [](const Case& c, const auto& w, const auto& x) { CheckCase<T>(c, w, x, &F32SumBound); });
 }
 
 TEST(OpsMatMul, F32ExactOnSmallIntegers) { CheckExactOnSmallIntegers<float>(); }

@@ -124,6 +124,32 @@ inline std::vector<float> RandomSmallIntegers(size_t n, int lo, int hi, std::mt1
   return v;
 }
 
+// The values the float matmul tests check every case with: small integers in [-4, 4], where
+// every product and partial sum is exact (an indexing or tail error is an exact mismatch,
+// whatever the summation order), or random floats, weights in [-1, 1] and activations in
+// [-3, 3], whose rounding error a bound covers.
+enum class MatMulValues { kSmallIntegers, kRandomFloats };
+
+// check(c, w, x) for every case c on every target, w [c.n_out, c.k] and x [c.n_tokens, c.k]
+// drawn anew for each from a generator seeded with `seed`; stops at the first fatal failure.
+template <class Case, class Check>
+void CheckMatMulCases(const std::vector<Case>& cases, MatMulValues values, uint32_t seed,
+                      const Check& check) {
+  std::mt19937 rng(seed);
+  const bool integers = values == MatMulValues::kSmallIntegers;
+  const auto draw = [&](size_t n, float bound) {
+    return integers ? RandomSmallIntegers(n, -4, 4, rng) : RandomFloats(n, -bound, bound, rng);
+  };
+  ForEachTarget([&](const char*) {
+    for (const Case& c : cases) {
+      const std::vector<float> w = draw(c.n_out * c.k, 1.0f);
+      const std::vector<float> x = draw(c.n_tokens * c.k, 3.0f);
+      check(c, w, x);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  });
+}
+
 // f32 -> IEEE binary16 bits, round to nearest even. Inputs must be finite and below 65520 in
 // magnitude (tests only encode such values); results below 2^-14 become subnormals.
 inline uint16_t F16BitsFromF32(float f) {
