@@ -141,6 +141,16 @@ class Result {
   alignas(T) unsigned char storage_[sizeof(T)];
 };
 
+// What a call that makes a handle or a size gave: `value`, or the call's status with
+// kes_last_error() (the calls that make a handle leave their message there: none exists yet).
+namespace detail {
+template <typename T>
+Result<T> MadeOrLastError(kes_status status, T value) {
+  if (status != KES_OK) return Status::FromC(status, kes_last_error());
+  return value;
+}
+}  // namespace detail
+
 // The C parameter structs, used as they are: make them with these calls (which set struct_size
 // and every default), then change the fields you need.
 using ModelParams = kes_model_params;
@@ -175,16 +185,14 @@ class Model {
   static Result<Model> Open(const std::string& path, const ModelParams* params = nullptr) {
     kes_model* model = nullptr;
     const kes_status s = kes_model_open(path.c_str(), params, &model);
-    if (s != KES_OK) return Status::FromC(s, kes_last_error());
-    return Model(model);
+    return detail::MadeOrLastError(s, Model(model));
   }
   // `data` must be KES_ALIGNMENT-aligned and stay unchanged until the Model is destroyed.
   static Result<Model> OpenMemory(const void* data, size_t size,
                                   const ModelParams* params = nullptr) {
     kes_model* model = nullptr;
     const kes_status s = kes_model_open_memory(data, size, params, &model);
-    if (s != KES_OK) return Status::FromC(s, kes_last_error());
-    return Model(model);
+    return detail::MadeOrLastError(s, Model(model));
   }
 
   Result<ModelInfo> Info() const {
@@ -253,8 +261,7 @@ class Session {
   static Result<size_t> ArenaSize(const Model& model, const SessionParams* params = nullptr) {
     size_t bytes = 0;
     const kes_status s = kes_session_arena_size(model.get(), params, &bytes);
-    if (s != KES_OK) return Status::FromC(s, kes_last_error());
-    return bytes;
+    return detail::MadeOrLastError(s, bytes);
   }
   // arena nullptr: the session allocates its arena once, here; otherwise the caller's
   // (KES_ALIGNMENT-aligned, ArenaSize bytes at least, valid until the Session is destroyed).
@@ -262,8 +269,7 @@ class Session {
                                 void* arena = nullptr, size_t arena_bytes = 0) {
     kes_session* session = nullptr;
     const kes_status s = kes_session_create(model.get(), params, arena, arena_bytes, &session);
-    if (s != KES_OK) return Status::FromC(s, kes_last_error());
-    return Session(session);
+    return detail::MadeOrLastError(s, Session(session));
   }
 
   Status Prefill(const int32_t* tokens, size_t n) {
@@ -360,15 +366,13 @@ class Encoder {
   static Result<size_t> ArenaSize(const Model& model, const EncoderParams* params = nullptr) {
     size_t bytes = 0;
     const kes_status s = kes_encoder_arena_size(model.get(), params, &bytes);
-    if (s != KES_OK) return Status::FromC(s, kes_last_error());
-    return bytes;
+    return detail::MadeOrLastError(s, bytes);
   }
   static Result<Encoder> Create(const Model& model, const EncoderParams* params = nullptr,
                                 void* arena = nullptr, size_t arena_bytes = 0) {
     kes_encoder* encoder = nullptr;
     const kes_status s = kes_encoder_create(model.get(), params, arena, arena_bytes, &encoder);
-    if (s != KES_OK) return Status::FromC(s, kes_last_error());
-    return Encoder(encoder);
+    return detail::MadeOrLastError(s, Encoder(encoder));
   }
 
   Result<EncoderInfo> Info() const {
@@ -432,8 +436,7 @@ class Transcriber {
                                     const TranscriberParams* params = nullptr) {
     kes_transcriber* transcriber = nullptr;
     const kes_status s = kes_transcriber_create(model.get(), params, &transcriber);
-    if (s != KES_OK) return Status::FromC(s, kes_last_error());
-    return Transcriber(transcriber);
+    return detail::MadeOrLastError(s, Transcriber(transcriber));
   }
 
   // Mono samples in [-1, 1] at sample_rate Hz (16000 allocates nothing in the library).
