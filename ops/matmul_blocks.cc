@@ -48,12 +48,6 @@ inline constexpr size_t kTokenTile = 4;
 
 #include "ops/matmul_group_driver-inl.h"
 
-using D16 = hn::CappedTag<int16_t, 16>;
-using D32 = hn::Repartition<int32_t, D16>;
-using DF = hn::Rebind<float, D32>;
-using VF = hn::Vec<DF>;
-using V16 = hn::Vec<D16>;
-
 // The sum of the first 16 of a sub-block's 32 activation quants (the second half's is the
 // block's stored sum minus this).
 HWY_INLINE int32_t FirstHalfSum(const int8_t* HWY_RESTRICT q) {

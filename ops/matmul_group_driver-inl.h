@@ -16,6 +16,14 @@
 // MatMulTokenBlocks below (and MatMulPanelTokenBlocks of ops/matmul_panel_vnni-inl.h on AVX-512
 // VNNI) is the token loop both run their tiles in.
 
+// The portable code's vectors in both families: 16 int16 lanes (half a sub-block's quants,
+// widened), their pair sums as int32, and those as float.
+using D16 = hn::CappedTag<int16_t, 16>;
+using D32 = hn::Repartition<int32_t, D16>;
+using DF = hn::Rebind<float, D32>;
+using VF = hn::Vec<DF>;
+using V16 = hn::Vec<D16>;
+
 // Tokens per x86 tile: AVX-512's 32 vector registers hold the accumulators of 8 tokens, which
 // halves the weight loads and decoding per token against AVX2's 4.
 #if HWY_TARGET <= HWY_AVX3

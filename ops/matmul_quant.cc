@@ -50,12 +50,6 @@ inline constexpr size_t kScaleChunkBlocks = 64;
 
 #include "ops/matmul_group_driver-inl.h"
 
-using D16 = hn::CappedTag<int16_t, 16>;
-using D32 = hn::Repartition<int32_t, D16>;
-using DF = hn::Rebind<float, D32>;
-using VF = hn::Vec<DF>;
-using V16 = hn::Vec<D16>;
-
 // Lanes [j, j + Lanes) of both halves of one weight block, as int16.
 template <bool kQ4>
 HWY_INLINE void LoadWeightHalves(const uint8_t* HWY_RESTRICT block, size_t j, V16& lo, V16& hi) {
