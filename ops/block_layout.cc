@@ -117,39 +117,39 @@ void RecordParts(const BlockFormat& f, RecordPart parts[2]) {
   parts[1] = {0, head, f.record_bytes - head};
 }
 
+// Block `block` of `row` between its ggml bytes and its places in the packed tensor, each quant
+// and each record part: kToPacked reads src as the ggml block and writes dst as the tensor,
+// else the reverse. Packing and unpacking pair the same places.
+template <bool kToPacked>
+void CopyGgmlBlock(GgmlBlockType t, const BlockLayout& layout, size_t row, size_t block,
+                   const uint8_t* src, uint8_t* dst) {
+  const BlockFormat& f = layout.format;
+  const size_t first_sub = block * f.SubBlocks();
+  ForEachGgmlQuant(t, [&](size_t e, const QuantBits& in_block) {
+    const QuantBits packed = PackedBits(layout, row, first_sub + e / 32, e % 32);
+    WriteQuant(dst, kToPacked ? packed : in_block, f,
+               ReadQuant(src, kToPacked ? in_block : packed, f));
+  });
+  RecordPart parts[2];
+  RecordParts(f, parts);
+  for (const RecordPart& p : parts) {
+    const size_t packed_at = layout.RecordOffset(row, block) + p.record_at;
+    std::memcpy(dst + (kToPacked ? packed_at : p.block_at),
+                src + (kToPacked ? p.block_at : packed_at), p.bytes);
+  }
+}
+
 }  // namespace
 
 void PackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* ggml_block,
                    size_t row, size_t block, uint8_t* tensor) {
-  const BlockFormat& f = layout.format;
-  const size_t first_sub = block * f.SubBlocks();
-  ForEachGgmlQuant(t, [&](size_t e, const QuantBits& from) {
-    const QuantBits to = PackedBits(layout, row, first_sub + e / 32, e % 32);
-    WriteQuant(tensor, to, f, ReadQuant(ggml_block, from, f));
-  });
-  RecordPart parts[2];
-  RecordParts(f, parts);
-  for (const RecordPart& p : parts) {
-    std::memcpy(tensor + layout.RecordOffset(row, block) + p.record_at, ggml_block + p.block_at,
-                p.bytes);
-  }
+  CopyGgmlBlock<true>(t, layout, row, block, ggml_block, tensor);
 }
 
 void UnpackGgmlBlock(GgmlBlockType t, const BlockLayout& layout, const uint8_t* tensor, size_t row,
                      size_t block, uint8_t* ggml_block) {
-  const BlockFormat& f = layout.format;
-  const size_t first_sub = block * f.SubBlocks();
   std::memset(ggml_block, 0, GgmlBlockBytes(t));
-  ForEachGgmlQuant(t, [&](size_t e, const QuantBits& to) {
-    const QuantBits from = PackedBits(layout, row, first_sub + e / 32, e % 32);
-    WriteQuant(ggml_block, to, f, ReadQuant(tensor, from, f));
-  });
-  RecordPart parts[2];
-  RecordParts(f, parts);
-  for (const RecordPart& p : parts) {
-    std::memcpy(ggml_block + p.block_at, tensor + layout.RecordOffset(row, block) + p.record_at,
-                p.bytes);
-  }
+  CopyGgmlBlock<false>(t, layout, row, block, tensor, ggml_block);
 }
 
 void LoadSubBlockQuants(const BlockLayout& layout, const uint8_t* tensor, size_t row, size_t sub,
