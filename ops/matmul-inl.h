@@ -36,8 +36,8 @@ inline constexpr size_t kRowTile = 4;
 // Activation bytes of one token block (see MatMul): half of a typical 1 MiB L2, the rest for
 // the weights passing through.
 inline constexpr size_t kMatMulL2ActivationBytes = size_t{192} << 10;
-// Row tiles shorter than this prefetch the next row tile (see MatMul): MiniLM's f32 matmuls of
-// 16 tokens (6 KiB tiles) ran 1.1-1.2x faster, decode of k = 640 rows 1.05-1.1x.
+// Row tiles shorter than this prefetch the next row tile (see MatMul): short rows give the
+// hardware prefetcher too little runway (docs/kernels.md has the measurements).
 inline constexpr size_t kMatMulPrefetchTileBytes = size_t{16} << 10;
 // Columns of k a tile walks at a time when k is longer than twice this (see MatMul).
 inline constexpr size_t kMatMulKSlice = 512;
@@ -226,14 +226,14 @@ void MatMul(const WT* HWY_RESTRICT w, const float* HWY_RESTRICT x, float* HWY_RE
   // Rows outer, tokens inner: a row tile (4 rows of k weights) stays in L1 while every token of
   // a block passes over it. Blocks of tokens small enough for their activations to stay in L2:
   // an encoder step of 32 texts x 128 tokens has 6 MiB of activations per matmul, and streaming
-  // them from memory once per row tile made the whole GEMM memory-bound (2.4x slower per token
-  // than 128 tokens measured on Zen 4). Each output is summed in the same order either way.
+  // them from memory once per row tile would make the whole GEMM memory-bound. Each output is
+  // summed in the same order either way.
   const size_t fit = kMatMulL2ActivationBytes / (k * sizeof(float)) / kTokenTile * kTokenTile;
   const size_t block = HWY_MAX(kTokenTile, fit);
   // Short rows give the hardware prefetcher little runway (a tile's 4 streams restart every few
   // dozen lines), so the first token tile of each row tile prefetches the next row tile; long
   // rows stream well on their own, and prefetching a whole next tile of them evicts the current
-  // one from L1 (k = 2048 f32 decode measured 1.4x slower).
+  // one from L1.
   const bool prefetch_next_tile = kRowTile * k * sizeof(WT) < kMatMulPrefetchTileBytes;
   // Long rows are walked in slices, each slice of a row tile passing over every token tile of
   // the block before the next slice starts: a 4 x 4 tile's two sides then stay in L1 together

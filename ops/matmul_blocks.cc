@@ -266,10 +266,10 @@ HWY_INLINE __m256 BytesTimes(const void* bytes, float factor) {
 }
 
 // A Q3_K record's 16 integer scales sc - 32 (ScaleQ3K) as signed bytes, with vector
-// instructions: scalar decoding made Q3_K decode 5x slower per byte than Q8_0.
+// instructions: decoding them one by one costs more than the record's dot products.
 HWY_INLINE __m128i Q3KScaleBytes(const uint8_t* HWY_RESTRICT rec) {
   // The record's 12 scale bytes (d follows) as one 8-byte and one 4-byte load: through a stack
-  // copy, the 16-byte reload waited for the copy's stores (2.5x slower Q3_K decode).
+  // copy, the 16-byte reload would wait for the copy's stores (a failed store-to-load forward).
   int32_t bytes8_11;
   memcpy(&bytes8_11, rec + 8, 4);
   const __m128i b =

@@ -6,8 +6,7 @@
 // Why beside the 4-row tiles: those put 4 weight rows in a 256-bit vector against one token's
 // 8 quants broadcast, so every sub-block of 32 costs each token, besides its 4 vpdpbusd, the
 // broadcasts, a convert, a multiply and an FMA (and for signed weights 4 vpsignb): about a third
-// of the vector work is multiplication (Q8_0: 121-152 GOP/s at the 128-token matmuls of
-// all-MiniLM-L6-v2, ~1.3x the f32 FMA peak, where VNNI's is 4x). Here a 512-bit vector holds 4
+// of the vector work is multiplication, far from VNNI's peak. Here a 512-bit vector holds 4
 // quants of each of 16 tokens, and one vpdpbusd multiplies it by one weight row's 4 quants
 // broadcast from memory (its {1to16} operand: no shuffle, no extra register): a row's
 // sub-block is 8 vpdpbusd for 16 tokens, then one convert, multiply and FMA per scale.
