@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "converters/arch/arch.h"
@@ -118,7 +119,20 @@ ConvertResult Import(const std::string& input, ConvertChoices* c, const char* we
     std::unique_ptr<gguf::File> file;
     s = gguf::File::OpenFromMemory(bytes.data(), bytes.size(), &file);
     if (!s.ok()) return bad_input(s);
-    return ImportGguf(*file, input, /*keep_by_default=*/true, c, hooks, model, arch);
+    ConvertResult r = ImportGguf(*file, input, /*keep_by_default=*/true, c, hooks, model, arch);
+    if (!r.ok() || !model->meta.tokenizer) return r;
+    // What GGUF has no key for: the stop tokens of generation_config.json.
+    fb::TokenizerT& tokenizer = *model->meta.tokenizer;
+    std::vector<int32_t> stops;
+    s = ReadGenerationStopIds(input, tokenizer.pieces.size(), &stops);
+    if (!s.ok()) return bad_input(s);
+    for (int32_t id : stops) {
+      if (std::find(tokenizer.stop_ids.begin(), tokenizer.stop_ids.end(), id) ==
+          tokenizer.stop_ids.end()) {
+        tokenizer.stop_ids.push_back(id);
+      }
+    }
+    return r;
   }
   if (IsDirectory(input)) {
     if (!c->weights_given) c->convert.keep_types = true;

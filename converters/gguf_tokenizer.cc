@@ -49,6 +49,35 @@ Status ImportRightStrip(const gguf::File& file, fb::TokenizerT* out) {
   return OkStatus();
 }
 
+// llama.cpp ends a generation at every token its load-time list names by text, besides the
+// file's eos and eot, and makes each a control token (llama_vocab::impl::load, 0.3.36): the
+// list as it stands there, less the entries for models Kestrel does not run.
+void ImportEndOfGeneration(fb::TokenizerT* out) {
+  static const char* const kEndOfGeneration[] = {"<|eot_id|>",
+                                                 "<|im_end|>",
+                                                 "<|end|>",
+                                                 "<end_of_turn>",
+                                                 "<|endoftext|>",
+                                                 "</s>",
+                                                 "<|eom_id|>",
+                                                 "<EOT>",
+                                                 "_<EOT>",
+                                                 "[EOT]",
+                                                 "[EOS]",
+                                                 "<|end_of_text|>",
+                                                 "<end_of_utterance>",
+                                                 "<eos>",
+                                                 "<|return|>",
+                                                 "<|call|>"};
+  for (size_t i = 0; i < out->pieces.size(); ++i) {
+    for (const char* text : kEndOfGeneration) {
+      if (out->pieces[i] != text) continue;
+      out->stop_ids.push_back(static_cast<int32_t>(i));
+      if (i < out->types.size()) out->types[i] = 3;  // control
+    }
+  }
+}
+
 }  // namespace
 
 Status ImportTokenizer(const gguf::File& file, fb::TokenizerT* out) {
@@ -96,6 +125,7 @@ Status ImportTokenizer(const gguf::File& file, fb::TokenizerT* out) {
   KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.unknown_token_id", &out->unk_id));
   KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.padding_token_id", &out->pad_id));
   KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.eot_token_id", &out->eot_id));
+  ImportEndOfGeneration(out);
   if (out->eot_id < 0) {
     // Instruction-tuned models end a turn with one of these control tokens even when no key
     // names it: Gemma's, ChatML's (SmolLM2, Qwen2), Llama 3's.

@@ -86,6 +86,9 @@ Status InitTokenizer(const fb::Tokenizer* tok, size_t vocab, Tokenizer* out) {
   if (tok->rstrip_ids() != nullptr) {
     config.rstrip_ids.assign(tok->rstrip_ids()->begin(), tok->rstrip_ids()->end());
   }
+  if (tok->stop_ids() != nullptr) {
+    config.stop_ids.assign(tok->stop_ids()->begin(), tok->stop_ids()->end());
+  }
   const bool bpe = kind == fb::TokenizerKind::ByteLevelBpe;
   if (bpe) KES_RETURN_IF_ERROR(ReadByteLevelBpe(tok, &config));
   if (kind == fb::TokenizerKind::WordPiece) KES_RETURN_IF_ERROR(ReadWordPiece(tok, &config));

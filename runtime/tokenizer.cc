@@ -107,10 +107,14 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
                       "tokenizer: add_bos is set but there is no bos id");
   KES_CHECK_OR_RETURN(!config.add_eos || config.eos_id >= 0,
                       "tokenizer: add_eos is set but there is no eos id");
-  for (int32_t id : config.rstrip_ids) {
-    KES_CHECK_OR_RETURN(id >= 0 && id < static_cast<int64_t>(n),
-                        "tokenizer: rstrip id expected in [0, " + std::to_string(n) + "), found " +
-                            std::to_string(id));
+  for (const auto& [what, list] :
+       {std::pair<const char*, const std::vector<int32_t>*>{"rstrip", &config.rstrip_ids},
+        {"stop", &config.stop_ids}}) {
+    for (int32_t id : *list) {
+      KES_CHECK_OR_RETURN(id >= 0 && id < static_cast<int64_t>(n),
+                          std::string("tokenizer: ") + what + " id expected in [0, " +
+                              std::to_string(n) + "), found " + std::to_string(id));
+    }
   }
 
   // Built aside and moved in at the end, so a failed Init leaves *this as it was.
@@ -131,6 +135,8 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
   fresh.BuildSpecialTrie();
   fresh.rstrip_.assign(n, false);
   for (int32_t id : config.rstrip_ids) fresh.rstrip_[id] = true;
+  fresh.stop_.assign(n, false);
+  for (int32_t id : config.stop_ids) fresh.stop_[id] = true;
   if (config.algorithm == TokenizerAlgorithm::kByteLevelBpe) {
     KES_RETURN_IF_ERROR(fresh.BuildMerges(n_merges, merge));
   } else {
@@ -507,7 +513,8 @@ float Tokenizer::Score(int32_t id) const {
 }
 
 bool Tokenizer::IsEndOfGeneration(int32_t id) const {
-  return id >= 0 && (id == config_.eos_id || id == config_.eot_id);
+  return id >= 0 && (id == config_.eos_id || id == config_.eot_id ||
+                     (static_cast<size_t>(id) < stop_.size() && stop_[id]));
 }
 
 }  // namespace kestrel

@@ -73,6 +73,8 @@ struct TokenizerConfig {
   // Special tokens whose following whitespace (ASCII: space, \t, \n, \v, \f, \r) the text
   // loses when they are split out of it, as llama.cpp's rstrip attribute does (Phi-3's).
   std::vector<int32_t> rstrip_ids;
+  // Tokens that end a generation besides eos_id and eot_id (Tokenizer.stop_ids of the .kes).
+  std::vector<int32_t> stop_ids;
 };
 
 // Token types as GGUF stores them (tokenizer.ggml.token_type). llama.cpp's "undefined" (0) is
@@ -123,7 +125,7 @@ class Tokenizer {
 
   size_t vocab_size() const { return types_.size(); }
   const TokenizerConfig& config() const { return config_; }
-  bool IsEndOfGeneration(int32_t id) const;  // eos or eot
+  bool IsEndOfGeneration(int32_t id) const;  // eos, eot or one of the stop ids
   std::string_view Piece(int32_t id) const;  // raw piece; out-of-range id -> empty view
   TokenType Type(int32_t id) const;          // out-of-range id -> kUnused
   float Score(int32_t id) const;             // out-of-range id -> 0
@@ -210,6 +212,7 @@ class Tokenizer {
   std::array<int32_t, 256> byte_to_id_{};  // byte token per byte value, -1 if absent
   std::vector<int32_t> specials_;          // control/unknown/user-defined ids, longest piece first
   std::vector<bool> rstrip_;               // per id: TokenizerConfig::rstrip_ids
+  std::vector<bool> stop_;                 // per id: TokenizerConfig::stop_ids
   std::vector<TrieNode> trie_;             // trie_[0] is the root
   std::vector<TrieEdge> edges_;
   // Open-addressing hash table of merges by (left, right), sized once at Init; empty for

@@ -188,6 +188,30 @@ TEST(HfDecoderFolderTypes, Q4KMAsForTheGguf) {
   EXPECT_EQ(from_folder.logits, from_gguf.logits);
 }
 
+// Where a generation ends. From the GGUF: eos, and every token llama.cpp's end-of-generation
+// list names by text (the tiny Qwen2's <|endoftext|> and <|im_end|>), not <|im_start|>. From a
+// folder, generation_config.json's eos_token_id too (here a list naming two normal tokens).
+TEST(HfDecoderFolderTypes, StopTokens) {
+  Converted from_gguf, from_folder;
+  ConvertTwice("hf-stops", "--arch qwen2 --f32", "--stop-ids 100,101", {false, "f32"},
+               {true, "f32"}, &from_gguf, &from_folder);
+  if (HasFatalFailure()) return;
+  const Tokenizer& gguf = from_gguf.model->tokenizer();
+  const Tokenizer& folder = from_folder.model->tokenizer();
+  for (const char* text : {"<|endoftext|>", "<|im_end|>", "<|im_start|>"}) {
+    std::vector<int32_t> ids;
+    ASSERT_TRUE(gguf.Encode(text, false, true, &ids).ok());
+    ASSERT_EQ(ids.size(), 1u) << text;
+    const bool stops = std::string(text) != "<|im_start|>";
+    EXPECT_EQ(gguf.IsEndOfGeneration(ids[0]), stops) << text;
+    EXPECT_EQ(folder.IsEndOfGeneration(ids[0]), stops) << text;
+  }
+  EXPECT_TRUE(folder.IsEndOfGeneration(100));
+  EXPECT_TRUE(folder.IsEndOfGeneration(101));
+  EXPECT_FALSE(gguf.IsEndOfGeneration(100));
+  EXPECT_FALSE(folder.IsEndOfGeneration(102));
+}
+
 struct Refusal {
   const char* stem;
   const char* folder_args;
@@ -227,6 +251,9 @@ INSTANTIATE_TEST_SUITE_P(
                 "num_attention_heads: expected a whole number 1..1024, found 0"},
         Refusal{"hf-unigram", "--spm-model-type 1",
                 "trainer_spec.model_type is 1: expected 2 (BPE)", "make_tiny_gemma3.py"},
+        Refusal{"hf-stop-outside", "--stop-ids 5,99999",
+                "generation_config.json': eos_token_id: expected token ids below the "
+                "vocabulary's"},
         Refusal{"hf-gemma3-pattern", "--config sliding_window_pattern=4",
                 "sliding_window_pattern: expected 6 (what llama.cpp runs), found 4",
                 "make_tiny_gemma3.py"}),

@@ -33,6 +33,12 @@ Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out);
 Status AddHfBpeTokenizer(const std::string& folder, uint32_t vocab_size,
                          const std::string& config_path, gguf::Builder* out);
 
+// The ids generation_config.json's eos_token_id names (a number or a list), when the folder has
+// one: Llama 3.1 Instruct stops at <|end_of_text|>, <|eom_id|> and <|eot_id|>. Ids outside
+// `vocab_size` are an error naming the file and the id.
+Status ReadGenerationStopIds(const std::string& folder, size_t vocab_size,
+                             std::vector<int32_t>* out);
+
 // The SentencePiece tokenizer of `folder` (tokenizer.model, added_tokens.json,
 // tokenizer_config.json's added_tokens_decoder) as _set_vocab_sentencepiece writes it
 // (tokenizer.ggml.model "llama"), for `vocab_size` ids, with the special tokens as

@@ -125,6 +125,30 @@ Status ReadSpecialTokens(const std::string& folder, const JsonNode& root,
 
 }  // namespace
 
+Status ReadGenerationStopIds(const std::string& folder, size_t vocab_size,
+                             std::vector<int32_t>* out) {
+  const std::string path = folder + "/generation_config.json";
+  if (!std::ifstream(path).good()) return OkStatus();
+  json storage;
+  JsonNode root;
+  KES_RETURN_IF_ERROR(hf::OpenJsonObject(path, &storage, &root));
+  const JsonNode eos = root.Child("eos_token_id");
+  if (eos.is_null()) return OkStatus();
+  std::vector<const json*> ids;
+  if (eos.value->is_array()) {
+    for (const json& id : *eos.value) ids.push_back(&id);
+  } else {
+    ids.push_back(eos.value);
+  }
+  for (const json* id : ids) {
+    KES_CHECK_OR_RETURN(id->is_number_unsigned() && id->get<uint64_t>() < vocab_size,
+                        eos.Where() + ": expected token ids below the vocabulary's " +
+                            std::to_string(vocab_size) + ", found " + id->dump());
+    out->push_back(static_cast<int32_t>(id->get<uint64_t>()));
+  }
+  return OkStatus();
+}
+
 bool LooksLikeSpecialToken(const std::string& t) {
   const auto wrapped = [&](const std::string& open, const std::string& close) {
     return t.size() >= open.size() + close.size() && t.compare(0, open.size(), open) == 0 &&

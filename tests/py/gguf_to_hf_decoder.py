@@ -28,7 +28,7 @@ be checked against llama.cpp's logits for the GGUF (tests/convert_hf_decoder_tes
   gguf_to_hf_decoder.py IN.gguf OUT_DIR [--dtype f32|f16|bf16] [--shards N] [--string-merges]
                         [--config KEY=JSON]... [--tokenizer-model KEY=JSON]...
                         [--extra-tensor NAME] [--remove FILE] [--multimodal]
-                        [--spm-model-type N]
+                        [--spm-model-type N] [--stop-ids ID,ID...]
 
 --config, --tokenizer-model, --extra-tensor, --remove and --spm-model-type spoil the folder for tests of the converter's refusals: a config.json or
 tokenizer.json model field set to a JSON value, one more [4] tensor, a file removed, another
@@ -270,6 +270,7 @@ def main():
     ap.add_argument("--remove")
     ap.add_argument("--multimodal", action="store_true")
     ap.add_argument("--spm-model-type", type=int, default=2)
+    ap.add_argument("--stop-ids", help="generation_config.json's eos_token_id: ids, ','-separated")
     args = ap.parse_args()
 
     def edits(pairs):
@@ -360,6 +361,10 @@ def main():
                   "text_config": text, "vision_config": {"model_type": "siglip_vision_model"}}
     with open(os.path.join(args.out_dir, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
+    if args.stop_ids:
+        ids = [int(i) for i in args.stop_ids.split(",")]
+        with open(os.path.join(args.out_dir, "generation_config.json"), "w") as f:
+            json.dump({"eos_token_id": ids if len(ids) > 1 else ids[0]}, f)
     if args.remove:
         os.remove(os.path.join(args.out_dir, args.remove))
 
