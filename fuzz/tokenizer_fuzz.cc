@@ -1,11 +1,11 @@
 // Fuzz target: the three tokenizers, with the real vocabularies of the fetched models
-// (scripts/fetch-model.sh): Gemma 3's SentencePiece BPE, SmolLM2's byte-level BPE and
-// all-MiniLM-L6-v2's WordPiece, each loaded the way a converted model loads it (converter
-// import, FlatBuffer, InitTokenizer). The folder is KESTREL_FUZZ_MODELS, else models/ of the
-// source tree; a missing model is a fatal error, not a skip.
-// Input: byte 0 picks the tokenizer (bits 0-1, mod 3), add_special (bit 2) and parse_special
-// (bit 3); the rest is the text to encode, and is also read as little-endian int32 ids to decode
-// (any values, out-of-range ones included). Checked besides "no crash": every id is inside the
+// (scripts/fetch-model.sh): Gemma 3's SentencePiece BPE, SmolLM2's byte-level BPE (with its own
+// pre-tokenizer, and with GPT-4o's) and all-MiniLM-L6-v2's WordPiece, each loaded the way a
+// converted model loads it (converter import, FlatBuffer, InitTokenizer). The folder is
+// KESTREL_FUZZ_MODELS, else models/ of the source tree; a missing model is a fatal error, not a
+// skip. Input: byte 0 picks the tokenizer (bits 0-1), add_special (bit 2) and parse_special (bit
+// 3); the rest is the text to encode, and is also read as little-endian int32 ids to decode (any
+// values, out-of-range ones included). Checked besides "no crash": every id is inside the
 // vocabulary, and where the tokenizers promise it, decoding gives the text back:
 //   - byte-level BPE without parse_special: valid UTF-8 comes back without the bytes whose
 //     byte-level character has no token (a vocabulary may lack some, such as SmolLM2's for 0x04,
@@ -37,12 +37,14 @@ namespace {
 
 using namespace kestrel;
 
-Tokenizer LoadGguf(const std::string& path) {
+// `pre`: another byte-level pre-tokenizer over the file's vocabulary, or "" for its own.
+Tokenizer LoadGguf(const std::string& path, const std::string& pre = "") {
   std::unique_ptr<gguf::File> file;
   fb::TokenizerT table;
   Tokenizer tokenizer;
   Status s = gguf::File::Open(path, &file);
   if (s.ok()) s = ImportTokenizer(*file, &table);
+  if (!pre.empty()) table.pre = pre;
   if (s.ok()) s = TokenizerFromTable(table, &tokenizer);
   if (!s.ok()) fuzz::Die(path + ": " + s.message() + " (run scripts/fetch-model.sh)");
   return tokenizer;
@@ -65,6 +67,7 @@ const std::vector<Tokenizer>& Tokenizers() {
     t.push_back(LoadGguf(dir + "/gemma-3-270m-q4_k_m.gguf"));
     t.push_back(LoadGguf(dir + "/SmolLM2-135M-Instruct.Q4_1.gguf"));
     t.push_back(LoadHf(dir + "/all-MiniLM-L6-v2"));
+    t.push_back(LoadGguf(dir + "/SmolLM2-135M-Instruct.Q4_1.gguf", "gpt-4o"));
     return t;
   }();
   return tokenizers;
@@ -119,7 +122,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const Tokenizer& tokenizer = Tokenizers()[(data[0] & 3) % 3];
+  const Tokenizer& tokenizer = Tokenizers()[data[0] & 3];
   const bool add_special = data[0] & 4, parse_special = data[0] & 8;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
 

@@ -14,7 +14,7 @@ struct NamedPre {
 constexpr NamedPre kNames[] = {
     {"gpt2", PreTokenizer::kGpt2},        {"smollm", PreTokenizer::kSmolLm},
     {"llama-bpe", PreTokenizer::kLlama3}, {"llama3", PreTokenizer::kLlama3},
-    {"qwen2", PreTokenizer::kQwen2},
+    {"qwen2", PreTokenizer::kQwen2},      {"gpt-4o", PreTokenizer::kGpt4o},
 };
 
 // One code point of the text: where it starts and its categories. Past the end, everything is
@@ -214,6 +214,85 @@ void SplitLlama3(const std::vector<CodePoint>& c, size_t begin, size_t end, size
   }
 }
 
+// GPT-4o's expression as llama.cpp 0.3.36 runs it: "upper" is a letter but a-z, "lower" a
+// letter but A-Z (so a letter outside ASCII is both), marks are not letters:
+//   [^\r\n\p{L}\p{N}]?U*L+('s|...)? | [^\r\n\p{L}\p{N}]?U+L*('s|...)? | \p{N}{1,3}
+//   | ?[^\s\p{L}\p{N}]+[\r\n/]* | \s*[\r\n]+ | \s+(?!\S) | \s+
+// with the regex's leftmost-alternative, greedy-with-backtracking choices worked out.
+template <typename Cut>
+void SplitGpt4o(const std::vector<CodePoint>& c, size_t begin, size_t end, Cut cut) {
+  const auto at = [&](size_t k) -> const CodePoint& { return k < end ? c[k] : c.back(); };
+  const auto upper = [&](size_t k) {
+    return k < end && c[k].letter && !(c[k].cp >= 'a' && c[k].cp <= 'z');
+  };
+  const auto lower = [&](size_t k) {
+    return k < end && c[k].letter && !(c[k].cp >= 'A' && c[k].cp <= 'Z');
+  };
+  // The end of U*L+ from q, or 0 when it does not match: U* takes as many as it can and gives
+  // them back one at a time until an L follows.
+  const auto upper_then_lower = [&](size_t q) -> size_t {
+    size_t u = q;
+    while (upper(u)) ++u;
+    for (size_t l = u + 1; l-- > q;) {
+      if (!lower(l)) continue;
+      size_t e = l;
+      while (lower(e)) ++e;
+      return e;
+    }
+    return 0;
+  };
+  const auto with_contraction = [&](size_t e) {
+    const size_t n = Contraction(c, e, true);
+    return n > 0 && e + n <= end ? e + n : e;
+  };
+  for (size_t p = begin; p < end;) {
+    // The two word alternatives, with their optional lead character.
+    const bool lead =
+        !IsCrOrLf(c[p].cp) && !c[p].letter && !c[p].number && c[p].cp != kEnd && at(p + 1).letter;
+    const size_t q = lead ? p + 1 : p;
+    if (c[q].letter && q < end) {
+      size_t e = upper_then_lower(q);
+      if (e == 0) {  // U+L*: the letters at q are upper ones only
+        e = q;
+        while (upper(e)) ++e;
+        while (lower(e)) ++e;
+      }
+      cut(p = with_contraction(e));
+      continue;
+    }
+    // \p{N}{1,3}
+    if (c[p].number) {
+      size_t run = 0;
+      while (p < end && c[p].number && run < 3) ++p, ++run;
+      cut(p);
+      continue;
+    }
+    // ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+    const CodePoint& other = c[p].cp == ' ' ? at(p + 1) : c[p];
+    if (OtherChar(other)) {
+      p += c[p].cp == ' ' ? 1 : 0;
+      while (p < end && OtherChar(c[p])) ++p;
+      while (p < end && (IsCrOrLf(c[p].cp) || c[p].cp == '/')) ++p;
+      cut(p);
+      continue;
+    }
+    size_t spaces = 0, after_last_newline = 0;
+    while (p + spaces < end && c[p + spaces].space) {
+      if (IsCrOrLf(c[p + spaces].cp)) after_last_newline = spaces + 1;
+      ++spaces;
+    }
+    if (after_last_newline > 0) {
+      cut(p += after_last_newline);  // \s*[\r\n]+
+    } else if (spaces > 1 && p + spaces < end) {
+      cut(p += spaces - 1);  // \s+(?!\S)
+    } else if (spaces > 0) {
+      cut(p += spaces);  // \s+
+    } else {
+      cut(++p);
+    }
+  }
+}
+
 }  // namespace
 
 std::string SanitizeUtf8(std::string_view text) {
@@ -241,7 +320,7 @@ Status ParsePreTokenizer(std::string_view name, PreTokenizer* out) {
     }
   }
   return Status::Error("unsupported byte-level BPE pre-tokenizer '" + std::string(name) +
-                       "' (supported: gpt2, smollm, llama-bpe, qwen2)");
+                       "' (supported: gpt2, smollm, llama-bpe, qwen2, gpt-4o)");
 }
 
 const char* PreTokenizerName(PreTokenizer pre) {
@@ -279,6 +358,7 @@ void PreTokenize(PreTokenizer pre, std::string_view text, std::vector<std::strin
       break;
     case PreTokenizer::kLlama3: SplitLlama3(c, 0, n, 3, cut); break;
     case PreTokenizer::kQwen2: SplitLlama3(c, 0, n, 1, cut); break;
+    case PreTokenizer::kGpt4o: SplitGpt4o(c, 0, n, cut); break;
   }
 }
 

@@ -28,10 +28,11 @@ enum class PreTokenizer : uint8_t {
   kSmolLm,
   kLlama3,
   kQwen2,
+  kGpt4o,  // GPT-4o's (Phi-4-mini): words split at case changes, digits in threes
 };
 
-// By GGUF name: "gpt2", "smollm", "llama-bpe" (also "llama3"), "qwen2"; an error naming the
-// supported ones otherwise.
+// By GGUF name: "gpt2", "smollm", "llama-bpe" (also "llama3"), "qwen2", "gpt-4o"; an error
+// naming the supported ones otherwise.
 Status ParsePreTokenizer(std::string_view name, PreTokenizer* out);
 const char* PreTokenizerName(PreTokenizer pre);
 

@@ -43,8 +43,9 @@ void ConvertAndScore(const std::string& input, const std::string& stem, const st
   ASSERT_EQ(test::ScoreAll(*out->model, out->ids, 2, 256, &out->logits), "");
 }
 
-// A tiny GGUF made with `make_args` (the maker script first when it is not make_tiny_llama.py)
-// and its folder written with `folder_args`; "" or what failed.
+// A tiny GGUF made with `make_args` (the maker script first when it is not make_tiny_llama.py;
+// "--edit ARGS" last for an edit of the GGUF) and its folder written with `folder_args`; "" or
+// what failed.
 std::string MakeGgufAndFolder(const std::string& stem, std::string make_args,
                               const std::string& folder_args, std::string* gguf,
                               std::string* folder) {
@@ -56,7 +57,15 @@ std::string MakeGgufAndFolder(const std::string& stem, std::string make_args,
     maker = make_args.substr(0, make_args.find(' '));
     make_args = make_args.size() > maker.size() ? make_args.substr(maker.size() + 1) : "";
   }
-  return test::RunHostCommand(py + maker + " " + *gguf + " " + make_args + " && rm -rf '" +
+  // "--edit ARGS" at the end of the arguments: the GGUF edited by tests/py/edit_gguf.py ARGS.
+  std::string edit;
+  make_args = " " + make_args;
+  if (const size_t at = make_args.find(" --edit "); at != std::string::npos) {
+    edit = " && " + py + "edit_gguf.py " + *gguf + " " + *gguf + ".edited " +
+           make_args.substr(at + 8) + " && mv " + *gguf + ".edited " + *gguf;
+    make_args.resize(at);
+  }
+  return test::RunHostCommand(py + maker + " " + *gguf + make_args + edit + " && rm -rf '" +
                               *folder + "' && " + py + "gguf_to_hf_decoder.py " + *gguf + " '" +
                               *folder + "' " + folder_args + " > /dev/null");
 }
@@ -150,7 +159,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Family{"hf-phi-long",
                              "make_tiny_phi3.py --original-context 128 --rotary-dims 12 "
                              "--attn-factor 1.1338934190276817",
-                             ""}),
+                             ""},
+                      // Phi-4-mini's tokenizer: GPT-4o's pre-tokenizer expression.
+                      Family{"hf-phi-gpt4o",
+                             "make_tiny_phi3.py --edit --set tokenizer.ggml.pre=str:gpt-4o", ""}),
     [](const ::testing::TestParamInfo<Family>& info) { return test::ParamName(info.param.stem); });
 
 // A BF16 checkpoint in three shards: --weights keep stores its matrices as BF16, read straight

@@ -120,14 +120,17 @@ TEST(TokenizerHostile, Gemma3MatchesLlamaCpp) {
   ExpectLlamaCppIds("gemma3-270m-q4.kes", "tokenizer_hostile_gemma3.jsonl", 500);
 }
 
-TEST(TokenizerHostile, QwenVocabularyMatchesLlamaCpp) {
+// The real Qwen vocabulary (tests/py/qwen_vocab_gguf.py) under pre-tokenizer `pre`, against
+// llama.cpp's ids in `fixture`: the 586 hostile cases and the 48 of mixed text
+// (tests/py/tokenizer_corpus.py).
+void ExpectQwenVocabularyMatchesLlamaCpp(const std::string& pre, const std::string& fixture) {
   const std::string tiktoken =
       std::string(KESTREL_SOURCE_DIR) + "/models/qwen-vocabulary/qwen.tiktoken";
   ASSERT_TRUE(test::Exists(tiktoken)) << tiktoken << " is missing: scripts/fetch-model.sh";
-  const std::string gguf_path = test::ScratchPath("qwen-vocabulary.gguf");
+  const std::string gguf_path = test::ScratchPath("qwen-vocabulary-" + pre + ".gguf");
   ASSERT_EQ(test::RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
-                                 "/tests/py/qwen_vocab_gguf.py --tiktoken " + tiktoken + " --out " +
-                                 gguf_path),
+                                 "/tests/py/qwen_vocab_gguf.py --tiktoken " + tiktoken + " --pre " +
+                                 pre + " --out " + gguf_path),
             "");
   std::unique_ptr<gguf::File> file;
   Status s = gguf::File::Open(gguf_path, &file);
@@ -141,8 +144,17 @@ TEST(TokenizerHostile, QwenVocabularyMatchesLlamaCpp) {
   Tokenizer tok;
   s = TokenizerFromTable(table, &tok);
   ASSERT_TRUE(s.ok()) << s.message();
-  // The 586 hostile cases and the 48 of mixed text (tests/py/tokenizer_corpus.py).
-  ExpectLlamaCppIds(tok, "tokenizer_qwen.jsonl", 600);
+  ExpectLlamaCppIds(tok, fixture, 600);
+}
+
+TEST(TokenizerHostile, QwenVocabularyMatchesLlamaCpp) {
+  ExpectQwenVocabularyMatchesLlamaCpp("qwen2", "tokenizer_qwen.jsonl");
+}
+
+// GPT-4o's pre-tokenizer (Phi-4-mini's tokenizer.ggml.pre "gpt-4o": words split where the case
+// changes, digits in threes, '/' kept after punctuation) over the same vocabulary.
+TEST(TokenizerHostile, Gpt4oPreTokenizerMatchesLlamaCpp) {
+  ExpectQwenVocabularyMatchesLlamaCpp("gpt-4o", "tokenizer_qwen_gpt4o.jsonl");
 }
 
 // Typed text never becomes a control token, whatever its bytes (the issue's `a\x04b` gave

@@ -178,6 +178,14 @@ TEST(PreTokenizer, Llama3AndQwen2) {
   EXPECT_EQ(Words(PreTokenizer::kLlama3, "a \n b"), (W{"a", " \n", " b"}));
 }
 
+// GPT-4o's: a word ends where lower case turns upper, an upper-case run keeps one lower-case
+// tail, contractions stay on their word in any case, '/' stays after punctuation.
+TEST(PreTokenizer, Gpt4oSplitsAtCaseChanges) {
+  EXPECT_EQ(Words(PreTokenizer::kGpt4o, "HelloWorld HTTPServer don'T"),
+            (W{"Hello", "World", " HTTPServer", " don'T"}));
+  EXPECT_EQ(Words(PreTokenizer::kGpt4o, "12345 a/b//\n"), (W{"123", "45", " a", "/b", "//\n"}));
+}
+
 TEST(PreTokenizer, SanitizeUtf8ReadsBytesAsLlamaCppDoes) {
   const std::string fffd = "\xEF\xBF\xBD";
   EXPECT_EQ(SanitizeUtf8("ok \xC3\xA9 \xF0\x9F\x98\x80"), "ok \xC3\xA9 \xF0\x9F\x98\x80");

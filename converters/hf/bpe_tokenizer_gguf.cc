@@ -25,6 +25,13 @@ constexpr char kQwen2Regex[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+// GPT-4o's (Phi-4-mini's tokenizer.json), llama.cpp's "gpt-4o".
+constexpr char kGpt4oRegex[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 bool FieldIs(const JsonNode& node, const char* key, const json& value) {
   const JsonNode child = node.Child(key);
   return child.present() && *child.value == value;
@@ -55,6 +62,7 @@ Status PreTokenizerName(const JsonNode& root, std::string* out) {
         !FieldIs(first, "invert", true) && regex.present() && byte_level(second, false)) {
       if (*regex.value == kLlama3Regex) *out = "llama-bpe";
       if (*regex.value == kQwen2Regex) *out = "qwen2";
+      if (*regex.value == kGpt4oRegex) *out = "gpt-4o";
       if (!out->empty()) return OkStatus();
     }
     if (FieldIs(first, "type", "Digits") && FieldIs(first, "individual_digits", true) &&
@@ -65,7 +73,7 @@ Status PreTokenizerName(const JsonNode& root, std::string* out) {
   }
   return Status::Error(pre.Where() +
                        ": expected the byte-level pre-tokenizer of GPT-2, SmolLM, "
-                       "Llama 3 or Qwen2, found " +
+                       "Llama 3, Qwen2 or GPT-4o, found " +
                        pre.value->dump().substr(0, 400));
 }
 

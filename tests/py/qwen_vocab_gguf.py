@@ -14,7 +14,7 @@ The file is tokenizer only, with the hyper-parameters llama.cpp reads before it 
 vocabulary (a qwen3 of one tiny layer, no tensors): Kestrel's tests read it with the converter's
 tokenizer import (tests/tokenizer_qwen_vocab_test.cc), llama.cpp with vocab_only.
 
-  qwen_vocab_gguf.py --tiktoken models/qwen-vocabulary/qwen.tiktoken --out OUT.gguf
+  qwen_vocab_gguf.py --tiktoken models/qwen-vocabulary/qwen.tiktoken --out OUT.gguf [--pre NAME]
 """
 import argparse
 import base64
@@ -69,6 +69,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiktoken", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--pre", default="qwen2",
+                    help="tokenizer.ggml.pre: another pre-tokenizer over the same vocabulary "
+                         "(gpt-4o: Phi-4-mini's)")
     args = ap.parse_args()
     ranks = {}
     with open(args.tiktoken, "rb") as f:
@@ -107,7 +110,7 @@ def main():
     w.add_float32("qwen3.attention.layer_norm_rms_epsilon", 1e-6)
     w.add_float32("qwen3.rope.freq_base", 1e6)
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("qwen2")
+    w.add_tokenizer_pre(args.pre)
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
