@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/encoder.h"
 #include "runtime/model.h"
 #include "tests/support/test_support.h"
 
@@ -222,6 +223,59 @@ TEST(HfDecoderFolderTypes, StopTokens) {
   EXPECT_TRUE(folder.IsEndOfGeneration(101));
   EXPECT_FALSE(gguf.IsEndOfGeneration(100));
   EXPECT_FALSE(folder.IsEndOfGeneration(102));
+}
+
+// The texts' token ids and embeddings from `kes` (an embedding model), failures reported.
+void Embed(const std::string& kes, const std::vector<std::string>& texts,
+           std::vector<std::vector<int32_t>>* ids, std::vector<float>* out) {
+  std::unique_ptr<Model> model;
+  const Status opened = Model::Open(kes, &model);
+  ASSERT_TRUE(opened.ok()) << opened.message();
+  ASSERT_TRUE(model->is_encoder());
+  std::unique_ptr<Encoder> encoder;
+  ASSERT_TRUE(Encoder::Create(*model, EncoderOptions(), &encoder).ok());
+  std::vector<const int32_t*> starts;
+  std::vector<size_t> lengths;
+  ids->resize(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    ASSERT_TRUE(encoder->Tokenize(texts[i], &(*ids)[i]).ok());
+    starts.push_back((*ids)[i].data());
+    lengths.push_back((*ids)[i].size());
+  }
+  out->assign(texts.size() * encoder->embedding_dim(), 0.0f);
+  ASSERT_TRUE(encoder->Encode(starts.data(), lengths.data(), texts.size(), out->data()).ok());
+}
+
+// Qwen3-Embedding as a sentence-transformers folder (modules.json, a last-token Pooling module)
+// whose tokenizer.json template appends <|endoftext|> while tokenizer_config.json names
+// <|im_end|> as EOS (gguf-py then makes <|endoftext|> EOS and <|im_end|> end of turn): it embeds
+// as the GGUF does, to the bit, with the same ids, the appended token last.
+TEST(HfDecoderFolderTypes, EmbeddingFolderEmbedsAsItsGguf) {
+  std::string gguf, folder;
+  ASSERT_EQ(
+      MakeGgufAndFolder("hf-embedding", "--arch qwen3 --f32 --pooling last", "", &gguf, &folder),
+      "");
+  const std::string kes_gguf = test::ScratchPath("hf-embedding-gguf.kes");
+  const std::string kes_folder = test::ScratchPath("hf-embedding-folder.kes");
+  const test::ProcessResult a = test::Convert({gguf, kes_gguf});
+  const test::ProcessResult b = test::Convert({folder, kes_folder});
+  RemoveScratch(gguf, folder);
+  ASSERT_TRUE(a.exited && a.exit_code == 0) << test::Describe(a);
+  ASSERT_TRUE(b.exited && b.exit_code == 0) << test::Describe(b);
+  const std::vector<std::string> texts = {"the cat sat", "Hello world, 12345!", "a"};
+  std::vector<std::vector<int32_t>> ids_gguf, ids_folder;
+  std::vector<float> from_gguf, from_folder;
+  Embed(kes_gguf, texts, &ids_gguf, &from_gguf);
+  Embed(kes_folder, texts, &ids_folder, &from_folder);
+  std::unique_ptr<Model> model;
+  ASSERT_TRUE(Model::Open(kes_folder, &model).ok());
+  std::remove(kes_gguf.c_str());
+  std::remove(kes_folder.c_str());
+  EXPECT_EQ(ids_folder, ids_gguf);
+  ASSERT_FALSE(ids_folder.empty());
+  EXPECT_EQ(model->tokenizer().Piece(ids_folder[0].back()), "<|endoftext|>");
+  EXPECT_EQ(model->tokenizer().Piece(model->tokenizer().config().eot_id), "<|im_end|>");
+  EXPECT_EQ(from_folder, from_gguf);
 }
 
 struct Refusal {

@@ -162,6 +162,11 @@ TEST_F(DecoderEmbeddingCli, EmbedsTextsWithTheEndOfTextToken) {
   const ProcessResult run = test::Cli({"run", kes_, "-p", "hi"});
   ASSERT_TRUE(run.exited && run.exit_code == 1) << Describe(run);
   EXPECT_NE(run.err.find("kestrel embed"), std::string::npos) << run.err;
+  // `kestrel inspect` says what the encoder does: causal layers, the last token's state.
+  const ProcessResult inspect = test::Cli({"inspect", kes_});
+  ASSERT_TRUE(inspect.exited && inspect.exit_code == 0) << Describe(inspect);
+  EXPECT_NE(inspect.out.find("(causal attention)"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("last token, L2-normalized"), std::string::npos) << inspect.out;
 }
 
 // --max-batch sets an embedder's texts per step as it does a BERT folder's; more texts than

@@ -75,6 +75,7 @@ const char* PoolName(fb::PoolMode mode) {
   switch (mode) {
     case fb::PoolMode::Cls: return "first token ([CLS])";
     case fb::PoolMode::Max: return "max over tokens";
+    case fb::PoolMode::Last: return "last token";
     default: return "mean over tokens";
   }
 }
@@ -89,7 +90,15 @@ int InspectEncoder(const std::string& model_path, const Model& model) {
   std::printf("architecture:   %s encoder (%s), from %s\n", meta.architecture()->c_str(),
               meta.name() ? meta.name()->c_str() : "unnamed",
               meta.source() ? meta.source()->c_str() : "unknown");
-  std::printf("layers:         %u (bidirectional attention)\n", hp.n_layers());
+  // A decoder run as an embedding model (Qwen3-Embedding) keeps its causal attention.
+  bool causal = false;
+  for (const fb::Op* op : *plan.ops()) {
+    if (op->params_type() == fb::OpParams::SequenceAttention) {
+      causal = op->params_as_SequenceAttention()->causal();
+    }
+  }
+  std::printf("layers:         %u (%s attention)\n", hp.n_layers(),
+              causal ? "causal" : "bidirectional");
   std::printf("d_model:        %u, ffn %u, heads %u x %u\n", hp.d_model(), hp.ffn_dim(),
               hp.n_heads(), hp.head_dim());
   std::printf(

@@ -19,6 +19,11 @@ using nlohmann::json;
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
+bool FieldIsTrue(const JsonNode& node, const char* key) {
+  const JsonNode child = node.Child(key);
+  return child.present() && child.value->is_boolean() && child.value->get<bool>();
+}
+
 // The GGUF architecture llama.cpp's converter writes for a config.json model_type; "" for none.
 std::string GgufArchitecture(const std::string& model_type) {
   if (model_type == "llama" || model_type == "mistral") return "llama";
@@ -327,6 +332,56 @@ Status AddPhi3Parameters(const JsonNode& config, const DecoderShape& s, uint32_t
   return OkStatus();
 }
 
+// An embedding model's sentence-transformers Pooling module as _try_set_pooling_type reads it
+// (Qwen3-Embedding: last token): <arch>.pooling_type 1 mean, 2 CLS, 3 last, in that order of the
+// pooling_mode_* flags, else its pooling_mode string.
+Status AddPoolingType(const std::string& folder, const std::string& arch, gguf::Builder* out) {
+  if (!PathExists(folder + "/modules.json")) return OkStatus();
+  json modules_storage;
+  KES_RETURN_IF_ERROR(
+      safetensors::ReadJson(folder + "/modules.json", json::value_t::array, &modules_storage));
+  std::string path;
+  bool found = false;
+  for (const json& module : modules_storage) {
+    const std::string type =
+        module.is_object() && module.contains("type") && module["type"].is_string()
+            ? module["type"].get<std::string>()
+            : "";
+    if (type.size() >= 7 && type.compare(type.size() - 7, 7, "Pooling") == 0) {
+      KES_CHECK_OR_RETURN(module.contains("path") && module["path"].is_string(),
+                          folder + "/modules.json: the Pooling module has no path");
+      path = module["path"].get<std::string>();
+      KES_CHECK_OR_RETURN(safetensors::CheckShardName(path).empty(),
+                          folder + "/modules.json: the Pooling module's path '" + path +
+                              "' is not a folder name inside the checkpoint");
+      found = true;
+      break;
+    }
+  }
+  if (!found) return OkStatus();
+  json storage;
+  JsonNode pooling;
+  KES_RETURN_IF_ERROR(hf::OpenJsonObject(folder + "/" + path + "/config.json", &storage, &pooling));
+  const auto flag = [&](const char* key) { return FieldIsTrue(pooling, key); };
+  uint32_t type = 0;
+  const JsonNode mode = pooling.Child("pooling_mode");
+  if (flag("pooling_mode_mean_tokens")) {
+    type = 1;
+  } else if (flag("pooling_mode_cls_token")) {
+    type = 2;
+  } else if (flag("pooling_mode_lasttoken")) {
+    type = 3;
+  } else if (mode.present() && mode.value->is_string()) {
+    const std::string m = mode.value->get<std::string>();
+    type = m == "mean" ? 1 : m == "cls" ? 2 : m == "lasttoken" ? 3 : 0;
+  }
+  KES_CHECK_OR_RETURN(type != 0, pooling.Where() +
+                                     ": expected mean, CLS or last-token pooling (what a "
+                                     "decoder embedding model takes)");
+  out->SetUint32(arch + ".pooling_type", type);
+  return OkStatus();
+}
+
 // The GGUF name of a checkpoint tensor (without its "model." prefix), or "" when a decoder of
 // this kind has no such tensor. Gemma's post_attention_layernorm follows attention, its
 // pre_feedforward_layernorm is the FFN's input norm.
@@ -532,6 +587,9 @@ Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out) 
     KES_RETURN_IF_ERROR(AddRopeScaling(config, s, theta, &b));
   }
   if (IsGemma(s.arch)) KES_RETURN_IF_ERROR(AddGemmaParameters(config, s, &b));
+  if (s.arch == "llama" || s.arch == "qwen2" || s.arch == "qwen3") {
+    KES_RETURN_IF_ERROR(AddPoolingType(folder, s.arch, &b));
+  }
   // As llama.cpp's converter: a SentencePiece model when the folder has one (Gemma, Llama 2,
   // Mistral 7B), else tokenizer.json's byte-level BPE.
   if (PathExists(folder + "/tokenizer.model")) {

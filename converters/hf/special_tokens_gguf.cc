@@ -4,6 +4,7 @@
 // add_bos_token / add_eos_token from tokenizer_config.json, or the post-processor's template; the
 // chat template from tokenizer_config.json or chat_template.jinja.
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "converters/hf/decoder_gguf.h"
@@ -16,7 +17,7 @@ using hf::JsonNode;
 using nlohmann::json;
 
 struct SpecialTokens {
-  int64_t bos = -1, eos = -1, unk = -1, pad = -1;
+  int64_t bos = -1, eos = -1, unk = -1, pad = -1, eot = -1;
   int add_bos = -1, add_eos = -1;  // -1: not said
   std::string chat_template;
   bool has_chat_template = false;
@@ -29,9 +30,13 @@ std::string TokenContent(const JsonNode& node) {
   return content.present() && content.value->is_string() ? content.value->get<std::string>() : "";
 }
 
-// The crude reading gguf-py gives a TemplateProcessing post-processor: the single-text template
-// adds BOS when it starts with the BOS token.
-void ReadPostProcessor(const JsonNode& root, const std::string& bos, SpecialTokens* s) {
+// The crude reading gguf-py gives a TemplateProcessing post-processor, on the token contents
+// tokenizer_config.json names (`contents`: kind -> content; `has_config`: whether it exists).
+// The single-text template adds BOS when it starts with the BOS token; when it ends with a
+// special token, that token becomes EOS and is added (a different EOS of tokenizer_config.json
+// becomes the end of turn: Qwen3-Embedding appends <|endoftext|> after its <|im_end|> EOS).
+void ReadPostProcessor(const JsonNode& root, bool has_config,
+                       std::map<std::string, std::string>* contents, SpecialTokens* s) {
   const JsonNode post = root.Child("post_processor");
   if (post.is_null() || !post.value->is_object()) return;
   std::vector<const json*> processors;
@@ -41,15 +46,30 @@ void ReadPostProcessor(const JsonNode& root, const std::string& bos, SpecialToke
   } else {
     processors.push_back(post.value);
   }
+  const auto special_id = [](const json& item) -> std::string {
+    if (!item.is_object() || !item.contains("SpecialToken")) return "";
+    const json& t = item["SpecialToken"];
+    return t.is_object() && t.contains("id") && t["id"].is_string() ? t["id"].get<std::string>()
+                                                                    : "";
+  };
   for (const json* p : processors) {
     if (!p->is_object() || p->value("type", "") != "TemplateProcessing") continue;
     const auto single = p->find("single");
     if (single == p->end() || !single->is_array() || single->size() < 2) continue;
-    const json& first = (*single)[0];
-    const bool starts_special = first.is_object() && first.contains("SpecialToken") &&
-                                first["SpecialToken"].is_object() &&
-                                first["SpecialToken"].contains("id");
-    if (starts_special) s->add_bos = first["SpecialToken"]["id"] == bos ? 1 : 0;
+    const std::string first = special_id(single->front()), last = special_id(single->back());
+    if (!first.empty()) {
+      if (!has_config) (*contents)["bos"] = first;
+      s->add_bos = first == (*contents)["bos"] ? 1 : 0;
+    }
+    if (!last.empty()) {
+      if (!has_config) {
+        (*contents)["eos"] = last;
+      } else if (last != (*contents)["eos"]) {
+        (*contents)["eot"] = (*contents)["eos"];
+        (*contents)["eos"] = last;
+      }
+      s->add_eos = 1;
+    }
   }
 }
 
@@ -81,12 +101,15 @@ Status ReadSpecialTokens(const std::string& folder, const JsonNode& root,
   const std::string tc_path = folder + "/tokenizer_config.json";
   const bool has_tc = std::ifstream(tc_path).good();
   if (has_tc) KES_RETURN_IF_ERROR(hf::OpenJsonObject(tc_path, &storage, &tc));
-  ReadPostProcessor(root, TokenContent(tc.Child("bos_token")), s);
+  std::map<std::string, std::string> contents;
+  for (const char* kind : {"bos", "eos", "unk", "pad"}) {
+    contents[kind] = TokenContent(tc.Child(std::string(kind) + "_token"));
+  }
+  ReadPostProcessor(root, has_tc, &contents, s);
   const std::pair<const char*, int64_t*> kinds[] = {
-      {"bos", &s->bos}, {"eos", &s->eos}, {"unk", &s->unk}, {"pad", &s->pad}};
+      {"bos", &s->bos}, {"eos", &s->eos}, {"unk", &s->unk}, {"pad", &s->pad}, {"eot", &s->eot}};
   for (const auto& [kind, id] : kinds) {
-    const std::string content = TokenContent(tc.Child(std::string(kind) + "_token"));
-    if (!content.empty()) *id = added_id(content);
+    if (!contents[kind].empty()) *id = added_id(contents[kind]);
   }
   for (const auto& [kind, flag] :
        {std::pair<const char*, int*>{"bos", &s->add_bos}, {"eos", &s->add_eos}}) {
@@ -173,7 +196,8 @@ Status AddHfSpecialTokens(const std::string& folder, const hf::JsonNode* tokeniz
   const std::pair<const char*, int64_t> ids[] = {{"tokenizer.ggml.bos_token_id", s.bos},
                                                  {"tokenizer.ggml.eos_token_id", s.eos},
                                                  {"tokenizer.ggml.unknown_token_id", s.unk},
-                                                 {"tokenizer.ggml.padding_token_id", s.pad}};
+                                                 {"tokenizer.ggml.padding_token_id", s.pad},
+                                                 {"tokenizer.ggml.eot_token_id", s.eot}};
   for (const auto& [key, id] : ids) {
     if (id >= 0 && id < vocab_size) out->SetUint32(key, static_cast<uint32_t>(id));
   }

@@ -15,7 +15,11 @@ be checked against llama.cpp's logits for the GGUF (tests/convert_hf_decoder_tes
 - tokenizer.json: byte-level BPE with the pre-tokenizer Hugging Face spells for llama.cpp's
   tokenizer.ggml.pre (smollm, llama-bpe, qwen2), the control tokens as special added tokens
   (also in the vocabulary when they come first, as SmolLM2's), merges as pairs or as strings;
-- tokenizer_config.json: bos/eos/unk/pad tokens by content, add_bos_token, chat_template;
+- tokenizer_config.json: bos/eos/unk/pad tokens by content, add_bos_token, chat_template; an
+  EOS the tokenizer appends (add_eos_token) written as Qwen3-Embedding has it: a template that
+  appends it, and <|im_end|> as tokenizer_config.json's eos_token;
+- an embedding model (<arch>.pooling_type) as a sentence-transformers folder: modules.json,
+  1_Pooling/config.json;
 - Gemma: norms stored without the +1 llama.cpp's converter adds, Gemma's norm names, soft-caps,
   window and layer_types in config.json, a SentencePiece vocabulary (tokenizer.ggml.model
   "llama") as tokenizer.model (protobuf written here: pieces, scores, types, BPE trainer spec)
@@ -248,6 +252,19 @@ def write_tokenizer(reader, out_dir, string_merges, model_edits):
                   "merges": merges if string_merges else [m.split(" ") for m in merges]},
     }
     tokenizer["model"].update(model_edits)
+    eos_id = field(reader, "tokenizer.ggml.eos_token_id")
+    appends_eos = bool(field(reader, "tokenizer.ggml.add_eos_token", False))
+    if appends_eos:  # as Qwen3-Embedding's: the template appends the EOS the GGUF names
+        eos = tokens[eos_id]
+        tokenizer["post_processor"] = {"type": "Sequence", "processors": [
+            tokenizer["post_processor"],
+            {"type": "TemplateProcessing",
+             "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                        {"SpecialToken": {"id": eos, "type_id": 0}}],
+             "pair": [{"Sequence": {"id": "A", "type_id": 0}},
+                      {"Sequence": {"id": "B", "type_id": 1}},
+                      {"SpecialToken": {"id": eos, "type_id": 1}}],
+             "special_tokens": {eos: {"id": eos, "ids": [eos_id], "tokens": [eos]}}}]}
     with open(os.path.join(out_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tokenizer, f, ensure_ascii=False, indent=1)
     config = {"add_bos_token": bool(field(reader, "tokenizer.ggml.add_bos_token", False)),
@@ -257,6 +274,10 @@ def write_tokenizer(reader, out_dir, string_merges, model_edits):
     for kind, key in (("bos", "bos"), ("eos", "eos"), ("unk", "unknown"), ("pad", "padding")):
         token_id = field(reader, f"tokenizer.ggml.{key}_token_id")
         config[f"{kind}_token"] = None if token_id is None else tokens[token_id]
+    if appends_eos and "<|im_end|>" in tokens:
+        # Qwen3-Embedding's tokenizer_config.json names <|im_end|>; the template's token wins.
+        config["eos_token"] = "<|im_end|>"
+        del config["add_eos_token"]
     with open(os.path.join(out_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(config, f, ensure_ascii=False, indent=1)
     return len(tokens)
@@ -366,6 +387,21 @@ def main():
                   "text_config": text, "vision_config": {"model_type": "siglip_vision_model"}}
     with open(os.path.join(args.out_dir, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
+    pooling = field(reader, f"{a}.pooling_type")
+    if pooling:  # a sentence-transformers folder: Transformer, Pooling, Normalize
+        modes = {1: "pooling_mode_mean_tokens", 2: "pooling_mode_cls_token",
+                 3: "pooling_mode_lasttoken"}
+        os.makedirs(os.path.join(args.out_dir, "1_Pooling"), exist_ok=True)
+        with open(os.path.join(args.out_dir, "1_Pooling", "config.json"), "w") as f:
+            json.dump({"word_embedding_dimension": config.get("hidden_size") or
+                       config["text_config"]["hidden_size"], modes[pooling]: True}, f)
+        with open(os.path.join(args.out_dir, "modules.json"), "w") as f:
+            json.dump([{"idx": 0, "name": "0", "path": "",
+                        "type": "sentence_transformers.models.Transformer"},
+                       {"idx": 1, "name": "1", "path": "1_Pooling",
+                        "type": "sentence_transformers.models.Pooling"},
+                       {"idx": 2, "name": "2", "path": "2_Normalize",
+                        "type": "sentence_transformers.models.Normalize"}], f)
     if args.stop_ids:
         ids = [int(i) for i in args.stop_ids.split(",")]
         with open(os.path.join(args.out_dir, "generation_config.json"), "w") as f:
