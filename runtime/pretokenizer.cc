@@ -158,6 +158,29 @@ void SplitGpt2(const std::vector<CodePoint>& c, size_t begin, size_t end, Cut cu
   }
 }
 
+// The last alternatives llama-bpe, qwen2 and gpt-4o share, at p where no letter or number
+// word starts: ' ?[^\s\p{L}\p{N}]+[\r\n]*' (gpt-4o: [\r\n/]*), \s*[\r\n]+, \s+(?!\S), \s+.
+// Returns the end of the word.
+size_t PunctuationOrSpaceEnd(const std::vector<CodePoint>& c, size_t p, size_t end,
+                             bool slash_after) {
+  const CodePoint& lead = c[p].cp == ' ' && p + 1 < end ? c[p + 1] : c[p];
+  if (OtherChar(lead)) {
+    p += c[p].cp == ' ' ? 1 : 0;
+    while (p < end && OtherChar(c[p])) ++p;
+    while (p < end && (IsCrOrLf(c[p].cp) || (slash_after && c[p].cp == '/'))) ++p;
+    return p;
+  }
+  size_t spaces = 0, after_last_newline = 0;
+  while (p + spaces < end && c[p + spaces].space) {
+    if (IsCrOrLf(c[p + spaces].cp)) after_last_newline = spaces + 1;
+    ++spaces;
+  }
+  if (after_last_newline > 0) return p + after_last_newline;  // \s*[\r\n]+
+  if (spaces > 1 && p + spaces < end) return p + spaces - 1;  // \s+(?!\S)
+  if (spaces > 0) return p + spaces;                          // \s+
+  return p + 1;
+}
+
 // The llama-bpe (max_digits 3) and qwen2 (max_digits 1) expressions.
 template <typename Cut>
 void SplitLlama3(const std::vector<CodePoint>& c, size_t begin, size_t end, size_t max_digits,
@@ -188,29 +211,7 @@ void SplitLlama3(const std::vector<CodePoint>& c, size_t begin, size_t end, size
       if (run > 0) cut(p);
       continue;
     }
-    // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
-    const CodePoint& lead = c[p].cp == ' ' ? at(p + 1) : c[p];
-    if (OtherChar(lead)) {
-      p += c[p].cp == ' ' ? 1 : 0;
-      while (p < end && OtherChar(c[p])) ++p;
-      while (p < end && IsCrOrLf(c[p].cp)) ++p;
-      cut(p);
-      continue;
-    }
-    size_t spaces = 0, after_last_newline = 0;
-    while (p + spaces < end && c[p + spaces].space) {
-      if (IsCrOrLf(c[p + spaces].cp)) after_last_newline = spaces + 1;
-      ++spaces;
-    }
-    if (after_last_newline > 0) {
-      cut(p += after_last_newline);  // \s*[\r\n]+
-    } else if (spaces > 1 && p + spaces < end) {
-      cut(p += spaces - 1);  // \s+(?!\S)
-    } else if (spaces > 0) {
-      cut(p += spaces);  // \s+
-    } else {
-      cut(++p);
-    }
+    cut(p = PunctuationOrSpaceEnd(c, p, end, /*slash_after=*/false));
   }
 }
 
@@ -267,29 +268,7 @@ void SplitGpt4o(const std::vector<CodePoint>& c, size_t begin, size_t end, Cut c
       cut(p);
       continue;
     }
-    // ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
-    const CodePoint& other = c[p].cp == ' ' ? at(p + 1) : c[p];
-    if (OtherChar(other)) {
-      p += c[p].cp == ' ' ? 1 : 0;
-      while (p < end && OtherChar(c[p])) ++p;
-      while (p < end && (IsCrOrLf(c[p].cp) || c[p].cp == '/')) ++p;
-      cut(p);
-      continue;
-    }
-    size_t spaces = 0, after_last_newline = 0;
-    while (p + spaces < end && c[p + spaces].space) {
-      if (IsCrOrLf(c[p + spaces].cp)) after_last_newline = spaces + 1;
-      ++spaces;
-    }
-    if (after_last_newline > 0) {
-      cut(p += after_last_newline);  // \s*[\r\n]+
-    } else if (spaces > 1 && p + spaces < end) {
-      cut(p += spaces - 1);  // \s+(?!\S)
-    } else if (spaces > 0) {
-      cut(p += spaces);  // \s+
-    } else {
-      cut(++p);
-    }
+    cut(p = PunctuationOrSpaceEnd(c, p, end, /*slash_after=*/true));
   }
 }
 
