@@ -21,7 +21,7 @@ using namespace kestrel::capi;  // NOLINT: the C API's call helpers (c_call.h)
 static_assert(offsetof(kes_encoder_params, n_threads) + sizeof(size_t) ==
                   sizeof(kes_encoder_params),
               "kes_encoder_params must not end in padding (c_call.h ReadParams)");
-static_assert(offsetof(kes_encoder_info, max_batch) + sizeof(size_t) == sizeof(kes_encoder_info),
+static_assert(offsetof(kes_encoder_info, is_reranker) + sizeof(size_t) == sizeof(kes_encoder_info),
               "kes_encoder_info must not end in padding");
 
 namespace {
@@ -53,6 +53,11 @@ CallStatus ResolveEncoder(const kes_model* model, const kes_encoder_params* in,
 }
 
 CallStatus CheckOutput(const kes_encoder* e, size_t n, const float* out, size_t dim) {
+  if (e->encoder->scores()) {
+    return Error(KES_UNSUPPORTED,
+                 "this is a reranker (a cross-encoder: it scores a query and a document "
+                 "together): score pairs with kes_rerank");
+  }
   if (out == nullptr && n > 0) return NullArgument("out");
   const size_t want = e->encoder->embedding_dim();
   if (dim != want) {
@@ -137,6 +142,7 @@ kes_status kes_encoder_get_info(const kes_encoder* encoder, kes_encoder_info* in
       full->embedding_dim = e.embedding_dim();
       full->max_tokens = e.max_sequence_tokens();
       full->max_batch = e.max_batch();
+      full->is_reranker = e.scores() ? 1 : 0;
     });
   });
 }
@@ -210,6 +216,41 @@ kes_status kes_embed_tokens(kes_encoder* encoder, const int32_t* const* ids, con
     // Encode checks every sequence and id before it runs anything.
     return EncodeStatus(encoder, KES_INVALID_ARGUMENT,
                         encoder->encoder->Encode(ids, lengths, n, out));
+  });
+}
+
+kes_status kes_rerank(kes_encoder* encoder, const char* query, size_t query_len,
+                      const char* const* docs, const size_t* lengths, size_t n, float* logits) {
+  return kestrel::capi::OnHandle(encoder, "encoder", [&]() -> CallStatus {
+    kestrel::Encoder& e = *encoder->encoder;
+    if (!e.scores() || e.embedding_dim() != 1) {
+      return Error(KES_UNSUPPORTED,
+                   "this encoder embeds texts (it has no one-label classification head to score "
+                   "a pair with): use kes_embed");
+    }
+    if (query == nullptr && query_len > 0) return NullArgument("query");
+    if (docs == nullptr && n > 0) return NullArgument("docs");
+    if (lengths == nullptr && n > 0) return NullArgument("lengths");
+    if (logits == nullptr && n > 0) return NullArgument("logits");
+    std::vector<std::vector<int32_t>> ids(n);
+    std::vector<size_t> second_starts(n);
+    std::vector<const int32_t*> pointers(n);
+    std::vector<size_t> sizes(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (docs[i] == nullptr && lengths[i] > 0) {
+        return Error(KES_INVALID_ARGUMENT, "docs[" + std::to_string(i) + "] is NULL");
+      }
+      const kestrel::Status s =
+          e.TokenizePair(std::string_view(query, query_len), std::string_view(docs[i], lengths[i]),
+                         &ids[i], &second_starts[i]);
+      if (!s.ok()) {
+        return Error(KES_INVALID_ARGUMENT, "docs[" + std::to_string(i) + "]: " + s.message());
+      }
+      pointers[i] = ids[i].data();
+      sizes[i] = ids[i].size();
+    }
+    return EncodeStatus(encoder, KES_INTERNAL,
+                        e.Encode(pointers.data(), sizes.data(), n, logits, second_starts.data()));
   });
 }
 

@@ -93,6 +93,10 @@ void PlanBuilder::EmbeddingsOutput(uint32_t buffer) {
   NewIo(&plan_->outputs, "embeddings", fb::IoRole::Embeddings, buffer);
 }
 
+void PlanBuilder::ScoresOutput(uint32_t buffer) {
+  NewIo(&plan_->outputs, "scores", fb::IoRole::Scores, buffer);
+}
+
 uint32_t PlanBuilder::AudioFeaturesInput(uint64_t row_elems) {
   return AddInput("audio_features", fb::IoRole::AudioFeatures, fb::DType::F32, row_elems, true, 0);
 }

@@ -56,6 +56,9 @@ class PlanBuilder {
   uint32_t SequenceInput(uint32_t max_sequences);
   // Declares `buffer` (a Fixed buffer with a row per sequence) as the plan's embeddings output.
   void EmbeddingsOutput(uint32_t buffer);
+  // Declares `buffer` (a Fixed buffer with a row per sequence) as the plan's scores output (a
+  // cross-encoder's classification head).
+  void ScoresOutput(uint32_t buffer);
   // A speech encoder's input: f32 per token, feature frames end to end (row_elems per token).
   uint32_t AudioFeaturesInput(uint64_t row_elems);
   // Declares `buffer` (per token, d_model) as the plan's hidden-states output.

@@ -109,7 +109,9 @@ Status CheckIo(const fb::Model& model, const fb::Plan& plan, const fb::PlanIo* i
                           what() + ": expected a fixed i32 table of (start, length) rows");
       return OkStatus();
     case fb::IoRole::Embeddings:
-      KES_CHECK_OR_RETURN(!input, what() + ": embeddings can only be an output");
+    case fb::IoRole::Scores:
+      KES_CHECK_OR_RETURN(
+          !input, what() + ": " + fb::EnumNameIoRole(io->role()) + " can only be an output");
       KES_CHECK_OR_RETURN(b.dtype() == fb::DType::F32 && !b.per_token(),
                           what() + ": expected fixed f32 rows, one per sequence");
       return OkStatus();
@@ -157,15 +159,20 @@ Status CheckPlanIo(const fb::Model& model, const fb::Plan& plan) {
   }
   // An encoder's step is a batch of sequences: the pooled output has a row per table row.
   const int64_t sequences = FindPlanIo(plan, fb::IoRole::Sequences);
-  const int64_t embeddings = FindPlanIo(plan, fb::IoRole::Embeddings);
-  if (embeddings >= 0) {
-    KES_CHECK_OR_RETURN(sequences >= 0, where() + ": embeddings output without a sequence table");
+  for (const fb::IoRole pooled : {fb::IoRole::Embeddings, fb::IoRole::Scores}) {
+    const int64_t out = FindPlanIo(plan, pooled);
+    if (out < 0) continue;
+    const std::string name = fb::EnumNameIoRole(pooled);
+    KES_CHECK_OR_RETURN(sequences >= 0, where() + ": " + name + " output without a sequence table");
     const uint64_t table_rows = plan.buffers()->Get(static_cast<uint32_t>(sequences))->fixed_rows();
-    const uint64_t rows = plan.buffers()->Get(static_cast<uint32_t>(embeddings))->fixed_rows();
-    KES_CHECK_OR_RETURN(rows == table_rows, where() +
-                                                ": expected one embedding row per sequence (" +
-                                                Num(table_rows) + "), found " + Num(rows));
+    const uint64_t rows = plan.buffers()->Get(static_cast<uint32_t>(out))->fixed_rows();
+    KES_CHECK_OR_RETURN(rows == table_rows, where() + ": expected one " + name +
+                                                " row per sequence (" + Num(table_rows) +
+                                                "), found " + Num(rows));
   }
+  KES_CHECK_OR_RETURN(
+      FindPlanIo(plan, fb::IoRole::Embeddings) < 0 || FindPlanIo(plan, fb::IoRole::Scores) < 0,
+      where() + ": both an embeddings and a scores output (expected one)");
   return OkStatus();
 }
 

@@ -3,7 +3,9 @@
 // batch that takes several encoder steps and a text cut to the model's limit, from texts and
 // from kes_encoder_tokenize's ids; caller arenas; the model kinds it refuses, and the one a
 // session refuses; argument errors; kes_encoder_abort before a call and from another thread;
-// and two encoders of one model on two threads (TSan-able).
+// and two encoders of one model on two threads (TSan-able). kes_rerank on the tiny BERT
+// cross-encoder (make_tiny_bert.py --reranker): logits bit for bit equal to `kestrel rerank
+// --json`'s, and each kind of encoder refusing the other's call.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -26,11 +28,15 @@ using test::Describe;
 using test::ProcessResult;
 
 const std::string kTinyBertKes = test::ScratchPath("c-api-embed-tiny-bert.kes");
+const std::string kTinyRerankerKes = test::ScratchPath("c-api-embed-tiny-reranker.kes");
 
-// Removes the conversion when the tests are done.
+// Removes the conversions when the tests are done.
 class RemoveScratch : public ::testing::Environment {
  public:
-  void TearDown() override { std::remove(kTinyBertKes.c_str()); }
+  void TearDown() override {
+    std::remove(kTinyBertKes.c_str());
+    std::remove(kTinyRerankerKes.c_str());
+  }
 };
 const auto* const kRemoveScratch = ::testing::AddGlobalTestEnvironment(new RemoveScratch);
 
@@ -205,6 +211,74 @@ TEST(CApiEmbed, CallerArenaGivesTheSameEmbeddings) {
   double norm = 0;
   for (size_t j = 0; j < dim; ++j) norm += double{a[j]} * a[j];
   EXPECT_NEAR(norm, 1.0, 1e-5) << "the tiny BERT's pipeline normalizes";
+}
+
+// The numbers of `"key": [...]` in `json`, as floats.
+std::vector<float> JsonList(const std::string& json, const std::string& key) {
+  std::vector<float> values;
+  const size_t at = json.find("\"" + key + "\": [");
+  if (at == std::string::npos) return values;
+  const char* p = json.c_str() + at + key.size() + 5;
+  while (*p != ']' && *p != '\0') {
+    char* end = nullptr;
+    values.push_back(std::strtof(p, &end));
+    if (end == p) break;
+    p = end;
+    while (*p == ',' || *p == ' ') ++p;
+  }
+  return values;
+}
+
+TEST(CApiRerank, EqualsKestrelRerankBitForBit) {
+  std::string folder;
+  ASSERT_EQ(test::MakeTinyBert("tiny-bert-reranker", "--reranker", &folder), "");
+  const ProcessResult converted = test::Convert({folder, kTinyRerankerKes});
+  ASSERT_TRUE(converted.exited && converted.exit_code == 0) << Describe(converted);
+  test::ModelPtr model = test::Open(kTinyRerankerKes);
+  ASSERT_NE(model, nullptr);
+  // More documents than a step takes; the longest cut to the model's limit with the query.
+  const std::vector<std::string> docs = Texts();
+  const std::string query = "a cat that hovers";
+  std::vector<const char*> pointers;
+  std::vector<size_t> lengths;
+  for (const std::string& d : docs) pointers.push_back(d.data()), lengths.push_back(d.size());
+  std::vector<std::string> args = {"rerank", kTinyRerankerKes, "-q", query, "--json", "-t", "2"};
+  for (const std::string& d : docs) args.insert(args.end(), {"-d", d});
+  const ProcessResult cli = test::Cli(args);
+  ASSERT_TRUE(cli.exited && cli.exit_code == 0) << Describe(cli);
+  const std::vector<float> want = JsonList(cli.out, "logits");
+  ASSERT_EQ(want.size(), docs.size()) << cli.out;
+
+  test::EncoderPtr encoder = Create(model.get(), 2);
+  ASSERT_NE(encoder, nullptr);
+  kes_encoder_info info;
+  info.struct_size = sizeof(info);
+  ASSERT_EQ(kes_encoder_get_info(encoder.get(), &info), KES_OK);
+  EXPECT_EQ(info.is_reranker, 1u);
+  EXPECT_EQ(info.embedding_dim, 1u);
+  std::vector<float> logits(docs.size(), -1.0f);
+  ASSERT_EQ(kes_rerank(encoder.get(), query.data(), query.size(), pointers.data(), lengths.data(),
+                       docs.size(), logits.data()),
+            KES_OK)
+      << kes_encoder_last_error(encoder.get());
+  EXPECT_EQ(std::memcmp(logits.data(), want.data(), want.size() * sizeof(float)), 0)
+      << "kes_rerank differs from kestrel rerank";
+
+  // A reranker does not embed, and an embedding model does not rerank.
+  std::vector<float> row(1);
+  EXPECT_EQ(kes_embed(encoder.get(), pointers.data(), lengths.data(), 1, row.data(), 1),
+            KES_UNSUPPORTED);
+  EXPECT_NE(std::string(kes_encoder_last_error(encoder.get())).find("kes_rerank"),
+            std::string::npos);
+  test::ModelPtr bert = test::Open(TinyBertPath());
+  ASSERT_NE(bert, nullptr);
+  test::EncoderPtr embedder = Create(bert.get(), 1);
+  ASSERT_NE(embedder, nullptr);
+  EXPECT_EQ(kes_rerank(embedder.get(), query.data(), query.size(), pointers.data(), lengths.data(),
+                       1, row.data()),
+            KES_UNSUPPORTED);
+  EXPECT_NE(std::string(kes_encoder_last_error(embedder.get())).find("kes_embed"),
+            std::string::npos);
 }
 
 TEST(CApiEmbed, RefusesDecodersAndSessionsRefuseEncoders) {

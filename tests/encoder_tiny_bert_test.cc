@@ -146,6 +146,28 @@ INSTANTIATE_TEST_SUITE_P(PoolingAndWeights, TinyBertOracle,
                                             info.param.weights);
                          });
 
+// Cross-encoders (*ForSequenceClassification, one label): `kestrel rerank`'s logits against the
+// oracle's, for queries short and long enough to cut the pair (tests/py/compare_embeddings.py
+// --rerank); f32 within 1e-4 of a logit.
+class TinyRerankerOracle : public ::testing::TestWithParam<TinyBert> {};
+
+TEST_P(TinyRerankerOracle, LogitsMatchTheNumPyOracle) {
+  std::string folder;
+  ASSERT_EQ(MakeTinyBert(GetParam(), &folder), "");
+  const std::string kes = ScratchPath(std::string(GetParam().stem) + ".kes");
+  ASSERT_EQ(ConvertTiny(folder, kes, {"--weights", "f32"}), "");
+  EXPECT_EQ(RunHostCommand(std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
+                           "/tests/py/compare_embeddings.py --kestrel " + KESTREL_CLI_BIN +
+                           " --model " + kes + " --checkpoint " + folder +
+                           " --texts tiny --rerank --max-logit-error 1e-4"),
+            "");
+  std::remove(kes.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Heads, TinyRerankerOracle,
+                         ::testing::Values(TinyBert{"tiny-bert-reranker", "--reranker"}),
+                         [](const auto& info) { return ParamName(info.param.stem); });
+
 // A checkpoint split over three files by model.safetensors.index.json converts to the very same
 // .kes as the single-file one (both folders share a base name, which the file records).
 TEST(TinyBertSharded, ConvertsToTheSameBytesAsOneFile) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/encoder.h"
 #include "runtime/model.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
@@ -25,6 +26,7 @@ int PerplexityCommand(const std::vector<std::string>& args);
 int ChatCommand(const std::vector<std::string>& args);
 int TokenizeCommand(const std::vector<std::string>& args);
 int EmbedCommand(const std::vector<std::string>& args);
+int RerankCommand(const std::vector<std::string>& args);
 int TranscribeCommand(const std::vector<std::string>& args);
 
 // Prints "kestrel: error: <message>" to stderr and returns the exit code 1.
@@ -97,8 +99,23 @@ bool ThreadsFlag(FlagReader& flags, const std::string& arg, size_t* n_threads, S
 // than the default attention sinks and one more, is an error naming --ctx.
 Status ChooseContext(const Model& model, size_t asked, bool given, size_t minimum, size_t* context);
 
+// OpenModel of an encoder, then its Encoder; an error naming the other command when the model
+// scores pairs (a reranker) and `scores` is false, or embeds and `scores` is true.
+Status OpenEncoder(const std::string& path, const EncoderOptions& options, bool scores,
+                   std::unique_ptr<Model>* model, std::unique_ptr<Encoder>* encoder);
+
+// Encoder::Encode of every sequence of `ids` (second_starts: Encode's) into out, with
+// "<what> 300/10000" on stderr after each step when stderr is a terminal.
+Status EncodeWithProgress(Encoder& encoder, const char* what,
+                          const std::vector<std::vector<int32_t>>& ids, const size_t* second_starts,
+                          float* out);
+
 // Reads all of `path`, or standard input for "-", for the flag `flag` (e.g. "-f").
 Status ReadInputText(const std::string& flag, const std::string& path, std::string* out);
+// The same, appended to *lines one line each (without "\n" or "\r\n"; no line after a final
+// newline).
+Status ReadInputLines(const std::string& flag, const std::string& path,
+                      std::vector<std::string>* lines);
 
 // What a model does, for the commands that need one kind: "MODEL is an encoder model (bert)...
 // use 'kestrel embed'" instead of a runtime error about plans.

@@ -17,6 +17,7 @@ const char kUsage[] =
     "  run         generate text from a prompt, streaming tokens\n"
     "  chat        talk with an instruction-tuned model, turn by turn\n"
     "  embed       print the embedding of each text (encoder models)\n"
+    "  rerank      score documents against a query (cross-encoder rerankers)\n"
     "  transcribe  speech to text from a WAV file (Whisper models)\n"
     "  tokenize    print the token ids of a text\n"
     "  inspect     print the model's architecture, sizes, memory and FLOPs per token\n"
@@ -37,6 +38,7 @@ int RunCommand(const std::string& command, const std::vector<std::string>& args)
   if (command == "run") return kestrel::cli::RunCommand(args);
   if (command == "chat") return kestrel::cli::ChatCommand(args);
   if (command == "embed") return kestrel::cli::EmbedCommand(args);
+  if (command == "rerank") return kestrel::cli::RerankCommand(args);
   if (command == "transcribe") return kestrel::cli::TranscribeCommand(args);
   if (command == "tokenize") return kestrel::cli::TokenizeCommand(args);
   if (command == "inspect") return kestrel::cli::InspectCommand(args);

@@ -203,6 +203,55 @@ Status ReadInputText(const std::string& flag, const std::string& path, std::stri
   return OkStatus();
 }
 
+Status OpenEncoder(const std::string& path, const EncoderOptions& options, bool scores,
+                   std::unique_ptr<Model>* model, std::unique_ptr<Encoder>* encoder) {
+  KES_RETURN_IF_ERROR(OpenModel(path, ModelKind::kEncoder, model));
+  KES_RETURN_IF_ERROR(Encoder::Create(**model, options, encoder).WithContext(path));
+  if (scores && !(*encoder)->scores()) {
+    return Status::Error(path +
+                         " embeds texts (it has no classification head to score a pair "
+                         "with): use 'kestrel embed', or convert a reranker "
+                         "(*ForSequenceClassification)");
+  }
+  if (!scores && (*encoder)->scores()) {
+    return Status::Error(path +
+                         " is a reranker (a cross-encoder: it scores a query and a "
+                         "document together): use 'kestrel rerank'");
+  }
+  return OkStatus();
+}
+
+Status EncodeWithProgress(Encoder& encoder, const char* what,
+                          const std::vector<std::vector<int32_t>>& ids, const size_t* second_starts,
+                          float* out) {
+  std::vector<const int32_t*> pointers;
+  std::vector<size_t> lengths;
+  for (const auto& seq : ids) pointers.push_back(seq.data()), lengths.push_back(seq.size());
+  Progress progress(what, ids.size());
+  progress.Update(0);
+  encoder.SetProgress(
+      [](void* context, size_t done, size_t) { static_cast<Progress*>(context)->Update(done); },
+      &progress);
+  const Status s = encoder.Encode(pointers.data(), lengths.data(), ids.size(), out, second_starts);
+  encoder.SetProgress(nullptr, nullptr);
+  return s;
+}
+
+Status ReadInputLines(const std::string& flag, const std::string& path,
+                      std::vector<std::string>* lines) {
+  std::string text;
+  KES_RETURN_IF_ERROR(ReadInputText(flag, path, &text));
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    size_t stop = end;
+    if (stop > start && text[stop - 1] == '\r') --stop;
+    lines->emplace_back(text, start, stop - start);
+    start = end + 1;
+  }
+  return OkStatus();
+}
+
 namespace {
 
 ModelKind KindOf(const Model& model) {

@@ -9,7 +9,6 @@
 #include "runtime/encoder.h"
 #include "runtime/model.h"
 #include "tools/cli.h"
-#include "tools/progress.h"
 
 namespace kestrel::cli {
 namespace {
@@ -24,18 +23,6 @@ const char kEmbedUsage[] =
     "  --json              print {\"embeddings\": [[...], ...], \"token_counts\": [...]}\n"
     "  --disable-targets T SIMD targets not to use, e.g. AVX3_DL (compare targets on one CPU)\n"
     "Texts longer than the model's sequence limit are truncated, as sentence-transformers does.\n";
-
-Status ReadLines(const std::string& flag, const std::string& path,
-                 std::vector<std::string>* lines) {
-  std::string text;
-  KES_RETURN_IF_ERROR(ReadInputText(flag, path, &text));
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines->push_back(line);
-  }
-  return OkStatus();
-}
 
 Status ParseIds(const std::string& line, size_t number, std::vector<int32_t>* ids) {
   std::istringstream in(line);
@@ -95,15 +82,13 @@ int EmbedCommand(const std::vector<std::string>& args) {
   }
   // The input files first: a missing one is found before the model is mapped.
   std::vector<std::string> id_lines;
-  Status s = ids_file.empty() ? OkStatus() : ReadLines("--ids", ids_file, &id_lines);
-  if (s.ok() && !file.empty()) s = ReadLines("-f", file, &texts);
+  Status s = ids_file.empty() ? OkStatus() : ReadInputLines("--ids", ids_file, &id_lines);
+  if (s.ok() && !file.empty()) s = ReadInputLines("-f", file, &texts);
   if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Model> model;
-  s = OpenModel(model_path, ModelKind::kEncoder, &model);
-  if (!s.ok()) return Fail(s.message());
   std::unique_ptr<Encoder> encoder;
-  s = Encoder::Create(*model, options, &encoder);
-  if (!s.ok()) return Fail(model_path + ": " + s.message());
+  s = OpenEncoder(model_path, options, /*scores=*/false, &model, &encoder);
+  if (!s.ok()) return Fail(s.message());
 
   std::vector<std::vector<int32_t>> ids;
   if (!ids_file.empty()) {
@@ -120,21 +105,9 @@ int EmbedCommand(const std::vector<std::string>& args) {
   if (!s.ok()) return Fail(s.message());
   if (ids.empty()) return Fail("no texts to embed");
 
-  std::vector<const int32_t*> pointers;
-  std::vector<size_t> lengths;
-  for (const auto& seq : ids) pointers.push_back(seq.data()), lengths.push_back(seq.size());
   const size_t dim = encoder->embedding_dim();
   std::vector<float> out(ids.size() * dim);
-  {
-    // "embedding text 300/10000" on a terminal, after each step of the encoder.
-    Progress progress("embedding text", ids.size());
-    progress.Update(0);
-    encoder->SetProgress(
-        [](void* context, size_t done, size_t) { static_cast<Progress*>(context)->Update(done); },
-        &progress);
-    s = encoder->Encode(pointers.data(), lengths.data(), ids.size(), out.data());
-    encoder->SetProgress(nullptr, nullptr);
-  }
+  s = EncodeWithProgress(*encoder, "embedding text", ids, nullptr, out.data());
   if (!s.ok()) return Fail(s.message());
   if (json) {
     PrintJson(out, dim, ids);

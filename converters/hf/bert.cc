@@ -1,6 +1,10 @@
-// BERT (Hugging Face BertModel, model_type "bert") as an encoder plan: learned word, position and
-// token-type embeddings, LayerNorm, then post-norm blocks of bidirectional self-attention and a
-// GELU feed-forward network, all with biases; then pooling per sequence.
+// BERT (Hugging Face BertModel, model_type "bert") and XLM-RoBERTa ("xlm-roberta": bge-m3,
+// multilingual-e5) as an encoder plan: learned word, position and token-type embeddings,
+// LayerNorm, then post-norm blocks of bidirectional self-attention and a GELU feed-forward
+// network, all with biases; then pooling per sequence. A sequence-classification checkpoint
+// (BertForSequenceClassification, XLMRobertaForSequenceClassification: cross-encoder rerankers)
+// ends instead in its head, dense + tanh + a linear layer on the first token, scoring each
+// sequence.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -16,6 +20,11 @@ namespace {
 struct BertConfig {
   uint32_t vocab, d_model, n_layers, n_heads, head_dim, ffn_dim, max_positions, type_vocab;
   float eps;
+  // RoBERTa numbers positions from pad_token_id + 1 (its position ids skip the padding index):
+  // the first position_offset rows of the table are never read, and a sequence has
+  // max_positions - position_offset of them.
+  uint32_t position_offset = 0;
+  bool roberta = false;
 };
 
 struct BertLayer {
@@ -26,6 +35,9 @@ struct BertLayer {
 };
 
 Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
+  std::string type;
+  KES_RETURN_IF_ERROR(config.String("model_type", &type));
+  c->roberta = type == "xlm-roberta";
   KES_RETURN_IF_ERROR(config.Uint("vocab_size", 1 << 24, &c->vocab));
   KES_RETURN_IF_ERROR(config.Uint("hidden_size", 1 << 16, &c->d_model));
   KES_RETURN_IF_ERROR(config.Uint("num_hidden_layers", 1024, &c->n_layers));
@@ -40,6 +52,18 @@ Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
   if (config.Has("layer_norm_eps"))
     KES_RETURN_IF_ERROR(config.PositiveFloat("layer_norm_eps", &eps));
   c->eps = static_cast<float>(eps);
+  if (c->roberta) {
+    uint32_t pad = 1;  // RoBERTa's <pad>
+    if (config.Has("pad_token_id")) {
+      KES_RETURN_IF_ERROR(config.Uint("pad_token_id", c->vocab - 1, &pad, /*min=*/0));
+    }
+    c->position_offset = pad + 1;
+    KES_CHECK_OR_RETURN(c->max_positions > c->position_offset,
+                        config.path() + ": max_position_embeddings " +
+                            std::to_string(c->max_positions) + " leaves no position after the " +
+                            std::to_string(c->position_offset) +
+                            " that RoBERTa skips (pad_token_id + 1)");
+  }
   KES_CHECK_OR_RETURN(c->d_model % c->n_heads == 0,
                       config.path() + ": hidden_size " + std::to_string(c->d_model) +
                           " is not a multiple of num_attention_heads " +
@@ -63,14 +87,40 @@ Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
 struct BertWeights {
   uint32_t word, position, token_type, embed_norm, embed_norm_bias;
   std::vector<BertLayer> layers;
+  // A sequence-classification head, or kNone: dense [d, d] + tanh, then out [labels, d].
+  uint32_t head_dense = PlanBuilder::kNone, head_dense_bias, head_out, head_out_bias;
+  uint32_t labels = 0;
 };
+
+// Where the encoder's tensors sit: BertModel and XLMRobertaModel save them bare, their
+// For* task classes under "bert." or "roberta.".
+std::string EncoderPrefix(const HfCheckpoint& ckpt) {
+  for (const char* prefix : {"bert.", "roberta."}) {
+    if (ckpt.weights->Find(std::string(prefix) + "embeddings.word_embeddings.weight"))
+      return prefix;
+  }
+  return "";
+}
+
+// The tensors of a sequence-classification head, if the checkpoint has one: BERT's pooler
+// (dense + tanh on [CLS]) and "classifier", RoBERTa's "classifier.dense" and
+// "classifier.out_proj". Empty names: no head (an embedding model; a BertModel's unused
+// pooler is not one).
+struct HeadNames {
+  std::string dense, out;
+};
+HeadNames ClassifierHead(const HfCheckpoint& ckpt, const std::string& prefix) {
+  if (ckpt.weights->Find("classifier.out_proj.weight")) {
+    return {"classifier.dense", "classifier.out_proj"};
+  }
+  if (ckpt.weights->Find("classifier.weight")) return {prefix + "pooler.dense", "classifier"};
+  return {};
+}
 
 Status ImportBertWeights(const HfCheckpoint& ckpt, const ConvertOptions& options,
                          const ChannelMaxima* input_maxima, const BertConfig& c, KesModel* out,
                          BertWeights* w) {
-  // BertModel's own names, or BertFor*'s under "bert.".
-  const std::string prefix =
-      ckpt.weights->Find("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  const std::string prefix = EncoderPrefix(ckpt);
   const auto matrix_dtype = [&](const std::string& name, fb::DType* dtype) {
     return ckpt.WeightDType(prefix + name, options, dtype);
   };
@@ -129,8 +179,14 @@ Status ImportBertWeights(const HfCheckpoint& ckpt, const ConvertOptions& options
   const uint32_t d = c.d_model;
   KES_RETURN_IF_ERROR(matrix("embeddings.word_embeddings.weight", c.vocab, d, &w->word));
   // The small tables stay f32: they are read once per token, not streamed like matrices.
-  KES_RETURN_IF_ERROR(weight("embeddings.position_embeddings.weight", fb::DType::F32,
-                             {c.max_positions, d}, &w->position));
+  // Position p of a sequence reads row p + position_offset: the rows before are left out.
+  std::vector<float> positions;
+  KES_RETURN_IF_ERROR(ckpt.Read(prefix + "embeddings.position_embeddings.weight",
+                                {c.max_positions, d}, &positions));
+  positions.erase(positions.begin(), positions.begin() + size_t{c.position_offset} * d);
+  KES_RETURN_IF_ERROR(StoreWeights(prefix + "embeddings.position_embeddings.weight", positions,
+                                   fb::DType::F32, {c.max_positions - c.position_offset, d}, out,
+                                   &w->position));
   KES_RETURN_IF_ERROR(weight("embeddings.token_type_embeddings.weight", fb::DType::F32,
                              {c.type_vocab, d}, &w->token_type));
   KES_RETURN_IF_ERROR(vector("embeddings.LayerNorm.weight", d, &w->embed_norm));
@@ -161,6 +217,25 @@ Status ImportBertWeights(const HfCheckpoint& ckpt, const ConvertOptions& options
         {"output.LayerNorm.weight", d, &lw.ffn_norm},
         {"output.LayerNorm.bias", d, &lw.ffn_norm_bias}};
     for (const auto& [name, n, id] : vectors) KES_RETURN_IF_ERROR(vector(p + name, n, id));
+  }
+  const HeadNames head = ClassifierHead(ckpt, prefix);
+  if (!head.out.empty()) {
+    const safetensors::Checkpoint::Tensor* out_proj = ckpt.weights->Find(head.out + ".weight");
+    KES_CHECK_OR_RETURN(out_proj->info->shape.size() == 2 && out_proj->info->shape[0] >= 1 &&
+                            out_proj->info->shape[0] <= 1024 && out_proj->info->shape[1] == d,
+                        "tensor '" + head.out + ".weight': expected shape [labels, " +
+                            std::to_string(d) + "], found " + ShapeString(out_proj->info->shape));
+    w->labels = static_cast<uint32_t>(out_proj->info->shape[0]);
+    // The head reads one row per sequence: f32 costs nothing and keeps the scores exact.
+    const auto f32_matrix = [&](const std::string& name, uint64_t rows, uint32_t* id) {
+      return ckpt.Import(name, fb::DType::F32, {rows, d}, out, id);
+    };
+    KES_RETURN_IF_ERROR(f32_matrix(head.dense + ".weight", d, &w->head_dense));
+    KES_RETURN_IF_ERROR(
+        ckpt.Import(head.dense + ".bias", fb::DType::F32, {d}, out, &w->head_dense_bias));
+    KES_RETURN_IF_ERROR(f32_matrix(head.out + ".weight", w->labels, &w->head_out));
+    KES_RETURN_IF_ERROR(
+        ckpt.Import(head.out + ".bias", fb::DType::F32, {w->labels}, out, &w->head_out_bias));
   }
   return OkStatus();
 }
@@ -212,9 +287,23 @@ void AddBertEncodePlan(const BertConfig& c, const BertWeights& w,
     b.LayerNorm(down, y, lw.ffn_norm, lw.ffn_norm_bias, c.eps);
     x = y;
   }
-  const uint32_t pooled = b.Fixed("embeddings_out", max_batch, d);
-  b.Pool(sentence.pooling, sentence.normalize, x, sequences, pooled);
-  b.EmbeddingsOutput(pooled);
+  if (w.head_dense != PlanBuilder::kNone) {
+    // The head runs on every token and the first token's scores are kept: a matmul over the
+    // step's rows is what the plan has, and one more d x d product per token is about 1/(12 *
+    // layers) of the encoder's work. tanh is SoftCap with cap 1.
+    const uint32_t h = b.Activation("head.dense", d);
+    b.MatMul(x, h, w.head_dense, w.head_dense_bias);
+    b.Activate(fb::Activation::SoftCap, h, h, 1.0f);
+    const uint32_t token_scores = b.Activation("head.scores", w.labels);
+    b.MatMul(h, token_scores, w.head_out, w.head_out_bias);
+    const uint32_t scores = b.Fixed("scores_out", max_batch, w.labels);
+    b.Pool(fb::PoolMode::Cls, false, token_scores, sequences, scores);
+    b.ScoresOutput(scores);
+  } else {
+    const uint32_t pooled = b.Fixed("embeddings_out", max_batch, d);
+    b.Pool(sentence.pooling, sentence.normalize, x, sequences, pooled);
+    b.EmbeddingsOutput(pooled);
+  }
   out->meta.plans.push_back(b.Finish());
 }
 
@@ -225,25 +314,28 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
                    KesModel* out) {
   BertConfig c;
   KES_RETURN_IF_ERROR(ReadBertConfig(ckpt.config, &c));
+  const uint32_t positions = c.max_positions - c.position_offset;
   const uint32_t max_seq = encoder.max_seq_length         ? encoder.max_seq_length
                            : ckpt.sentence.max_seq_length ? ckpt.sentence.max_seq_length
-                                                          : c.max_positions;
+                                                          : positions;
   // Names where the length came from: a flag and a file are fixed in different places.
   const std::string max_seq_source = encoder.max_seq_length ? "--max-seq-length"
                                      : ckpt.sentence.max_seq_length
                                          ? "sentence_bert_config.json's max_seq_length"
                                          : "max_position_embeddings";
-  KES_CHECK_OR_RETURN(max_seq >= 3 && max_seq <= c.max_positions,
+  KES_CHECK_OR_RETURN(max_seq >= 3 && max_seq <= positions,
                       max_seq_source + " " + std::to_string(max_seq) + ": expected 3.." +
-                          std::to_string(c.max_positions) +
-                          " (config.json's max_position_embeddings)");
+                          std::to_string(positions) + " (config.json's max_position_embeddings" +
+                          (c.position_offset ? " less the " + std::to_string(c.position_offset) +
+                                                   " positions RoBERTa skips)"
+                                             : ")"));
   KES_CHECK_OR_RETURN(options.max_batch >= 1 && uint64_t{options.max_batch} * max_seq <= 65536,
                       "a step of " + std::to_string(options.max_batch) + " sequences of " +
                           std::to_string(max_seq) + " tokens exceeds 65536 tokens");
   BertWeights w;
   KES_RETURN_IF_ERROR(ImportBertWeights(ckpt, options, input_maxima, c, out, &w));
   StartModel(
-      "bert",
+      c.roberta ? "xlm-roberta" : "bert",
       {c.n_layers, c.d_model, c.n_heads, c.n_heads, c.head_dim, c.ffn_dim, c.vocab, max_seq, c.eps},
       &out->meta);  // no KV cache
   const uint32_t step_tokens =

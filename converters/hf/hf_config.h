@@ -25,7 +25,7 @@ class HfConfig {
   const std::string& path() const { return path_; }
   bool Has(const std::string& key) const { return json_.contains(key); }
   // Errors name the file, the key, what was expected and what was found.
-  Status Uint(const std::string& key, uint64_t max, uint32_t* out) const;
+  Status Uint(const std::string& key, uint64_t max, uint32_t* out, uint64_t min = 1) const;
   Status String(const std::string& key, std::string* out) const;
   Status PositiveFloat(const std::string& key, double* out) const;
 

@@ -29,12 +29,13 @@ Status HfConfig::Read(const std::string& path) {
   return safetensors::ReadJson(path, json::value_t::object, &json_);
 }
 
-Status HfConfig::Uint(const std::string& key, uint64_t max, uint32_t* out) const {
+Status HfConfig::Uint(const std::string& key, uint64_t max, uint32_t* out, uint64_t min) const {
   KES_CHECK_OR_RETURN(json_.contains(key), path_ + ": missing \"" + key + "\"");
   const json& v = json_[key];
-  KES_CHECK_OR_RETURN(v.is_number_unsigned() && v.get<uint64_t>() >= 1 && v.get<uint64_t>() <= max,
-                      path_ + ": \"" + key + "\": expected a whole number 1.." +
-                          std::to_string(max) + ", found " + v.dump());
+  KES_CHECK_OR_RETURN(
+      v.is_number_unsigned() && v.get<uint64_t>() >= min && v.get<uint64_t>() <= max,
+      path_ + ": \"" + key + "\": expected a whole number " + std::to_string(min) + ".." +
+          std::to_string(max) + ", found " + v.dump());
   *out = static_cast<uint32_t>(v.get<uint64_t>());
   return OkStatus();
 }
@@ -108,9 +109,10 @@ Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& opti
   KES_RETURN_IF_ERROR(ckpt.config.Read(config_path));
   std::string type;
   KES_RETURN_IF_ERROR(ckpt.config.String("model_type", &type));
-  KES_CHECK_OR_RETURN(type == "bert" || type == "whisper",
+  KES_CHECK_OR_RETURN(type == "bert" || type == "xlm-roberta" || type == "whisper",
                       ckpt.config.path() + ": model_type \"" + type +
-                          "\" is not supported (supported: bert, whisper, and the decoders llama, "
+                          "\" is not supported (supported: bert, xlm-roberta, whisper, and the "
+                          "decoders llama, "
                           "mistral, qwen2, qwen3, smollm3, gemma2, gemma3 and phi3)");
   std::string name = folder.substr(folder.find_last_of('/', folder.size() - 2) + 1);
   if (!name.empty() && name.back() == '/') name.pop_back();

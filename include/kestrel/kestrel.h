@@ -328,6 +328,7 @@ typedef struct kes_encoder_info {
   size_t embedding_dim; /* floats per embedding: the `dim` of kes_embed */
   size_t max_tokens;    /* tokens per text, special ones included; longer texts are cut */
   size_t max_batch;     /* texts per step of the encoder (a call with more takes more steps) */
+  size_t is_reranker;   /* 1: a cross-encoder, which scores pairs with kes_rerank; 0: embeds */
 } kes_encoder_info;
 
 /* Fills the fields of *info that info->struct_size covers (set it first). */
@@ -351,6 +352,16 @@ KES_API kes_status kes_encoder_tokenize(const kes_encoder* encoder, const char* 
  * loop that must not allocate. Every id is checked before anything runs. */
 KES_API kes_status kes_embed_tokens(kes_encoder* encoder, const int32_t* const* ids,
                                     const size_t* lengths, size_t n, float* out, size_t dim);
+
+/* Scores docs[n] (docs[i] is lengths[i] bytes of UTF-8) against `query` (query_len bytes) with a
+ * reranker (a cross-encoder: kes_encoder_info.is_reranker; bge-reranker, ms-marco cross-encoders):
+ * logits[i] is the model's relevance logit of the pair (query, docs[i]), the "logits" of
+ * `kestrel rerank --json`, bit for bit (its score is their sigmoid). Each pair is joined and cut
+ * as `kestrel rerank` does it (the model's pair template; the longer side cut first to
+ * max_tokens), which allocates. KES_UNSUPPORTED on an encoder that embeds. */
+KES_API kes_status kes_rerank(kes_encoder* encoder, const char* query, size_t query_len,
+                              const char* const* docs, const size_t* lengths, size_t n,
+                              float* logits);
 
 /* Asks the kes_embed or kes_embed_tokens running in `encoder` (or, if none is, the next one to
  * run) to stop before its next step of the encoder (kes_encoder_info.max_batch texts at most):

@@ -403,6 +403,22 @@ class Encoder {
     return out;
   }
 
+  // A reranker's logit of (query, docs[i]) for each document (kes_rerank).
+  Result<std::vector<float>> Rerank(std::string_view query,
+                                    const std::vector<std::string_view>& docs) {
+    std::vector<const char*> data(docs.size());
+    std::vector<size_t> lengths(docs.size());
+    for (size_t i = 0; i < docs.size(); ++i) {
+      data[i] = docs[i].data();
+      lengths[i] = docs[i].size();
+    }
+    std::vector<float> logits(docs.size());
+    Status s = Check(kes_rerank(encoder_.get(), query.data(), query.size(), data.data(),
+                                lengths.data(), docs.size(), logits.data()));
+    if (!s.ok()) return s;
+    return logits;
+  }
+
   // Any thread, any time: the running Embed stops before its next step of the encoder with
   // kAborted (kes_encoder_abort).
   Status Abort() { return Check(kes_encoder_abort(encoder_.get())); }

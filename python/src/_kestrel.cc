@@ -346,6 +346,7 @@ class SessionHandle {
 // A C-contiguous float32 array the C calls write in place (numpy.empty made by the caller).
 using OutRows = nb::ndarray<float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using Samples = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using OutScores = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 class EncoderHandle {
  public:
@@ -367,6 +368,7 @@ class EncoderHandle {
     d["embedding_dim"] = info.embedding_dim;
     d["max_tokens"] = info.max_tokens;
     d["max_batch"] = info.max_batch;
+    d["is_reranker"] = info.is_reranker != 0;
     return d;
   }
 
@@ -387,6 +389,27 @@ class EncoderHandle {
     const size_t dim = out.shape(1);
     CallReleasingGil([&] {
       return kes_embed(encoder_, pointers.data(), lengths.data(), texts.size(), rows, dim);
+    });
+  }
+
+  // A reranker's logits of (query, docs[i]) into out (len(docs),), written by kes_rerank.
+  void Rerank(const std::string& query, const std::vector<std::string>& docs, OutScores out) {
+    Busy busy(&busy_, "this encoder");
+    if (out.shape(0) != docs.size()) {
+      Raise(KES_INVALID_ARGUMENT, "out: expected " + std::to_string(docs.size()) +
+                                      " scores, one per document, found " +
+                                      std::to_string(out.shape(0)));
+    }
+    std::vector<const char*> pointers(docs.size());
+    std::vector<size_t> lengths(docs.size());
+    for (size_t i = 0; i < docs.size(); ++i) {
+      pointers[i] = docs[i].data();
+      lengths[i] = docs[i].size();
+    }
+    float* logits = out.data();
+    CallReleasingGil([&] {
+      return kes_rerank(encoder_, query.data(), query.size(), pointers.data(), lengths.data(),
+                        docs.size(), logits);
     });
   }
 
@@ -559,6 +582,7 @@ NB_MODULE(_kestrel, m) {
       .def(nb::init<nb::object, size_t>(), nb::arg("model"), nb::arg("n_threads"))
       .def("info", &EncoderHandle::Info)
       .def("embed", &EncoderHandle::Embed, nb::arg("texts"), nb::arg("out"))
+      .def("rerank", &EncoderHandle::Rerank, nb::arg("query"), nb::arg("docs"), nb::arg("out"))
       .def("tokenize", &EncoderHandle::Tokenize, nb::arg("text"))
       .def("abort", &EncoderHandle::Abort);
 

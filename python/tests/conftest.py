@@ -116,6 +116,13 @@ def bert_kes(bert_folder: Path) -> Path:
     return _converted(bert_folder)
 
 
+@pytest.fixture(scope="session")
+def reranker_kes(models: Path) -> Path:
+    """A tiny random BERT cross-encoder (make_tiny_bert.py --reranker), converted."""
+    return _converted(_written_by_script("make_tiny_bert.py", models / "tiny-reranker",
+                                         "--reranker"))
+
+
 def write_tone_wav(path: Path, rate: int, seconds: float) -> None:
     """16-bit mono PCM of a gliding tone (the one tests/whisper_tiny_test.cc writes)."""
     n = int(rate * seconds)

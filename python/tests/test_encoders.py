@@ -39,6 +39,23 @@ def test_embed_refuses_what_is_not_text(bert_kes):
         kestrel.Model(bert_kes).embed(["a", 3])
 
 
+def test_rerank_equals_kestrel_rerank_bit_for_bit(reranker_kes, bert_kes, cli):
+    model = kestrel.Model(reranker_kes, n_threads=1)
+    logits = model.rerank("the cat", TEXTS)
+    assert logits.dtype == np.float32 and logits.shape == (len(TEXTS),)
+    args = [cli, "rerank", str(reranker_kes), "-q", "the cat", "--json", "-t", "1"]
+    for text in TEXTS:
+        args += ["-d", text]
+    theirs = np.array(json.loads(run(args).stdout)["logits"], dtype=np.float32)
+    assert logits.view(np.uint32).tolist() == theirs.view(np.uint32).tolist()
+    assert model.rerank("q", []).shape == (0,)
+    # Each kind of encoder refuses the other's call, naming the right one.
+    with pytest.raises(kestrel.UnsupportedError, match="kes_rerank"):
+        model.embed(TEXTS)
+    with pytest.raises(kestrel.UnsupportedError, match="kes_embed"):
+        kestrel.Model(bert_kes).rerank("the cat", TEXTS)
+
+
 def _cli_segments(cli, kes, wav):
     out = json.loads(run([cli, "transcribe", str(kes), str(wav), "--json", "-t", "1"]).stdout)
     return out

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Independent float64 NumPy oracle for BERT sentence embeddings (Hugging Face checkpoints).
+"""Independent float64 NumPy oracle for BERT sentence embeddings (Hugging Face checkpoints),
+XLM-RoBERTa's, and the scores of cross-encoders (*ForSequenceClassification rerankers).
 
 Written from the Hugging Face `BertModel` definition (transformers/models/bert/modeling_bert.py)
 and sentence-transformers' Pooling and Normalize modules, not from Kestrel's code:
@@ -11,6 +12,12 @@ and sentence-transformers' Pooling and Normalize modules, not from Kestrel's cod
   pooling     as 1_Pooling/config.json says: CLS, max, mean (over non-padding tokens) or
               mean_sqrt_len; several true flags are concatenated in sentence-transformers' order
   normalize   L2, when modules.json lists sentence_transformers.models.Normalize
+
+XLM-RoBERTa (modeling_xlm_roberta.py) is the same model but for its positions: a token's
+position id is its index plus pad_token_id + 1 (create_position_ids_from_input_ids), so the
+first pad_token_id + 1 rows of the table are never read. A cross-encoder's score is its
+classification head on the first token's last hidden state: BERT's pooler (dense, tanh) then
+"classifier"; RoBERTa's "classifier.dense", tanh, "classifier.out_proj" (RobertaClassificationHead).
 
 Input is token ids that already carry [CLS]/[SEP], so the model half depends on no tokenizer.
 tokenize() is the separate helper that makes those ids with the Hugging Face `tokenizers` library,
@@ -55,9 +62,9 @@ class Checkpoint:
     def load(folder):
         folder = Path(folder)
         config = _read_json(folder / "config.json")
-        if config.get("model_type", "bert") != "bert":
+        if config.get("model_type", "bert") not in ("bert", "xlm-roberta"):
             raise ValueError(f"{folder}/config.json: model_type {config.get('model_type')!r} "
-                             "is not 'bert'")
+                             "is not 'bert' or 'xlm-roberta'")
         if config.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError(f"{folder}: only absolute position embeddings are implemented")
         if config.get("hidden_act", "gelu") != "gelu":
@@ -79,7 +86,8 @@ def _read_json(path):
 
 def _load_weights(folder):
     """All tensors as float64 (one file or shards listed in model.safetensors.index.json).
-    Task-head checkpoints (BertForX) prefix the encoder's names with "bert.": dropped here."""
+    Task-head checkpoints (BertForX, XLMRobertaForX) prefix the encoder's names with "bert." or
+    "roberta.": dropped here."""
     index = folder / "model.safetensors.index.json"
     if index.exists():
         files = sorted(set(_read_json(index)["weight_map"].values()))
@@ -93,7 +101,8 @@ def _load_weights(folder):
         raw.update(load_file(str(path)))
     out = {}
     for k, v in raw.items():
-        k = k[len("bert."):] if k.startswith("bert.") else k
+        for prefix in ("bert.", "roberta."):
+            k = k[len(prefix):] if k.startswith(prefix) else k
         out[k] = v.astype(np.float64) if v.dtype.kind == "f" else v
     return out
 
@@ -103,7 +112,7 @@ def _sentence_transformers_settings(folder, config):
     defaults are sentence-transformers' own for a bare Transformer: mean pooling, no
     normalization, max_seq_length = max_position_embeddings."""
     pooling, normalize = ["mean"], False
-    max_len = config["max_position_embeddings"]
+    max_len = config["max_position_embeddings"] - position_offset(config)
     modules_path = folder / "modules.json"
     if modules_path.exists():
         modules = _read_json(modules_path)
@@ -119,6 +128,11 @@ def _sentence_transformers_settings(folder, config):
     if st.exists():
         max_len = min(max_len, int(_read_json(st).get("max_seq_length", max_len)))
     return pooling, normalize, max_len
+
+
+def position_offset(config):
+    """The position id of a sequence's first token: 0 for BERT, pad_token_id + 1 for RoBERTa."""
+    return config.get("pad_token_id", 1) + 1 if config.get("model_type") == "xlm-roberta" else 0
 
 
 def _pooling_modes(cfg):
@@ -164,14 +178,15 @@ def encoder(ckpt, ids, mask, token_types):
     eps = c["layer_norm_eps"]
     n_heads = c["num_attention_heads"]
     batch, seq = ids.shape
-    if seq > c["max_position_embeddings"]:
-        raise ValueError(f"{seq} tokens exceed max_position_embeddings "
+    first = position_offset(c)
+    if first + seq > c["max_position_embeddings"]:
+        raise ValueError(f"{seq} tokens from position {first} exceed max_position_embeddings "
                          f"{c['max_position_embeddings']}")
     if ids.max() >= c["vocab_size"] or ids.min() < 0:
         raise ValueError("a token id is outside the vocabulary")
 
     x = (w["embeddings.word_embeddings.weight"][ids]
-         + w["embeddings.position_embeddings.weight"][np.arange(seq)][None]
+         + w["embeddings.position_embeddings.weight"][first + np.arange(seq)][None]
          + w["embeddings.token_type_embeddings.weight"][token_types])
     x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
 
@@ -224,6 +239,35 @@ def pool(ckpt, hidden, mask):
     return out
 
 
+def head(ckpt, hidden):
+    """A cross-encoder's logits [batch, labels] from the last hidden states [batch, seq, d]."""
+    w = ckpt.w
+    first = hidden[:, 0]
+    if "classifier.out_proj.weight" in w:  # RobertaClassificationHead
+        return linear(np.tanh(linear(first, w, "classifier.dense")), w, "classifier.out_proj")
+    if "classifier.weight" in w:  # BertForSequenceClassification: pooler, then classifier
+        return linear(np.tanh(linear(first, w, "pooler.dense")), w, "classifier")
+    raise ValueError(f"{ckpt.folder}: no classification head (classifier.*)")
+
+
+def score(ckpt, pairs, batch_size=16):
+    """Logits [n, labels] of (ids, token_types) pairs of sequences, as embed() batches them."""
+    out = [None] * len(pairs)
+    for start in range(0, len(pairs), batch_size):
+        chunk = list(range(start, min(start + batch_size, len(pairs))))
+        seq = max(len(pairs[i][0]) for i in chunk)
+        ids = np.zeros((len(chunk), seq), dtype=np.int64)
+        types = np.zeros_like(ids)
+        mask = np.zeros_like(ids)
+        for row, i in enumerate(chunk):
+            n = len(pairs[i][0])
+            ids[row, :n], types[row, :n], mask[row, :n] = pairs[i][0], pairs[i][1], 1
+        logits = head(ckpt, encoder(ckpt, ids, mask, types))
+        for row, i in enumerate(chunk):
+            out[i] = logits[row]
+    return np.stack(out)
+
+
 def embed(ckpt, id_lists, batch_size=16):
     """Embeddings [n, d] (float64) of token-id sequences (each already with [CLS]/[SEP]).
 
@@ -269,12 +313,34 @@ def tokenize(ckpt, texts, tokenizer=None):
     """Token ids per text, as sentence-transformers makes them: the word pieces of the text,
     the first max_seq_length - 2 of them kept, then [CLS] ... [SEP]."""
     tok = tokenizer or load_tokenizer(ckpt)
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    if cls is None or sep is None:
-        raise ValueError(f"{ckpt.folder}/tokenizer.json has no [CLS] or [SEP] token")
+    cls, sep = special_ids(ckpt, tok)
     keep = ckpt.max_seq_length - 2
     return [[cls] + e.ids[:keep] + [sep]
             for e in tok.encode_batch(list(texts), add_special_tokens=False)]
+
+
+def special_ids(ckpt, tok):
+    """The start and end tokens: BERT's [CLS] and [SEP], XLM-RoBERTa's <s> and </s>."""
+    names = ("<s>", "</s>") if ckpt.config.get("model_type") == "xlm-roberta" else ("[CLS]",
+                                                                                  "[SEP]")
+    cls, sep = (tok.token_to_id(n) for n in names)
+    if cls is None or sep is None:
+        raise ValueError(f"{ckpt.folder}/tokenizer.json has no {names[0]} or {names[1]} token")
+    return cls, sep
+
+
+def tokenize_pairs(ckpt, query, documents, tokenizer=None):
+    """(ids, token types) of each (query, document) pair as sentence-transformers' CrossEncoder
+    makes them: the tokenizer's pair template, truncation "longest_first" to max_seq_length.
+    XLM-RoBERTa's single token type makes every type 0."""
+    tok = tokenizer or load_tokenizer(ckpt)
+    tok.enable_truncation(ckpt.max_seq_length, strategy="longest_first")
+    one_type = ckpt.config.get("type_vocab_size", 2) == 1
+    out = []
+    for e in tok.encode_batch([(query, d) for d in documents], add_special_tokens=True):
+        out.append((list(e.ids), [0] * len(e.ids) if one_type else list(e.type_ids)))
+    tok.no_truncation()
+    return out
 
 
 def cosine(a, b):

@@ -23,13 +23,26 @@ Weights are scaled so activations stay O(1) and attention is neither uniform nor
 (q.k / sqrt(head_dim) has a standard deviation of about 1.2-1.5, near all-MiniLM-L6-v2's).
 The same arguments always give the same bytes.
 
+--arch xlm-roberta makes an XLM-RoBERTa checkpoint instead (bge-m3, multilingual-e5): model_type
+"xlm-roberta", positions numbered from pad_token_id + 1 = 2 (max_position_embeddings 66 for the
+same 64 usable positions), one token type, LayerNorm eps 1e-5, and the SentencePiece Unigram
+tokenizer of tests/py/make_unigram_tokenizer.py (tokenizer.json, sentencepiece.bpe.model).
+
+--reranker makes a cross-encoder (BertForSequenceClassification / XLMRobertaForSequenceClassification
+with one label, as ms-marco-MiniLM and bge-reranker): the encoder under "bert." or "roberta.",
+its head (BERT: pooler.dense + "classifier"; RoBERTa: "classifier.dense" + "classifier.out_proj"),
+and no sentence-transformers modules.
+
 usage: make_tiny_bert.py OUT_DIR [--pooling mean|cls|max] [--no-normalize] [--keep-accents]
                          [--max-seq-length N] [--no-pooler] [--seed N]
+                         [--arch bert|xlm-roberta] [--reranker]
 """
 import argparse
 import json
 import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -80,7 +93,15 @@ def tokenizer(tokens, keep_accents):
     return tok
 
 
-def weights(rng, with_pooler):
+def unigram_tokenizer(out):
+    """Writes the XLM-R tokenizer files into `out`; returns the vocabulary size."""
+    script = Path(__file__).resolve().parent / "make_unigram_tokenizer.py"
+    subprocess.run([sys.executable, str(script), str(out)], check=True, stdout=subprocess.DEVNULL)
+    with open(out / "tokenizer.json", encoding="utf-8") as f:
+        return len(json.load(f)["model"]["vocab"])
+
+
+def weights(rng, with_pooler, n_vocab, roberta=False, reranker=False):
     def normal(shape, std):
         return (rng.standard_normal(shape) * std).astype(np.float32)
 
@@ -93,13 +114,15 @@ def weights(rng, with_pooler):
         w[prefix + ".weight"] = (1.0 + normal((HIDDEN,), 0.1)).astype(np.float32)
         w[prefix + ".bias"] = normal((HIDDEN,), 0.1)
 
-    n_vocab = len(vocabulary())
+    # RoBERTa skips positions 0 and 1 (pad_token_id + 1 is its first): 2 more rows, 1 type.
+    positions = MAX_POSITIONS + (2 if roberta else 0)
     w = {}
     w["embeddings.word_embeddings.weight"] = normal((n_vocab, HIDDEN), 1.0)
-    w["embeddings.position_embeddings.weight"] = normal((MAX_POSITIONS, HIDDEN), 0.5)
-    w["embeddings.token_type_embeddings.weight"] = normal((TYPE_VOCAB, HIDDEN), 0.3)
+    w["embeddings.position_embeddings.weight"] = normal((positions, HIDDEN), 0.5)
+    w["embeddings.token_type_embeddings.weight"] = normal((1 if roberta else TYPE_VOCAB, HIDDEN),
+                                                          0.3)
     norm("embeddings.LayerNorm")
-    w["embeddings.position_ids"] = np.arange(MAX_POSITIONS, dtype=np.int64)[None, :]
+    w["embeddings.position_ids"] = np.arange(positions, dtype=np.int64)[None, :]
     head_dim = HIDDEN // HEADS
     for il in range(LAYERS):
         p = f"encoder.layer.{il}."
@@ -114,8 +137,17 @@ def weights(rng, with_pooler):
         linear(p + "output.dense", HIDDEN, INTERMEDIATE)
         norm(p + "output.LayerNorm")
     assert head_dim * HEADS == HIDDEN
-    if with_pooler:
+    if reranker and roberta:
+        linear("classifier.dense", HIDDEN, HIDDEN)
+        linear("classifier.out_proj", 1, HIDDEN, 3.0)  # scores of a few units: sigmoid's bend
+    elif reranker:
         linear("pooler.dense", HIDDEN, HIDDEN)
+        linear("classifier", 1, HIDDEN, 3.0)
+    elif with_pooler:
+        linear("pooler.dense", HIDDEN, HIDDEN)
+    if reranker:  # *ForSequenceClassification keeps the encoder under its base model's name
+        base = "roberta." if roberta else "bert."
+        w = {(k if k.startswith("classifier") else base + k): v for k, v in w.items()}
     return w
 
 
@@ -136,6 +168,9 @@ def main():
     ap.add_argument("--max-seq-length", type=int, default=48)
     ap.add_argument("--no-pooler", action="store_true", help="no pooler.dense tensors")
     ap.add_argument("--seed", type=int, default=10)
+    ap.add_argument("--arch", choices=["bert", "xlm-roberta"], default="bert")
+    ap.add_argument("--reranker", action="store_true",
+                    help="a one-label sequence-classification checkpoint (cross-encoder)")
     ap.add_argument("--shards", type=int, default=1,
                     help="split the weights over N files with a model.safetensors.index.json, "
                          "as large checkpoints ship (same tensors, same values)")
@@ -145,19 +180,31 @@ def main():
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    roberta = args.arch == "xlm-roberta"
     tokens = vocabulary()
+    n_vocab = unigram_tokenizer(out) if roberta else len(tokens)
     rng = np.random.default_rng(args.seed)
 
-    write_json(out / "config.json", {
+    config = {
         "architectures": ["BertModel"], "model_type": "bert",
         "hidden_size": HIDDEN, "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
         "intermediate_size": INTERMEDIATE, "hidden_act": "gelu",
         "max_position_embeddings": MAX_POSITIONS, "type_vocab_size": TYPE_VOCAB,
-        "vocab_size": len(tokens), "layer_norm_eps": 1e-12, "pad_token_id": 0,
+        "vocab_size": n_vocab, "layer_norm_eps": 1e-12, "pad_token_id": 0,
         "position_embedding_type": "absolute", "hidden_dropout_prob": 0.1,
         "attention_probs_dropout_prob": 0.1, "initializer_range": 0.02,
-    })
-    tensors = weights(rng, not args.no_pooler)
+    }
+    if roberta:
+        config.update({"architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta",
+                       "max_position_embeddings": MAX_POSITIONS + 2, "type_vocab_size": 1,
+                       "layer_norm_eps": 1e-5, "pad_token_id": 1, "bos_token_id": 0,
+                       "eos_token_id": 2})
+    if args.reranker:
+        config["architectures"] = [("XLMRoberta" if roberta else "Bert")
+                                   + "ForSequenceClassification"]
+        config.update({"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}})
+    write_json(out / "config.json", config)
+    tensors = weights(rng, not args.no_pooler, n_vocab, roberta, args.reranker)
     if args.shards <= 1:
         save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
     else:
@@ -171,15 +218,19 @@ def main():
                    {"metadata": {"total_size": sum(t.nbytes for t in tensors.values())},
                     "weight_map": weight_map})
 
-    with open(out / "vocab.txt", "w", encoding="utf-8") as f:
-        f.write("".join(t + "\n" for t in tokens))
-    tokenizer(tokens, args.keep_accents).save(str(out / "tokenizer.json"))
-    write_json(out / "tokenizer_config.json", {
-        "do_lower_case": True, "strip_accents": False if args.keep_accents else None,
-        "tokenize_chinese_chars": True, "unk_token": "[UNK]", "sep_token": "[SEP]",
-        "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]",
-        "tokenizer_class": "BertTokenizer", "model_max_length": MAX_POSITIONS,
-    })
+    if not roberta:
+        with open(out / "vocab.txt", "w", encoding="utf-8") as f:
+            f.write("".join(t + "\n" for t in tokens))
+        tokenizer(tokens, args.keep_accents).save(str(out / "tokenizer.json"))
+        write_json(out / "tokenizer_config.json", {
+            "do_lower_case": True, "strip_accents": False if args.keep_accents else None,
+            "tokenize_chinese_chars": True, "unk_token": "[UNK]", "sep_token": "[SEP]",
+            "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]",
+            "tokenizer_class": "BertTokenizer", "model_max_length": MAX_POSITIONS,
+        })
+    if args.reranker:  # a cross-encoder has no sentence-transformers modules
+        print(f"tiny {args.arch} reranker: {out} (vocab {n_vocab})")
+        return
 
     modules = [{"idx": 0, "name": "0", "path": "",
                 "type": "sentence_transformers.models.Transformer"},
@@ -202,7 +253,7 @@ def main():
     })
     write_json(out / "sentence_bert_config.json",
                {"max_seq_length": args.max_seq_length, "do_lower_case": False})
-    print(f"tiny BERT: {out} (vocab {len(tokens)}, pooling {args.pooling}, "
+    print(f"tiny {args.arch}: {out} (vocab {n_vocab}, pooling {args.pooling}, "
           f"normalize {not args.no_normalize})")
 
 

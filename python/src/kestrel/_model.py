@@ -550,6 +550,30 @@ class Model:
             self._release(encoder)
         return out[0] if single else out
 
+    def rerank(self, query: str, documents: Sequence[str]) -> np.ndarray:
+        """The relevance logit of each ``(query, document)`` pair with a reranker (a
+        cross-encoder such as bge-reranker or an ms-marco cross-encoder), as ``kestrel rerank
+        --json`` gives them, bit for bit: a float32 array of shape (len(documents),). Higher
+        is more relevant; ``1 / (1 + exp(-logit))`` is the score sentence-transformers'
+        CrossEncoder prints. UnsupportedError for a model that embeds instead.
+        """
+        if not isinstance(query, str):
+            raise InvalidArgumentError(f"query: expected a str, found {type(query).__name__}")
+        docs = list(documents)
+        for i, doc in enumerate(docs):
+            if not isinstance(doc, str):
+                raise InvalidArgumentError(
+                    f"documents[{i}]: expected a str, found {type(doc).__name__}"
+                )
+        encoder = self._acquire(_kestrel.EncoderHandle)
+        try:
+            out = np.empty((len(docs),), dtype=np.float32)
+            if docs:
+                encoder.rerank(query, docs, out)
+        finally:
+            self._release(encoder)
+        return out
+
     # ---- speech ------------------------------------------------------------------------------
 
     def transcribe(
