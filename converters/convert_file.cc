@@ -13,6 +13,7 @@
 #include "converters/gguf_import.h"
 #include "converters/hf/decoder_gguf.h"
 #include "converters/kes_model.h"
+#include "converters/scratch_file.h"
 #include "runtime/output_file.h"
 
 namespace kestrel {
@@ -105,19 +106,32 @@ ConvertResult ImportGguf(const gguf::File& file, const std::string& input, bool 
 }
 
 // Fills *model from `input`, and *arch with its architecture, before the arena is planned.
+// scratch_folder: where a decoder folder's GGUF rewrite is spilled (the output's folder, which
+// has room for a model).
 ConvertResult Import(const std::string& input, ConvertChoices* c, const char* weights_option,
-                     const ConvertHooks& hooks, KesModel* model, std::string* arch) {
+                     const ConvertHooks& hooks, const std::string& scratch_folder, KesModel* model,
+                     std::string* arch) {
   const auto bad_input = [&](const Status& s) {
     return Failure(ConvertFailure::kBadInput, input + ": " + s.message());
   };
   if (IsDirectory(input) && IsHfDecoderFolder(input)) {
     // Rewritten as the GGUF llama.cpp's converter makes of it, then read as one: the same plans
-    // and --weights choices as the GGUF route. The bytes outlive the conversion.
-    std::vector<uint8_t> bytes;
-    Status s = BuildHfDecoderGguf(input, &bytes);
+    // and --weights choices as the GGUF route. The rewrite, the checkpoint's size, goes to a
+    // scratch file and is read back mapped, so it is not held in memory beside the .kes being
+    // made; the mapping outlives the conversion.
+    std::unique_ptr<ScratchFile> scratch;
+    Status s = ScratchFile::Create(scratch_folder, &scratch);
+    if (!s.ok()) return Failure(ConvertFailure::kIo, s.message());
+    Status write_error;  // the scratch file's own failure (a full disk), not the folder's
+    s = WriteHfDecoderGguf(input, [&](const uint8_t* data, size_t n) {
+      write_error = scratch->Append(data, n);
+      return write_error;
+    });
+    if (s.ok()) s = write_error = scratch->Map();
+    if (!write_error.ok()) return Failure(ConvertFailure::kIo, write_error.message());
     if (!s.ok()) return bad_input(s);
     std::unique_ptr<gguf::File> file;
-    s = gguf::File::OpenFromMemory(bytes.data(), bytes.size(), &file);
+    s = gguf::File::OpenFromMemory(scratch->data(), scratch->size(), &file);
     if (!s.ok()) return bad_input(s);
     ConvertResult r = ImportGguf(*file, input, /*keep_by_default=*/true, c, hooks, model, arch);
     if (!r.ok() || !model->meta.tokenizer) return r;
@@ -181,7 +195,10 @@ ConvertResult ConvertFile(const std::string& input, const std::string& output,
   KesModel model;
   if (hooks.on_tensor) model.on_tensor_added = hooks.on_tensor;
   std::string arch;
-  ConvertResult result = Import(input, choices, weights_option, hooks, &model, &arch);
+  const std::string& temp = out->temp_path();
+  const size_t slash = temp.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : temp.substr(0, slash);
+  ConvertResult result = Import(input, choices, weights_option, hooks, folder, &model, &arch);
   if (!result.ok()) return result;
   if (hooks.on_imported) hooks.on_imported();
   s = PlanArena(&model.meta);

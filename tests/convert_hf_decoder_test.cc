@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -179,6 +180,24 @@ TEST(HfDecoderFolderTypes, Bf16ShardsAreKept) {
   const double error = test::LargestLogitError(kept.logits.data(), widened.logits.data(),
                                                kept.ids.size(), kept.model->vocab_size(), nullptr);
   EXPECT_LT(error, 1e-3);
+}
+
+// The folder's GGUF rewrite is spilled to a scratch file in the output's folder, unlinked from
+// the start: after the conversion the folder holds the .kes and nothing else.
+TEST(HfDecoderFolderTypes, ScratchCopyLeavesNothingBehind) {
+  std::string gguf, folder;
+  ASSERT_EQ(MakeGgufAndFolder("hf-scratch", "--arch qwen3 --f32", "", &gguf, &folder), "");
+  const std::string out_dir = test::ScratchPath("hf-scratch-out");
+  ASSERT_EQ(test::RunHostCommand("rm -rf '" + out_dir + "' && mkdir '" + out_dir + "'"), "");
+  const test::ProcessResult r = test::Convert({folder, out_dir + "/model.kes", "--weights", "f16"});
+  EXPECT_TRUE(r.exited && r.exit_code == 0) << test::Describe(r);
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(out_dir)) {
+    left.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{"model.kes"});
+  test::RunHostCommand("rm -rf '" + out_dir + "'");
+  RemoveScratch(gguf, folder);
 }
 
 // --weights q4_k_m on a folder chooses the K-quant types it chooses for the GGUF the folder was

@@ -93,33 +93,44 @@ void Builder::AddOwnedTensor(const std::string& name, std::vector<uint64_t> ne, 
 
 std::vector<uint8_t> Builder::Build() const {
   std::vector<uint8_t> out;
-  Put(&out, 0x46554747, 4);  // "GGUF"
-  Put(&out, 3, 4);
-  Put(&out, tensors_.size(), 8);
-  Put(&out, kvs_.size(), 8);
+  const Status s = Write([&](const uint8_t* data, size_t n) {
+    out.insert(out.end(), data, data + n);
+    return OkStatus();
+  });
+  (void)s;  // the sink never fails
+  return out;
+}
+
+Status Builder::Write(const Sink& sink) const {
+  std::vector<uint8_t> head;
+  Put(&head, 0x46554747, 4);  // "GGUF"
+  Put(&head, 3, 4);
+  Put(&head, tensors_.size(), 8);
+  Put(&head, kvs_.size(), 8);
   for (const auto& [key, value] : kvs_) {
-    PutString(&out, key);
-    out.insert(out.end(), value.begin(), value.end());
+    PutString(&head, key);
+    head.insert(head.end(), value.begin(), value.end());
   }
   const auto aligned = [](uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; };
   uint64_t offset = 0;
   for (const Tensor& t : tensors_) {
-    PutString(&out, t.name);
-    Put(&out, t.ne.size(), 4);
-    for (uint64_t n : t.ne) Put(&out, n, 8);
-    Put(&out, static_cast<uint32_t>(t.type), 4);
-    Put(&out, offset, 8);
+    PutString(&head, t.name);
+    Put(&head, t.ne.size(), 4);
+    for (uint64_t n : t.ne) Put(&head, n, 8);
+    Put(&head, static_cast<uint32_t>(t.type), 4);
+    Put(&head, offset, 8);
     offset = aligned(offset + t.n_bytes);
   }
-  const size_t data_start = aligned(out.size());
-  out.resize(data_start + offset, 0);
-  offset = 0;
+  head.resize(aligned(head.size()), 0);
+  KES_RETURN_IF_ERROR(sink(head.data(), head.size()));
+  const uint8_t zeros[kAlignment] = {};
   for (const Tensor& t : tensors_) {
     const uint8_t* src = t.owned.empty() ? t.data : t.owned.data();
-    if (t.n_bytes > 0) std::memcpy(out.data() + data_start + offset, src, t.n_bytes);
-    offset = aligned(offset + t.n_bytes);
+    if (t.n_bytes > 0) KES_RETURN_IF_ERROR(sink(src, t.n_bytes));
+    const uint64_t padding = aligned(t.n_bytes) - t.n_bytes;
+    if (padding > 0) KES_RETURN_IF_ERROR(sink(zeros, padding));
   }
-  return out;
+  return OkStatus();
 }
 
 }  // namespace kestrel::gguf

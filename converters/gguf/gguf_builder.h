@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "converters/gguf/gguf_file.h"
+#include "runtime/status.h"
 
 namespace kestrel::gguf {
 
@@ -31,6 +33,11 @@ class Builder {
 
   // The whole file: header, metadata in the order set, tensor infos, the aligned data.
   std::vector<uint8_t> Build() const;
+  // The same bytes handed to `sink` in order, piece by piece: tensors are not copied into one
+  // buffer (a checkpoint of several GB goes straight from its mapping to a file). Stops at the
+  // sink's first error.
+  using Sink = std::function<Status(const uint8_t* data, size_t n)>;
+  Status Write(const Sink& sink) const;
 
  private:
   struct Tensor {

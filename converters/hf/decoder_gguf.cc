@@ -550,6 +550,14 @@ bool IsHfDecoderFolder(const std::string& folder) {
 }
 
 Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out) {
+  out->clear();
+  return WriteHfDecoderGguf(folder, [&](const uint8_t* data, size_t n) {
+    out->insert(out->end(), data, data + n);
+    return OkStatus();
+  });
+}
+
+Status WriteHfDecoderGguf(const std::string& folder, const gguf::Builder::Sink& sink) {
   json storage;
   JsonNode config;
   const std::string config_path = folder + "/config.json";
@@ -617,8 +625,7 @@ Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out) 
   std::unique_ptr<safetensors::Checkpoint> ckpt;
   KES_RETURN_IF_ERROR(safetensors::Checkpoint::Open(folder, &ckpt));
   KES_RETURN_IF_ERROR(AddTensors(*ckpt, folder, s, &b));
-  *out = b.Build();
-  return OkStatus();
+  return b.Write(sink);  // while the checkpoint, which the tensors point into, is mapped
 }
 
 }  // namespace kestrel

@@ -25,6 +25,9 @@ bool IsHfDecoderFolder(const std::string& folder);
 // checkpoint's F32, F16 or BF16; vectors (norms, biases) become F32, as llama.cpp's converter
 // stores them. Anything missing, malformed or unsupported is an error naming the file and field.
 Status BuildHfDecoderGguf(const std::string& folder, std::vector<uint8_t>* out);
+// The same bytes through `sink`, in order, never all in memory at once (the weights go from the
+// checkpoint's mapping to the sink tensor by tensor).
+Status WriteHfDecoderGguf(const std::string& folder, const gguf::Builder::Sink& sink);
 
 // The byte-level BPE tokenizer of `folder` (tokenizer.json and, when present,
 // tokenizer_config.json and chat_template.jinja) as the tokenizer.ggml.* keys
