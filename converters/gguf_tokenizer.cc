@@ -2,8 +2,10 @@
 // "llama": pieces, scores, types) and byte-level BPE (tokenizer.ggml.model "gpt2": pieces,
 // types, ranked merges, the pre-tokenizer named by tokenizer.ggml.pre).
 #include "converters/gguf_tokenizer.h"
+
 #include "converters/tokenizer_table.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -49,6 +51,12 @@ Status ImportRightStrip(const gguf::File& file, fb::TokenizerT* out) {
   return OkStatus();
 }
 
+void AddStopId(int32_t id, fb::TokenizerT* out) {
+  if (std::find(out->stop_ids.begin(), out->stop_ids.end(), id) == out->stop_ids.end()) {
+    out->stop_ids.push_back(id);
+  }
+}
+
 // llama.cpp ends a generation at every token its load-time list names by text, besides the
 // file's eos and eot, and makes each a control token (llama_vocab::impl::load, 0.3.36): the
 // list as it stands there, less the entries for models Kestrel does not run.
@@ -72,10 +80,69 @@ void ImportEndOfGeneration(fb::TokenizerT* out) {
   for (size_t i = 0; i < out->pieces.size(); ++i) {
     for (const char* text : kEndOfGeneration) {
       if (out->pieces[i] != text) continue;
-      out->stop_ids.push_back(static_cast<int32_t>(i));
+      AddStopId(static_cast<int32_t>(i), out);
       if (i < out->types.size()) out->types[i] = 3;  // control
     }
   }
+}
+
+// The fill-in-the-middle tokens llama.cpp finds by text where the file names none by key, and
+// makes control tokens (llama_vocab::impl::load); it ends a generation at the padding, repo and
+// file-separator ones, found either way. Kinds in its order, each with its key (and the
+// deprecated one for the first three) and its texts.
+Status ImportFillInTheMiddle(const gguf::File& file, fb::TokenizerT* out) {
+  struct Kind {
+    const char* key;
+    const char* old_key;
+    bool ends_generation;
+    std::vector<const char*> texts;
+  };
+  static const Kind kKinds[] = {
+      {"tokenizer.ggml.fim_pre_token_id",
+       "tokenizer.ggml.prefix_token_id",
+       false,
+       {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>",
+        "<|code_prefix|>", "<|prefix|>"}},
+      {"tokenizer.ggml.fim_suf_token_id",
+       "tokenizer.ggml.suffix_token_id",
+       false,
+       {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>",
+        "<|code_suffix|>", "<|suffix|>"}},
+      {"tokenizer.ggml.fim_mid_token_id",
+       "tokenizer.ggml.middle_token_id",
+       false,
+       {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>",
+        "<|code_middle|>", "<|middle|>"}},
+      {"tokenizer.ggml.fim_pad_token_id",
+       nullptr,
+       true,
+       {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
+      {"tokenizer.ggml.fim_rep_token_id",
+       nullptr,
+       true,
+       {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
+      {"tokenizer.ggml.fim_sep_token_id", nullptr, true, {"<|file_sep|>"}},
+  };
+  const size_t n = out->pieces.size();
+  for (const Kind& kind : kKinds) {
+    int64_t id = -1;
+    for (const char* key : {kind.key, kind.old_key}) {
+      if (key == nullptr || !file.Has(key)) continue;
+      KES_RETURN_IF_ERROR(file.GetInt(key, &id));
+      // llama.cpp warns about an id outside the vocabulary and looks for the text instead.
+      if (id < 0 || static_cast<uint64_t>(id) >= n) id = -1;
+    }
+    for (size_t i = 0; id < 0 && i < n; ++i) {
+      for (const char* text : kind.texts) {
+        if (out->pieces[i] != text) continue;
+        id = static_cast<int64_t>(i);
+        if (i < out->types.size()) out->types[i] = 3;  // control
+        break;
+      }
+    }
+    if (id >= 0 && kind.ends_generation) AddStopId(static_cast<int32_t>(id), out);
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -125,6 +192,7 @@ Status ImportTokenizer(const gguf::File& file, fb::TokenizerT* out) {
   KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.unknown_token_id", &out->unk_id));
   KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.padding_token_id", &out->pad_id));
   KES_RETURN_IF_ERROR(id_or_none("tokenizer.ggml.eot_token_id", &out->eot_id));
+  KES_RETURN_IF_ERROR(ImportFillInTheMiddle(file, out));
   ImportEndOfGeneration(out);
   if (out->eot_id < 0) {
     // Instruction-tuned models end a turn with one of these control tokens even when no key

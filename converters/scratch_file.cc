@@ -38,9 +38,9 @@ Status ScratchFile::Append(const uint8_t* data, size_t n) {
     const ssize_t wrote = ::write(fd_, data, n);
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote <= 0) {
-      return Status::Error("cannot write the scratch file in '" + folder_ + "' (" +
-                           std::to_string(size_) + " bytes written): " +
-                           (wrote < 0 ? std::strerror(errno) : "no progress"));
+      return Status::Error(
+          "cannot write the scratch file in '" + folder_ + "' (" + std::to_string(size_) +
+          " bytes written): " + (wrote < 0 ? std::strerror(errno) : "no progress"));
     }
     data += wrote;
     n -= static_cast<size_t>(wrote);

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "converters/gguf/dequantize.h"
+#include "converters/gguf/gguf_builder.h"
+#include "converters/gguf_tokenizer.h"
 
 namespace kestrel::gguf {
 namespace {
@@ -627,4 +629,44 @@ TEST(GgufRealModel, Gemma3Metadata) {
 }
 
 }  // namespace
+// llama.cpp's fill-in-the-middle tokens: found by text where no key names them (the first of
+// each kind in id order: <PRE> stays normal once <|fim_prefix|> is found) and made control
+// tokens; padding, repo and file-separator tokens end a generation, found by key or by text.
+TEST(GgufTokenizer, FillInTheMiddleTokensAsLlamaCpp) {
+  const std::vector<std::string> pieces = {
+      "<unk>",       "<s>",          "</s>",          "a",     "<|fim_prefix|>",
+      "<|fim_pad|>", "<|file_sep|>", "<|repo_name|>", "<PRE>", "b"};
+  for (const bool pad_by_key : {false, true}) {
+    SCOPED_TRACE(pad_by_key ? "fim_pad by key" : "by text");
+    Builder b;
+    b.SetString("tokenizer.ggml.model", "llama");
+    b.SetStringArray("tokenizer.ggml.tokens", pieces);
+    b.SetFloat32Array("tokenizer.ggml.scores", std::vector<float>(pieces.size(), 0.0f));
+    std::vector<int32_t> types(pieces.size(), 1);
+    types[0] = 2, types[1] = 3, types[2] = 3;
+    b.SetInt32Array("tokenizer.ggml.token_type", types);
+    b.SetUint32("tokenizer.ggml.bos_token_id", 1);
+    b.SetUint32("tokenizer.ggml.eos_token_id", 2);
+    if (pad_by_key) b.SetUint32("tokenizer.ggml.fim_pad_token_id", 9);
+    const std::vector<uint8_t> bytes = b.Build();
+    std::unique_ptr<File> file;
+    Status s = File::OpenFromMemory(bytes.data(), bytes.size(), &file);
+    ASSERT_TRUE(s.ok()) << s.message();
+    fb::TokenizerT table;
+    s = ImportTokenizer(*file, &table);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(table.types[4], 3);                   // <|fim_prefix|>
+    EXPECT_EQ(table.types[5], pad_by_key ? 1 : 3);  // <|fim_pad|>: found by text only
+    EXPECT_EQ(table.types[6], 3);                   // <|file_sep|>
+    EXPECT_EQ(table.types[7], 3);                   // <|repo_name|>
+    EXPECT_EQ(table.types[8], 1);                   // <PRE>: a second prefix token
+    EXPECT_EQ(table.types[9], 1);
+    std::vector<int32_t> stops = table.stop_ids;
+    std::sort(stops.begin(), stops.end());
+    const std::vector<int32_t> want =
+        pad_by_key ? std::vector<int32_t>{2, 6, 7, 9} : std::vector<int32_t>{2, 5, 6, 7};
+    EXPECT_EQ(stops, want);
+  }
+}
+
 }  // namespace kestrel::gguf
