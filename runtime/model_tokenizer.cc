@@ -51,20 +51,45 @@ Status ReadWordPiece(const fb::Tokenizer* tok, TokenizerConfig* config) {
   return OkStatus();  // Tokenizer::Init checks the values
 }
 
+Status ReadUnigram(const fb::Tokenizer* tok, TokenizerConfig* config) {
+  config->algorithm = TokenizerAlgorithm::kUnigram;
+  const fb::Unigram* unigram = tok->unigram();
+  KES_CHECK_OR_RETURN(unigram != nullptr,
+                      "tokenizer: kind Unigram expected a unigram table, found none");
+  KES_CHECK_OR_RETURN(
+      tok->merges() == nullptr || tok->merges()->size() == 0,
+      "tokenizer: kind Unigram expected no merges, found " + Num(tok->merges()->size()));
+  config->spm_normalizer.add_dummy_prefix = unigram->add_dummy_prefix();
+  config->spm_normalizer.remove_extra_whitespaces = unigram->remove_extra_whitespaces();
+  config->spm_normalizer.escape_whitespaces = unigram->escape_whitespaces();
+  return OkStatus();  // Tokenizer::Init checks unk_id and the charsmap
+}
+
+// The charsmap of a Unigram table, or none.
+std::string_view Charsmap(const fb::Tokenizer* tok) {
+  const fb::Unigram* unigram = tok->unigram();
+  if (unigram == nullptr || unigram->precompiled_charsmap() == nullptr) return {};
+  const auto* blob = unigram->precompiled_charsmap();
+  return std::string_view(reinterpret_cast<const char*>(blob->data()), blob->size());
+}
+
 }  // namespace
 
 Status InitTokenizer(const fb::Tokenizer* tok, size_t vocab, Tokenizer* out) {
   KES_CHECK_OR_RETURN(tok != nullptr, "model has no tokenizer");
   const fb::TokenizerKind kind = tok->kind();
-  KES_CHECK_OR_RETURN(kind == fb::TokenizerKind::SentencePieceBpe ||
-                          kind == fb::TokenizerKind::ByteLevelBpe ||
-                          kind == fb::TokenizerKind::WordPiece,
-                      "tokenizer: expected kind SentencePieceBpe (0), ByteLevelBpe (1) or "
-                      "WordPiece (2), found " +
-                          Num(static_cast<uint64_t>(kind)));
+  KES_CHECK_OR_RETURN(
+      kind == fb::TokenizerKind::SentencePieceBpe || kind == fb::TokenizerKind::ByteLevelBpe ||
+          kind == fb::TokenizerKind::WordPiece || kind == fb::TokenizerKind::Unigram,
+      "tokenizer: expected kind SentencePieceBpe (0), ByteLevelBpe (1), "
+      "WordPiece (2) or Unigram (3), found " +
+          Num(static_cast<uint64_t>(kind)));
   KES_CHECK_OR_RETURN(kind == fb::TokenizerKind::WordPiece || tok->wordpiece() == nullptr,
                       std::string("tokenizer: a wordpiece table given to kind ") +
                           fb::EnumNameTokenizerKind(kind) + " (only WordPiece reads it)");
+  KES_CHECK_OR_RETURN(kind == fb::TokenizerKind::Unigram || tok->unigram() == nullptr,
+                      std::string("tokenizer: a unigram table given to kind ") +
+                          fb::EnumNameTokenizerKind(kind) + " (only Unigram reads it)");
   const auto* pieces = tok->pieces();
   const auto* scores = tok->scores();
   const auto* types = tok->types();
@@ -89,13 +114,18 @@ Status InitTokenizer(const fb::Tokenizer* tok, size_t vocab, Tokenizer* out) {
   if (tok->stop_ids() != nullptr) {
     config.stop_ids.assign(tok->stop_ids()->begin(), tok->stop_ids()->end());
   }
+  if (tok->lstrip_ids() != nullptr) {
+    config.lstrip_ids.assign(tok->lstrip_ids()->begin(), tok->lstrip_ids()->end());
+  }
   const bool bpe = kind == fb::TokenizerKind::ByteLevelBpe;
   if (bpe) KES_RETURN_IF_ERROR(ReadByteLevelBpe(tok, &config));
   if (kind == fb::TokenizerKind::WordPiece) KES_RETURN_IF_ERROR(ReadWordPiece(tok, &config));
+  if (kind == fb::TokenizerKind::Unigram) KES_RETURN_IF_ERROR(ReadUnigram(tok, &config));
   return out
       ->Init(vocab, Strings(pieces), scores->data(), types->data(), config,
              bpe ? tok->merges()->size() : 0,
-             bpe ? Strings(tok->merges()) : std::function<std::string_view(size_t)>())
+             bpe ? Strings(tok->merges()) : std::function<std::string_view(size_t)>(),
+             Charsmap(tok))
       .WithContext("tokenizer");
 }
 

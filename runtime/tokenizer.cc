@@ -29,32 +29,9 @@ std::string Quoted(std::string_view s) {
 
 // Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
 bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = s[i];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (s.size() - i < len) return false;
-    for (size_t k = 1; k < len; ++k) {
-      const unsigned char cc = s[i + k];
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMinForLength[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
+  for (size_t i = 0, n; i < s.size(); i += n) {
+    n = ValidUtf8Length(s.substr(i));
+    if (n == 0) return false;
   }
   return true;
 }
@@ -73,20 +50,35 @@ int ParseBytePiece(std::string_view piece) {
   return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
-uint64_t HashBytes(std::string_view s) {  // FNV-1a
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
+// Unicode White_Space (what Rust's char::is_whitespace tests, which Hugging Face's lstrip uses)
+// ending just before byte `end` of `s`: its length in bytes, or 0.
+size_t WhiteSpaceBefore(std::string_view s, size_t end) {
+  if (end == 0) return 0;
+  const unsigned char last = s[end - 1];
+  if (last < 0x80) return IsAsciiSpace(static_cast<char>(last)) ? 1 : 0;
+  static constexpr std::string_view kWide[] = {
+      "\xC2\x85",     "\xC2\xA0",     "\xE1\x9A\x80", "\xE2\x80\x80", "\xE2\x80\x81",
+      "\xE2\x80\x82", "\xE2\x80\x83", "\xE2\x80\x84", "\xE2\x80\x85", "\xE2\x80\x86",
+      "\xE2\x80\x87", "\xE2\x80\x88", "\xE2\x80\x89", "\xE2\x80\x8A", "\xE2\x80\xA8",
+      "\xE2\x80\xA9", "\xE2\x80\xAF", "\xE2\x81\x9F", "\xE3\x80\x80"};
+  for (std::string_view w : kWide) {
+    if (end >= w.size() && s.substr(end - w.size(), w.size()) == w) return w.size();
   }
-  return h;
+  return 0;
 }
 
 }  // namespace
 
+uint64_t Tokenizer::HashBytes(std::string_view s) {
+  uint64_t h = kHashSeed;
+  for (unsigned char c : s) h = HashStep(h, c);
+  return h;
+}
+
 Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& piece,
                        const float* scores, const int8_t* types, const TokenizerConfig& config,
-                       size_t n_merges, const std::function<std::string_view(size_t)>& merge) {
+                       size_t n_merges, const std::function<std::string_view(size_t)>& merge,
+                       std::string_view precompiled_charsmap) {
   KES_CHECK_OR_RETURN(n > 0, "tokenizer: expected a vocabulary of at least 1 token, found 0");
   KES_CHECK_OR_RETURN(
       n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
@@ -109,6 +101,7 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
                       "tokenizer: add_eos is set but there is no eos id");
   for (const auto& [what, list] :
        {std::pair<const char*, const std::vector<int32_t>*>{"rstrip", &config.rstrip_ids},
+        {"lstrip", &config.lstrip_ids},
         {"stop", &config.stop_ids}}) {
     for (int32_t id : *list) {
       KES_CHECK_OR_RETURN(id >= 0 && id < static_cast<int64_t>(n),
@@ -135,6 +128,8 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
   fresh.BuildSpecialTrie();
   fresh.rstrip_.assign(n, false);
   for (int32_t id : config.rstrip_ids) fresh.rstrip_[id] = true;
+  fresh.lstrip_.assign(n, false);
+  for (int32_t id : config.lstrip_ids) fresh.lstrip_[id] = true;
   fresh.stop_.assign(n, false);
   for (int32_t id : config.stop_ids) fresh.stop_[id] = true;
   if (config.algorithm == TokenizerAlgorithm::kByteLevelBpe) {
@@ -145,6 +140,13 @@ Status Tokenizer::Init(size_t n, const std::function<std::string_view(size_t)>& 
   }
   if (config.algorithm == TokenizerAlgorithm::kWordPiece) {
     KES_RETURN_IF_ERROR(fresh.CheckWordPieceConfig());
+  }
+  if (config.algorithm == TokenizerAlgorithm::kUnigram) {
+    KES_RETURN_IF_ERROR(fresh.BuildUnigram(precompiled_charsmap));
+  } else {
+    KES_CHECK_OR_RETURN(precompiled_charsmap.empty(),
+                        "tokenizer: a precompiled charsmap given to a vocabulary that is not "
+                        "Unigram");
   }
   *this = std::move(fresh);
   return OkStatus();
@@ -242,8 +244,11 @@ void Tokenizer::BuildIndex() {
 }
 
 int32_t Tokenizer::Find(std::string_view piece) const {
+  return FindHashed(piece, HashBytes(piece));
+}
+
+int32_t Tokenizer::FindHashed(std::string_view piece, uint64_t hash) const {
   if (index_.empty() || piece.empty()) return -1;
-  const uint64_t hash = HashBytes(piece);
   const uint32_t check = static_cast<uint32_t>(hash >> 32);
   const size_t mask = index_.size() - 1;
   for (size_t slot = hash & mask;; slot = (slot + 1) & mask) {
@@ -392,7 +397,12 @@ bool Tokenizer::SplitSpecial(std::string_view text, bool parse_special,
   size_t pos = 0;
   for (size_t i = 0; i < specials.size(); ++i) {
     const Fragment& s = specials[i];
-    if (s.offset > pos) fragments->push_back({pos, s.offset - pos, -1});
+    size_t text_end = s.offset;
+    if (lstrip_[s.id]) {
+      const std::string_view before = text.substr(pos, s.offset - pos);
+      for (size_t w; (w = WhiteSpaceBefore(before, text_end - pos)) > 0;) text_end -= w;
+    }
+    if (text_end > pos) fragments->push_back({pos, text_end - pos, -1});
     fragments->push_back(s);
     pos = s.offset + s.length;
     if (rstrip_[s.id]) {
@@ -454,6 +464,7 @@ Status Tokenizer::Encode(std::string_view text, bool add_special, bool parse_spe
     end = begin + 1;
   }
   bool after_special = true;  // the start of the text counts as following a special token
+  UnigramScratch unigram;     // allocates at the first Unigram fragment
   for (const Fragment* fragment = begin; fragment != end; ++fragment) {
     const Fragment& f = *fragment;
     if (f.id >= 0) {
@@ -469,6 +480,7 @@ Status Tokenizer::Encode(std::string_view text, bool add_special, bool parse_spe
         break;
       case TokenizerAlgorithm::kByteLevelBpe: s = EncodeBpe(raw, &ids); break;
       case TokenizerAlgorithm::kWordPiece: s = EncodeWordPiece(raw, &ids); break;
+      case TokenizerAlgorithm::kUnigram: s = EncodeUnigram(raw, &unigram, &ids); break;
     }
     if (!s.ok()) {
       ids.resize(previous);
@@ -496,8 +508,10 @@ std::string_view Tokenizer::TokenText(int32_t id) const {
 std::string Tokenizer::Decode(const std::vector<int32_t>& ids) const {
   std::string text;
   for (int32_t id : ids) text.append(TokenText(id));
-  const bool spaced =
-      config_.add_space_prefix || config_.algorithm == TokenizerAlgorithm::kWordPiece;
+  const bool spaced = config_.add_space_prefix ||
+                      config_.algorithm == TokenizerAlgorithm::kWordPiece ||
+                      (config_.algorithm == TokenizerAlgorithm::kUnigram &&
+                       config_.spm_normalizer.add_dummy_prefix);
   if (spaced && !text.empty() && text[0] == ' ') text.erase(0, 1);
   return text;
 }

@@ -1,14 +1,19 @@
-// The tokenizer and detokenizer of GGUF vocabularies, as llama.cpp runs them, and of BERT's
-// WordPiece vocabularies, as Hugging Face `tokenizers` runs them. Three algorithms share the
-// vocabulary, the special tokens and decoding (this file and tokenizer.cc):
+// The tokenizer and detokenizer of GGUF vocabularies, as llama.cpp runs them, of BERT's
+// WordPiece vocabularies, as Hugging Face `tokenizers` runs them, and of SentencePiece Unigram
+// models (XLM-RoBERTa), as SentencePiece runs them. Four algorithms share the vocabulary, the
+// special tokens and decoding (this file and tokenizer.cc):
 //   - SentencePiece-style BPE (tokenizer.ggml.model "llama": Gemma 3, Llama 2, Mistral; pieces
 //     with scores, no merge list), in tokenizer_spm.cc;
 //   - byte-level BPE (tokenizer.ggml.model "gpt2": SmolLM2, Llama 3, Qwen2; pieces in GPT-2's
 //     byte alphabet with a ranked merge list and a pre-tokenizer), in tokenizer_bpe.cc;
 //   - WordPiece (BERT: BertNormalizer, BertPreTokenizer, greedy longest-match-first pieces with
-//     a continuation prefix), in tokenizer_wordpiece.cc and bert_normalizer.cc.
+//     a continuation prefix), in tokenizer_wordpiece.cc and bert_normalizer.cc;
+//   - Unigram (SentencePiece model_type unigram, llama.cpp's "UGM": XLM-RoBERTa, T5; the
+//     model's precompiled charsmap normalizes, then a Viterbi search picks the pieces whose
+//     scores sum highest), in tokenizer_unigram.cc and spm_normalizer.cc.
 //
-// Encoding, per call (SentencePiece; byte-level BPE differs in step 2, see tokenizer_bpe.cc):
+// Encoding, per call (SentencePiece; byte-level BPE and Unigram differ in step 2, see
+// tokenizer_bpe.cc and tokenizer_unigram.cc):
 //  1. Special tokens typed literally in the text are split out first, llama.cpp's way: longest
 //     special piece first (ties: lower id), each of its non-overlapping occurrences inside text
 //     not yet claimed becomes its id. User-defined tokens are always split out (Gemma 3's runs of
@@ -27,10 +32,15 @@
 // when parse_special is false. (For Gemma 3 both rules give the same ids: none of its control
 // or byte pieces is the concatenation of two other pieces.)
 //
+// Special tokens whose entry in TokenizerConfig::lstrip_ids / rstrip_ids is set also take the
+// whitespace before / after them out of the text (Hugging Face's lstrip: Unicode White_Space;
+// llama.cpp's rstrip: ASCII isspace).
+//
 // Decoding: U+2581 becomes ' ', a byte token its byte, control and unknown tokens nothing,
 // user-defined tokens their piece verbatim, normal, undefined and unused tokens their piece.
 // WordPiece decodes differently (see tokenizer_wordpiece.cc): a continuation piece is its text
-// without the prefix, any other piece a space and its text.
+// without the prefix, any other piece a space and its text. Unigram decodes as SentencePiece
+// does, dropping the space its dummy prefix put in front of the text.
 //
 // Init copies everything it needs into a few flat arrays (pieces and texts concatenated, offset
 // tables, open-addressing hash tables), each allocated once at its final size, so loading makes
@@ -49,6 +59,7 @@
 
 #include "runtime/bert_normalizer.h"
 #include "runtime/pretokenizer.h"
+#include "runtime/spm_normalizer.h"
 #include "runtime/status.h"
 
 namespace kestrel {
@@ -57,6 +68,7 @@ enum class TokenizerAlgorithm : uint8_t {
   kSentencePiece,  // merges by piece score
   kByteLevelBpe,   // merges by rank, after a pre-tokenizer, over GPT-2's byte alphabet
   kWordPiece,      // BERT: normalizer, pre-tokenizer, greedy longest pieces (no scores, merges)
+  kUnigram,        // SentencePiece Unigram: charsmap normalizer, Viterbi over piece scores
 };
 
 struct TokenizerConfig {
@@ -70,9 +82,15 @@ struct TokenizerConfig {
   BertNormalizerOptions normalizer;
   std::string continuing_prefix = "##";
   uint32_t max_chars_per_word = 100;
+  // Unigram only: SentencePiece's NormalizerSpec flags (the charsmap is Init's argument).
+  // Unigram needs unk_id: a character no piece covers becomes it (runs of them one).
+  SpmNormalizerOptions spm_normalizer;
   // Special tokens whose following whitespace (ASCII: space, \t, \n, \v, \f, \r) the text
   // loses when they are split out of it, as llama.cpp's rstrip attribute does (Phi-3's).
   std::vector<int32_t> rstrip_ids;
+  // Special tokens whose preceding whitespace (Unicode White_Space) the text loses, as Hugging
+  // Face's lstrip does (XLM-RoBERTa's "<mask>").
+  std::vector<int32_t> lstrip_ids;
   // Tokens that end a generation besides eos_id and eot_id (Tokenizer.stop_ids of the .kes).
   std::vector<int32_t> stop_ids;
 };
@@ -99,10 +117,13 @@ class Tokenizer {
   // pieces are valid UTF-8, types are 0..6, scores are not NaN, byte tokens read "<0xAB>".
   // Byte-level BPE also takes merge(0..n_merges-1): "left right" in rank order, both sides and
   // their concatenation pieces of the vocabulary. WordPiece needs unk_id, a non-empty
-  // continuing_prefix and max_chars_per_word > 0.
+  // continuing_prefix and max_chars_per_word > 0. Unigram needs unk_id and takes the model's
+  // precompiled charsmap (runtime/spm_normalizer.h; empty: no normalization rules), which Init
+  // checks and copies; other algorithms take none.
   Status Init(size_t n, const std::function<std::string_view(size_t)>& piece, const float* scores,
               const int8_t* types, const TokenizerConfig& config, size_t n_merges = 0,
-              const std::function<std::string_view(size_t)>& merge = {});
+              const std::function<std::string_view(size_t)>& merge = {},
+              std::string_view precompiled_charsmap = {});
 
   // On success *out is replaced by the ids, in its own storage when that has room (encoding many
   // texts into one vector allocates for the ids once); on error it is left alone. add_special:
@@ -120,7 +141,8 @@ class Tokenizer {
 
   // Concatenated TokenText; with add_space_prefix the space Encode put in front of the text is
   // dropped again (one leading space of the result), so Decode(Encode(s)) == s. WordPiece drops
-  // the leading space of its first word the same way (its text is normalized, so not s).
+  // the leading space of its first word the same way (its text is normalized, so not s), and
+  // so does Unigram with add_dummy_prefix (Hugging Face's Metaspace decoder).
   std::string Decode(const std::vector<int32_t>& ids) const;
 
   size_t vocab_size() const { return types_.size(); }
@@ -156,6 +178,11 @@ class Tokenizer {
   };
 
   static constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+  // FNV-1a, the hash of the piece index (Unigram extends it byte by byte along the text).
+  static constexpr uint64_t kHashSeed = 14695981039346656037ull;
+  static constexpr uint64_t kHashPrime = 1099511628211ull;
+  static uint64_t HashStep(uint64_t hash, unsigned char c) { return (hash ^ c) * kHashPrime; }
+  static uint64_t HashBytes(std::string_view s);
 
   // Appends the bytes a byte-level piece stands for (GPT-2's alphabet mapped back to bytes;
   // characters outside the alphabet as they are).
@@ -178,6 +205,8 @@ class Tokenizer {
   // The merge of pieces left and right, or nullptr.
   const Merge* FindMerge(int32_t left, int32_t right) const;
   void BuildIndex();
+  // Find, given HashBytes(piece).
+  int32_t FindHashed(std::string_view piece, uint64_t hash) const;
   void BuildSpecialTrie();
   bool IsSpecialAllowed(int32_t id, bool parse_special) const;
   bool IsMergeTarget(int32_t id) const;
@@ -198,6 +227,23 @@ class Tokenizer {
   // What a WordPiece token prints as (see Decoding above).
   void AppendWordPieceText(int32_t id, std::string* out) const;
   Status CheckWordPieceConfig() const;
+  // Unigram (tokenizer_unigram.cc): the charsmap, the unknown token's score and the prefix
+  // filter, built at Init; the buffers of EncodeUnigram, reused across the fragments of one
+  // Encode; the ids of one fragment.
+  Status BuildUnigram(std::string_view precompiled_charsmap);
+  bool IsUnigramPiece(int32_t id) const;
+  bool MayStartPiece(uint64_t prefix_hash) const;
+  struct UnigramScratch {
+    std::string normalized;
+    struct Best {      // the best segmentation of normalized's bytes [0, end)
+      double score;    // summed piece scores; -infinity: none yet
+      int32_t id;      // its last piece
+      uint32_t start;  // where that piece starts
+    };
+    std::vector<Best> best;  // [normalized.size() + 1], by end
+  };
+  Status EncodeUnigram(std::string_view fragment, UnigramScratch* scratch,
+                       std::vector<int32_t>* out) const;
   // The id of a piece, or its byte tokens / the unknown token when it is not in the vocabulary.
   Status AppendPieceOrFallback(std::string_view piece, std::vector<int32_t>* out) const;
 
@@ -212,6 +258,7 @@ class Tokenizer {
   std::array<int32_t, 256> byte_to_id_{};  // byte token per byte value, -1 if absent
   std::vector<int32_t> specials_;          // control/unknown/user-defined ids, longest piece first
   std::vector<bool> rstrip_;               // per id: TokenizerConfig::rstrip_ids
+  std::vector<bool> lstrip_;               // per id: TokenizerConfig::lstrip_ids
   std::vector<bool> stop_;                 // per id: TokenizerConfig::stop_ids
   std::vector<TrieNode> trie_;             // trie_[0] is the root
   std::vector<TrieEdge> edges_;
@@ -219,6 +266,13 @@ class Tokenizer {
   // algorithms without merges.
   std::vector<MergeSlot> merges_;
   unsigned merge_shift_ = 64;  // 64 - log2(merges_.size()): MergeHash keeps the high bits
+  // Unigram only. A bit per hash slot, set for the hash of every prefix of every piece the
+  // Viterbi search may use: a clear bit means no piece starts with that text, which ends the
+  // search at one text position early (a set bit may be a collision; the index then decides).
+  PrecompiledCharsmap charsmap_;
+  std::vector<uint64_t> piece_prefixes_;
+  uint64_t piece_prefix_mask_ = 0;  // bits in piece_prefixes_ - 1
+  double unknown_score_ = 0;        // the lowest normal piece score - 10, as in SentencePiece
 };
 
 }  // namespace kestrel
