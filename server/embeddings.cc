@@ -111,17 +111,7 @@ ApiError ReadInputs(const ServerState& state, kes_encoder* encoder, const json& 
 
 void Embed(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   json body;
-  try {
-    body = json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    return SendError(res, InvalidRequest(std::string("the body is not valid JSON: ") + e.what(), "",
-                                         "invalid_json"));
-  }
-  if (!body.is_object()) {
-    return SendError(
-        res, InvalidRequest(std::string("body: expected a JSON object, got ") + body.type_name(),
-                            "", "invalid_type"));
-  }
+  if (ApiError e = ParseJsonObject(req, &body); !e.ok()) return SendError(res, e);
   if (!state.embed_model) {
     return SendError(res, NotFound("this server has no embedding model (start it with "
                                    "--embed-model E.kes)",
@@ -207,43 +197,57 @@ void Embed(ServerState& state, const httplib::Request& req, httplib::Response& r
 
 }  // namespace
 
-std::string LoadEmbedModel(ServerState& state) {
-  const ServeOptions& o = state.options;
-  std::optional<kestrel::Model> model;
+std::string LoadEncoderModel(const ServeOptions& o, const std::string& path, const char* flag,
+                             bool reranker, const char* what, EncoderModel* out) {
   kestrel::ModelInfo info{};
-  if (std::string error = OpenModel(o.embed_model_path, &model, &info); !error.empty())
-    return error;
+  if (std::string error = OpenModel(path, &out->model, &info); !error.empty()) return error;
   kes_encoder_params params = kes_encoder_default_params();
   params.n_threads = o.n_threads;
   size_t arena = 0;
-  if (kes_encoder_arena_size(model->get(), &params, &arena) != KES_OK) {
-    return "--embed-model " + o.embed_model_path + ": " + kes_model_last_error(model->get());
+  if (kes_encoder_arena_size(out->model->get(), &params, &arena) != KES_OK) {
+    return std::string(flag) + " " + path + ": " + kes_model_last_error(out->model->get());
   }
   std::vector<EncoderPool::Owned> encoders;
   for (size_t i = 0; i < o.parallel; ++i) {
     kes_encoder* encoder = nullptr;
-    if (kes_encoder_create(model->get(), &params, nullptr, 0, &encoder) != KES_OK) {
-      return "--embed-model " + o.embed_model_path + ": " + kes_last_error();
+    if (kes_encoder_create(out->model->get(), &params, nullptr, 0, &encoder) != KES_OK) {
+      return std::string(flag) + " " + path + ": " + kes_last_error();
     }
     encoders.emplace_back(encoder);
   }
-  kes_encoder_info encoder_info{};
-  encoder_info.struct_size = sizeof(encoder_info);
-  if (kes_encoder_get_info(encoders[0].get(), &encoder_info) != KES_OK) {
+  out->info.struct_size = sizeof(out->info);
+  if (kes_encoder_get_info(encoders[0].get(), &out->info) != KES_OK) {
     return kes_encoder_last_error(encoders[0].get());
   }
-  std::printf("embedding model %s: %zu dimensions, %zu tokens per input, %zu encoder%s\n",
-              ModelId(o.embed_model_path).c_str(), encoder_info.embedding_dim,
-              encoder_info.max_tokens, o.parallel, o.parallel == 1 ? "" : "s");
+  if ((out->info.is_reranker != 0) != reranker) {
+    return std::string(flag) + " " + path +
+           (reranker ? " embeds texts; a reranker (cross-encoder) scores pairs: give it as "
+                       "--embed-model"
+                     : " is a reranker (a cross-encoder): give it as --rerank-model");
+  }
+  std::printf("%s %s: %zu tokens per input, %zu encoder%s\n", what, ModelId(path).c_str(),
+              out->info.max_tokens, o.parallel, o.parallel == 1 ? "" : "s");
   std::printf("  weights:      %s\n", o.Bytes(info.weights_bytes).c_str());
   std::printf("  arenas:       %s (%zu x %s)\n", o.Bytes(arena * o.parallel).c_str(), o.parallel,
               o.Bytes(arena).c_str());
-  state.embed_dim = encoder_info.embedding_dim;
-  state.embed_max_tokens = encoder_info.max_tokens;
-  state.embed_vocab = info.n_vocab;
+  out->n_vocab = info.n_vocab;
+  out->pool = std::make_unique<EncoderPool>(std::move(encoders), o.queue);
+  return "";
+}
+
+std::string LoadEmbedModel(ServerState& state) {
+  const ServeOptions& o = state.options;
+  EncoderModel m;
+  std::string error =
+      LoadEncoderModel(o, o.embed_model_path, "--embed-model", false, "embedding model", &m);
+  if (!error.empty()) return error;
+  std::printf("  dimensions:   %zu\n", m.info.embedding_dim);
+  state.embed_dim = m.info.embedding_dim;
+  state.embed_max_tokens = m.info.max_tokens;
+  state.embed_vocab = m.n_vocab;
   state.embed_model_id = ModelId(o.embed_model_path);
-  state.encoders = std::make_unique<EncoderPool>(std::move(encoders), o.queue);
-  state.embed_model = std::move(model);
+  state.encoders = std::move(m.pool);
+  state.embed_model = std::move(m.model);
   return "";
 }
 

@@ -11,6 +11,7 @@ namespace kestrel::server {
 struct ServeOptions {
   std::string model_path;          // the text generator
   std::string embed_model_path;    // --embed-model; "" for none
+  std::string rerank_model_path;   // --rerank-model; "" for none
   std::string whisper_model_path;  // --whisper-model; "" for none
   std::string host = "127.0.0.1";
   int port = 8080;        // 0: any free port (printed once listening)

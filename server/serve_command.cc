@@ -14,7 +14,8 @@ namespace {
 const char kServeUsage[] =
     "usage: kestrel serve MODEL.kes [options]\n"
     "An OpenAI-compatible HTTP server (docs/server.md): /v1/chat/completions, /v1/completions,\n"
-    "/v1/embeddings, /v1/audio/transcriptions, /v1/models, /health, /tokenize, /detokenize.\n"
+    "/v1/embeddings, /v1/rerank, /v1/audio/transcriptions, /v1/models, /health, /tokenize, "
+    "/detokenize.\n"
     "  --host HOST         address to listen on (default 127.0.0.1: this machine only)\n"
     "  --port PORT         port (default 8080; 0: any free port, printed once listening)\n"
     "  -np, --parallel N   slots: requests generating at once, each with its own session and\n"
@@ -30,6 +31,7 @@ const char kServeUsage[] =
     "  --metrics           serve Prometheus metrics at GET /metrics\n"
     "  --max-body BYTES    largest request body (default 26214400: 25 MiB)\n"
     "  --embed-model E.kes an encoder model for /v1/embeddings\n"
+    "  --rerank-model R.kes a reranker (cross-encoder) for /v1/rerank\n"
     "  --whisper-model W.kes  a Whisper model for /v1/audio/transcriptions\n";
 
 }  // namespace
@@ -71,6 +73,8 @@ int ServeCommand(const std::vector<std::string>& args) {
       *s = flags.Int(arg, 1024, int64_t{1} << 30, &options.max_body_bytes);
     } else if (arg == "--embed-model") {
       *s = flags.Value(arg, &options.embed_model_path);
+    } else if (arg == "--rerank-model") {
+      *s = flags.Value(arg, &options.rerank_model_path);
     } else if (arg == "--whisper-model") {
       *s = flags.Value(arg, &options.whisper_model_path);
     } else {

@@ -40,7 +40,7 @@ std::string Load(ServerState& state) {
   if (info.can_generate == 0) {
     return o.model_path +
            " does not generate text (an encoder or speech model): give a text "
-           "generator as MODEL, and an encoder with --embed-model";
+           "generator as MODEL, an encoder with --embed-model, a reranker with --rerank-model";
   }
   kestrel::SessionParams params = kestrel::DefaultSessionParams();
   params.context_length = o.context;
@@ -94,6 +94,7 @@ std::string Load(ServerState& state) {
   state.slots = std::make_unique<SlotPool>(std::move(slots), o.queue);
   state.text_model = std::move(model);
   std::string error = o.embed_model_path.empty() ? "" : LoadEmbedModel(state);
+  if (error.empty() && !o.rerank_model_path.empty()) error = LoadRerankModel(state);
   if (error.empty() && !o.whisper_model_path.empty()) error = LoadWhisperModel(state);
   return error;
 }
@@ -140,7 +141,8 @@ void AddInfoRoutes(httplib::Server& http, ServerState& state) {
                     {"object", "model"},
                     {"created", state.started},
                     {"owned_by", "kestrel"}});
-    for (const std::string* id : {&state.embed_model_id, &state.whisper_model_id}) {
+    for (const std::string* id :
+         {&state.embed_model_id, &state.rerank_model_id, &state.whisper_model_id}) {
       if (id->empty()) continue;
       data.push_back(
           {{"id", *id}, {"object", "model"}, {"created", state.started}, {"owned_by", "kestrel"}});
@@ -309,6 +311,7 @@ int RunServer(const ServeOptions& options) {
   AddGenerationRoutes(http, state);
   AddTokenRoutes(http, state);
   AddEmbeddingRoutes(http, state);
+  AddRerankRoutes(http, state);
   AddTranscriptionRoutes(http, state);
 
   int port = options.port;

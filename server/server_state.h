@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "kestrel/kestrel.hpp"
 #include "server/handle_pool.h"
 #include "server/options.h"
@@ -57,6 +59,11 @@ struct ServerState {
   size_t embed_vocab = 0;
   std::unique_ptr<EncoderPool> encoders;
 
+  // --rerank-model: the cross-encoder, its id, and its encoders.
+  std::optional<kestrel::Model> rerank_model;
+  std::string rerank_model_id;
+  std::unique_ptr<EncoderPool> rerankers;
+
   // --whisper-model: the speech model, its id, and its transcribers.
   std::optional<kestrel::Model> whisper_model;
   std::string whisper_model_id;
@@ -82,6 +89,8 @@ std::string OpenModel(const std::string& path, std::optional<kestrel::Model>* mo
 
 // Sends `error` as the JSON error body with its HTTP status.
 struct ApiError;
+// The request's body as a JSON object, or the error saying why it is not one.
+ApiError ParseJsonObject(const httplib::Request& req, nlohmann::json* body);
 void SendError(httplib::Response& res, const ApiError& error);
 void SendJson(httplib::Response& res, const std::string& body, int status = 200);
 
@@ -89,10 +98,23 @@ void SendJson(httplib::Response& res, const std::string& body, int status = 200)
 void AddGenerationRoutes(httplib::Server& http, ServerState& state);
 void AddTokenRoutes(httplib::Server& http, ServerState& state);
 void AddEmbeddingRoutes(httplib::Server& http, ServerState& state);
+void AddRerankRoutes(httplib::Server& http, ServerState& state);
 
 // Open --embed-model and --whisper-model and make their encoders and transcribers, printing
 // their memory; "" or what failed.
 std::string LoadEmbedModel(ServerState& state);
+std::string LoadRerankModel(ServerState& state);
+
+// The encoder model at `path` (given by `flag`) and `parallel` encoders of it, after checking it
+// is a reranker or not as `reranker` says; prints its memory under `what`. "" or what failed.
+struct EncoderModel {
+  std::optional<kestrel::Model> model;
+  std::unique_ptr<EncoderPool> pool;
+  kes_encoder_info info{};
+  size_t n_vocab = 0;
+};
+std::string LoadEncoderModel(const ServeOptions& o, const std::string& path, const char* flag,
+                             bool reranker, const char* what, EncoderModel* out);
 std::string LoadWhisperModel(ServerState& state);
 void AddTranscriptionRoutes(httplib::Server& http, ServerState& state);
 

@@ -15,21 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-// The body as a JSON object, or the error saying why it is not one.
-ApiError ParseObject(const httplib::Request& req, json* body) {
-  try {
-    *body = json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    return InvalidRequest(std::string("the body is not valid JSON: ") + e.what(), "",
-                          "invalid_json");
-  }
-  if (!body->is_object()) {
-    return InvalidRequest(std::string("body: expected a JSON object, got ") + body->type_name(), "",
-                          "invalid_type");
-  }
-  return {};
-}
-
 ApiError CheckModel(const ServerState& state, const json& body) {
   const auto it = body.find("model");
   if (it == body.end() || it->is_null()) return {};
@@ -57,7 +42,7 @@ ApiError ReadFlag(const json& body, const char* field, bool* out) {
 
 void Tokenize(const ServerState& state, const httplib::Request& req, httplib::Response& res) {
   json body;
-  ApiError e = ParseObject(req, &body);
+  ApiError e = ParseJsonObject(req, &body);
   if (e.ok()) e = CheckModel(state, body);
   bool add_special = false, parse_special = true;
   if (e.ok()) e = ReadFlag(body, "add_special", &add_special);
@@ -79,7 +64,7 @@ void Tokenize(const ServerState& state, const httplib::Request& req, httplib::Re
 
 void Detokenize(const ServerState& state, const httplib::Request& req, httplib::Response& res) {
   json body;
-  ApiError e = ParseObject(req, &body);
+  ApiError e = ParseJsonObject(req, &body);
   if (e.ok()) e = CheckModel(state, body);
   std::vector<int32_t> ids;
   const auto tokens = body.find("tokens");
@@ -114,6 +99,20 @@ void AddTokenRoutes(httplib::Server& http, ServerState& state) {
   http.Post("/detokenize", [&state](const httplib::Request& req, httplib::Response& res) {
     Detokenize(state, req, res);
   });
+}
+
+ApiError ParseJsonObject(const httplib::Request& req, json* body) {
+  try {
+    *body = json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    return InvalidRequest(std::string("the body is not valid JSON: ") + e.what(), "",
+                          "invalid_json");
+  }
+  if (!body->is_object()) {
+    return InvalidRequest(std::string("body: expected a JSON object, got ") + body->type_name(), "",
+                          "invalid_type");
+  }
+  return {};
 }
 
 }  // namespace kestrel::server

@@ -1,7 +1,8 @@
 // `kestrel serve` with the official OpenAI Python client (tests/py/server_openai_check.py): chat
 // and completions, streaming and not, greedy output equal to `kestrel chat` and `kestrel run`;
-// embeddings equal to `kestrel embed`'s; transcripts equal to `kestrel transcribe`'s in every
-// response format; bad requests answered with 4xx JSON errors while the server keeps serving;
+// embeddings equal to `kestrel embed`'s; rerank logits equal to `kestrel rerank`'s; transcripts
+// equal to `kestrel transcribe`'s in every response format; bad requests answered with 4xx JSON
+// errors while the server keeps serving;
 // --api-key and --metrics. On the tiny random Gemma 3 (its vocabulary has the Gemma turn
 // markers but it has no template of its own, so the server and the CLI both take --template
 // gemma), the tiny BERT and the tiny Whisper.
@@ -33,6 +34,13 @@ TEST(ServerOpenAi, OfficialClientAgainstTinyModel) {
   const std::string bert = ScratchPath("server-tiny-bert.kes");
   const ProcessResult converted = Convert({bert_folder, bert});
   ASSERT_TRUE(converted.exited && converted.exit_code == 0) << Describe(converted);
+  // The tiny BERT cross-encoder for /v1/rerank.
+  std::string reranker_folder;
+  ASSERT_EQ(MakeTinyBert("tiny-bert-reranker", "--reranker", &reranker_folder), "");
+  const std::string reranker = ScratchPath("server-tiny-reranker.kes");
+  const ProcessResult reranker_converted = Convert({reranker_folder, reranker});
+  ASSERT_TRUE(reranker_converted.exited && reranker_converted.exit_code == 0)
+      << Describe(reranker_converted);
   // The tiny Whisper (English-only) for /v1/audio/transcriptions.
   const std::string whisper_folder = ScratchPath("server-tiny-whisper");
   ASSERT_EQ(MakeTinyWhisper(whisper_folder), "");
@@ -45,8 +53,8 @@ TEST(ServerOpenAi, OfficialClientAgainstTinyModel) {
   const std::string command = std::string(KESTREL_PYTHON) + " " + KESTREL_SOURCE_DIR +
                               "/tests/py/server_openai_check.py --kestrel " + KESTREL_CLI_BIN +
                               " --model " + tiny.kes + " --template gemma --embed-model " + bert +
-                              " --whisper-model " + whisper + " --tmp " +
-                              scratch.substr(0, scratch.rfind('/'));
+                              " --rerank-model " + reranker + " --whisper-model " + whisper +
+                              " --tmp " + scratch.substr(0, scratch.rfind('/'));
   EXPECT_EQ(RunHostCommand(command), "");
 }
 

@@ -12,6 +12,7 @@ import argparse
 import base64
 import http.client
 import json
+import math
 import os
 import select
 import signal
@@ -260,12 +261,56 @@ def check_memory_banner(a, banner):
         assert name in served and served[name] == inspect.get(name), (name, served, inspect)
 
 
+def check_rerank(a, server, rerank_id):
+    """/v1/rerank (and /rerank): each document's logit equal to `kestrel rerank --json`'s, best
+    first, its sigmoid as relevance_score; top_n, return_documents, {"text"} documents; errors."""
+    import numpy as np
+
+    query = "the cat"
+    docs = ["the dog sits", "cat", "a kestrel hovers over the field", "hello world"]
+    args = ["rerank", a.rerank_model, "-q", query, "--json", "-t", THREADS]
+    for d in docs:
+        args += ["-d", d]
+    want = np.array(json.loads(cli(a.kestrel, args))["logits"], dtype=np.float32)
+    for path in ("/v1/rerank", "/rerank"):
+        s, _, b = server.request("POST", path, json.dumps(
+            {"model": rerank_id, "query": query, "documents": docs}))
+        assert s == 200, b
+        r = json.loads(b)
+        assert r["model"] == rerank_id, r
+        indices = [x["index"] for x in r["results"]]
+        assert sorted(indices) == list(range(len(docs))), r
+        got = np.array([x["logit"] for x in r["results"]], dtype=np.float32)
+        assert np.array_equal(got, want[indices]), (got, want)
+        assert list(got) == sorted(got, reverse=True), got
+        for x in r["results"]:
+            assert abs(x["relevance_score"] - 1 / (1 + math.exp(-x["logit"]))) < 1e-12, x
+    s, _, b = server.request("POST", "/v1/rerank", json.dumps(
+        {"query": query, "documents": [{"text": d} for d in docs], "top_n": 2,
+         "return_documents": True}))
+    assert s == 200, b
+    r = json.loads(b)["results"]
+    assert len(r) == 2 and all(x["document"]["text"] == docs[x["index"]] for x in r), r
+    assert r[0]["index"] == int(np.argmax(want)), r
+    s, _, b = server.request("POST", "/v1/rerank", json.dumps({"query": query, "documents": []}))
+    check_error(s, b, 400, param="documents")
+    s, _, b = server.request("POST", "/v1/rerank", json.dumps({"documents": docs}))
+    check_error(s, b, 400, param="query")
+    s, _, b = server.request("POST", "/v1/rerank", json.dumps(
+        {"query": query, "documents": docs, "top_n": 0}))
+    check_error(s, b, 400, param="top_n")
+    s, _, b = server.request("POST", "/v1/rerank", json.dumps(
+        {"model": "no-such-model", "query": query, "documents": docs}))
+    check_error(s, b, 404, code="model_not_found")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--kestrel", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--template", default="gemma")
     parser.add_argument("--embed-model", help="an encoder .kes for /v1/embeddings")
+    parser.add_argument("--rerank-model", help="a cross-encoder .kes for /v1/rerank")
     parser.add_argument("--whisper-model", help="a Whisper .kes for /v1/audio/transcriptions")
     parser.add_argument("--tmp", default="/tmp", help="a folder for the test's WAV files")
     a = parser.parse_args()
@@ -273,6 +318,8 @@ def main():
     started = time.time()
 
     embed_flags = ["--embed-model", a.embed_model] if a.embed_model else []
+    if a.rerank_model:
+        embed_flags += ["--rerank-model", a.rerank_model]
     if a.whisper_model:
         embed_flags += ["--whisper-model", a.whisper_model]
     server = Server(a.kestrel, a.model, ["--template", a.template] + embed_flags)
@@ -285,11 +332,14 @@ def main():
 
     # /v1/models: the models' file names without .kes.
     embed_id = os.path.basename(a.embed_model)[:-len(".kes")] if a.embed_model else None
+    rerank_id = os.path.basename(a.rerank_model)[:-len(".kes")] if a.rerank_model else None
     whisper_id = os.path.basename(a.whisper_model)[:-len(".kes")] if a.whisper_model else None
     assert [m.id for m in client.models.list().data] == [model_id] + \
-        [i for i in (embed_id, whisper_id) if i]
+        [i for i in (embed_id, rerank_id, whisper_id) if i]
     if a.embed_model:
         check_embeddings(a, client, server, embed_id)
+    if a.rerank_model:
+        check_rerank(a, server, rerank_id)
     if a.whisper_model:
         check_transcriptions(a, client, server, whisper_id)
 
