@@ -16,13 +16,12 @@
 namespace kestrel {
 namespace hf {
 
-int32_t WordPieceVocab::Find(const std::string& piece) const {
+int32_t VocabIndex::Find(const std::string& piece) const {
   const auto it = ids.find(piece);
   return it == ids.end() ? -1 : it->second;
 }
 
-Status StartWordPiece(std::vector<std::string> pieces, const std::string& where,
-                      WordPieceVocab* vocab) {
+Status StartVocab(std::vector<std::string> pieces, const std::string& where, VocabIndex* vocab) {
   fb::TokenizerT* t = vocab->table;
   vocab->ids.clear();
   vocab->ids.reserve(pieces.size());
@@ -31,15 +30,21 @@ Status StartWordPiece(std::vector<std::string> pieces, const std::string& where,
     KES_CHECK_OR_RETURN(fresh, where + ": piece \"" + pieces[i] + "\" appears twice, as ids " +
                                    std::to_string(it->second) + " and " + std::to_string(i));
   }
-  t->kind = fb::TokenizerKind::WordPiece;
   t->types.assign(pieces.size(), static_cast<int8_t>(1));  // normal
-  t->scores.assign(pieces.size(), 0.0f);                   // WordPiece has none
+  t->scores.assign(pieces.size(), 0.0f);
   t->pieces = std::move(pieces);
-  t->wordpiece = std::make_unique<fb::WordPieceT>();
   return OkStatus();
 }
 
-void MarkSpecial(int32_t id, WordPieceVocab* vocab) {
+Status StartWordPiece(std::vector<std::string> pieces, const std::string& where,
+                      VocabIndex* vocab) {
+  KES_RETURN_IF_ERROR(StartVocab(std::move(pieces), where, vocab));
+  vocab->table->kind = fb::TokenizerKind::WordPiece;
+  vocab->table->wordpiece = std::make_unique<fb::WordPieceT>();
+  return OkStatus();
+}
+
+void MarkSpecial(int32_t id, VocabIndex* vocab) {
   fb::TokenizerT* t = vocab->table;
   t->types[id] = static_cast<int8_t>(id == t->unk_id ? 2 : 3);  // unknown : control
 }
@@ -95,7 +100,7 @@ Status ReadVocabFolder(const std::string& folder, fb::TokenizerT* out) {
   std::vector<std::string> pieces;
   const std::string vocab_path = folder + "/vocab.txt";
   KES_RETURN_IF_ERROR(ReadVocabTxt(vocab_path, &pieces));
-  hf::WordPieceVocab vocab{out, {}};
+  hf::VocabIndex vocab{out, {}};
   KES_RETURN_IF_ERROR(hf::StartWordPiece(std::move(pieces), "'" + vocab_path + "'", &vocab));
 
   nlohmann::json config_storage, map_storage;

@@ -1,5 +1,6 @@
-// Shared by the two readers behind ReadHfTokenizer (converters/hf_tokenizer.h): tokenizer.json
-// (hf_tokenizer_json.cc) and vocab.txt with its config files (hf_tokenizer.cc).
+// Shared by the readers behind ReadHfTokenizer (converters/hf_tokenizer.h): tokenizer.json
+// (hf_tokenizer_json.cc; its Unigram models in hf_tokenizer_unigram.cc) and vocab.txt with its
+// config files (hf_tokenizer.cc).
 #pragma once
 
 #include <cstdint>
@@ -7,13 +8,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "converters/hf_json_fields.h"
 #include "kestrel_generated.h"
 #include "runtime/status.h"
 
 namespace kestrel::hf {
 
-// A WordPiece vocabulary being filled in: the table and an index of its pieces.
-struct WordPieceVocab {
+// A vocabulary being filled in: the table and an index of its pieces.
+struct VocabIndex {
   fb::TokenizerT* table;
   std::unordered_map<std::string, int32_t> ids;
 
@@ -21,17 +23,34 @@ struct WordPieceVocab {
   int32_t Find(const std::string& piece) const;
 };
 
-// Starts *vocab->table as kind WordPiece over `pieces` (id = index; normal tokens, zero
-// scores). A repeated piece is an error naming `where` and both ids (Hugging Face would keep
-// the later id, the runtime the earlier: refuse rather than disagree).
-Status StartWordPiece(std::vector<std::string> pieces, const std::string& where,
-                      WordPieceVocab* vocab);
+// Fills *vocab->table's pieces with `pieces` (id = index; normal tokens, zero scores) and
+// indexes them. A repeated piece is an error naming `where` and both ids (Hugging Face would
+// keep the later id, the runtime the earlier: refuse rather than disagree).
+Status StartVocab(std::vector<std::string> pieces, const std::string& where, VocabIndex* vocab);
+
+// StartVocab, then kind WordPiece with an empty WordPiece table.
+Status StartWordPiece(std::vector<std::string> pieces, const std::string& where, VocabIndex* vocab);
 
 // Marks token `id` as a special token split out of raw text: the unknown token as type 2,
 // others as control (3).
-void MarkSpecial(int32_t id, WordPieceVocab* vocab);
+void MarkSpecial(int32_t id, VocabIndex* vocab);
 
-// Reads a tokenizer.json of model type WordPiece.
+// Reads a tokenizer.json of model type WordPiece or Unigram.
 Status ReadTokenizerJson(const std::string& path, fb::TokenizerT* out);
+
+// The parts of tokenizer.json both models share (hf_tokenizer_json.cc):
+// node.type must be `expected`.
+Status ExpectTypeName(const JsonNode& node, const std::string& expected);
+// post_processor: TemplateProcessing, BertProcessing, RobertaProcessing or null; sets bos/eos
+// and add_bos/add_eos.
+Status ReadPostProcessor(const JsonNode& root, VocabIndex* vocab);
+// added_tokens: special ones control (the unknown token: unknown), others user-defined; lstrip
+// ones into lstrip_ids; rstrip and single_word refused.
+Status ReadAddedTokens(const JsonNode& root, VocabIndex* vocab);
+// padding's pad token, when there is padding.
+Status ReadPadding(const JsonNode& root, VocabIndex* vocab);
+
+// A tokenizer.json whose model.type is "Unigram" (hf_tokenizer_unigram.cc).
+Status ReadUnigramJson(const JsonNode& root, VocabIndex* vocab);
 
 }  // namespace kestrel::hf

@@ -1,6 +1,7 @@
-// tokenizer.json of a WordPiece model, as Hugging Face `tokenizers` serializes it. Only what
-// BERT uses is accepted (BertNormalizer, BertPreTokenizer); anything else is an error naming it,
-// so a model never runs with a tokenizer that silently differs from its own.
+// tokenizer.json of a WordPiece model, as Hugging Face `tokenizers` serializes it, and the parts
+// Unigram models share (hf_tokenizer_unigram.cc reads the rest of those). Only what BERT uses is
+// accepted (BertNormalizer, BertPreTokenizer); anything else is an error naming it, so a model
+// never runs with a tokenizer that silently differs from its own.
 #include <limits>
 
 #include "converters/hf_json_fields.h"
@@ -11,16 +12,8 @@ namespace {
 
 using nlohmann::json;
 
-Status ExpectTypeName(const JsonNode& node, const std::string& expected) {
-  std::string type;
-  KES_RETURN_IF_ERROR(GetString(node.Child("type"), &type));
-  KES_CHECK_OR_RETURN(type == expected, node.Where() + ".type: expected \"" + expected +
-                                            "\", found \"" + type + "\"");
-  return OkStatus();
-}
-
 // model.vocab: {"piece": id, ...} with ids 0..n-1, each once.
-Status ReadVocab(const JsonNode& model, WordPieceVocab* vocab) {
+Status ReadVocab(const JsonNode& model, VocabIndex* vocab) {
   const JsonNode node = model.Child("vocab");
   KES_RETURN_IF_ERROR(ExpectType(node, json::value_t::object));
   const size_t n = node.value->size();
@@ -41,16 +34,8 @@ Status ReadVocab(const JsonNode& model, WordPieceVocab* vocab) {
   return StartWordPiece(std::move(pieces), node.Where(), vocab);
 }
 
-Status ReadModel(const JsonNode& root, WordPieceVocab* vocab) {
+Status ReadModel(const JsonNode& root, VocabIndex* vocab) {
   const JsonNode model = root.Child("model");
-  KES_RETURN_IF_ERROR(ExpectType(model, json::value_t::object));
-  std::string type;
-  KES_RETURN_IF_ERROR(GetString(model.Child("type"), &type));
-  KES_CHECK_OR_RETURN(type == "WordPiece", model.Where() +
-                                               ".type: expected \"WordPiece\" (the "
-                                               "only Hugging Face model Kestrel "
-                                               "reads from tokenizer.json), found \"" +
-                                               type + "\"");
   KES_RETURN_IF_ERROR(ReadVocab(model, vocab));
   fb::TokenizerT* t = vocab->table;
   std::string unk;
@@ -84,9 +69,9 @@ Status ReadNormalizer(const JsonNode& root, fb::WordPieceT* wp) {
   return OkStatus();
 }
 
-// The id of a post-processor's special token; `node` is its [content, id] pair (BertProcessing)
-// or its entry in TemplateProcessing's special_tokens.
-Status SpecialId(const JsonNode& node, const std::string& content, const WordPieceVocab& vocab,
+// The id of a post-processor's special token; `node` is its [content, id] pair (BertProcessing,
+// RobertaProcessing) or its entry in TemplateProcessing's special_tokens.
+Status SpecialId(const JsonNode& node, const std::string& content, const VocabIndex& vocab,
                  int32_t* id) {
   *id = vocab.Find(content);
   KES_CHECK_OR_RETURN(*id >= 0, node.Where() + ": \"" + content + "\" is not in the vocabulary");
@@ -94,7 +79,7 @@ Status SpecialId(const JsonNode& node, const std::string& content, const WordPie
 }
 
 // TemplateProcessing's single-sequence template: [SpecialToken] Sequence [SpecialToken].
-Status ReadTemplate(const JsonNode& node, WordPieceVocab* vocab) {
+Status ReadTemplate(const JsonNode& node, VocabIndex* vocab) {
   const JsonNode single = node.Child("single");
   KES_RETURN_IF_ERROR(ExpectType(single, json::value_t::array));
   fb::TokenizerT* t = vocab->table;
@@ -121,17 +106,28 @@ Status ReadTemplate(const JsonNode& node, WordPieceVocab* vocab) {
   return OkStatus();
 }
 
-Status ReadPostProcessor(const JsonNode& root, WordPieceVocab* vocab) {
+}  // namespace
+
+Status ExpectTypeName(const JsonNode& node, const std::string& expected) {
+  std::string type;
+  KES_RETURN_IF_ERROR(GetString(node.Child("type"), &type));
+  KES_CHECK_OR_RETURN(type == expected, node.Where() + ".type: expected \"" + expected +
+                                            "\", found \"" + type + "\"");
+  return OkStatus();
+}
+
+Status ReadPostProcessor(const JsonNode& root, VocabIndex* vocab) {
   const JsonNode node = root.Child("post_processor");
   if (node.is_null()) return OkStatus();  // no [CLS]/[SEP] added
   KES_RETURN_IF_ERROR(ExpectType(node, json::value_t::object));
   std::string type;
   KES_RETURN_IF_ERROR(GetString(node.Child("type"), &type));
   if (type == "TemplateProcessing") return ReadTemplate(node, vocab);
-  KES_CHECK_OR_RETURN(type == "BertProcessing",
+  // RobertaProcessing's trim_offsets and add_prefix_space concern offsets only.
+  KES_CHECK_OR_RETURN(type == "BertProcessing" || type == "RobertaProcessing",
                       node.Where() +
-                          ".type: expected \"TemplateProcessing\", \"BertProcessing\" "
-                          "or null, found \"" +
+                          ".type: expected \"TemplateProcessing\", \"BertProcessing\", "
+                          "\"RobertaProcessing\" or null, found \"" +
                           type + "\"");
   fb::TokenizerT* t = vocab->table;
   for (const char* key : {"cls", "sep"}) {
@@ -149,7 +145,8 @@ Status ReadPostProcessor(const JsonNode& root, WordPieceVocab* vocab) {
 
 // added_tokens: split out of raw text before normalization (special tokens are never
 // normalized in Hugging Face either). Options the runtime does not implement are refused.
-Status ReadAddedTokens(const JsonNode& root, WordPieceVocab* vocab) {
+// lstrip (XLM-RoBERTa's "<mask>") takes the whitespace before the token out of the text.
+Status ReadAddedTokens(const JsonNode& root, VocabIndex* vocab) {
   const JsonNode list = root.Child("added_tokens");
   if (list.is_null()) return OkStatus();
   KES_RETURN_IF_ERROR(ExpectType(list, json::value_t::array));
@@ -162,7 +159,9 @@ Status ReadAddedTokens(const JsonNode& root, WordPieceVocab* vocab) {
     KES_RETURN_IF_ERROR(GetString(item.Child("content"), &content));
     KES_RETURN_IF_ERROR(GetUint(item.Child("id"), &id));
     KES_RETURN_IF_ERROR(GetBool(item.Child("special"), &special));
-    for (const char* option : {"lstrip", "rstrip", "single_word"}) {
+    bool lstrip = false;
+    KES_RETURN_IF_ERROR(GetBool(item.Child("lstrip"), &lstrip));
+    for (const char* option : {"rstrip", "single_word"}) {
       bool on = false;
       KES_RETURN_IF_ERROR(GetBool(item.Child(option), &on));
       KES_CHECK_OR_RETURN(!on, item.Where() + "." + option +
@@ -178,11 +177,12 @@ Status ReadAddedTokens(const JsonNode& root, WordPieceVocab* vocab) {
     } else {
       t->types[id] = static_cast<int8_t>(4);  // user-defined: split out of raw text
     }
+    if (lstrip) t->lstrip_ids.push_back(static_cast<int32_t>(id));
   }
   return OkStatus();
 }
 
-Status ReadPadding(const JsonNode& root, WordPieceVocab* vocab) {
+Status ReadPadding(const JsonNode& root, VocabIndex* vocab) {
   const JsonNode padding = root.Child("padding");
   if (padding.is_null()) return OkStatus();
   std::string pad;
@@ -193,13 +193,21 @@ Status ReadPadding(const JsonNode& root, WordPieceVocab* vocab) {
   return OkStatus();
 }
 
-}  // namespace
-
 Status ReadTokenizerJson(const std::string& path, fb::TokenizerT* out) {
   json storage;
   JsonNode root;
   KES_RETURN_IF_ERROR(OpenJsonObject(path, &storage, &root));
-  WordPieceVocab vocab{out, {}};
+  VocabIndex vocab{out, {}};
+  const JsonNode model = root.Child("model");
+  KES_RETURN_IF_ERROR(ExpectType(model, json::value_t::object));
+  std::string type;
+  KES_RETURN_IF_ERROR(GetString(model.Child("type"), &type));
+  if (type == "Unigram") return ReadUnigramJson(root, &vocab);
+  KES_CHECK_OR_RETURN(type == "WordPiece", model.Where() +
+                                               ".type: expected \"WordPiece\" or \"Unigram\" "
+                                               "(the Hugging Face models Kestrel reads from "
+                                               "tokenizer.json), found \"" +
+                                               type + "\"");
   KES_RETURN_IF_ERROR(ReadModel(root, &vocab));
   KES_RETURN_IF_ERROR(ReadNormalizer(root, out->wordpiece.get()));
   const JsonNode pre = root.Child("pre_tokenizer");

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Kestrel's WordPiece tokenizer (BERT) against Hugging Face `tokenizers`, id for id.
 
-  compare_wordpiece_tokenizers.py --tool build/release/tests/hf_wordpiece_ids \\
+  compare_wordpiece_tokenizers.py --tool build/release/tests/hf_tokenizer_ids \\
       --model models/all-MiniLM-L6-v2 [--tmp DIR]
 
-Kestrel's side is hf_wordpiece_ids: the converter's ReadHfTokenizer, packed into a FlatBuffer and
+Kestrel's side is hf_tokenizer_ids: the converter's ReadHfTokenizer, packed into a FlatBuffer and
 loaded as a model loads it. Compared, each with and without [CLS]/[SEP]:
   1. the checkpoint's tokenizer.json on tokenizer_corpus.bert_cases() (mixed text, special
      tokens typed in text, control characters, accents, CJK, long words ...) and the cases of
@@ -108,16 +108,6 @@ def sweep_tokenizer_json(normalizer):
     }
 
 
-def hostile_texts():
-    out = []
-    for _, data, _ in tokenizer_hostile_corpus.cases():
-        try:
-            out.append(data.decode("utf-8"))
-        except UnicodeDecodeError:
-            pass
-    return out
-
-
 def sweep_texts():
     words = [f"x{chr(cp)}y" for lo, hi in SWEEP_RANGES for cp in range(lo, hi)]
     return [" ".join(words[i:i + 256]) for i in range(0, len(words), 256)]
@@ -144,7 +134,7 @@ def main():
                  f"first (scripts/fetch-model.sh)")
     tmp = tempfile.mkdtemp(prefix="wordpiece-", dir=args.tmp)
     try:
-        texts = tokenizer_corpus.bert_cases() + hostile_texts()
+        texts = tokenizer_corpus.bert_cases() + tokenizer_hostile_corpus.texts()
         total = compare("all-MiniLM-L6-v2 tokenizer.json", args.tool, model,
                         load_hf(model / "tokenizer.json"), texts, tmp)
 

@@ -113,3 +113,16 @@ def cases():
         add("special-like " + s, _u(s))
     add("controls around special", b"\x04<|im_start|>\x04<eos>\x00<|endoftext|>\xff")
     return out
+
+
+def texts(keep_invalid=False):
+    """The cases' texts as Python strings; those that are not UTF-8 as bytes with keep_invalid,
+    else left out."""
+    out = []
+    for _, data, _ in cases():
+        try:
+            out.append(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            if keep_invalid:
+                out.append(data)
+    return out
