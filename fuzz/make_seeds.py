@@ -16,7 +16,10 @@ kind each target reads, from which libFuzzer's mutations start.
                  from the llama, qwen2 and gemma3 GGUFs (tests/py/gguf_to_hf_decoder.py), in
                  the archive format of hf_checkpoint_fuzz.cc.
   tokenizer      texts for each tokenizer (English, code, CJK, emoji, invalid UTF-8, special
-                 tokens, whitespace runs).
+                 tokens, whitespace runs); and the Unigram tokenizer the target reads,
+                 fuzz/unigram_tokenizer/tokenizer.json (tests/py/make_unigram_tokenizer.py with
+                 a few normalization rules: full-width ASCII, ligatures, spaces, zero-width
+                 characters, a composition; a charsmap of a few kilobytes).
   ct2_model      tiny CTranslate2 model.bin files laid out as WhisperSpec (scalars, fused
                  projections, the tied projection as an alias) in float16, float32, bfloat16
                  and int8 with float32 scales, binary versions 5 and 6.
@@ -47,6 +50,7 @@ import make_tiny_bert  # noqa: E402
 import make_tiny_gemma3  # noqa: E402
 import make_tiny_llama  # noqa: E402
 import make_tiny_whisper  # noqa: E402
+import make_unigram_tokenizer  # noqa: E402
 import gguf_to_hf_decoder  # noqa: E402
 import pack_checkpoint  # noqa: E402
 
@@ -223,6 +227,26 @@ INVALID = [b"\xff\xfe invalid \xc3 utf-8 \xe2\x82 \xf0\x9f\x98", b"\x00\x01\x02 
            b"\xed\xa0\x80 surrogate \xc0\xaf overlong"]
 
 
+UNIGRAM_RULES = ([(f"{c:X}", f"{c - 0xFEE0:X}") for c in range(0xFF01, 0xFF5F)] +
+                 [("FB01", "66 69"), ("FB02", "66 6C"), ("FB00", "66 66"), ("3000", "20"),
+                  ("9", "20"), ("A", "20"), ("D", "20"), ("A0", "20"), ("200B", ""), ("FEFF", ""),
+                  ("65 301", "E9"), ("2026", "2E 2E 2E")])
+UNIGRAM_TEXTS = [
+    "Ｆｕｌｌｗｉｄｔｈ　ｔｅｘｔ ﬁne ﬂow … e\u0301 zero\u200bwidth\ufeff",
+    "a <mask> b<s>c</s>d<pad><unk>  runs   of\t\nspaces  ",
+]
+
+
+def write_unigram_tokenizer(tmp):
+    """fuzz/unigram_tokenizer/tokenizer.json, which tokenizer_fuzz.cc loads."""
+    rules = tmp / "rules.tsv"
+    rules.write_text("".join(f"{a}\t{b}\n" for a, b in UNIGRAM_RULES), encoding="utf-8")
+    folder = tmp / "unigram"
+    make_unigram_tokenizer.write_folder(folder, vocab_size=400, seed=3, rule_tsv=rules)
+    (HERE / "unigram_tokenizer").mkdir(exist_ok=True)
+    shutil.copy(folder / "tokenizer.json", HERE / "unigram_tokenizer" / "tokenizer.json")
+
+
 def write_tokenizer_seeds(out):
     target = out / "tokenizer"
     n = 0
@@ -230,6 +254,9 @@ def write_tokenizer_seeds(out):
         for selector in (0, 1, 2, 8 + (i % 3), 4 + (i % 3)):
             (target / f"text-{n:02d}.bin").write_bytes(bytes([selector]) + text)
             n += 1
+    # The Unigram tokenizer (selector bit 4), with and without special tokens.
+    for i, text in enumerate([t.encode() for t in TEXTS + UNIGRAM_TEXTS] + INVALID):
+        (target / f"unigram-{i:02d}.bin").write_bytes(bytes([16 + 4 * (i % 3)]) + text)
 
 
 def ct2_model_bin(version, weight_dtype, rng):
@@ -305,6 +332,7 @@ def main():
         write_decoder_folder_seeds(out, ggufs, tmp)
         write_kes_seeds(out, ggufs, os.path.abspath(args.convert), tmp)
         write_ct2_seeds(out, tmp)
+        write_unigram_tokenizer(tmp)
     write_tokenizer_seeds(out)
     total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"wrote {sum(1 for f in out.rglob('*') if f.is_file())} seeds, {total} bytes, to {out}")

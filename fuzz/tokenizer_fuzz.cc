@@ -1,12 +1,15 @@
-// Fuzz target: the three tokenizers, with the real vocabularies of the fetched models
+// Fuzz target: the four tokenizers, with the real vocabularies of the fetched models
 // (scripts/fetch-model.sh): Gemma 3's SentencePiece BPE, SmolLM2's byte-level BPE (with its own
-// pre-tokenizer, and with GPT-4o's) and all-MiniLM-L6-v2's WordPiece, each loaded the way a
-// converted model loads it (converter import, FlatBuffer, InitTokenizer). The folder is
+// pre-tokenizer, and with GPT-4o's) and all-MiniLM-L6-v2's WordPiece, and a small trained
+// SentencePiece Unigram model in XLM-RoBERTa's tokenizer.json layout (fuzz/unigram_tokenizer/,
+// written by fuzz/make_seeds.py: a charsmap of a few rules), each loaded the way a converted
+// model loads it (converter import, FlatBuffer, InitTokenizer). The folder is
 // KESTREL_FUZZ_MODELS, else models/ of the source tree; a missing model is a fatal error, not a
-// skip. Input: byte 0 picks the tokenizer (bits 0-1), add_special (bit 2) and parse_special (bit
-// 3); the rest is the text to encode, and is also read as little-endian int32 ids to decode (any
-// values, out-of-range ones included). Checked besides "no crash": every id is inside the
-// vocabulary, and where the tokenizers promise it, decoding gives the text back:
+// skip. Input: byte 0 picks the tokenizer (bits 0-1, plus 4 with bit 4: the Unigram one),
+// add_special (bit 2) and parse_special (bit 3); the rest is the text to encode, and is also read
+// as little-endian int32 ids to decode (any values, out-of-range ones included). Checked besides
+// "no crash": every id is inside the vocabulary, and where the tokenizers promise it, decoding
+// gives the text back:
 //   - byte-level BPE without parse_special: valid UTF-8 comes back without the bytes whose
 //     byte-level character has no token (a vocabulary may lack some, such as SmolLM2's for 0x04,
 //     0x06 or 0xC0: they are dropped, as llama.cpp drops them);
@@ -15,7 +18,8 @@
 //     Not invalid UTF-8: text is split into characters by lead bytes after spaces became U+2581
 //     (llama.cpp's way), so a truncated sequence before a space swallows part of the U+2581,
 //     which then comes back as its bytes.
-// WordPiece normalizes (lower-cases, strips accents, splits punctuation): no round trip.
+// WordPiece and Unigram normalize (lower-case, strip accents, map characters, drop spaces): no
+// round trip.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -68,6 +72,7 @@ const std::vector<Tokenizer>& Tokenizers() {
     t.push_back(LoadGguf(dir + "/SmolLM2-135M-Instruct.Q4_1.gguf"));
     t.push_back(LoadHf(dir + "/all-MiniLM-L6-v2"));
     t.push_back(LoadGguf(dir + "/SmolLM2-135M-Instruct.Q4_1.gguf", "gpt-4o"));
+    t.push_back(LoadHf(KESTREL_SOURCE_DIR "/fuzz/unigram_tokenizer"));
     return t;
   }();
   return tokenizers;
@@ -122,7 +127,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const Tokenizer& tokenizer = Tokenizers()[data[0] & 3];
+  const size_t pick = (data[0] & 3) + ((data[0] & 16) ? 4 : 0);
+  const Tokenizer& tokenizer = Tokenizers()[pick % Tokenizers().size()];
   const bool add_special = data[0] & 4, parse_special = data[0] & 8;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
 
@@ -149,7 +155,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 ", expected " + Hex(expected));
     }
   } else if (tokenizer.config().algorithm != TokenizerAlgorithm::kWordPiece) {
-    // SentencePiece: Gemma 3 has a byte token for every byte; byte-level BPE never fails.
+    // SentencePiece: Gemma 3 has a byte token for every byte; byte-level BPE never fails;
+    // Unigram has its unknown token.
     fuzz::Die("Encode failed on text " + Hex(text));
   }
 
