@@ -1,6 +1,7 @@
 // Encoders end to end on tiny random-weight BERT checkpoints (tests/py/make_tiny_bert.py: 2
 // layers, 4 heads of 8, Hugging Face names, a WordPiece tokenizer, sentence-transformers
-// modules), converted by kestrel-convert from the checkpoint folder.
+// modules), and XLM-RoBERTa ones (a SentencePiece Unigram tokenizer) and cross-encoders of both,
+// converted by kestrel-convert from the checkpoint folder.
 //
 // Native builds compare `kestrel embed` with the float64 NumPy oracle (tests/py/
 // bert_oracle.py through tests/py/compare_embeddings.py), for each pooling mode and weight type,
@@ -37,7 +38,12 @@ const TinyBert kMeanNormalized = {"tiny-bert", ""};
 const TinyBert kVariants[] = {
     kMeanNormalized,
     {"tiny-bert-cls", "--pooling cls --no-normalize --seed 11"},
-    {"tiny-bert-max", "--pooling max --keep-accents --no-pooler --seed 12"}};
+    {"tiny-bert-max", "--pooling max --keep-accents --no-pooler --seed 12"},
+    // XLM-RoBERTa (bge-m3's layout: CLS, normalized): positions from 2, one token type, the
+    // SentencePiece Unigram tokenizer of tests/py/make_unigram_tokenizer.py.
+    {"tiny-xlmr", "--arch xlm-roberta --pooling cls --seed 13"},
+    // multilingual-e5's: mean pooling.
+    {"tiny-xlmr-mean", "--arch xlm-roberta --seed 15"}};
 
 std::string MakeTinyBert(const TinyBert& bert, std::string* folder) {
   return test::MakeTinyBert(bert.stem, bert.flags, folder);
@@ -140,7 +146,10 @@ INSTANTIATE_TEST_SUITE_P(PoolingAndWeights, TinyBertOracle,
                                            OracleCase{kMeanNormalized, "q4", "0.94"},
                                            OracleCase{kVariants[1], "f32", "0.99999"},
                                            OracleCase{kVariants[2], "f32", "0.99999"},
-                                           OracleCase{kVariants[2], "q8", "0.999"}),
+                                           OracleCase{kVariants[2], "q8", "0.999"},
+                                           OracleCase{kVariants[3], "f32", "0.99999"},
+                                           OracleCase{kVariants[3], "q8", "0.999"},
+                                           OracleCase{kVariants[4], "f32", "0.99999"}),
                          [](const auto& info) {
                            return ParamName(std::string(info.param.bert.stem) + "_" +
                                             info.param.weights);
@@ -165,7 +174,9 @@ TEST_P(TinyRerankerOracle, LogitsMatchTheNumPyOracle) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Heads, TinyRerankerOracle,
-                         ::testing::Values(TinyBert{"tiny-bert-reranker", "--reranker"}),
+                         ::testing::Values(TinyBert{"tiny-bert-reranker", "--reranker"},
+                                           TinyBert{"tiny-xlmr-reranker",
+                                                    "--arch xlm-roberta --reranker --seed 14"}),
                          [](const auto& info) { return ParamName(info.param.stem); });
 
 // A checkpoint split over three files by model.safetensors.index.json converts to the very same

@@ -186,6 +186,9 @@ std::string MakeTinyBert(const std::string& stem, const std::string& flags, std:
   *folder = TmpPath(stem);
   ::mkdir(folder->substr(0, folder->rfind('/')).c_str(), 0755);  // a stem may name a subfolder
   const std::string script = std::string(KESTREL_SOURCE_DIR) + "/tests/py/make_tiny_bert.py";
+  // XLM-R checkpoints take their tokenizer from this one.
+  const std::string tokenizer_script =
+      std::string(KESTREL_SOURCE_DIR) + "/tests/py/make_unigram_tokenizer.py";
   const std::string lock_path = *folder + ".lock";
   const int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
   if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
@@ -193,7 +196,7 @@ std::string MakeTinyBert(const std::string& stem, const std::string& flags, std:
     return "cannot lock " + lock_path;
   }
   std::string error;
-  if (!IsFresh(*folder + "/model.safetensors", {script})) {
+  if (!IsFresh(*folder + "/model.safetensors", {script, tokenizer_script})) {
     error = RunHostCommand("rm -rf '" + *folder + "' && " + KESTREL_PYTHON + " " + script + " '" +
                            *folder + "' " + flags + " > /dev/null");
   }
