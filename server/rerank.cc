@@ -90,9 +90,9 @@ void Rerank(ServerState& state, const httplib::Request& req, httplib::Response& 
   bool return_documents = false;
   if (const auto r = body.find("return_documents"); r != body.end() && !r->is_null()) {
     if (!r->is_boolean()) {
-      return SendError(res, InvalidRequest("return_documents: expected true or false, got " +
-                                               r->dump(),
-                                           "return_documents", "invalid_type"));
+      return SendError(res,
+                       InvalidRequest("return_documents: expected true or false, got " + r->dump(),
+                                      "return_documents", "invalid_type"));
     }
     return_documents = r->get<bool>();
   }
@@ -128,8 +128,9 @@ void Rerank(ServerState& state, const httplib::Request& req, httplib::Response& 
     if (return_documents) item["document"] = {{"text", texts[i]}};
     results.push_back(std::move(item));
   }
-  SendJson(res, json({{"object", "list"}, {"model", state.rerank_model_id}, {"results", results}})
-                    .dump());
+  SendJson(
+      res,
+      json({{"object", "list"}, {"model", state.rerank_model_id}, {"results", results}}).dump());
 }
 
 }  // namespace

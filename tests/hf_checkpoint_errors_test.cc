@@ -285,7 +285,8 @@ INSTANTIATE_TEST_SUITE_P(
              {"config.json: \"layer_norm_eps\": expected a positive number, found 0"}},
         Case{"model_type_gpt2",
              JsonEdit("config.json", [](json& j) { j["model_type"] = "gpt2"; }),
-             {"config.json: model_type \"gpt2\" is not supported (supported: bert, whisper, and "
+             {"config.json: model_type \"gpt2\" is not supported (supported: bert, xlm-roberta, "
+              "whisper, and "
               "the decoders llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3 and phi3)"}},
         Case{"hidden_act_relu",
              JsonEdit("config.json", [](json& j) { j["hidden_act"] = "relu"; }),
