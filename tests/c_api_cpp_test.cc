@@ -292,6 +292,36 @@ TEST(CppApi, EncoderEmbedsAsTheCCall) {
   EXPECT_FALSE(wrong.status().message().empty());
 }
 
+// Encoder::Rerank gives kes_rerank's logits bit for bit; an embedding model refuses it.
+TEST(CppApi, EncoderReranksAsTheCCall) {
+  std::string folder;
+  ASSERT_EQ(t::MakeTinyBert("tiny-bert-reranker", "--reranker", &folder), "");
+  ScratchKes kes{t::ScratchPath("cpp-api-tiny-reranker.kes")};
+  const t::ProcessResult r = t::Convert({folder, kes.path});
+  ASSERT_TRUE(r.exited && r.exit_code == 0) << t::Describe(r);
+  kapi::Result<kapi::Model> model = kapi::Model::Open(kes.path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  kapi::Result<kapi::Encoder> encoder = kapi::Encoder::Create(*model);
+  ASSERT_TRUE(encoder.ok()) << encoder.status().ToString();
+  EXPECT_EQ(encoder->Info()->is_reranker, 1u);
+  const std::vector<std::string_view> docs = {"a small dog", "", "the quick brown fox jumps"};
+  kapi::Result<std::vector<float>> logits = encoder->Rerank("a dog", docs);
+  ASSERT_TRUE(logits.ok()) << logits.status().ToString();
+  ASSERT_EQ(logits->size(), docs.size());
+  std::vector<const char*> data;
+  std::vector<size_t> lengths;
+  for (std::string_view doc : docs) data.push_back(doc.data()), lengths.push_back(doc.size());
+  std::vector<float> expected(docs.size());
+  EXPECT_EQ(kes_rerank(encoder->get(), "a dog", 5, data.data(), lengths.data(), docs.size(),
+                       expected.data()),
+            KES_OK);
+  EXPECT_EQ(*logits, expected);
+  kapi::Result<std::vector<float>> embedded = encoder->Embed(docs);
+  EXPECT_EQ(embedded.status().code(), kapi::StatusCode::kUnsupported);
+  EXPECT_NE(embedded.status().message().find("kes_rerank"), std::string::npos)
+      << embedded.status().ToString();
+}
+
 // Transcriber gives the segments kes_transcribe_pcm gives.
 TEST(CppApi, TranscriberGivesTheCCallsSegments) {
   const std::string folder = t::ScratchPath("cpp-api-tiny-whisper");

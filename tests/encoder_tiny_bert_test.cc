@@ -170,6 +170,13 @@ TEST_P(TinyRerankerOracle, LogitsMatchTheNumPyOracle) {
                            " --model " + kes + " --checkpoint " + folder +
                            " --texts tiny --rerank --max-logit-error 1e-4"),
             "");
+  // inspect says what it is; embed refuses it, naming the command that scores pairs.
+  const ProcessResult inspect = Cli({"inspect", kes});
+  EXPECT_NE(inspect.out.find("1 score per (query, document) pair"), std::string::npos)
+      << inspect.out;
+  const ProcessResult embed = Cli({"embed", kes, "-p", "a text"});
+  EXPECT_TRUE(embed.exited && embed.exit_code == 1) << Describe(embed);
+  EXPECT_NE(embed.err.find("use 'kestrel rerank'"), std::string::npos) << embed.err;
   std::remove(kes.c_str());
 }
 

@@ -9,6 +9,7 @@
 #include "runtime/format.h"
 #include "runtime/memory_plan.h"
 #include "runtime/model.h"
+#include "runtime/plan_check.h"
 #include "tools/cli.h"
 
 namespace kestrel::cli {
@@ -109,9 +110,17 @@ int InspectEncoder(const std::string& model_path, const Model& model) {
     if (op->params_type() != fb::OpParams::Pool) continue;
     const fb::Pool& pool = *op->params_as_Pool();
     const fb::Buffer& out = *plan.buffers()->Get(op->outputs()->Get(0));
-    std::printf("output:         one %llu-float embedding per text: %s%s\n",
-                static_cast<unsigned long long>(out.row_elems()), PoolName(pool.mode()),
-                pool.normalize() ? ", L2-normalized" : "");
+    if (FindPlanIo(plan, fb::IoRole::Scores) >= 0) {
+      // A cross-encoder pools its classification head's per-token scores.
+      std::printf(
+          "output:         %llu score%s per (query, document) pair: a reranker "
+          "(classification head, dense + tanh + linear, on the first token)\n",
+          static_cast<unsigned long long>(out.row_elems()), out.row_elems() == 1 ? "" : "s");
+    } else {
+      std::printf("output:         one %llu-float embedding per text: %s%s\n",
+                  static_cast<unsigned long long>(out.row_elems()), PoolName(pool.mode()),
+                  pool.normalize() ? ", L2-normalized" : "");
+    }
     std::printf("step:           up to %llu texts and %u tokens\n",
                 static_cast<unsigned long long>(out.fixed_rows()), plan.max_tokens());
   }
