@@ -52,5 +52,7 @@ Status ReadPadding(const JsonNode& root, VocabIndex* vocab);
 
 // A tokenizer.json whose model.type is "Unigram" (hf_tokenizer_unigram.cc).
 Status ReadUnigramJson(const JsonNode& root, VocabIndex* vocab);
+// A tokenizer.json whose model.type is "BPE", byte-level (hf_tokenizer_bpe.cc: RoBERTa).
+Status ReadByteLevelBpeJson(const JsonNode& root, VocabIndex* vocab);
 
 }  // namespace kestrel::hf

@@ -203,8 +203,10 @@ Status ReadTokenizerJson(const std::string& path, fb::TokenizerT* out) {
   std::string type;
   KES_RETURN_IF_ERROR(GetString(model.Child("type"), &type));
   if (type == "Unigram") return ReadUnigramJson(root, &vocab);
+  if (type == "BPE") return ReadByteLevelBpeJson(root, &vocab);
   KES_CHECK_OR_RETURN(type == "WordPiece", model.Where() +
-                                               ".type: expected \"WordPiece\" or \"Unigram\" "
+                                               ".type: expected \"WordPiece\", \"Unigram\" or "
+                                               "\"BPE\" "
                                                "(the Hugging Face models Kestrel reads from "
                                                "tokenizer.json), found \"" +
                                                type + "\"");

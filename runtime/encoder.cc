@@ -183,8 +183,9 @@ Status Encoder::TokenizePair(std::string_view query, std::string_view document,
   KES_RETURN_IF_ERROR(tok.Encode(query, /*add_special=*/false, /*parse_special=*/true, &a));
   KES_RETURN_IF_ERROR(tok.Encode(document, /*add_special=*/false, /*parse_special=*/true, &b));
   // RoBERTa closes the first segment with two end tokens, BERT with one.
-  const bool roberta = model_.meta().architecture() != nullptr &&
-                       model_.meta().architecture()->string_view() == "xlm-roberta";
+  const std::string_view arch =
+      model_.meta().architecture() ? model_.meta().architecture()->string_view() : "";
+  const bool roberta = arch == "xlm-roberta" || arch == "roberta";
   const size_t specials = roberta ? 4 : 3;
   KES_CHECK_OR_RETURN(max_sequence_tokens() > specials, "a pair needs more than " + Num(specials) +
                                                             " tokens; the model takes " +

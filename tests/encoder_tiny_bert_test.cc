@@ -1,6 +1,7 @@
 // Encoders end to end on tiny random-weight BERT checkpoints (tests/py/make_tiny_bert.py: 2
 // layers, 4 heads of 8, Hugging Face names, a WordPiece tokenizer, sentence-transformers
-// modules), and XLM-RoBERTa ones (a SentencePiece Unigram tokenizer) and cross-encoders of both,
+// modules), RoBERTa and XLM-RoBERTa ones (byte-level BPE and SentencePiece Unigram tokenizers)
+// and cross-encoders of each,
 // converted by kestrel-convert from the checkpoint folder.
 //
 // Native builds compare `kestrel embed` with the float64 NumPy oracle (tests/py/
@@ -43,7 +44,9 @@ const TinyBert kVariants[] = {
     // SentencePiece Unigram tokenizer of tests/py/make_unigram_tokenizer.py.
     {"tiny-xlmr", "--arch xlm-roberta --pooling cls --seed 13"},
     // multilingual-e5's: mean pooling.
-    {"tiny-xlmr-mean", "--arch xlm-roberta --seed 15"}};
+    {"tiny-xlmr-mean", "--arch xlm-roberta --seed 15"},
+    // English RoBERTa (all-distilroberta-v1's layout): a byte-level BPE tokenizer.
+    {"tiny-roberta", "--arch roberta --seed 17"}};
 
 std::string MakeTinyBert(const TinyBert& bert, std::string* folder) {
   return test::MakeTinyBert(bert.stem, bert.flags, folder);
@@ -139,21 +142,18 @@ TEST_P(TinyBertOracle, EmbeddingsMatchTheNumPyOracle) {
   std::remove(kes.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(PoolingAndWeights, TinyBertOracle,
-                         ::testing::Values(OracleCase{kMeanNormalized, "f32", "0.99999"},
-                                           OracleCase{kMeanNormalized, "f16", "0.99999"},
-                                           OracleCase{kMeanNormalized, "q8", "0.999"},
-                                           OracleCase{kMeanNormalized, "q4", "0.94"},
-                                           OracleCase{kVariants[1], "f32", "0.99999"},
-                                           OracleCase{kVariants[2], "f32", "0.99999"},
-                                           OracleCase{kVariants[2], "q8", "0.999"},
-                                           OracleCase{kVariants[3], "f32", "0.99999"},
-                                           OracleCase{kVariants[3], "q8", "0.999"},
-                                           OracleCase{kVariants[4], "f32", "0.99999"}),
-                         [](const auto& info) {
-                           return ParamName(std::string(info.param.bert.stem) + "_" +
-                                            info.param.weights);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    PoolingAndWeights, TinyBertOracle,
+    ::testing::Values(
+        OracleCase{kMeanNormalized, "f32", "0.99999"},
+        OracleCase{kMeanNormalized, "f16", "0.99999"}, OracleCase{kMeanNormalized, "q8", "0.999"},
+        OracleCase{kMeanNormalized, "q4", "0.94"}, OracleCase{kVariants[1], "f32", "0.99999"},
+        OracleCase{kVariants[2], "f32", "0.99999"}, OracleCase{kVariants[2], "q8", "0.999"},
+        OracleCase{kVariants[3], "f32", "0.99999"}, OracleCase{kVariants[3], "q8", "0.999"},
+        OracleCase{kVariants[4], "f32", "0.99999"}, OracleCase{kVariants[5], "f32", "0.99999"}),
+    [](const auto& info) {
+      return ParamName(std::string(info.param.bert.stem) + "_" + info.param.weights);
+    });
 
 // Cross-encoders (*ForSequenceClassification, one label): `kestrel rerank`'s logits against the
 // oracle's, for queries short and long enough to cut the pair (tests/py/compare_embeddings.py
@@ -180,11 +180,12 @@ TEST_P(TinyRerankerOracle, LogitsMatchTheNumPyOracle) {
   std::remove(kes.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Heads, TinyRerankerOracle,
-                         ::testing::Values(TinyBert{"tiny-bert-reranker", "--reranker"},
-                                           TinyBert{"tiny-xlmr-reranker",
-                                                    "--arch xlm-roberta --reranker --seed 14"}),
-                         [](const auto& info) { return ParamName(info.param.stem); });
+INSTANTIATE_TEST_SUITE_P(
+    Heads, TinyRerankerOracle,
+    ::testing::Values(TinyBert{"tiny-bert-reranker", "--reranker"},
+                      TinyBert{"tiny-xlmr-reranker", "--arch xlm-roberta --reranker --seed 14"},
+                      TinyBert{"tiny-roberta-reranker", "--arch roberta --reranker --seed 16"}),
+    [](const auto& info) { return ParamName(info.param.stem); });
 
 // A checkpoint split over three files by model.safetensors.index.json converts to the very same
 // .kes as the single-file one (both folders share a base name, which the file records).

@@ -285,9 +285,9 @@ INSTANTIATE_TEST_SUITE_P(
              {"config.json: \"layer_norm_eps\": expected a positive number, found 0"}},
         Case{"model_type_gpt2",
              JsonEdit("config.json", [](json& j) { j["model_type"] = "gpt2"; }),
-             {"config.json: model_type \"gpt2\" is not supported (supported: bert, xlm-roberta, "
-              "whisper, and "
-              "the decoders llama, mistral, qwen2, qwen3, smollm3, gemma2, gemma3 and phi3)"}},
+             {"config.json: model_type \"gpt2\" is not supported (supported: bert, roberta, "
+              "xlm-roberta, whisper, and the decoders llama, mistral, qwen2, qwen3, smollm3, "
+              "gemma2, gemma3 and phi3)"}},
         Case{"hidden_act_relu",
              JsonEdit("config.json", [](json& j) { j["hidden_act"] = "relu"; }),
              {"config.json: hidden_act \"relu\" is not supported", "gelu"}},
@@ -354,9 +354,15 @@ INSTANTIATE_TEST_SUITE_P(
              {"model.safetensors': tensor 'embeddings.LayerNorm.bias'",
               "cannot read I32 values as floats"}},
         // tokenizer files
+        Case{"tokenizer_wordlevel",
+             JsonEdit("tokenizer.json", [](json& j) { j["model"]["type"] = "WordLevel"; }),
+             {"tokenizer.json': model.type: expected \"WordPiece\", \"Unigram\" or \"BPE\"",
+              "found \"WordLevel\""}},
+        // A WordPiece vocabulary called BPE: its "##" continuation has no place in a
+        // byte-level BPE.
         Case{"tokenizer_bpe",
              JsonEdit("tokenizer.json", [](json& j) { j["model"]["type"] = "BPE"; }),
-             {"tokenizer.json': model.type: expected \"WordPiece\"", "found \"BPE\""}},
+             {"model.continuing_subword_prefix: expected \"\" or null", "found \"##\""}},
         Case{"tokenizer_vocab_short",
              JsonEdit("tokenizer.json",
                       [](json& j) {

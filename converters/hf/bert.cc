@@ -1,10 +1,10 @@
-// BERT (Hugging Face BertModel, model_type "bert") and XLM-RoBERTa ("xlm-roberta": bge-m3,
-// multilingual-e5) as an encoder plan: learned word, position and token-type embeddings,
-// LayerNorm, then post-norm blocks of bidirectional self-attention and a GELU feed-forward
-// network, all with biases; then pooling per sequence. A sequence-classification checkpoint
-// (BertForSequenceClassification, XLMRobertaForSequenceClassification: cross-encoder rerankers)
-// ends instead in its head, dense + tanh + a linear layer on the first token, scoring each
-// sequence.
+// BERT (Hugging Face BertModel, model_type "bert"), RoBERTa ("roberta") and XLM-RoBERTa
+// ("xlm-roberta": bge-m3, multilingual-e5) as an encoder plan: learned word, position and
+// token-type embeddings, LayerNorm, then post-norm blocks of bidirectional self-attention and a
+// GELU feed-forward network, all with biases; then pooling per sequence. A sequence-classification
+// checkpoint (BertForSequenceClassification, XLMRobertaForSequenceClassification: cross-encoder
+// rerankers) ends instead in its head, dense + tanh + a linear layer on the first token, scoring
+// each sequence.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -25,6 +25,7 @@ struct BertConfig {
   // max_positions - position_offset of them.
   uint32_t position_offset = 0;
   bool roberta = false;
+  std::string model_type;  // the .kes architecture
 };
 
 struct BertLayer {
@@ -37,7 +38,8 @@ struct BertLayer {
 Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
   std::string type;
   KES_RETURN_IF_ERROR(config.String("model_type", &type));
-  c->roberta = type == "xlm-roberta";
+  c->roberta = type == "xlm-roberta" || type == "roberta";
+  c->model_type = type;
   KES_RETURN_IF_ERROR(config.Uint("vocab_size", 1 << 24, &c->vocab));
   KES_RETURN_IF_ERROR(config.Uint("hidden_size", 1 << 16, &c->d_model));
   KES_RETURN_IF_ERROR(config.Uint("num_hidden_layers", 1024, &c->n_layers));
@@ -335,7 +337,7 @@ Status ConvertBert(const HfCheckpoint& ckpt, const ConvertOptions& options,
   BertWeights w;
   KES_RETURN_IF_ERROR(ImportBertWeights(ckpt, options, input_maxima, c, out, &w));
   StartModel(
-      c.roberta ? "xlm-roberta" : "bert",
+      c.model_type,
       {c.n_layers, c.d_model, c.n_heads, c.n_heads, c.head_dim, c.ffn_dim, c.vocab, max_seq, c.eps},
       &out->meta);  // no KV cache
   const uint32_t step_tokens =

@@ -37,72 +37,6 @@ bool FieldIs(const JsonNode& node, const char* key, const json& value) {
   return child.present() && *child.value == value;
 }
 
-// The llama.cpp pre-tokenizer name for tokenizer.json's pre_tokenizer: Llama 3's or Qwen2's
-// Split expression then ByteLevel without its own expression, SmolLM's single digits then
-// ByteLevel, or GPT-2's ByteLevel alone.
-Status PreTokenizerName(const JsonNode& root, std::string* out) {
-  const JsonNode pre = root.Child("pre_tokenizer");
-  KES_RETURN_IF_ERROR(hf::ExpectType(pre, json::value_t::object));
-  const auto byte_level = [](const JsonNode& node, bool own_regex) {
-    return FieldIs(node, "type", "ByteLevel") && !FieldIs(node, "add_prefix_space", true) &&
-           (own_regex ? !FieldIs(node, "use_regex", false) : FieldIs(node, "use_regex", false));
-  };
-  if (byte_level(pre, true)) {
-    *out = "gpt2";
-    return OkStatus();
-  }
-  const JsonNode list = pre.Child("pretokenizers");
-  if (FieldIs(pre, "type", "Sequence") && list.present() && list.value->is_array() &&
-      list.value->size() == 2) {
-    JsonNode first = list, second = list;
-    first.value = &(*list.value)[0];
-    second.value = &(*list.value)[1];
-    const JsonNode regex = first.Child("pattern").Child("Regex");
-    if (FieldIs(first, "type", "Split") && FieldIs(first, "behavior", "Isolated") &&
-        !FieldIs(first, "invert", true) && regex.present() && byte_level(second, false)) {
-      if (*regex.value == kLlama3Regex) *out = "llama-bpe";
-      if (*regex.value == kQwen2Regex) *out = "qwen2";
-      if (*regex.value == kGpt4oRegex) *out = "gpt-4o";
-      if (!out->empty()) return OkStatus();
-    }
-    if (FieldIs(first, "type", "Digits") && FieldIs(first, "individual_digits", true) &&
-        byte_level(second, true)) {
-      *out = "smollm";
-      return OkStatus();
-    }
-  }
-  return Status::Error(pre.Where() +
-                       ": expected the byte-level pre-tokenizer of GPT-2, SmolLM, "
-                       "Llama 3, Qwen2 or GPT-4o, found " +
-                       pre.value->dump().substr(0, 400));
-}
-
-Status ReadMerges(const JsonNode& model, std::vector<std::string>* out) {
-  const JsonNode merges = model.Child("merges");
-  KES_RETURN_IF_ERROR(hf::ExpectType(merges, json::value_t::array));
-  out->reserve(merges.value->size());
-  for (size_t i = 0; i < merges.value->size(); ++i) {
-    const json& m = (*merges.value)[i];
-    if (m.is_string()) {
-      out->push_back(m.get<std::string>());
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      // gguf-py joins pairs with a space, spelling a space inside a part as U+0120.
-      std::string joined;
-      for (int side = 0; side < 2; ++side) {
-        if (side == 1) joined += ' ';
-        for (char c : m[side].get<std::string>())
-          joined += c == ' ' ? "\xc4\xa0" : std::string(1, c);
-      }
-      out->push_back(joined);
-    } else {
-      return Status::Error(merges.Where() + "[" + Num(i) +
-                           "]: expected \"left right\" or [\"left\", \"right\"], found " +
-                           safetensors::JsonKind(m));
-    }
-  }
-  return OkStatus();
-}
-
 struct Vocabulary {
   std::vector<std::string> pieces;
   std::vector<int32_t> types;
@@ -145,6 +79,72 @@ Status ReadVocabulary(const JsonNode& root, uint32_t vocab_size, Vocabulary* v) 
 
 }  // namespace
 
+// The llama.cpp pre-tokenizer name for tokenizer.json's pre_tokenizer: Llama 3's or Qwen2's
+// Split expression then ByteLevel without its own expression, SmolLM's single digits then
+// ByteLevel, or GPT-2's ByteLevel alone.
+Status HfBpePreTokenizerName(const JsonNode& root, std::string* out) {
+  const JsonNode pre = root.Child("pre_tokenizer");
+  KES_RETURN_IF_ERROR(hf::ExpectType(pre, json::value_t::object));
+  const auto byte_level = [](const JsonNode& node, bool own_regex) {
+    return FieldIs(node, "type", "ByteLevel") && !FieldIs(node, "add_prefix_space", true) &&
+           (own_regex ? !FieldIs(node, "use_regex", false) : FieldIs(node, "use_regex", false));
+  };
+  if (byte_level(pre, true)) {
+    *out = "gpt2";
+    return OkStatus();
+  }
+  const JsonNode list = pre.Child("pretokenizers");
+  if (FieldIs(pre, "type", "Sequence") && list.present() && list.value->is_array() &&
+      list.value->size() == 2) {
+    JsonNode first = list, second = list;
+    first.value = &(*list.value)[0];
+    second.value = &(*list.value)[1];
+    const JsonNode regex = first.Child("pattern").Child("Regex");
+    if (FieldIs(first, "type", "Split") && FieldIs(first, "behavior", "Isolated") &&
+        !FieldIs(first, "invert", true) && regex.present() && byte_level(second, false)) {
+      if (*regex.value == kLlama3Regex) *out = "llama-bpe";
+      if (*regex.value == kQwen2Regex) *out = "qwen2";
+      if (*regex.value == kGpt4oRegex) *out = "gpt-4o";
+      if (!out->empty()) return OkStatus();
+    }
+    if (FieldIs(first, "type", "Digits") && FieldIs(first, "individual_digits", true) &&
+        byte_level(second, true)) {
+      *out = "smollm";
+      return OkStatus();
+    }
+  }
+  return Status::Error(pre.Where() +
+                       ": expected the byte-level pre-tokenizer of GPT-2, SmolLM, "
+                       "Llama 3, Qwen2 or GPT-4o, found " +
+                       pre.value->dump().substr(0, 400));
+}
+
+Status ReadHfBpeMerges(const JsonNode& model, std::vector<std::string>* out) {
+  const JsonNode merges = model.Child("merges");
+  KES_RETURN_IF_ERROR(hf::ExpectType(merges, json::value_t::array));
+  out->reserve(merges.value->size());
+  for (size_t i = 0; i < merges.value->size(); ++i) {
+    const json& m = (*merges.value)[i];
+    if (m.is_string()) {
+      out->push_back(m.get<std::string>());
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      // gguf-py joins pairs with a space, spelling a space inside a part as U+0120.
+      std::string joined;
+      for (int side = 0; side < 2; ++side) {
+        if (side == 1) joined += ' ';
+        for (char c : m[side].get<std::string>())
+          joined += c == ' ' ? "\xc4\xa0" : std::string(1, c);
+      }
+      out->push_back(joined);
+    } else {
+      return Status::Error(merges.Where() + "[" + Num(i) +
+                           "]: expected \"left right\" or [\"left\", \"right\"], found " +
+                           safetensors::JsonKind(m));
+    }
+  }
+  return OkStatus();
+}
+
 Status AddHfBpeTokenizer(const std::string& folder, uint32_t vocab_size,
                          const std::string& config_path, gguf::Builder* out) {
   json storage;
@@ -165,11 +165,11 @@ Status AddHfBpeTokenizer(const std::string& folder, uint32_t vocab_size,
                       normalizer.Where() + ": expected null or NFC, found " +
                           (normalizer.present() ? normalizer.value->dump().substr(0, 200) : ""));
   std::string pre;
-  KES_RETURN_IF_ERROR(PreTokenizerName(root, &pre));
+  KES_RETURN_IF_ERROR(HfBpePreTokenizerName(root, &pre));
   Vocabulary v;
   KES_RETURN_IF_ERROR(ReadVocabulary(root, vocab_size, &v));
   std::vector<std::string> merges;
-  KES_RETURN_IF_ERROR(ReadMerges(model, &merges));
+  KES_RETURN_IF_ERROR(ReadHfBpeMerges(model, &merges));
 
   out->SetString("tokenizer.ggml.model", "gpt2");
   out->SetString("tokenizer.ggml.pre", pre);

@@ -36,6 +36,14 @@ Status WriteHfDecoderGguf(const std::string& folder, const gguf::Builder::Sink& 
 Status AddHfBpeTokenizer(const std::string& folder, uint32_t vocab_size,
                          const std::string& config_path, gguf::Builder* out);
 
+// The llama.cpp pre-tokenizer name ("gpt2", "smollm", "llama-bpe", "qwen2", "gpt-4o") of
+// tokenizer.json's byte-level pre_tokenizer, identified by its expression; anything else is an
+// error naming it.
+Status HfBpePreTokenizerName(const hf::JsonNode& root, std::string* out);
+// model.merges as "left right" strings in rank order (a [left, right] pair joined as gguf-py
+// joins it).
+Status ReadHfBpeMerges(const hf::JsonNode& model, std::vector<std::string>* out);
+
 // The ids generation_config.json's eos_token_id names (a number or a list), when the folder has
 // one: Llama 3.1 Instruct stops at <|end_of_text|>, <|eom_id|> and <|eot_id|>. Ids outside
 // `vocab_size` are an error naming the file and the id.

@@ -109,11 +109,13 @@ Status ConvertHfCheckpoint(const std::string& folder, const ConvertOptions& opti
   KES_RETURN_IF_ERROR(ckpt.config.Read(config_path));
   std::string type;
   KES_RETURN_IF_ERROR(ckpt.config.String("model_type", &type));
-  KES_CHECK_OR_RETURN(type == "bert" || type == "xlm-roberta" || type == "whisper",
-                      ckpt.config.path() + ": model_type \"" + type +
-                          "\" is not supported (supported: bert, xlm-roberta, whisper, and the "
-                          "decoders llama, "
-                          "mistral, qwen2, qwen3, smollm3, gemma2, gemma3 and phi3)");
+  KES_CHECK_OR_RETURN(
+      type == "bert" || type == "roberta" || type == "xlm-roberta" || type == "whisper",
+      ckpt.config.path() + ": model_type \"" + type +
+          "\" is not supported (supported: bert, roberta, xlm-roberta, whisper, "
+          "and the "
+          "decoders llama, "
+          "mistral, qwen2, qwen3, smollm3, gemma2, gemma3 and phi3)");
   std::string name = folder.substr(folder.find_last_of('/', folder.size() - 2) + 1);
   if (!name.empty() && name.back() == '/') name.pop_back();
   if (type == "whisper") {

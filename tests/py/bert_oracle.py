@@ -13,7 +13,7 @@ and sentence-transformers' Pooling and Normalize modules, not from Kestrel's cod
               mean_sqrt_len; several true flags are concatenated in sentence-transformers' order
   normalize   L2, when modules.json lists sentence_transformers.models.Normalize
 
-XLM-RoBERTa (modeling_xlm_roberta.py) is the same model but for its positions: a token's
+RoBERTa and XLM-RoBERTa (modeling_roberta.py, modeling_xlm_roberta.py) are the same model but for its positions: a token's
 position id is its index plus pad_token_id + 1 (create_position_ids_from_input_ids), so the
 first pad_token_id + 1 rows of the table are never read. A cross-encoder's score is its
 classification head on the first token's last hidden state: BERT's pooler (dense, tanh) then
@@ -62,9 +62,9 @@ class Checkpoint:
     def load(folder):
         folder = Path(folder)
         config = _read_json(folder / "config.json")
-        if config.get("model_type", "bert") not in ("bert", "xlm-roberta"):
+        if config.get("model_type", "bert") not in ("bert", "roberta", "xlm-roberta"):
             raise ValueError(f"{folder}/config.json: model_type {config.get('model_type')!r} "
-                             "is not 'bert' or 'xlm-roberta'")
+                             "is not 'bert', 'roberta' or 'xlm-roberta'")
         if config.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError(f"{folder}: only absolute position embeddings are implemented")
         if config.get("hidden_act", "gelu") != "gelu":
@@ -132,7 +132,8 @@ def _sentence_transformers_settings(folder, config):
 
 def position_offset(config):
     """The position id of a sequence's first token: 0 for BERT, pad_token_id + 1 for RoBERTa."""
-    return config.get("pad_token_id", 1) + 1 if config.get("model_type") == "xlm-roberta" else 0
+    roberta = config.get("model_type") in ("roberta", "xlm-roberta")
+    return config.get("pad_token_id", 1) + 1 if roberta else 0
 
 
 def _pooling_modes(cfg):
@@ -320,9 +321,9 @@ def tokenize(ckpt, texts, tokenizer=None):
 
 
 def special_ids(ckpt, tok):
-    """The start and end tokens: BERT's [CLS] and [SEP], XLM-RoBERTa's <s> and </s>."""
-    names = ("<s>", "</s>") if ckpt.config.get("model_type") == "xlm-roberta" else ("[CLS]",
-                                                                                  "[SEP]")
+    """The start and end tokens: BERT's [CLS] and [SEP], (XLM-)RoBERTa's <s> and </s>."""
+    roberta = ckpt.config.get("model_type") in ("roberta", "xlm-roberta")
+    names = ("<s>", "</s>") if roberta else ("[CLS]", "[SEP]")
     cls, sep = (tok.token_to_id(n) for n in names)
     if cls is None or sep is None:
         raise ValueError(f"{ckpt.folder}/tokenizer.json has no {names[0]} or {names[1]} token")

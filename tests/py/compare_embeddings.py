@@ -50,9 +50,14 @@ def tiny_texts(checkpoint, n=48, seed=5):
     vocab_txt = Path(checkpoint) / "vocab.txt"
     if vocab_txt.exists():
         vocab = vocab_txt.read_text(encoding="utf-8").split("\n")
-    else:  # a Unigram tokenizer.json: pieces start words with U+2581; no "##" pieces
+    else:
         with open(Path(checkpoint) / "tokenizer.json", encoding="utf-8") as f:
-            vocab = [p.replace("\u2581", "") for p, _ in json.load(f)["model"]["vocab"]]
+            model = json.load(f)["model"]
+        if isinstance(model["vocab"], dict):  # byte-level BPE: U+0120 starts words
+            vocab = [p.replace("\u0120", "") for p in model["vocab"] if p.isascii() or
+                     p.startswith("\u0120") and p[1:].isascii()]
+        else:  # Unigram: pieces start words with U+2581; no "##" pieces
+            vocab = [p.replace("\u2581", "") for p, _ in model["vocab"]]
         vocab = [p for p in vocab if p and not p.startswith("<")]
     whole = [t for t in vocab if t and not t.startswith("##") and not t.startswith("[")]
     words = [t for t in whole if len(t) > 1]

@@ -31,6 +31,9 @@ Strip + Replace "▁" normalizer, RobertaProcessing, tokenizers < 0.14's add_pre
          cluster, or it is 6 bytes or longer), SentencePiece to the longest rule at each
          position.
      A text whose normalization agrees and whose ids differ fails.
+Also RoBERTa's byte-level BPE in an encoder folder (make_tiny_bert.py --arch roberta's
+tokenizer.json, trained on the tokenizer suite's texts): Kestrel's ids equal Hugging Face's on
+every text above that Python can hold, with and without <s>/</s>.
 Exits 1 on the first failure, printing the text and both id lists.
 """
 import argparse
@@ -46,6 +49,7 @@ import sentencepiece as spm
 from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import make_tiny_bert  # noqa: E402
 import make_unigram_tokenizer  # noqa: E402
 import tokenizer_corpus  # noqa: E402
 import tokenizer_hostile_corpus  # noqa: E402
@@ -232,6 +236,25 @@ def rewrite_other_shapes(path):
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
 
+def compare_byte_level_bpe(tool, folder, texts, tmp):
+    """RoBERTa's byte-level BPE (make_tiny_bert.py --arch roberta's tokenizer.json): Kestrel's
+    ids equal Hugging Face's for every text Python can hold, with and without <s>/</s>."""
+    hf = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    hf.no_truncation()
+    hf.no_padding()
+    valid = [t for t in texts if isinstance(t, str)]
+    for add_special in (False, True):
+        got = kestrel_ids(tool, folder, valid, add_special, tmp)
+        for text, ids in zip(valid, got):
+            want = hf.encode(text, add_special_tokens=add_special).ids
+            if ids != want:
+                sys.exit(f"FAIL RoBERTa byte-level BPE (add_special={add_special}): Kestrel "
+                         f"differs from Hugging Face on\n  text: {describe(text)}\n"
+                         f"  kestrel vs hf {first_difference(ids, want)}")
+    print(f"ok RoBERTa byte-level BPE: {len(valid)} texts, ids identical to Hugging Face's with "
+          f"and without <s>/</s>")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tool", required=True)
@@ -249,6 +272,10 @@ def main():
         rewrite_other_shapes(small / "tokenizer.json")
         compare("newer layout (Strip, RobertaProcessing), 400 pieces", args.tool, small, texts,
                 tmp)
+        bpe = Path(tmp) / "roberta-bpe"
+        bpe.mkdir()
+        make_tiny_bert.bpe_tokenizer(bpe)
+        compare_byte_level_bpe(args.tool, bpe, texts, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -28,6 +28,11 @@ The same arguments always give the same bytes.
 same 64 usable positions), one token type, LayerNorm eps 1e-5, and the SentencePiece Unigram
 tokenizer of tests/py/make_unigram_tokenizer.py (tokenizer.json, sentencepiece.bpe.model).
 
+--arch roberta makes an English RoBERTa checkpoint (all-distilroberta-v1's layout): the same
+positions and token type as XLM-R, and a byte-level BPE tokenizer (GPT-2's pre-tokenizer,
+RobertaProcessing "<s> $A </s>", "<mask>" with lstrip) trained here with `tokenizers` on the
+tokenizer suite's texts, 600 tokens.
+
 --reranker makes a cross-encoder (BertForSequenceClassification / XLMRobertaForSequenceClassification
 with one label, as ms-marco-MiniLM and bge-reranker): the encoder under "bert." or "roberta.",
 its head (BERT: pooler.dense + "classifier"; RoBERTa: "classifier.dense" + "classifier.out_proj"),
@@ -35,7 +40,7 @@ and no sentence-transformers modules.
 
 usage: make_tiny_bert.py OUT_DIR [--pooling mean|cls|max] [--no-normalize] [--keep-accents]
                          [--max-seq-length N] [--no-pooler] [--seed N]
-                         [--arch bert|xlm-roberta] [--reranker]
+                         [--arch bert|roberta|xlm-roberta] [--reranker]
 """
 import argparse
 import json
@@ -99,6 +104,34 @@ def unigram_tokenizer(out):
     subprocess.run([sys.executable, str(script), str(out)], check=True, stdout=subprocess.DEVNULL)
     with open(out / "tokenizer.json", encoding="utf-8") as f:
         return len(json.load(f)["model"]["vocab"])
+
+
+def bpe_tokenizer(out):
+    """Writes RoBERTa's tokenizer files into `out`; returns the vocabulary size."""
+    from tokenizers import AddedToken, pre_tokenizers, trainers
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import tokenizer_corpus
+
+    corpus = []
+    for text in tokenizer_corpus.cases(seed=7) + tokenizer_corpus.bert_cases(seed=7):
+        corpus += [line for line in text.splitlines() if line.strip()]
+    corpus += [" ".join(WORDS)] * 20
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, min_frequency=2, show_progress=False,
+                                  special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus, trainer=trainer)
+    tok.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True)])
+    tok.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    tok.save(str(out / "tokenizer.json"))
+    write_json(out / "tokenizer_config.json", {
+        "tokenizer_class": "RobertaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
+        "sep_token": "</s>", "cls_token": "<s>", "unk_token": "<unk>", "pad_token": "<pad>",
+        "mask_token": "<mask>", "model_max_length": MAX_POSITIONS,
+    })
+    return tok.get_vocab_size()
 
 
 def weights(rng, with_pooler, n_vocab, roberta=False, reranker=False):
@@ -168,7 +201,7 @@ def main():
     ap.add_argument("--max-seq-length", type=int, default=48)
     ap.add_argument("--no-pooler", action="store_true", help="no pooler.dense tensors")
     ap.add_argument("--seed", type=int, default=10)
-    ap.add_argument("--arch", choices=["bert", "xlm-roberta"], default="bert")
+    ap.add_argument("--arch", choices=["bert", "roberta", "xlm-roberta"], default="bert")
     ap.add_argument("--reranker", action="store_true",
                     help="a one-label sequence-classification checkpoint (cross-encoder)")
     ap.add_argument("--shards", type=int, default=1,
@@ -180,9 +213,10 @@ def main():
 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    roberta = args.arch == "xlm-roberta"
+    roberta = args.arch != "bert"
     tokens = vocabulary()
-    n_vocab = unigram_tokenizer(out) if roberta else len(tokens)
+    n_vocab = (unigram_tokenizer(out) if args.arch == "xlm-roberta"
+               else bpe_tokenizer(out) if args.arch == "roberta" else len(tokens))
     rng = np.random.default_rng(args.seed)
 
     config = {
@@ -195,12 +229,14 @@ def main():
         "attention_probs_dropout_prob": 0.1, "initializer_range": 0.02,
     }
     if roberta:
-        config.update({"architectures": ["XLMRobertaModel"], "model_type": "xlm-roberta",
+        config.update({"architectures": ["XLMRobertaModel" if args.arch == "xlm-roberta"
+                                          else "RobertaModel"], "model_type": args.arch,
                        "max_position_embeddings": MAX_POSITIONS + 2, "type_vocab_size": 1,
                        "layer_norm_eps": 1e-5, "pad_token_id": 1, "bos_token_id": 0,
                        "eos_token_id": 2})
     if args.reranker:
-        config["architectures"] = [("XLMRoberta" if roberta else "Bert")
+        config["architectures"] = [{"bert": "Bert", "roberta": "Roberta",
+                                    "xlm-roberta": "XLMRoberta"}[args.arch]
                                    + "ForSequenceClassification"]
         config.update({"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}})
     write_json(out / "config.json", config)
