@@ -230,7 +230,7 @@ TEST_F(HfTokenizerFiles, ModelFileChecksWordPieceFields) {
 
 TEST_F(HfTokenizerFiles, DamagedTokenizerJsonNamesFileAndField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {Json("BPE"), "model.type: expected \"WordPiece\""},
+      {Json("WordLevel"), "model.type: expected \"WordPiece\", \"Unigram\" or \"BPE\""},
       {Json().substr(0, 200), "expected well-formed JSON"},
       {Json("WordPiece", R"({"type": "Lowercase"})"),
        "normalizer.type: expected \"BertNormalizer\""},
