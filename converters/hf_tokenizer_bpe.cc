@@ -28,9 +28,10 @@ Status ReadByteLevelBpeJson(const JsonNode& root, VocabIndex* vocab) {
   KES_RETURN_IF_ERROR(ExpectNeutral(model, "end_of_word_suffix", ""));
   KES_RETURN_IF_ERROR(ExpectNeutral(model, "byte_fallback", false));
   const JsonNode normalizer = root.Child("normalizer");
-  KES_CHECK_OR_RETURN(normalizer.is_null(), normalizer.Where() + ": expected null (a byte-level "
-                                                                 "BPE reads bytes as they are), "
-                                                                 "found " +
+  KES_CHECK_OR_RETURN(normalizer.is_null(), normalizer.Where() +
+                                                ": expected null (a byte-level "
+                                                "BPE reads bytes as they are), "
+                                                "found " +
                                                 normalizer.value->dump().substr(0, 200));
   std::string pre;
   KES_RETURN_IF_ERROR(HfBpePreTokenizerName(root, &pre));
@@ -40,8 +41,8 @@ Status ReadByteLevelBpeJson(const JsonNode& root, VocabIndex* vocab) {
   std::vector<std::string> pieces;
   std::vector<bool> named;
   const auto name = [&](const JsonNode& where, uint64_t id, const std::string& piece) {
-    KES_CHECK_OR_RETURN(id < (uint64_t{1} << 24), where.Where() + ": id " + std::to_string(id) +
-                                                      " is past 2^24 tokens");
+    KES_CHECK_OR_RETURN(id < (uint64_t{1} << 24),
+                        where.Where() + ": id " + std::to_string(id) + " is past 2^24 tokens");
     if (id >= pieces.size()) pieces.resize(id + 1), named.resize(id + 1, false);
     KES_CHECK_OR_RETURN(!named[id] || pieces[id] == piece,
                         where.Where() + ": \"" + piece + "\" has id " + std::to_string(id) +
@@ -50,15 +51,14 @@ Status ReadByteLevelBpeJson(const JsonNode& root, VocabIndex* vocab) {
     named[id] = true;
     return OkStatus();
   };
-  KES_RETURN_IF_ERROR(ForEachVocabEntry(
-      root, [&](const JsonNode& node, uint64_t id, const std::string& piece) {
+  KES_RETURN_IF_ERROR(
+      ForEachVocabEntry(root, [&](const JsonNode& node, uint64_t id, const std::string& piece) {
         return name(node, id, piece);
       }));
   if (!root.Child("added_tokens").is_null()) {
-    KES_RETURN_IF_ERROR(ForEachAddedToken(
-        root, [&](const JsonNode& node, uint64_t id, const std::string& content, bool) {
-          return name(node, id, content);
-        }));
+    KES_RETURN_IF_ERROR(
+        ForEachAddedToken(root, [&](const JsonNode& node, uint64_t id, const std::string& content,
+                                    bool) { return name(node, id, content); }));
   }
   for (size_t id = 0; id < named.size(); ++id) {
     KES_CHECK_OR_RETURN(named[id], model.Child("vocab").Where() + ": no token has id " +
