@@ -24,7 +24,6 @@ struct BertConfig {
   // the first position_offset rows of the table are never read, and a sequence has
   // max_positions - position_offset of them.
   uint32_t position_offset = 0;
-  bool roberta = false;
   std::string model_type;  // the .kes architecture
 };
 
@@ -38,7 +37,6 @@ struct BertLayer {
 Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
   std::string type;
   KES_RETURN_IF_ERROR(config.String("model_type", &type));
-  c->roberta = type == "xlm-roberta" || type == "roberta";
   c->model_type = type;
   KES_RETURN_IF_ERROR(config.Uint("vocab_size", 1 << 24, &c->vocab));
   KES_RETURN_IF_ERROR(config.Uint("hidden_size", 1 << 16, &c->d_model));
@@ -54,7 +52,7 @@ Status ReadBertConfig(const HfConfig& config, BertConfig* c) {
   if (config.Has("layer_norm_eps"))
     KES_RETURN_IF_ERROR(config.PositiveFloat("layer_norm_eps", &eps));
   c->eps = static_cast<float>(eps);
-  if (c->roberta) {
+  if (type == "xlm-roberta" || type == "roberta") {
     uint32_t pad = 1;  // RoBERTa's <pad>
     if (config.Has("pad_token_id")) {
       KES_RETURN_IF_ERROR(config.Uint("pad_token_id", c->vocab - 1, &pad, /*min=*/0));

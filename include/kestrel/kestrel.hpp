@@ -149,6 +149,15 @@ Result<T> MadeOrLastError(kes_status status, T value) {
   if (status != KES_OK) return Status::FromC(status, kes_last_error());
   return value;
 }
+
+// Texts as the C calls take them: a pointer and a length each.
+struct TextArrays {
+  explicit TextArrays(const std::vector<std::string_view>& texts) {
+    for (std::string_view t : texts) data.push_back(t.data()), lengths.push_back(t.size());
+  }
+  std::vector<const char*> data;
+  std::vector<size_t> lengths;
+};
 }  // namespace detail
 
 // The C parameter structs, used as they are: make them with these calls (which set struct_size
@@ -385,13 +394,9 @@ class Encoder {
 
   // texts[i]'s vector in out[i * dim, (i + 1) * dim); dim is Info().embedding_dim.
   Status Embed(const std::vector<std::string_view>& texts, float* out, size_t dim) {
-    std::vector<const char*> data(texts.size());
-    std::vector<size_t> lengths(texts.size());
-    for (size_t i = 0; i < texts.size(); ++i) {
-      data[i] = texts[i].data();
-      lengths[i] = texts[i].size();
-    }
-    return Check(kes_embed(encoder_.get(), data.data(), lengths.data(), texts.size(), out, dim));
+    const detail::TextArrays c(texts);
+    return Check(
+        kes_embed(encoder_.get(), c.data.data(), c.lengths.data(), texts.size(), out, dim));
   }
   // The same, into a vector of texts.size() * embedding_dim floats.
   Result<std::vector<float>> Embed(const std::vector<std::string_view>& texts) {
@@ -406,15 +411,10 @@ class Encoder {
   // A reranker's logit of (query, docs[i]) for each document (kes_rerank).
   Result<std::vector<float>> Rerank(std::string_view query,
                                     const std::vector<std::string_view>& docs) {
-    std::vector<const char*> data(docs.size());
-    std::vector<size_t> lengths(docs.size());
-    for (size_t i = 0; i < docs.size(); ++i) {
-      data[i] = docs[i].data();
-      lengths[i] = docs[i].size();
-    }
+    const detail::TextArrays c(docs);
     std::vector<float> logits(docs.size());
-    Status s = Check(kes_rerank(encoder_.get(), query.data(), query.size(), data.data(),
-                                lengths.data(), docs.size(), logits.data()));
+    Status s = Check(kes_rerank(encoder_.get(), query.data(), query.size(), c.data.data(),
+                                c.lengths.data(), docs.size(), logits.data()));
     if (!s.ok()) return s;
     return logits;
   }

@@ -348,6 +348,15 @@ using OutRows = nb::ndarray<float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using Samples = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using OutScores = nb::ndarray<float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
+// Texts as the C calls take them: a pointer and a length each.
+struct TextArrays {
+  explicit TextArrays(const std::vector<std::string>& texts) {
+    for (const std::string& t : texts) data.push_back(t.data()), lengths.push_back(t.size());
+  }
+  std::vector<const char*> data;
+  std::vector<size_t> lengths;
+};
+
 class EncoderHandle {
  public:
   EncoderHandle(nb::object model, size_t n_threads) : model_ref_(std::move(model)) {
@@ -379,16 +388,11 @@ class EncoderHandle {
       Raise(KES_INVALID_ARGUMENT, "out: expected " + std::to_string(texts.size()) +
                                       " rows, one per text, found " + std::to_string(out.shape(0)));
     }
-    std::vector<const char*> pointers(texts.size());
-    std::vector<size_t> lengths(texts.size());
-    for (size_t i = 0; i < texts.size(); ++i) {
-      pointers[i] = texts[i].data();
-      lengths[i] = texts[i].size();
-    }
+    const TextArrays c(texts);
     float* rows = out.data();
     const size_t dim = out.shape(1);
     CallReleasingGil([&] {
-      return kes_embed(encoder_, pointers.data(), lengths.data(), texts.size(), rows, dim);
+      return kes_embed(encoder_, c.data.data(), c.lengths.data(), texts.size(), rows, dim);
     });
   }
 
@@ -400,15 +404,10 @@ class EncoderHandle {
                                       " scores, one per document, found " +
                                       std::to_string(out.shape(0)));
     }
-    std::vector<const char*> pointers(docs.size());
-    std::vector<size_t> lengths(docs.size());
-    for (size_t i = 0; i < docs.size(); ++i) {
-      pointers[i] = docs[i].data();
-      lengths[i] = docs[i].size();
-    }
+    const TextArrays c(docs);
     float* logits = out.data();
     CallReleasingGil([&] {
-      return kes_rerank(encoder_, query.data(), query.size(), pointers.data(), lengths.data(),
+      return kes_rerank(encoder_, query.data(), query.size(), c.data.data(), c.lengths.data(),
                         docs.size(), logits);
     });
   }

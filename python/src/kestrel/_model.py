@@ -175,6 +175,15 @@ def _open_model(path: str, options: Dict[str, Any]) -> "Model":
     return Model(path, **options)
 
 
+def _expect_strings(values: List[Any], name: str) -> None:
+    """InvalidArgumentError naming the first item of ``values`` that is not a str."""
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise InvalidArgumentError(
+                f"{name}[{i}]: expected a str, found {type(value).__name__}"
+            )
+
+
 class Model:
     """A .kes model, opened (memory-mapped, read in place) from ``path``.
 
@@ -535,11 +544,7 @@ class Model:
         """
         single = isinstance(texts, str)
         batch = [texts] if single else list(texts)
-        for i, text in enumerate(batch):
-            if not isinstance(text, str):
-                raise InvalidArgumentError(
-                    f"texts[{i}]: expected a str, found {type(text).__name__}"
-                )
+        _expect_strings(batch, "texts")
         encoder = self._acquire(_kestrel.EncoderHandle)
         try:
             dim = int(encoder.info()["embedding_dim"])
@@ -560,11 +565,7 @@ class Model:
         if not isinstance(query, str):
             raise InvalidArgumentError(f"query: expected a str, found {type(query).__name__}")
         docs = list(documents)
-        for i, doc in enumerate(docs):
-            if not isinstance(doc, str):
-                raise InvalidArgumentError(
-                    f"documents[{i}]: expected a str, found {type(doc).__name__}"
-                )
+        _expect_strings(docs, "documents")
         encoder = self._acquire(_kestrel.EncoderHandle)
         try:
             out = np.empty((len(docs),), dtype=np.float32)
