@@ -198,6 +198,10 @@ ConvertResult ConvertFile(const std::string& input, const std::string& output,
   const std::string& temp = out->temp_path();
   const size_t slash = temp.find_last_of('/');
   const std::string folder = slash == std::string::npos ? "." : temp.substr(0, slash);
+  // The weights wait in a scratch file beside the output, which has room for them, rather than
+  // in memory: WriteKes reads them back mapped.
+  s = model.SpillTensorsTo(folder);
+  if (!s.ok()) return Failure(ConvertFailure::kIo, s.message());
   ConvertResult result = Import(input, choices, weights_option, hooks, folder, &model, &arch);
   if (!result.ok()) return result;
   if (hooks.on_imported) hooks.on_imported();

@@ -1,10 +1,21 @@
 #include "converters/kes_model.h"
 
+#include "converters/scratch_file.h"
+
 #include "ops/matmul_blocks.h"
 #include "runtime/dtype_table.h"
 #include "runtime/format.h"
 
 namespace kestrel {
+
+KesModel::KesModel() = default;
+KesModel::~KesModel() = default;
+
+Status KesModel::SpillTensorsTo(const std::string& folder) {
+  KES_CHECK_OR_RETURN(meta.tensors.empty() && !spill_,
+                      "internal error: tensors spilled after some were added");
+  return ScratchFile::Create(folder, &spill_);
+}
 
 uint32_t KesModel::AddTensor(const std::string& name, fb::DType dtype, std::vector<uint64_t> shape,
                              std::vector<uint8_t> bytes) {
@@ -15,9 +26,29 @@ uint32_t KesModel::AddTensor(const std::string& name, fb::DType dtype, std::vect
   t->size = bytes.size();
   bytes_added += bytes.size();
   meta.tensors.push_back(std::move(t));
+  if (spill_) {
+    spill_offsets_.push_back(spill_->size());
+    if (spill_error_.ok()) spill_error_ = spill_->Append(bytes.data(), bytes.size());
+    bytes = std::vector<uint8_t>();  // frees them (`= {}` would keep the capacity)
+  }
   tensor_bytes.push_back(std::move(bytes));
   if (on_tensor_added) on_tensor_added(meta.tensors.size(), bytes_added);
   return static_cast<uint32_t>(meta.tensors.size() - 1);
+}
+
+Status KesModel::MapTensors() {
+  KES_CHECK_OR_RETURN(meta.tensors.size() == tensor_bytes.size(),
+                      "tensor table and tensor data disagree");
+  if (!spill_ || spill_->data() != nullptr) return OkStatus();
+  KES_RETURN_IF_ERROR(spill_error_);
+  // A model whose tensors are all empty wrote nothing, and there is nothing to map.
+  return spill_->size() == 0 ? OkStatus() : spill_->Map();
+}
+
+TensorBytesView KesModel::Tensor(size_t id) const {
+  if (!spill_) return {tensor_bytes[id].data(), tensor_bytes[id].size()};
+  return {spill_->data() == nullptr ? nullptr : spill_->data() + spill_offsets_[id],
+          static_cast<size_t>(meta.tensors[id]->size)};
 }
 
 PlanBuilder::PlanBuilder(const KesModel& model, std::string name, uint32_t max_tokens)

@@ -16,18 +16,47 @@
 namespace kestrel {
 
 class AtomicOutput;  // runtime/output_file.h
+class ScratchFile;   // converters/scratch_file.h
+
+// One tensor's bytes, wherever the model holds them.
+struct TensorBytesView {
+  const uint8_t* data;
+  size_t size;
+};
 
 struct KesModel {
+  KesModel();
+  ~KesModel();
+  KesModel(const KesModel&) = delete;
+  KesModel& operator=(const KesModel&) = delete;
+
   fb::ModelT meta;
-  std::vector<std::vector<uint8_t>> tensor_bytes;  // parallel to meta.tensors
+  // Parallel to meta.tensors: each tensor's bytes, or, once SpillTensorsTo was called, an empty
+  // vector (the bytes are in the scratch file).
+  std::vector<std::vector<uint8_t>> tensor_bytes;
   // Called by AddTensor with the number of tensors and their bytes so far (kestrel-convert's
   // progress line).
   std::function<void(size_t tensors, uint64_t bytes)> on_tensor_added;
   uint64_t bytes_added = 0;
 
-  // Adds a tensor; shape is outermost first. Returns its id.
+  // From now on, AddTensor appends each tensor's bytes to an unlinked scratch file in `folder`
+  // instead of holding them: the weights are then file pages the kernel can write out and drop,
+  // so a conversion's anonymous memory stays near its largest tensor instead of the whole .kes.
+  // Only before the first AddTensor.
+  Status SpillTensorsTo(const std::string& folder);
+  // Adds a tensor; shape is outermost first. Returns its id. A failure to spill the bytes (a full
+  // disk) is kept and returned by MapTensors.
   uint32_t AddTensor(const std::string& name, fb::DType dtype, std::vector<uint64_t> shape,
                      std::vector<uint8_t> bytes);
+  // Makes every tensor's bytes readable through Tensor (maps the scratch file); once all tensors
+  // are added, before the first Tensor call.
+  Status MapTensors();
+  TensorBytesView Tensor(size_t id) const;
+
+ private:
+  std::unique_ptr<ScratchFile> spill_;
+  std::vector<uint64_t> spill_offsets_;  // parallel to meta.tensors once spilling
+  Status spill_error_;
 };
 
 // Builds one plan with typed calls, one per op kind of the plan contract (schema/kestrel.fbs):

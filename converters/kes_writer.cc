@@ -16,13 +16,12 @@ namespace {
 // bytes in order to `write`, which returns false on failure.
 Status EmitKes(KesModel* model, const std::function<bool(const void*, size_t)>& write) {
   fb::ModelT& meta = model->meta;
-  KES_CHECK_OR_RETURN(meta.tensors.size() == model->tensor_bytes.size(),
-                      "tensor table and tensor data disagree");
+  KES_RETURN_IF_ERROR(model->MapTensors());
   uint64_t blob = 0;
   for (size_t i = 0; i < meta.tensors.size(); ++i) {
     meta.tensors[i]->offset = blob;
-    meta.tensors[i]->size = model->tensor_bytes[i].size();
-    blob = AlignUp(blob + model->tensor_bytes[i].size(), kKesAlignment);
+    meta.tensors[i]->size = model->Tensor(i).size;
+    blob = AlignUp(blob + model->Tensor(i).size, kKesAlignment);
   }
   meta.weights_size = blob;
   meta.format_version = kKesFormatVersion;
@@ -32,8 +31,8 @@ Status EmitKes(KesModel* model, const std::function<bool(const void*, size_t)>& 
   uint64_t hashed = 0;
   for (size_t i = 0; i < meta.tensors.size(); ++i) {
     hasher.UpdateZeros(meta.tensors[i]->offset - hashed);
-    hasher.Update(model->tensor_bytes[i].data(), model->tensor_bytes[i].size());
-    hashed = meta.tensors[i]->offset + model->tensor_bytes[i].size();
+    hasher.Update(model->Tensor(i).data, model->Tensor(i).size);
+    hashed = meta.tensors[i]->offset + model->Tensor(i).size;
   }
   hasher.UpdateZeros(blob - hashed);
   meta.weights_xxh3 = hasher.Digest();
@@ -73,10 +72,10 @@ Status EmitKes(KesModel* model, const std::function<bool(const void*, size_t)>& 
             write_zeros(meta.weights_offset - kKesPreambleBytes - fb_size);
   uint64_t written = 0;
   for (size_t i = 0; ok && i < meta.tensors.size(); ++i) {
+    const TensorBytesView tensor = model->Tensor(i);
     ok = write_zeros(meta.tensors[i]->offset - written) &&
-         (model->tensor_bytes[i].empty() ||
-          write(model->tensor_bytes[i].data(), model->tensor_bytes[i].size()));
-    written = meta.tensors[i]->offset + model->tensor_bytes[i].size();
+         (tensor.size == 0 || write(tensor.data, tensor.size));
+    written = meta.tensors[i]->offset + tensor.size;
   }
   ok = ok && write_zeros(blob - written);
   return ok ? OkStatus() : Status::Error("write failed");

@@ -1,4 +1,5 @@
-// WriteKes: the weight blob starts where the FlatBuffer says, whatever the metadata's size.
+// WriteKes: the weight blob starts where the FlatBuffer says, whatever the metadata's size; a
+// model whose tensors wait in a scratch file writes the same bytes as one holding them.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -38,6 +39,42 @@ TEST(KesWriter, BlobStartsWhereTheMetadataSaysForEveryMetadataSize) {
     ASSERT_EQ(bytes.size(), meta->weights_offset() + meta->weights_size());
     EXPECT_EQ(bytes[meta->weights_offset()], 0x3f);
   }
+}
+
+// Tensors of several sizes, an empty one among them, so that the blob's padding is exercised.
+void AddTestTensors(KesModel* model) {
+  model->meta.name = "spill";
+  for (size_t i = 0; i < 5; ++i) {
+    std::vector<uint8_t> bytes(i == 2 ? 0 : 40 * i + 12);
+    for (size_t j = 0; j < bytes.size(); ++j) bytes[j] = static_cast<uint8_t>(7 * i + j);
+    model->AddTensor("t" + std::to_string(i), fb::DType::F32, {bytes.size() / 4}, std::move(bytes));
+  }
+}
+
+TEST(KesWriter, SpilledTensorsWriteTheBytesOfHeldOnes) {
+  KesModel held, spilled;
+  AddTestTensors(&held);
+  const std::string folder = test::TmpPath(".");
+  ASSERT_TRUE(spilled.SpillTensorsTo(folder).ok());
+  AddTestTensors(&spilled);
+  for (const std::vector<uint8_t>& bytes : spilled.tensor_bytes) EXPECT_TRUE(bytes.empty());
+  std::vector<uint8_t> held_bytes, spilled_bytes;
+  ASSERT_TRUE(KesBytes(&held, &held_bytes).ok());
+  const Status s = KesBytes(&spilled, &spilled_bytes);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(spilled_bytes, held_bytes);
+}
+
+TEST(KesWriter, SpillingNeedsAFolderAndComesFirst) {
+  KesModel model;
+  const Status missing = model.SpillTensorsTo("/nonexistent-kestrel-folder");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("cannot create a scratch file in '/nonexistent-kestrel-folder'"),
+            std::string::npos)
+      << missing.message();
+  KesModel late;
+  AddTestTensors(&late);
+  EXPECT_FALSE(late.SpillTensorsTo(test::TmpPath(".")).ok());
 }
 
 }  // namespace
