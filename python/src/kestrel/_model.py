@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import queue
 import threading
@@ -331,6 +332,15 @@ class Model:
         with self._lock:
             self._idle.setdefault(type(handle), []).append(handle)
 
+    @contextlib.contextmanager
+    def _borrowed(self, kind: type = _kestrel.SessionHandle) -> Iterator[Any]:
+        """A handle of ``kind`` for one call, kept for the next once the call is done."""
+        handle = self._acquire(kind)
+        try:
+            yield handle
+        finally:
+            self._release(handle)
+
     def _prompt_ids(self, prompt: Union[str, Sequence[int]]) -> List[int]:
         if isinstance(prompt, str):
             return self.tokenize(prompt)
@@ -400,18 +410,14 @@ class Model:
                     "tokens (context_length)"
                 )
             return _decoded(self._stream(ids, max_tokens, sampler))
-        session = self._acquire()
-        try:
+        with self._borrowed() as session:
             session.reset()
             _, text = session.generate(ids, max_tokens, *sampler)
-        finally:
-            self._release(session)
         return text.decode("utf-8", errors="replace")
 
     def _stream(self, ids: List[int], max_tokens: int, sampler: Sampler) -> Iterator[bytes]:
         """Pull-style: one kes_session_next_token per piece, the GIL released for each."""
-        session = self._acquire()
-        try:
+        with self._borrowed() as session:
             session.reset()
             session.prefill(ids)
             for _ in range(max_tokens):
@@ -419,8 +425,6 @@ class Model:
                 if is_end:
                     break
                 yield piece
-        finally:
-            self._release(session)
 
     # ---- chat --------------------------------------------------------------------------------
 
@@ -521,11 +525,8 @@ class Model:
     @property
     def embedding_dim(self) -> int:
         """Floats per embedding (encoder models; UnsupportedError for others)."""
-        encoder = self._acquire(_kestrel.EncoderHandle)
-        try:
+        with self._borrowed(_kestrel.EncoderHandle) as encoder:
             return int(encoder.info()["embedding_dim"])
-        finally:
-            self._release(encoder)
 
     @overload
     def embed(self, texts: str) -> np.ndarray: ...
@@ -545,14 +546,11 @@ class Model:
         single = isinstance(texts, str)
         batch = [texts] if single else list(texts)
         _expect_strings(batch, "texts")
-        encoder = self._acquire(_kestrel.EncoderHandle)
-        try:
+        with self._borrowed(_kestrel.EncoderHandle) as encoder:
             dim = int(encoder.info()["embedding_dim"])
             out = np.empty((len(batch), dim), dtype=np.float32)
             if batch:
                 encoder.embed(batch, out)
-        finally:
-            self._release(encoder)
         return out[0] if single else out
 
     def rerank(self, query: str, documents: Sequence[str]) -> np.ndarray:
@@ -566,13 +564,10 @@ class Model:
             raise InvalidArgumentError(f"query: expected a str, found {type(query).__name__}")
         docs = list(documents)
         _expect_strings(docs, "documents")
-        encoder = self._acquire(_kestrel.EncoderHandle)
-        try:
+        with self._borrowed(_kestrel.EncoderHandle) as encoder:
             out = np.empty((len(docs),), dtype=np.float32)
             if docs:
                 encoder.rerank(query, docs, out)
-        finally:
-            self._release(encoder)
         return out
 
     # ---- speech ------------------------------------------------------------------------------
@@ -602,8 +597,7 @@ class Model:
                 f"task: expected transcribe or translate, found {task!r}"
             )
         args = (language, _TASKS[task], bool(timestamps), bool(previous_text))
-        transcriber = self._acquire(_kestrel.TranscriberHandle)
-        try:
+        with self._borrowed(_kestrel.TranscriberHandle) as transcriber:
             if isinstance(audio, (str, os.PathLike)):
                 raw, code = transcriber.transcribe_file(os.fspath(audio), *args)
             else:
@@ -614,8 +608,6 @@ class Model:
                         f"{samples.shape}"
                     )
                 raw, code = transcriber.transcribe_pcm(samples, int(sample_rate), *args)
-        finally:
-            self._release(transcriber)
         segments = [
             Segment(start, end, text.decode("utf-8", errors="replace"), list(tokens))
             for start, end, text, tokens in raw
