@@ -105,6 +105,17 @@ def _read_sizes(reader, p):
     return n_layers, d_model, n_heads, n_kv_heads
 
 
+def _shared_fields(reader, p, n_layers, d_model, n_heads, n_kv_heads):
+    """The fields both families' configs read alike, as keyword arguments (d_ff, rms_eps and
+    context_length read in that order, each family's other required keys after them, so that of
+    several missing keys the same one is reported first)."""
+    return dict(arch=p, n_layers=n_layers, d_model=d_model,
+                d_ff=int(_meta(reader, f"{p}.feed_forward_length")),
+                n_heads=n_heads, n_kv_heads=n_kv_heads,
+                rms_eps=float(_meta(reader, f"{p}.attention.layer_norm_rms_epsilon")),
+                context_length=int(_meta(reader, f"{p}.context_length")))
+
+
 def read_config(reader):
     arch = _meta(reader, "general.architecture")
     if arch != "gemma3":
@@ -120,17 +131,10 @@ def read_config(reader):
 
     embed_info = _tensor_map(reader)["token_embd.weight"]
     return Gemma3Config(
-        arch=arch,
-        n_layers=n_layers,
-        d_model=d_model,
-        d_ff=int(_meta(reader, f"{p}.feed_forward_length")),
-        n_heads=n_heads,
-        n_kv_heads=n_kv_heads,
+        **_shared_fields(reader, p, n_layers, d_model, n_heads, n_kv_heads),
         head_dim=int(_meta(reader, f"{p}.attention.key_length", d_model // n_heads)),
         head_dim_v=int(_meta(reader, f"{p}.attention.value_length", d_model // n_heads)),
-        rms_eps=float(_meta(reader, f"{p}.attention.layer_norm_rms_epsilon")),
         vocab_size=int(embed_info.shape[1]),  # ne = [d_model, vocab]
-        context_length=int(_meta(reader, f"{p}.context_length")),
         rope_theta_global=float(_meta(reader, f"{p}.rope.freq_base")),
         rope_theta_local=float(_meta(reader, f"{p}.rope.freq_base_swa",
                                      DEFAULT_LOCAL_ROPE_THETA)),
@@ -324,17 +328,10 @@ def read_llama_config(reader):
     if meta_vocab is not None and int(meta_vocab) != vocab_size:
         raise ValueError(f"{p}.vocab_size {meta_vocab} != token_embd rows {vocab_size}")
     return LlamaConfig(
-        arch=arch,
-        n_layers=n_layers,
-        d_model=d_model,
-        d_ff=int(_meta(reader, f"{p}.feed_forward_length")),
-        n_heads=n_heads,
-        n_kv_heads=n_kv_heads,
+        **_shared_fields(reader, p, n_layers, d_model, n_heads, n_kv_heads),
         head_dim=head_dim,
         n_rot=n_rot,
-        rms_eps=float(_meta(reader, f"{p}.attention.layer_norm_rms_epsilon")),
         vocab_size=vocab_size,
-        context_length=int(_meta(reader, f"{p}.context_length")),
         rope_theta=float(_meta(reader, f"{p}.rope.freq_base", 10000.0)),  # llama.cpp's default
         rope_type=ROPE_TYPE_OF_ARCH[arch],
         rope_scaling=scaling,
