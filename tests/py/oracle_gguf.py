@@ -46,11 +46,16 @@ class Gemma3Config:
 
 
 @dataclass
-class Gemma3Layer:
+class _AttentionInputs:
+    """The tensors every family's layer starts with (_load_attention_inputs loads them)."""
     attn_norm: np.ndarray        # (d_model,)
     wq: np.ndarray               # (n_heads*head_dim, d_model)
     wk: np.ndarray               # (n_kv_heads*head_dim, d_model)
     wv: np.ndarray               # (n_kv_heads*head_dim_v, d_model)
+
+
+@dataclass
+class Gemma3Layer(_AttentionInputs):
     q_norm: np.ndarray           # (head_dim,)
     k_norm: np.ndarray           # (head_dim,)
     wo: np.ndarray               # (d_model, n_heads*head_dim_v)
@@ -250,11 +255,7 @@ class LlamaConfig:
 
 
 @dataclass
-class LlamaLayer:
-    attn_norm: np.ndarray      # (d_model,)
-    wq: np.ndarray             # (n_heads*head_dim, d_model)
-    wk: np.ndarray             # (n_kv_heads*head_dim, d_model)
-    wv: np.ndarray             # (n_kv_heads*head_dim, d_model)
+class LlamaLayer(_AttentionInputs):
     bq: object                 # (n_heads*head_dim,) or None (qwen2 has Q/K/V biases)
     bk: object                 # (n_kv_heads*head_dim,) or None
     bv: object                 # (n_kv_heads*head_dim,) or None
