@@ -116,13 +116,13 @@ def write_gguf_seeds(out, tmp):
         def add_name(self, name):
             super().add_name(name)
             self.add_uint32("gemma3.attention.sliding_window_pattern", 2)
-    g.gguf.GGUFWriter = PatternWriter
+    gguf.GGUFWriter = PatternWriter  # tiny_gguf.new_writer makes the writer
     try:
         path = tmp / "gemma3.gguf"
         run_main(g, [str(path), "--seed", "3"])
         made["gemma3"] = path
     finally:
-        g.gguf.GGUFWriter = writer
+        gguf.GGUFWriter = writer
         g.build_vocab = full_vocab
 
     m = make_tiny_llama

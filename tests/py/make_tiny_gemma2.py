@@ -22,14 +22,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import gguf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_tiny_llama as tiny  # noqa: E402
 import tiny_gguf  # noqa: E402
+from tiny_gguf import D_MODEL, FFN_DIM, HEAD_DIM, N_HEADS, N_KV_HEADS  # noqa: E402
 
 ARCH = "gemma2"
-N_LAYERS, D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS, HEAD_DIM = 4, 64, 160, 4, 2, 16
+N_LAYERS = 4
 RMS_EPS = 1e-6
 ROPE_BASE = 10000.0
 
@@ -46,10 +46,8 @@ def main():
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
 
-    w = gguf.GGUFWriter(args.out, ARCH)
-    w.add_name("tiny-gemma2-random")
-    tiny_gguf.add_shape_keys(w, ARCH, N_LAYERS, D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS,
-                             args.context, HEAD_DIM)
+    w = tiny_gguf.new_writer(args.out, ARCH, "tiny-gemma2-random", N_LAYERS, D_MODEL, FFN_DIM,
+                             N_HEADS, N_KV_HEADS, args.context, HEAD_DIM)
     w.add_float32(f"{ARCH}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{ARCH}.rope.freq_base", ROPE_BASE)
     w.add_uint32(f"{ARCH}.rope.dimension_count", HEAD_DIM)

@@ -22,20 +22,14 @@ usage: make_tiny_gemma3.py OUT.gguf [--seed N] [--f32] [--context N] [--window N
 import argparse
 
 import numpy as np
-import gguf
 from gguf import GGMLQuantizationType as Q
 
 import tiny_gguf
 # Globals of this module, not looked up in tiny_gguf: fuzz/make_seeds.py may replace them here.
-from tiny_gguf import MATRIX_TYPES, quantize
+from tiny_gguf import D_MODEL, FFN_DIM, HEAD_DIM, MATRIX_TYPES, N_HEADS, N_KV_HEADS, quantize
 
 ARCH = "gemma3"
 N_LAYERS = 6
-D_MODEL = 64
-FFN_DIM = 160
-N_HEADS = 4
-N_KV_HEADS = 2
-HEAD_DIM = 16
 CONTEXT = 256
 WINDOW = 8
 RMS_EPS = 1e-6
@@ -94,10 +88,8 @@ def main():
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
 
-    w = gguf.GGUFWriter(args.out, ARCH)
-    w.add_name("tiny-gemma3-random")
-    tiny_gguf.add_shape_keys(w, ARCH, N_LAYERS, D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS,
-                             args.context, HEAD_DIM)
+    w = tiny_gguf.new_writer(args.out, ARCH, "tiny-gemma3-random", N_LAYERS, D_MODEL, FFN_DIM,
+                             N_HEADS, N_KV_HEADS, args.context, HEAD_DIM)
     w.add_uint32(f"{ARCH}.attention.sliding_window", args.window)
     w.add_float32(f"{ARCH}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{ARCH}.rope.freq_base", ROPE_BASE)

@@ -77,14 +77,9 @@ from gguf import GGMLQuantizationType as Q
 
 import tiny_gguf
 # Globals of this module, not looked up in tiny_gguf: fuzz/make_seeds.py replaces them here.
-from tiny_gguf import MATRIX_TYPES, quantize
+from tiny_gguf import D_MODEL, FFN_DIM, HEAD_DIM, MATRIX_TYPES, N_HEADS, N_KV_HEADS, quantize
 
 N_LAYERS = 4
-D_MODEL = 64
-FFN_DIM = 160
-N_HEADS = 4
-N_KV_HEADS = 2
-HEAD_DIM = 16
 CONTEXT = 256
 RMS_EPS = 1e-5
 ROPE_BASE = {"llama": 10000.0, "qwen2": 1e6, "qwen3": 1e6, "smollm3": 5e6}
@@ -310,10 +305,8 @@ def main():
                      "in llama.cpp")
     rng = np.random.default_rng(args.seed)
 
-    w = gguf.GGUFWriter(args.out, arch)
-    w.add_name(f"tiny-{arch}-random")
-    tiny_gguf.add_shape_keys(w, arch, args.layers, d_model, ffn_dim, N_HEADS, N_KV_HEADS,
-                             args.context)
+    w = tiny_gguf.new_writer(args.out, arch, f"tiny-{arch}-random", args.layers, d_model,
+                             ffn_dim, N_HEADS, N_KV_HEADS, args.context)
     w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{arch}.rope.freq_base", ROPE_BASE[arch])
     w.add_uint32(f"{arch}.rope.dimension_count", head_dim)

@@ -45,9 +45,10 @@ import gguf
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_tiny_llama as tiny  # noqa: E402
 import tiny_gguf  # noqa: E402
+from tiny_gguf import D_MODEL, FFN_DIM, HEAD_DIM, N_HEADS, N_KV_HEADS  # noqa: E402
 
 ARCH = "phi3"
-N_LAYERS, D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS, HEAD_DIM = 4, 64, 160, 4, 2, 16
+N_LAYERS = 4
 RMS_EPS = 1e-5
 ROPE_BASE = 10000.0
 SLIDING_WINDOW = 32
@@ -69,12 +70,11 @@ def main():
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
 
-    w = gguf.GGUFWriter(args.out, ARCH)
     # Not "phi3" or "phi-3" unless asked: llama.cpp gives the special tokens of a model so named
     # an rstrip attribute (and looks up <s>, </s> and <unk>, which only --phi3-name adds).
-    w.add_name("Phi-3-mini-4k-instruct" if args.phi3_name else "tiny-random-phi")
-    tiny_gguf.add_shape_keys(w, ARCH, N_LAYERS, D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS,
-                             args.context)
+    name = "Phi-3-mini-4k-instruct" if args.phi3_name else "tiny-random-phi"
+    w = tiny_gguf.new_writer(args.out, ARCH, name, N_LAYERS, D_MODEL, FFN_DIM, N_HEADS,
+                             N_KV_HEADS, args.context)
     w.add_float32(f"{ARCH}.attention.layer_norm_rms_epsilon", RMS_EPS)
     w.add_float32(f"{ARCH}.rope.freq_base", ROPE_BASE)
     w.add_uint32(f"{ARCH}.rope.dimension_count", args.rotary_dims)

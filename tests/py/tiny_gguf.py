@@ -1,5 +1,5 @@
-"""What the make_tiny_*.py GGUF writers share: the leading hyper-parameter keys, the random
-tensors, the cycled matrix types and the final write.
+"""What the make_tiny_*.py GGUF writers share: the tiny shape, the writer with its leading
+hyper-parameter keys, the random tensors, the cycled matrix types and the final write.
 
 The tests pin these files byte for byte (a llama.cpp logits fixture records the hash of the GGUF
 its make arguments give), so each helper writes its keys and draws its random numbers in the
@@ -15,12 +15,18 @@ from gguf import GGMLQuantizationType as Q
 # that are a multiple of 32 values (or none, for the float types).
 MATRIX_TYPES = [Q.F32, Q.F16, Q.Q8_0, Q.Q4_0, Q.Q5_0, Q.Q4_1, Q.Q5_1, Q.BF16]
 
+# Rows of 64 and 160 values (whole blocks of every MATRIX_TYPES type, too short for K-quants) and
+# grouped-query attention; each writer picks its own layer count and context.
+D_MODEL, FFN_DIM, N_HEADS, N_KV_HEADS, HEAD_DIM = 64, 160, 4, 2, 16
 
-def add_shape_keys(w, arch, n_layers, d_model, ffn_dim, n_heads, n_kv_heads, context,
-                   head_dim=None):
-    """block_count through context_length; key_length and value_length only with head_dim (a
-    real Llama GGUF leaves them out, so make_tiny_llama.py writes them later, and only when it
-    must)."""
+
+def new_writer(path, arch, name, n_layers, d_model, ffn_dim, n_heads, n_kv_heads, context,
+               head_dim=None):
+    """A GGUFWriter to `path` holding general.name, then block_count through context_length;
+    key_length and value_length only with head_dim (a real Llama GGUF leaves them out, so
+    make_tiny_llama.py writes them later, and only when it must)."""
+    w = gguf.GGUFWriter(path, arch)
+    w.add_name(name)
     w.add_uint32(f"{arch}.block_count", n_layers)
     w.add_uint32(f"{arch}.embedding_length", d_model)
     w.add_uint32(f"{arch}.feed_forward_length", ffn_dim)
@@ -30,6 +36,7 @@ def add_shape_keys(w, arch, n_layers, d_model, ffn_dim, n_heads, n_kv_heads, con
         w.add_uint32(f"{arch}.attention.key_length", head_dim)
         w.add_uint32(f"{arch}.attention.value_length", head_dim)
     w.add_uint32(f"{arch}.context_length", context)
+    return w
 
 
 def random_tensors(rng):
