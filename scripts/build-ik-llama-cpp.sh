@@ -17,6 +17,7 @@
 # it. About 36 minutes on 2 cores; JOBS=N sets the parallel jobs (default: all cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/build-folder.sh
 suffix=""  # in the stamp of a PEER_CPU=avx512 build
 if [ "${PEER_CPU:-native}" != native ]; then suffix=" $PEER_CPU"; fi
 if [ $# -lt 1 ] || [ ! -f "$1/CMakeLists.txt" ] || [ ! -d "$1/ggml/src/iqk" ]; then
@@ -26,12 +27,8 @@ if [ $# -lt 1 ] || [ ! -f "$1/CMakeLists.txt" ] || [ ! -d "$1/ggml/src/iqk" ]; t
   exit 2
 fi
 src=$(cd "$1" && pwd)
-root=${2:-build/ik_llama.cpp}
-mkdir -p "$root"
-root=$(cd "$root" && pwd)
+lock_build_folder "${2:-build/ik_llama.cpp}"
 bin=$root/build/bin
-exec 9> "$root/.lock"
-flock 9
 
 # The source's identity: its git commit where it is a checkout, else its top-level listing.
 if git -C "$src" rev-parse HEAD > /dev/null 2>&1; then

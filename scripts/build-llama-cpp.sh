@@ -15,17 +15,14 @@
 # (default: all cores). Needs cmake, a C++17 compiler and pip (for `pip download`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/build-folder.sh
 version=0.3.36
 suffix=""  # the stamp of a PEER_CPU=avx512 build: built-VERSION-avx512
 if [ "${PEER_CPU:-native}" != native ]; then suffix="-$PEER_CPU"; fi
 tools=(llama-bench llama-perplexity llama-quantize)
 
-root=${1:-build/llama.cpp}
-mkdir -p "$root"
-root=$(cd "$root" && pwd)
+lock_build_folder "${1:-build/llama.cpp}"
 bin=$root/build/bin
-exec 9> "$root/.lock"
-flock 9
 
 built() {
   [ -f "$root/built-$version$suffix" ] || return 1

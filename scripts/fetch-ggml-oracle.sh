@@ -10,12 +10,10 @@
 # Prints the library's path on its last line of stdout. Safe to run from parallel tests (flock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/build-folder.sh
 version=0.3.36
-root=$PWD/models/ggml-oracle
+lock_build_folder models/ggml-oracle
 lib=$root/build/src/libggml-base.so
-mkdir -p "$root"
-exec 9> "$root/.lock"
-flock 9
 if [ ! -f "$lib" ] || [ ! -f "$root/built-$version" ]; then
   start=$(date +%s)
   sdist=$root/llama_cpp_python-$version.tar.gz
