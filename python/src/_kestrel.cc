@@ -70,6 +70,26 @@ size_t FillResizingOnce(Buffer& buffer, Fill&& fill) {
   return n;
 }
 
+// The ids of `text` from a kes_*tokenize call, given as fill(out, capacity, needed): most texts
+// need fewer ids than bytes (plus BOS/EOS); a longer one is retried once at the size the library
+// reports.
+template <typename Fill>
+std::vector<int32_t> TokenIds(const std::string& text, Fill&& fill) {
+  std::vector<int32_t> ids(text.size() + 8);
+  ids.resize(FillResizingOnce(ids, fill));
+  return ids;
+}
+
+// A kes_*_info struct as its kes_*_get_info call fills it: struct_size first, as the library
+// fills only the fields that this build of the extension knows.
+template <typename Info, typename Handle>
+Info ReadInfo(kes_status (*get_info)(const Handle*, Info*), const Handle* handle) {
+  Info info{};
+  info.struct_size = sizeof(info);
+  Check(get_info(handle, &info));
+  return info;
+}
+
 // Marks a handle in use for the length of a call: a second thread gets an error instead of
 // a data race inside the library.
 class Busy {
@@ -106,9 +126,7 @@ class ModelHandle {
   const kes_model* get() const { return model_; }
 
   nb::dict Info() const {
-    kes_model_info info{};
-    info.struct_size = sizeof(info);
-    Check(kes_model_get_info(model_, &info));
+    const kes_model_info info = ReadInfo(kes_model_get_info, model_);
     nb::dict d;
     d["n_vocab"] = info.n_vocab;
     d["context_length"] = info.context_length;
@@ -121,13 +139,9 @@ class ModelHandle {
   }
 
   std::vector<int32_t> Tokenize(const std::string& text, uint32_t flags) const {
-    // Most texts need fewer ids than bytes (plus BOS/EOS); a longer one is retried once at the
-    // size the library reports.
-    std::vector<int32_t> ids(text.size() + 8);
-    ids.resize(FillResizingOnce(ids, [&](int32_t* out, size_t capacity, size_t* needed) {
+    return TokenIds(text, [&](int32_t* out, size_t capacity, size_t* needed) {
       return kes_tokenize(model_, text.data(), text.size(), flags, out, capacity, needed);
-    }));
-    return ids;
+    });
   }
 
   nb::bytes Detokenize(const std::vector<int32_t>& ids) const {
@@ -370,9 +384,7 @@ class EncoderHandle {
   EncoderHandle& operator=(const EncoderHandle&) = delete;
 
   nb::dict Info() const {
-    kes_encoder_info info{};
-    info.struct_size = sizeof(info);
-    Check(kes_encoder_get_info(encoder_, &info));
+    const kes_encoder_info info = ReadInfo(kes_encoder_get_info, encoder_);
     nb::dict d;
     d["embedding_dim"] = info.embedding_dim;
     d["max_tokens"] = info.max_tokens;
@@ -413,11 +425,9 @@ class EncoderHandle {
   }
 
   std::vector<int32_t> Tokenize(const std::string& text) const {
-    std::vector<int32_t> ids(text.size() + 8);
-    ids.resize(FillResizingOnce(ids, [&](int32_t* out, size_t capacity, size_t* needed) {
+    return TokenIds(text, [&](int32_t* out, size_t capacity, size_t* needed) {
       return kes_encoder_tokenize(encoder_, text.data(), text.size(), out, capacity, needed);
-    }));
-    return ids;
+    });
   }
 
   // Any thread, any time: only sets a flag (the embed under way stops before its next step).
@@ -454,26 +464,21 @@ class TranscriberHandle {
   std::tuple<nb::list, std::string> Pcm(Samples samples, uint32_t sample_rate,
                                         const std::optional<std::string>& language, int32_t task,
                                         bool timestamps, bool previous_text) {
-    Busy busy(&busy_, "this transcriber");
-    const kes_transcribe_params params = Params(language, task, timestamps, previous_text);
-    std::vector<Segment> segments;
-    CallReleasingGil([&] {
-      return kes_transcribe_pcm(transcriber_, samples.data(), samples.shape(0), sample_rate,
-                                &params, &Collect, &segments);
-    });
-    return {ToList(segments), Language()};
+    return Transcribe(language, task, timestamps, previous_text,
+                      [&](const kes_transcribe_params* params, std::vector<Segment>* segments) {
+                        return kes_transcribe_pcm(transcriber_, samples.data(), samples.shape(0),
+                                                  sample_rate, params, &Collect, segments);
+                      });
   }
 
   std::tuple<nb::list, std::string> File(const std::string& path,
                                          const std::optional<std::string>& language, int32_t task,
                                          bool timestamps, bool previous_text) {
-    Busy busy(&busy_, "this transcriber");
-    const kes_transcribe_params params = Params(language, task, timestamps, previous_text);
-    std::vector<Segment> segments;
-    CallReleasingGil([&] {
-      return kes_transcribe_file(transcriber_, path.c_str(), &params, &Collect, &segments);
-    });
-    return {ToList(segments), Language()};
+    return Transcribe(language, task, timestamps, previous_text,
+                      [&](const kes_transcribe_params* params, std::vector<Segment>* segments) {
+                        return kes_transcribe_file(transcriber_, path.c_str(), params, &Collect,
+                                                   segments);
+                      });
   }
 
   // Any thread, any time: only sets a flag (the transcription under way stops before its next
@@ -481,6 +486,18 @@ class TranscriberHandle {
   void Abort() { Check(kes_transcriber_abort(transcriber_)); }
 
  private:
+  // What Pcm and File return, from `call`(params, segments): their kes_transcribe_* call, made
+  // with the GIL released, Collect gathering the segments.
+  template <typename Call>
+  std::tuple<nb::list, std::string> Transcribe(const std::optional<std::string>& language,
+                                               int32_t task, bool timestamps, bool previous_text,
+                                               Call&& call) {
+    Busy busy(&busy_, "this transcriber");
+    const kes_transcribe_params params = Params(language, task, timestamps, previous_text);
+    std::vector<Segment> segments;
+    CallReleasingGil([&] { return call(&params, &segments); });
+    return {ToList(segments), Language()};
+  }
   static kes_transcribe_params Params(const std::optional<std::string>& language, int32_t task,
                                       bool timestamps, bool previous_text) {
     kes_transcribe_params p = kes_transcribe_default_params();
