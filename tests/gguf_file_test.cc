@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "converters/gguf/dequantize.h"
@@ -153,25 +154,16 @@ TEST(GgufMetadata, EveryValueType) {
   EXPECT_EQ(file->version(), 3u);
   EXPECT_TRUE(file->tensors().empty());
 
+  // Every integer type, and bool, reads as an integer.
+  const std::pair<const char*, int64_t> int_values[] = {
+      {"u8", 200},         {"i8", -5},           {"u16", 60000}, {"i16", -300},
+      {"u32", 4000000000}, {"i32", -2000000000}, {"u64", 12345}, {"i64", -(int64_t{1} << 40)},
+      {"bool", 1}};
   int64_t i = 0;
-  ASSERT_TRUE(file->GetInt("u8", &i).ok());
-  EXPECT_EQ(i, 200);
-  ASSERT_TRUE(file->GetInt("i8", &i).ok());
-  EXPECT_EQ(i, -5);
-  ASSERT_TRUE(file->GetInt("u16", &i).ok());
-  EXPECT_EQ(i, 60000);
-  ASSERT_TRUE(file->GetInt("i16", &i).ok());
-  EXPECT_EQ(i, -300);
-  ASSERT_TRUE(file->GetInt("u32", &i).ok());
-  EXPECT_EQ(i, 4000000000);
-  ASSERT_TRUE(file->GetInt("i32", &i).ok());
-  EXPECT_EQ(i, -2000000000);
-  ASSERT_TRUE(file->GetInt("u64", &i).ok());
-  EXPECT_EQ(i, 12345);
-  ASSERT_TRUE(file->GetInt("i64", &i).ok());
-  EXPECT_EQ(i, -(int64_t{1} << 40));
-  ASSERT_TRUE(file->GetInt("bool", &i).ok());
-  EXPECT_EQ(i, 1);
+  for (const auto& [key, value] : int_values) {
+    ASSERT_TRUE(file->GetInt(key, &i).ok()) << key;
+    EXPECT_EQ(i, value) << key;
+  }
   ExpectHas(file->GetInt("u64.big", &i), {"u64.big", "2^63", "9223372036854775813"});
 
   double f = 0;
