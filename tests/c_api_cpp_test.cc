@@ -239,13 +239,19 @@ struct ScratchKes {
   ~ScratchKes() { std::remove(path.c_str()); }
 };
 
-// Encoder::Embed gives kes_embed's vectors bit for bit; a decoder is refused with a code.
-TEST(CppApi, EncoderEmbedsAsTheCCall) {
+// The tiny BERT tests/py/make_tiny_bert.py writes with `flags` (scratch folder `stem`), converted
+// into `kes`.
+void ConvertTinyBert(const std::string& stem, const std::string& flags, const ScratchKes& kes) {
   std::string folder;
-  ASSERT_EQ(t::MakeTinyBert("tiny-bert", "", &folder), "");
-  ScratchKes kes{t::ScratchPath("cpp-api-tiny-bert.kes")};
+  ASSERT_EQ(t::MakeTinyBert(stem, flags, &folder), "");
   const t::ProcessResult r = t::Convert({folder, kes.path});
   ASSERT_TRUE(r.exited && r.exit_code == 0) << t::Describe(r);
+}
+
+// Encoder::Embed gives kes_embed's vectors bit for bit; a decoder is refused with a code.
+TEST(CppApi, EncoderEmbedsAsTheCCall) {
+  ScratchKes kes{t::ScratchPath("cpp-api-tiny-bert.kes")};
+  ASSERT_NO_FATAL_FAILURE(ConvertTinyBert("tiny-bert", "", kes));
   kapi::Result<kapi::Model> model = kapi::Model::Open(kes.path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   kapi::EncoderParams params = kapi::DefaultEncoderParams();
@@ -294,11 +300,8 @@ TEST(CppApi, EncoderEmbedsAsTheCCall) {
 
 // Encoder::Rerank gives kes_rerank's logits bit for bit; an embedding model refuses it.
 TEST(CppApi, EncoderReranksAsTheCCall) {
-  std::string folder;
-  ASSERT_EQ(t::MakeTinyBert("tiny-bert-reranker", "--reranker", &folder), "");
   ScratchKes kes{t::ScratchPath("cpp-api-tiny-reranker.kes")};
-  const t::ProcessResult r = t::Convert({folder, kes.path});
-  ASSERT_TRUE(r.exited && r.exit_code == 0) << t::Describe(r);
+  ASSERT_NO_FATAL_FAILURE(ConvertTinyBert("tiny-bert-reranker", "--reranker", kes));
   kapi::Result<kapi::Model> model = kapi::Model::Open(kes.path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   kapi::Result<kapi::Encoder> encoder = kapi::Encoder::Create(*model);
