@@ -1,5 +1,7 @@
 #include "converters/hf_json_fields.h"
 
+#include <fstream>
+
 namespace kestrel::hf {
 
 using nlohmann::json;
@@ -21,6 +23,12 @@ Status OpenJsonObject(const std::string& path, json* storage, JsonNode* out) {
   KES_RETURN_IF_ERROR(safetensors::ReadJson(path, json::value_t::object, storage));
   *out = JsonNode{storage, path, ""};
   return OkStatus();
+}
+
+Status OpenOptionalJsonObject(const std::string& path, json* storage, JsonNode* out) {
+  *out = JsonNode{nullptr, path, ""};
+  if (!std::ifstream(path).good()) return OkStatus();
+  return OpenJsonObject(path, storage, out);
 }
 
 Status ExpectType(const JsonNode& node, json::value_t type) {

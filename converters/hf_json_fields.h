@@ -25,6 +25,9 @@ struct JsonNode {
 
 // Reads and parses `path` (strictly, see json_reader.h), which must hold an object.
 Status OpenJsonObject(const std::string& path, nlohmann::json* storage, JsonNode* out);
+// The same for a file a folder may lack: when `path` cannot be opened, *out stays absent (its
+// children too) and the status is OK.
+Status OpenOptionalJsonObject(const std::string& path, nlohmann::json* storage, JsonNode* out);
 
 // Required fields: an error when absent or of another type.
 Status GetString(const JsonNode& node, std::string* out);

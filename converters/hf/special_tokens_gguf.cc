@@ -98,9 +98,8 @@ Status ReadSpecialTokens(const std::string& folder, const JsonNode& root,
   };
   json config_storage, storage;
   JsonNode tc;
-  const std::string tc_path = folder + "/tokenizer_config.json";
-  const bool has_tc = std::ifstream(tc_path).good();
-  if (has_tc) KES_RETURN_IF_ERROR(hf::OpenJsonObject(tc_path, &storage, &tc));
+  KES_RETURN_IF_ERROR(hf::OpenOptionalJsonObject(folder + "/tokenizer_config.json", &storage, &tc));
+  const bool has_tc = tc.present();
   std::map<std::string, std::string> contents;
   for (const char* kind : {"bos", "eos", "unk", "pad"}) {
     contents[kind] = TokenContent(tc.Child(std::string(kind) + "_token"));
@@ -150,11 +149,10 @@ Status ReadSpecialTokens(const std::string& folder, const JsonNode& root,
 
 Status ReadGenerationStopIds(const std::string& folder, size_t vocab_size,
                              std::vector<int32_t>* out) {
-  const std::string path = folder + "/generation_config.json";
-  if (!std::ifstream(path).good()) return OkStatus();
   json storage;
   JsonNode root;
-  KES_RETURN_IF_ERROR(hf::OpenJsonObject(path, &storage, &root));
+  KES_RETURN_IF_ERROR(
+      hf::OpenOptionalJsonObject(folder + "/generation_config.json", &storage, &root));
   const JsonNode eos = root.Child("eos_token_id");
   if (eos.is_null()) return OkStatus();
   std::vector<const json*> ids;

@@ -23,11 +23,10 @@ struct Vocabulary {
 
 // added_tokens.json ({"piece": id, ...}): user-defined tokens with score -1000.
 Status ReadAddedTokensJson(const std::string& folder, Vocabulary* v) {
-  const std::string path = folder + "/added_tokens.json";
-  if (!std::ifstream(path).good()) return OkStatus();
   json storage;
   JsonNode root;
-  KES_RETURN_IF_ERROR(hf::OpenJsonObject(path, &storage, &root));
+  KES_RETURN_IF_ERROR(hf::OpenOptionalJsonObject(folder + "/added_tokens.json", &storage, &root));
+  if (!root.present()) return OkStatus();
   for (const auto& entry : root.value->items()) {
     uint64_t id = 0;
     KES_RETURN_IF_ERROR(hf::GetUint(root.Child(entry.key()), &id));
@@ -57,11 +56,10 @@ void SetAddedToken(uint64_t id, std::string content, bool special, SentencePiece
 // tokenizer_config.json's added_tokens_decoder ({"id": {"content": ..., "special": ...}}).
 Status ReadAddedTokensDecoder(const std::string& folder, SentencePieceAddedTokens added,
                               Vocabulary* v) {
-  const std::string path = folder + "/tokenizer_config.json";
-  if (!std::ifstream(path).good()) return OkStatus();
   json storage;
   JsonNode root;
-  KES_RETURN_IF_ERROR(hf::OpenJsonObject(path, &storage, &root));
+  KES_RETURN_IF_ERROR(
+      hf::OpenOptionalJsonObject(folder + "/tokenizer_config.json", &storage, &root));
   const JsonNode decoder = root.Child("added_tokens_decoder");
   if (decoder.is_null()) return OkStatus();
   KES_RETURN_IF_ERROR(hf::ExpectType(decoder, json::value_t::object));
