@@ -3,6 +3,7 @@
 // config files (hf_tokenizer.cc).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -41,6 +42,9 @@ Status ReadTokenizerJson(const std::string& path, fb::TokenizerT* out);
 // The parts of tokenizer.json both models share (hf_tokenizer_json.cc):
 // node.type must be `expected`.
 Status ExpectTypeName(const JsonNode& node, const std::string& expected);
+// model.vocab into *node: a JSON value of type `type` with 1 to 2^31-1 pieces (ids are int32),
+// their count in *n.
+Status ModelVocab(const JsonNode& model, nlohmann::json::value_t type, JsonNode* node, size_t* n);
 // post_processor: TemplateProcessing, BertProcessing, RobertaProcessing or null; sets bos/eos
 // and add_bos/add_eos.
 Status ReadPostProcessor(const JsonNode& root, VocabIndex* vocab);

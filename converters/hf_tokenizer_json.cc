@@ -14,11 +14,9 @@ using nlohmann::json;
 
 // model.vocab: {"piece": id, ...} with ids 0..n-1, each once.
 Status ReadVocab(const JsonNode& model, VocabIndex* vocab) {
-  const JsonNode node = model.Child("vocab");
-  KES_RETURN_IF_ERROR(ExpectType(node, json::value_t::object));
-  const size_t n = node.value->size();
-  KES_CHECK_OR_RETURN(n > 0 && n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
-                      node.Where() + ": expected 1 to 2^31-1 pieces, found " + std::to_string(n));
+  JsonNode node;
+  size_t n = 0;
+  KES_RETURN_IF_ERROR(ModelVocab(model, json::value_t::object, &node, &n));
   std::vector<std::string> pieces(n);
   std::vector<bool> seen(n, false);
   for (const auto& [piece, value] : node.value->items()) {
@@ -107,6 +105,15 @@ Status ReadTemplate(const JsonNode& node, VocabIndex* vocab) {
 }
 
 }  // namespace
+
+Status ModelVocab(const JsonNode& model, json::value_t type, JsonNode* node, size_t* n) {
+  *node = model.Child("vocab");
+  KES_RETURN_IF_ERROR(ExpectType(*node, type));
+  *n = node->value->size();
+  KES_CHECK_OR_RETURN(*n > 0 && *n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
+                      node->Where() + ": expected 1 to 2^31-1 pieces, found " + std::to_string(*n));
+  return OkStatus();
+}
 
 Status ExpectTypeName(const JsonNode& node, const std::string& expected) {
   std::string type;

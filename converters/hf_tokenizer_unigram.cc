@@ -11,8 +11,6 @@
 //                  prepend_scheme "always"), split true when given;
 //   decoder:       Metaspace, replacement "▁";
 //   model:         Unigram: vocab [[piece, score], ...], unk_id, byte_fallback false.
-#include <limits>
-
 #include "converters/hf_tokenizer_internal.h"
 
 namespace kestrel::hf {
@@ -59,11 +57,9 @@ Status DecodeBase64(const JsonNode& node, const std::string& text, std::string* 
 
 // model.vocab: [[piece, score], ...], id = index.
 Status ReadVocab(const JsonNode& model, VocabIndex* vocab) {
-  const JsonNode node = model.Child("vocab");
-  KES_RETURN_IF_ERROR(ExpectType(node, json::value_t::array));
-  const size_t n = node.value->size();
-  KES_CHECK_OR_RETURN(n > 0 && n <= static_cast<size_t>(std::numeric_limits<int32_t>::max()),
-                      node.Where() + ": expected 1 to 2^31-1 pieces, found " + std::to_string(n));
+  JsonNode node;
+  size_t n = 0;
+  KES_RETURN_IF_ERROR(ModelVocab(model, json::value_t::array, &node, &n));
   std::vector<std::string> pieces(n);
   std::vector<float> scores(n);
   for (size_t i = 0; i < n; ++i) {
