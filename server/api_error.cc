@@ -29,6 +29,10 @@ ApiError ServerError(std::string message) {
 ApiError Unavailable(std::string message, std::string code) {
   return Make(503, "server_error", std::move(message), "", std::move(code));
 }
+ApiError NoModel(const std::string& what, const std::string& flag) {
+  return NotFound("this server has no " + what + " (start it with " + flag + ")", "model",
+                  "model_not_found");
+}
 
 std::string ErrorBody(const ApiError& error) {
   const nlohmann::json body = {{"error",

@@ -20,6 +20,9 @@ ApiError InvalidRequest(std::string message, std::string param = "", std::string
 ApiError NotFound(std::string message, std::string param = "", std::string code = "");
 ApiError ServerError(std::string message);
 ApiError Unavailable(std::string message, std::string code);
+// 404 for an endpoint whose model the server was started without: `what` it lacks ("speech
+// model") and the flag that would load one ("--whisper-model W.kes").
+ApiError NoModel(const std::string& what, const std::string& flag);
 
 // The JSON body of an error.
 std::string ErrorBody(const ApiError& error);

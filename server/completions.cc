@@ -278,12 +278,10 @@ void HandleGeneration(ServerState& state, const httplib::Request& req, httplib::
   job->max_tokens = asked > 0 ? static_cast<size_t>(asked) : state.context - n_prompt;
   job->lease = state.slots->Acquire(job->prompt);
   if (job->lease == nullptr) {
-    ++state.metrics.rejected_busy;
-    res.set_header("Retry-After", "1");
-    SendError(res, Unavailable(state.stopping ? "the server is shutting down"
-                                              : "the server is busy: every slot is generating "
-                                                "and the queue is full; retry later",
-                               "server_busy"));
+    SendBusy(state, res,
+             state.stopping ? "the server is shutting down"
+                            : "the server is busy: every slot is generating and the queue is "
+                              "full; retry later");
     return;
   }
   char id[32];

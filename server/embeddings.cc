@@ -112,11 +112,7 @@ ApiError ReadInputs(const ServerState& state, kes_encoder* encoder, const json& 
 void Embed(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   json body;
   if (ApiError e = ParseJsonObject(req, &body); !e.ok()) return SendError(res, e);
-  if (!state.embed_model) {
-    return SendError(res, NotFound("this server has no embedding model (start it with "
-                                   "--embed-model E.kes)",
-                                   "model", "model_not_found"));
-  }
+  if (!state.embed_model) return SendError(res, NoModel("embedding model", "--embed-model E.kes"));
   const auto model = body.find("model");
   if (model != body.end() && !model->is_null()) {
     if (!model->is_string()) {
@@ -154,11 +150,9 @@ void Embed(ServerState& state, const httplib::Request& req, httplib::Response& r
 
   std::unique_ptr<EncoderPool::Lease> encoder = state.encoders->Acquire();
   if (encoder == nullptr) {
-    ++state.metrics.rejected_busy;
-    res.set_header("Retry-After", "1");
-    return SendError(res, Unavailable("the server is busy: every encoder is embedding and the "
-                                      "queue is full; retry later",
-                                      "server_busy"));
+    return SendBusy(state, res,
+                    "the server is busy: every encoder is embedding and the queue is full; "
+                    "retry later");
   }
   std::vector<std::vector<int32_t>> ids;
   ApiError e = ReadInputs(state, encoder->get(), *input, &ids);

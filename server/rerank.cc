@@ -54,11 +54,7 @@ ApiError ReadDocuments(const json& documents, std::vector<std::string>* out) {
 void Rerank(ServerState& state, const httplib::Request& req, httplib::Response& res) {
   json body;
   if (ApiError e = ParseJsonObject(req, &body); !e.ok()) return SendError(res, e);
-  if (!state.rerank_model) {
-    return SendError(res, NotFound("this server has no reranker (start it with --rerank-model "
-                                   "R.kes)",
-                                   "model", "model_not_found"));
-  }
+  if (!state.rerank_model) return SendError(res, NoModel("reranker", "--rerank-model R.kes"));
   if (const auto model = body.find("model"); model != body.end() && !model->is_null()) {
     if (!model->is_string() || *model != state.rerank_model_id) {
       return SendError(res, NotFound("The model " + model->dump() +
@@ -99,11 +95,9 @@ void Rerank(ServerState& state, const httplib::Request& req, httplib::Response& 
 
   std::unique_ptr<EncoderPool::Lease> encoder = state.rerankers->Acquire();
   if (encoder == nullptr) {
-    ++state.metrics.rejected_busy;
-    res.set_header("Retry-After", "1");
-    return SendError(res, Unavailable("the server is busy: every reranker is scoring and the "
-                                      "queue is full; retry later",
-                                      "server_busy"));
+    return SendBusy(state, res,
+                    "the server is busy: every reranker is scoring and the queue is full; retry "
+                    "later");
   }
   std::vector<const char*> pointers;
   std::vector<size_t> lengths;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "server/api_error.h"
@@ -260,6 +261,12 @@ void SendError(httplib::Response& res, const ApiError& error) {
 void SendJson(httplib::Response& res, const std::string& body, int status) {
   res.status = status;
   res.set_content(body, "application/json");
+}
+
+void SendBusy(ServerState& state, httplib::Response& res, std::string message) {
+  ++state.metrics.rejected_busy;
+  res.set_header("Retry-After", "1");
+  SendError(res, Unavailable(std::move(message), "server_busy"));
 }
 
 int RunServer(const ServeOptions& options) {

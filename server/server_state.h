@@ -93,6 +93,9 @@ struct ApiError;
 ApiError ParseJsonObject(const httplib::Request& req, nlohmann::json* body);
 void SendError(httplib::Response& res, const ApiError& error);
 void SendJson(httplib::Response& res, const std::string& body, int status = 200);
+// A request no slot, encoder or transcriber was taken for (the queue full, or the server
+// stopping): 503 server_busy with Retry-After, counted for /metrics; `message` says why.
+void SendBusy(ServerState& state, httplib::Response& res, std::string message);
 
 // The routes of the generation endpoints (completions.cc) and of the rest (server.cc).
 void AddGenerationRoutes(httplib::Server& http, ServerState& state);

@@ -80,11 +80,7 @@ std::string Field(const httplib::Request& req, const char* name) {
 }
 
 void Transcribe(ServerState& state, const httplib::Request& req, httplib::Response& res) {
-  if (!state.whisper_model) {
-    return SendError(res, NotFound("this server has no speech model (start it with "
-                                   "--whisper-model W.kes)",
-                                   "model", "model_not_found"));
-  }
+  if (!state.whisper_model) return SendError(res, NoModel("speech model", "--whisper-model W.kes"));
   if (!req.is_multipart_form_data()) {
     return SendError(res, InvalidRequest("expected a multipart/form-data upload with the audio "
                                          "in the field 'file'",
@@ -118,11 +114,9 @@ void Transcribe(ServerState& state, const httplib::Request& req, httplib::Respon
   }
   std::unique_ptr<TranscriberPool::Lease> transcriber = state.transcribers->Acquire();
   if (transcriber == nullptr) {
-    ++state.metrics.rejected_busy;
-    res.set_header("Retry-After", "1");
-    return SendError(res, Unavailable("the server is busy: every transcriber is working and the "
-                                      "queue is full; retry later",
-                                      "server_busy"));
+    return SendBusy(state, res,
+                    "the server is busy: every transcriber is working and the queue is full; "
+                    "retry later");
   }
   kes_transcribe_params params = kes_transcribe_default_params();
   params.language = language.empty() ? nullptr : language.c_str();
