@@ -52,18 +52,34 @@ CallStatus ReadConversation(const kes_model* model, const char* format,
       kestrel::ChooseChatWriter(*model->model, format == nullptr ? "" : format, system, writer));
 }
 
-CallStatus ApplyTemplate(const kes_model* model, const char* format,
-                         const kes_chat_message* messages, size_t n, int add_generation_prompt,
-                         char* buf, size_t capacity, size_t* n_bytes) {
+// A rendering of the conversation (`render`: CallStatus(kestrel::ChatWriter*, const
+// std::vector<kestrel::ChatMessage>&, Out*)) into the caller's buf[capacity] (named `buf_name`),
+// its length in *n_out (`n_out_name`): the text and the token ids check and copy out alike.
+template <typename Out, typename T, typename Render>
+CallStatus RenderConversation(const kes_model* model, const char* format,
+                              const kes_chat_message* messages, size_t n, T* buf, size_t capacity,
+                              size_t* n_out, const char* buf_name, const char* n_out_name,
+                              Render&& render) {
   std::vector<kestrel::ChatMessage> list;
   kestrel::ChatWriter writer;
   KES_C_RETURN_IF_ERROR(ReadConversation(model, format, messages, n, &list, &writer));
-  if (n_bytes == nullptr) return NullArgument("n_bytes");
-  if (buf == nullptr && capacity > 0) return NullArgument("buf");
-  std::string text;
-  KES_C_RETURN_IF_ERROR(FromStatus(
-      KES_INVALID_ARGUMENT, kestrel::RenderChat(writer, list, add_generation_prompt != 0, &text)));
-  return CopyOut(text.data(), text.size(), buf, capacity, n_bytes, "buf");
+  if (n_out == nullptr) return NullArgument(n_out_name);
+  if (buf == nullptr && capacity > 0) return NullArgument(buf_name);
+  Out out;
+  KES_C_RETURN_IF_ERROR(render(&writer, list, &out));
+  return CopyOut(out.data(), out.size(), buf, capacity, n_out, buf_name);
+}
+
+CallStatus ApplyTemplate(const kes_model* model, const char* format,
+                         const kes_chat_message* messages, size_t n, int add_generation_prompt,
+                         char* buf, size_t capacity, size_t* n_bytes) {
+  return RenderConversation<std::string>(
+      model, format, messages, n, buf, capacity, n_bytes, "buf", "n_bytes",
+      [&](kestrel::ChatWriter* writer, const std::vector<kestrel::ChatMessage>& list,
+          std::string* text) {
+        return FromStatus(KES_INVALID_ARGUMENT,
+                          kestrel::RenderChat(*writer, list, add_generation_prompt != 0, text));
+      });
 }
 
 // kes_chat_params.thinking as the template's enable_thinking (unset for the default).
@@ -83,20 +99,18 @@ CallStatus ReadThinking(const kes_chat_params& p, std::optional<bool>* out) {
 CallStatus ChatTokens(const kes_model* model, const char* format, std::optional<bool> thinking,
                       const kes_chat_message* messages, size_t n, int add_generation_prompt,
                       int32_t* tokens, size_t capacity, size_t* n_tokens) {
-  std::vector<kestrel::ChatMessage> list;
-  kestrel::ChatWriter writer;
-  KES_C_RETURN_IF_ERROR(ReadConversation(model, format, messages, n, &list, &writer));
-  if (n_tokens == nullptr) return NullArgument("n_tokens");
-  if (tokens == nullptr && capacity > 0) return NullArgument("tokens");
-  kestrel::SetEnableThinking(&writer, thinking);
-  std::vector<kestrel::ChatSegment> segments;
-  KES_C_RETURN_IF_ERROR(
-      FromStatus(KES_INVALID_ARGUMENT,
-                 kestrel::RenderChatSegments(writer, list, add_generation_prompt != 0, &segments)));
-  std::vector<int32_t> ids;
-  KES_C_RETURN_IF_ERROR(FromStatus(KES_INVALID_ARGUMENT,
-                                   kestrel::EncodeChat(model->model->tokenizer(), segments, &ids)));
-  return CopyOut(ids.data(), ids.size(), tokens, capacity, n_tokens, "tokens");
+  return RenderConversation<std::vector<int32_t>>(
+      model, format, messages, n, tokens, capacity, n_tokens, "tokens", "n_tokens",
+      [&](kestrel::ChatWriter* writer, const std::vector<kestrel::ChatMessage>& list,
+          std::vector<int32_t>* ids) -> CallStatus {
+        kestrel::SetEnableThinking(writer, thinking);
+        std::vector<kestrel::ChatSegment> segments;
+        KES_C_RETURN_IF_ERROR(FromStatus(
+            KES_INVALID_ARGUMENT,
+            kestrel::RenderChatSegments(*writer, list, add_generation_prompt != 0, &segments)));
+        return FromStatus(KES_INVALID_ARGUMENT,
+                          kestrel::EncodeChat(model->model->tokenizer(), segments, ids));
+      });
 }
 
 // A new conversation with the session's chat parameters, after what the sequence holds.

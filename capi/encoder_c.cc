@@ -52,7 +52,12 @@ CallStatus ResolveEncoder(const kes_model* model, const kes_encoder_params* in,
   return Ok();
 }
 
-CallStatus CheckOutput(const kes_encoder* e, size_t n, const float* out, size_t dim) {
+// kes_embed's and kes_embed_tokens' arguments: n inputs (texts or id sequences, `inputs_name`)
+// with their lengths, embedded into out[n * dim] by an encoder that embeds.
+CallStatus CheckEmbedArguments(const kes_encoder* e, const void* inputs, const char* inputs_name,
+                               const size_t* lengths, size_t n, const float* out, size_t dim) {
+  if (inputs == nullptr && n > 0) return NullArgument(inputs_name);
+  if (lengths == nullptr && n > 0) return NullArgument("lengths");
   if (e->encoder->scores()) {
     return Error(KES_UNSUPPORTED,
                  "this is a reranker (a cross-encoder: it scores a query and a document "
@@ -163,9 +168,7 @@ kes_status kes_encoder_tokenize(const kes_encoder* encoder, const char* text, si
 kes_status kes_embed(kes_encoder* encoder, const char* const* texts, const size_t* lengths,
                      size_t n, float* out, size_t dim) {
   return kestrel::capi::OnHandle(encoder, "encoder", [&]() -> CallStatus {
-    if (texts == nullptr && n > 0) return NullArgument("texts");
-    if (lengths == nullptr && n > 0) return NullArgument("lengths");
-    KES_C_RETURN_IF_ERROR(CheckOutput(encoder, n, out, dim));
+    KES_C_RETURN_IF_ERROR(CheckEmbedArguments(encoder, texts, "texts", lengths, n, out, dim));
     for (size_t i = 0; i < n; ++i) {
       if (texts[i] == nullptr && lengths[i] > 0) {
         return Error(KES_INVALID_ARGUMENT, "texts[" + std::to_string(i) + "] is NULL");
@@ -210,9 +213,7 @@ kes_status kes_embed(kes_encoder* encoder, const char* const* texts, const size_
 kes_status kes_embed_tokens(kes_encoder* encoder, const int32_t* const* ids, const size_t* lengths,
                             size_t n, float* out, size_t dim) {
   return kestrel::capi::OnHandle(encoder, "encoder", [&]() -> CallStatus {
-    if (ids == nullptr && n > 0) return NullArgument("ids");
-    if (lengths == nullptr && n > 0) return NullArgument("lengths");
-    KES_C_RETURN_IF_ERROR(CheckOutput(encoder, n, out, dim));
+    KES_C_RETURN_IF_ERROR(CheckEmbedArguments(encoder, ids, "ids", lengths, n, out, dim));
     // Encode checks every sequence and id before it runs anything.
     return EncodeStatus(encoder, KES_INVALID_ARGUMENT,
                         encoder->encoder->Encode(ids, lengths, n, out));
