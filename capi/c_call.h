@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <new>
 #include <string>
 #include <utility>
@@ -153,6 +154,23 @@ template <typename Handle, typename Body>
 kes_status OnHandle(Handle* handle, const char* name, Body&& body) noexcept {
   if (handle == nullptr) return NullHandle(name);
   return Guard(handle, &handle->error, std::forward<Body>(body));
+}
+
+// What every kes_*_create does around making its handle: *out cleared (NULL refused, as `name`),
+// a new handle of `model` that `fill` (CallStatus(Handle*)) checks the rest and sets up, and *out
+// given it only when all went well; a failure frees it.
+template <typename Handle, typename Fill>
+kes_status CreateHandle(const kes_model* model, const char* name, Handle** out,
+                        Fill&& fill) noexcept {
+  return Guard(model, nullptr, [&]() -> CallStatus {
+    if (out == nullptr) return NullArgument(name);
+    *out = nullptr;
+    auto handle = std::make_unique<Handle>();
+    handle->model = model;
+    KES_C_RETURN_IF_ERROR(fill(handle.get()));
+    *out = handle.release();
+    return Ok();
+  });
 }
 
 // A size-prefixed struct (kes_*_params, kes_segment) with every byte zero but its struct_size:

@@ -42,13 +42,14 @@ CallStatus CheckIsEncoder(const kestrel::Model& model) {
 }
 
 CallStatus ResolveEncoder(const kes_model* model, const kes_encoder_params* in,
-                          kestrel::EncoderOptions* options) {
+                          kestrel::EncoderOptions* options, size_t* need) {
   if (model == nullptr) return NullArgument("model");
   KES_C_RETURN_IF_ERROR(CheckIsEncoder(*model->model));
   kes_encoder_params p;
   KES_C_RETURN_IF_ERROR(
       kestrel::capi::ReadParams(in, kes_encoder_default_params(), "kes_encoder_params", &p));
   options->n_threads = p.n_threads == 0 ? kestrel::PhysicalCores() : p.n_threads;
+  *need = kestrel::PlanEncoderMemory(*model->model).arena_bytes;
   return Ok();
 }
 
@@ -101,35 +102,22 @@ kes_encoder_params kes_encoder_default_params(void) {
 
 kes_status kes_encoder_arena_size(const kes_model* model, const kes_encoder_params* params,
                                   size_t* bytes) {
-  return Guard(model, nullptr, [&]() -> CallStatus {
-    if (bytes == nullptr) return NullArgument("bytes");
-    kestrel::EncoderOptions options;
-    KES_C_RETURN_IF_ERROR(ResolveEncoder(model, params, &options));
-    *bytes = kestrel::PlanEncoderMemory(*model->model).arena_bytes;
-    return Ok();
-  });
+  return kestrel::capi::ArenaSize(model, params, bytes, ResolveEncoder);
 }
 
 kes_status kes_encoder_create(const kes_model* model, const kes_encoder_params* params, void* arena,
                               size_t arena_bytes, kes_encoder** encoder) {
-  return Guard(model, nullptr, [&]() -> CallStatus {
-    if (encoder == nullptr) return NullArgument("encoder");
-    *encoder = nullptr;
+  return kestrel::capi::CreateHandle(model, "encoder", encoder, [&](kes_encoder* handle) {
     kestrel::EncoderOptions options;
-    KES_C_RETURN_IF_ERROR(ResolveEncoder(model, params, &options));
-    auto handle = std::make_unique<kes_encoder>();
-    handle->model = model;
     options.stop = &handle->abort;
-    const size_t need = kestrel::PlanEncoderMemory(*model->model).arena_bytes;
-    KES_C_RETURN_IF_ERROR(kestrel::capi::CreateOnArena("encoder", need, arena, arena_bytes, options,
-                                                       handle.get(), &handle->encoder));
+    KES_C_RETURN_IF_ERROR(kestrel::capi::CreateOnArena(
+        "encoder", ResolveEncoder, params, arena, arena_bytes, options, handle, &handle->encoder));
     const kestrel::Encoder& e = *handle->encoder;
     handle->step_ids.resize(e.max_step_tokens());
     handle->step_seq.resize(e.max_batch());
     handle->step_lengths.resize(e.max_batch());
     // Encoder::Tokenize's ids: at most max_sequence_tokens, or the two special tokens alone.
     handle->text_ids.reserve(e.max_sequence_tokens() + 2);
-    *encoder = handle.release();
     return Ok();
   });
 }

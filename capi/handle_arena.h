@@ -49,13 +49,37 @@ inline CallStatus TakeArena(const char* handle, size_t need, void** arena, size_
   return Ok();
 }
 
-// The runtime object of a handle that runs on an arena (a session's, an encoder's): the
-// threads checked, the arena taken as TakeArena takes it (into handle->owned_arena when the
-// caller gave none), then Runtime::Create(*handle->model->model, options, out) on it. `options`
-// were checked by the caller, so what fails in Create is the model's plans: KES_BAD_MODEL.
-template <typename Runtime, typename Options, typename Handle>
-CallStatus CreateOnArena(const char* name, size_t need, void* arena, size_t arena_bytes,
-                         Options options, Handle* handle, std::unique_ptr<Runtime>* out) {
+// How a handle that runs on an arena reads the caller's parameters: into the runtime's options,
+// with the arena bytes they plan (*need). Its *_arena_size and *_create both read them so.
+template <typename Params, typename Options>
+using ResolveFn = CallStatus (*)(const kes_model* model, const Params* params, Options* options,
+                                 size_t* need);
+
+// kes_session_arena_size and kes_encoder_arena_size: what `resolve` plans for `params`.
+template <typename Params, typename Options>
+kes_status ArenaSize(const kes_model* model, const Params* params, size_t* bytes,
+                     ResolveFn<Params, Options> resolve) noexcept {
+  return Guard(model, nullptr, [&]() -> CallStatus {
+    if (bytes == nullptr) return NullArgument("bytes");
+    Options options;
+    size_t need = 0;
+    KES_C_RETURN_IF_ERROR(resolve(model, params, &options, &need));
+    *bytes = need;
+    return Ok();
+  });
+}
+
+// The runtime object of a handle that runs on an arena (a session's, an encoder's): `options`
+// (defaults, or what the handle sets itself) completed from `params` by `resolve`, the threads
+// checked, the arena taken as TakeArena takes it (into handle->owned_arena when the caller gave
+// none), then Runtime::Create(*handle->model->model, options, out) on it. The options are
+// checked by then, so what fails in Create is the model's plans: KES_BAD_MODEL.
+template <typename Params, typename Options, typename Handle, typename Runtime>
+CallStatus CreateOnArena(const char* name, ResolveFn<Params, Options> resolve, const Params* params,
+                         void* arena, size_t arena_bytes, Options options, Handle* handle,
+                         std::unique_ptr<Runtime>* out) {
+  size_t need = 0;
+  KES_C_RETURN_IF_ERROR(resolve(handle->model, params, &options, &need));
   KES_C_RETURN_IF_ERROR(CheckCanRunThreads(options.n_threads));
   KES_C_RETURN_IF_ERROR(TakeArena(name, need, &arena, &arena_bytes, &handle->owned_arena));
   options.arena = arena;

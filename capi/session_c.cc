@@ -38,9 +38,9 @@ CallStatus CheckCanGenerate(const kestrel::Model& model) {
   return Ok();
 }
 
-// The runtime's session options for `in`, and the memory they plan (*plan, for the arena).
+// The runtime's session options for `in`, and the arena bytes the memory they plan needs.
 CallStatus ResolveSession(const kes_model* model, const kes_session_params* in,
-                          kestrel::SessionOptions* options, kestrel::MemoryPlan* plan) {
+                          kestrel::SessionOptions* options, size_t* need) {
   if (model == nullptr) return NullArgument("model");
   KES_C_RETURN_IF_ERROR(CheckCanGenerate(*model->model));
   kes_session_params p;
@@ -71,8 +71,12 @@ CallStatus ResolveSession(const kes_model* model, const kes_session_params* in,
   options->kv.sinks = p.kv_sinks;
   options->n_threads = p.n_threads == 0 ? kestrel::PhysicalCores() : p.n_threads;
   // A KV type the model cannot have (int8 with heads not a multiple of 32) fails here.
-  return FromStatus(KES_INVALID_ARGUMENT,
-                    kestrel::PlanMemory(*model->model, options->context_length, plan, options->kv));
+  kestrel::MemoryPlan plan;
+  KES_C_RETURN_IF_ERROR(
+      FromStatus(KES_INVALID_ARGUMENT,
+                 kestrel::PlanMemory(*model->model, options->context_length, &plan, options->kv)));
+  *need = plan.arena_bytes;
+  return Ok();
 }
 
 }  // namespace
@@ -91,30 +95,16 @@ kes_session_params kes_session_default_params(void) {
 
 kes_status kes_session_arena_size(const kes_model* model, const kes_session_params* params,
                                   size_t* bytes) {
-  return Guard(model, nullptr, [&]() -> CallStatus {
-    if (bytes == nullptr) return NullArgument("bytes");
-    kestrel::SessionOptions options;
-    kestrel::MemoryPlan plan;
-    KES_C_RETURN_IF_ERROR(ResolveSession(model, params, &options, &plan));
-    *bytes = plan.arena_bytes;
-    return Ok();
-  });
+  return kestrel::capi::ArenaSize(model, params, bytes, ResolveSession);
 }
 
 kes_status kes_session_create(const kes_model* model, const kes_session_params* params, void* arena,
                               size_t arena_bytes, kes_session** session) {
-  return Guard(model, nullptr, [&]() -> CallStatus {
-    if (session == nullptr) return NullArgument("session");
-    *session = nullptr;
-    kestrel::SessionOptions options;
-    kestrel::MemoryPlan plan;
-    KES_C_RETURN_IF_ERROR(ResolveSession(model, params, &options, &plan));
-    auto handle = std::make_unique<kes_session>();
-    handle->model = model;
-    KES_C_RETURN_IF_ERROR(kestrel::capi::CreateOnArena(
-        "session", plan.arena_bytes, arena, arena_bytes, options, handle.get(), &handle->session));
+  return kestrel::capi::CreateHandle(model, "session", session, [&](kes_session* handle) {
+    KES_C_RETURN_IF_ERROR(kestrel::capi::CreateOnArena("session", ResolveSession, params, arena,
+                                                       arena_bytes, kestrel::SessionOptions(),
+                                                       handle, &handle->session));
     handle->prefill_chunk = model->model->FindPlan("prefill")->max_tokens();
-    *session = handle.release();
     return Ok();
   });
 }

@@ -152,53 +152,53 @@ CallStatus ToWhisperRate(kes_transcriber* t, std::vector<float> samples, uint32_
                     kestrel::audio::Resample(samples, rate, kRate, &t->resampled));
 }
 
+// kes_transcriber_create's checks of the handle's model and `params`, and the transcriber made
+// and sized in `handle`.
+CallStatus SetUp(kes_transcriber* handle, const kes_transcriber_params* params) {
+  const kes_model* model = handle->model;
+  if (model == nullptr) return NullArgument("model");
+  KES_C_RETURN_IF_ERROR(CheckIsSpeechModel(*model->model));
+  kes_transcriber_params p;
+  KES_C_RETURN_IF_ERROR(kestrel::capi::ReadParams(params, kes_transcriber_default_params(),
+                                                  "kes_transcriber_params", &p));
+  // At most a day: the spectrogram of longer ones would not fit most memories anyway.
+  if (p.max_audio_seconds > 24 * 3600) {
+    return Error(KES_INVALID_ARGUMENT,
+                 "kes_transcriber_params.max_audio_seconds: expected at "
+                 "most 86400, found " +
+                     std::to_string(p.max_audio_seconds));
+  }
+  handle->options.n_threads = p.n_threads == 0 ? kestrel::PhysicalCores() : p.n_threads;
+  handle->options.stop = &handle->abort;
+  KES_C_RETURN_IF_ERROR(kestrel::capi::CheckCanRunThreads(handle->options.n_threads));
+  const kestrel::Model& m = *model->model;
+  KES_C_RETURN_IF_ERROR(FromStatus(
+      KES_BAD_MODEL, kestrel::Transcriber::Create(m, handle->options, &handle->transcriber)));
+  const kestrel::Transcriber& tr = *handle->transcriber;
+  KES_C_RETURN_IF_ERROR(FromStatus(
+      KES_BAD_MODEL,
+      kestrel::audio::LogMelSpectrogram::Create(static_cast<int>(tr.n_mels()), &handle->mel)));
+  handle->features.resize(
+      tr.n_mels() * kestrel::audio::LogMelSpectrogram::FrameCount(p.max_audio_seconds * kRate));
+  // A segment has at most the decoder's context of tokens (Transcriber's generated tokens).
+  size_t longest_text = 0;
+  for (size_t id = 0; id < m.vocab_size(); ++id) {
+    longest_text = std::max(longest_text, m.tokenizer().TokenText(static_cast<int32_t>(id)).size());
+  }
+  handle->text.reserve(tr.session().context_length() * longest_text);
+  // Room for any language code, so that setting one never allocates (they are 2 or 3 bytes).
+  handle->options.language.reserve(8);
+  return Ok();
+}
+
 }  // namespace
 
 extern "C" {
 
 kes_status kes_transcriber_create(const kes_model* model, const kes_transcriber_params* params,
                                   kes_transcriber** transcriber) {
-  return Guard(model, nullptr, [&]() -> CallStatus {
-    if (transcriber == nullptr) return NullArgument("transcriber");
-    *transcriber = nullptr;
-    if (model == nullptr) return NullArgument("model");
-    KES_C_RETURN_IF_ERROR(CheckIsSpeechModel(*model->model));
-    kes_transcriber_params p;
-    KES_C_RETURN_IF_ERROR(kestrel::capi::ReadParams(params, kes_transcriber_default_params(),
-                                                    "kes_transcriber_params", &p));
-    // At most a day: the spectrogram of longer ones would not fit most memories anyway.
-    if (p.max_audio_seconds > 24 * 3600) {
-      return Error(KES_INVALID_ARGUMENT,
-                   "kes_transcriber_params.max_audio_seconds: expected at "
-                   "most 86400, found " +
-                       std::to_string(p.max_audio_seconds));
-    }
-    auto handle = std::make_unique<kes_transcriber>();
-    handle->model = model;
-    handle->options.n_threads = p.n_threads == 0 ? kestrel::PhysicalCores() : p.n_threads;
-    handle->options.stop = &handle->abort;
-    KES_C_RETURN_IF_ERROR(kestrel::capi::CheckCanRunThreads(handle->options.n_threads));
-    const kestrel::Model& m = *model->model;
-    KES_C_RETURN_IF_ERROR(FromStatus(
-        KES_BAD_MODEL, kestrel::Transcriber::Create(m, handle->options, &handle->transcriber)));
-    const kestrel::Transcriber& tr = *handle->transcriber;
-    KES_C_RETURN_IF_ERROR(FromStatus(
-        KES_BAD_MODEL,
-        kestrel::audio::LogMelSpectrogram::Create(static_cast<int>(tr.n_mels()), &handle->mel)));
-    handle->features.resize(
-        tr.n_mels() * kestrel::audio::LogMelSpectrogram::FrameCount(p.max_audio_seconds * kRate));
-    // A segment has at most the decoder's context of tokens (Transcriber's generated tokens).
-    size_t longest_text = 0;
-    for (size_t id = 0; id < m.vocab_size(); ++id) {
-      longest_text =
-          std::max(longest_text, m.tokenizer().TokenText(static_cast<int32_t>(id)).size());
-    }
-    handle->text.reserve(tr.session().context_length() * longest_text);
-    // Room for any language code, so that setting one never allocates (they are 2 or 3 bytes).
-    handle->options.language.reserve(8);
-    *transcriber = handle.release();
-    return Ok();
-  });
+  return kestrel::capi::CreateHandle(model, "transcriber", transcriber,
+                                     [&](kes_transcriber* t) { return SetUp(t, params); });
 }
 
 void kes_transcriber_destroy(kes_transcriber* transcriber) { delete transcriber; }
