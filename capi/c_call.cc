@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "runtime/executor.h"
+#include "runtime/model.h"
 
 namespace kestrel::capi {
 namespace {
@@ -43,6 +44,11 @@ const char* ThreadErrorFor(const void* handle) noexcept {
 CallStatus CheckCanRunThreads(size_t n_threads) {
   KES_C_RETURN_IF_ERROR(FromStatus(KES_UNSUPPORTED, CheckCanRun(1)));
   return FromStatus(KES_INVALID_ARGUMENT, CheckCanRun(n_threads));
+}
+
+CallStatus WrongModel(const Model& model, const char* kind, const char* instead) {
+  return Error(KES_UNSUPPORTED, std::string("this is ") + kind + " (" +
+                                    model.meta().architecture()->str() + "): " + instead);
 }
 
 bool CanOpenRegularFile(const char* path) noexcept {

@@ -15,6 +15,10 @@
 #include "kestrel/kestrel.h"
 #include "runtime/status.h"
 
+namespace kestrel {
+class Model;
+}  // namespace kestrel
+
 namespace kestrel::capi {
 
 // What a call body returns: KES_OK, or a code with the message that explains it.
@@ -137,6 +141,10 @@ CallStatus CopyOut(const T* data, size_t n, T* buf, size_t capacity, size_t* n_o
 // Whether this CPU can run the library (KES_UNSUPPORTED if not) and then `n_threads` threads of
 // it (KES_INVALID_ARGUMENT): what creating a session, an encoder or a transcriber checks first.
 CallStatus CheckCanRunThreads(size_t n_threads);
+
+// KES_UNSUPPORTED for a handle asked of the wrong kind of model, naming the model's `kind` ("an
+// encoder model") and architecture, then what to do `instead`.
+CallStatus WrongModel(const Model& model, const char* kind, const char* instead);
 
 // Whether `path` is a regular file this process can open: tells a file that cannot be read
 // (KES_IO_ERROR) from one whose contents are wrong. The runtime's Status has no code yet, so the

@@ -29,16 +29,13 @@ namespace {
 // Refuses a model that embeds nothing, with what to use instead.
 CallStatus CheckIsEncoder(const kestrel::Model& model) {
   if (model.is_encoder()) return Ok();
-  const std::string arch = model.meta().architecture()->str();
   if (model.has_audio_encoder()) {
-    return Error(KES_UNSUPPORTED, "this is a speech model (" + arch +
-                                      "): transcribe with a "
-                                      "kes_transcriber; encoders embed texts with encoder models "
-                                      "(BERT)");
+    return WrongModel(model, "a speech model",
+                      "transcribe with a kes_transcriber; encoders embed texts with encoder "
+                      "models (BERT)");
   }
-  return Error(KES_UNSUPPORTED, "this is a text decoder (" + arch +
-                                    "): generate with a "
-                                    "kes_session; encoders embed texts with encoder models (BERT)");
+  return WrongModel(model, "a text decoder",
+                    "generate with a kes_session; encoders embed texts with encoder models (BERT)");
 }
 
 CallStatus ResolveEncoder(const kes_model* model, const kes_encoder_params* in,

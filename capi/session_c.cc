@@ -24,16 +24,11 @@ namespace {
 
 // Refuses a model that does not generate text, with what to use instead.
 CallStatus CheckCanGenerate(const kestrel::Model& model) {
-  const std::string arch = model.meta().architecture()->str();
   if (model.has_audio_encoder()) {
-    return Error(KES_UNSUPPORTED, "this is a speech model (" + arch +
-                                      "): sessions generate text "
-                                      "from text decoders only");
+    return WrongModel(model, "a speech model", "sessions generate text from text decoders only");
   }
   if (model.is_encoder()) {
-    return Error(KES_UNSUPPORTED, "this is an encoder model (" + arch +
-                                      "): it embeds texts and "
-                                      "generates nothing");
+    return WrongModel(model, "an encoder model", "it embeds texts and generates nothing");
   }
   return Ok();
 }

@@ -49,20 +49,17 @@ constexpr uint32_t kRate = kestrel::audio::kWhisperSampleRate;
 // Refuses a model that is not Whisper, with what to use instead.
 CallStatus CheckIsSpeechModel(const kestrel::Model& model) {
   if (model.has_audio_encoder() && model.has_decoder()) return Ok();
-  const std::string arch = model.meta().architecture()->str();
   if (model.has_audio_encoder()) {
-    return Error(KES_UNSUPPORTED, "this speech model (" + arch +
-                                      ") has an audio encoder but no "
-                                      "decoder: transcribers need Whisper's decoder too");
+    return Error(KES_UNSUPPORTED, "this speech model (" + model.meta().architecture()->str() +
+                                      ") has an audio encoder but no decoder: transcribers need "
+                                      "Whisper's decoder too");
   }
   if (model.is_encoder()) {
-    return Error(KES_UNSUPPORTED, "this is an encoder model (" + arch +
-                                      "): embed with a "
-                                      "kes_encoder; transcribers take speech models (Whisper)");
+    return WrongModel(model, "an encoder model",
+                      "embed with a kes_encoder; transcribers take speech models (Whisper)");
   }
-  return Error(KES_UNSUPPORTED, "this is a text decoder (" + arch +
-                                    "): generate with a "
-                                    "kes_session; transcribers take speech models (Whisper)");
+  return WrongModel(model, "a text decoder",
+                    "generate with a kes_session; transcribers take speech models (Whisper)");
 }
 
 bool IsFlag(int32_t v) { return v == 0 || v == 1; }
