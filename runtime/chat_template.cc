@@ -62,6 +62,23 @@ std::vector<ChatSegment> ChatTurn(ChatFormat format, bool first, std::string_vie
     if (!text.empty()) out.push_back({std::string(text), false});
   };
   const bool with_system = first && !system.empty();
+  // ChatML and Llama 3 mark every message alike: a header naming its role (open, role, close),
+  // the text, and an end tag; only their tags differ.
+  const auto role_tagged = [&](std::string_view open, std::string_view close,
+                               std::string_view end) {
+    const auto header = [&](std::string_view role) {
+      return std::string(open).append(role).append(close);
+    };
+    markup(first ? "" : end);
+    if (with_system) {
+      markup(header("system"));
+      words(system);
+      markup(end);
+    }
+    markup(header("user"));
+    words(user);
+    markup(std::string(end) + header("assistant"));
+  };
   switch (format) {
     case ChatFormat::kGemma:
       markup(first ? "<start_of_turn>user\n" : "<end_of_turn>\n<start_of_turn>user\n");
@@ -72,27 +89,9 @@ std::vector<ChatSegment> ChatTurn(ChatFormat format, bool first, std::string_vie
       words(user);
       markup("<end_of_turn>\n<start_of_turn>model\n");
       break;
-    case ChatFormat::kChatMl:
-      markup(first ? "" : "<|im_end|>\n");
-      if (with_system) {
-        markup("<|im_start|>system\n");
-        words(system);
-        markup("<|im_end|>\n");
-      }
-      markup("<|im_start|>user\n");
-      words(user);
-      markup("<|im_end|>\n<|im_start|>assistant\n");
-      break;
+    case ChatFormat::kChatMl: role_tagged("<|im_start|>", "\n", "<|im_end|>\n"); break;
     case ChatFormat::kLlama3:
-      markup(first ? "" : "<|eot_id|>");
-      if (with_system) {
-        markup("<|start_header_id|>system<|end_header_id|>\n\n");
-        words(system);
-        markup("<|eot_id|>");
-      }
-      markup("<|start_header_id|>user<|end_header_id|>\n\n");
-      words(user);
-      markup("<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+      role_tagged("<|start_header_id|>", "<|end_header_id|>\n\n", "<|eot_id|>");
       break;
   }
   return out;
