@@ -727,17 +727,11 @@ HWY_INLINE void BlocksDecodeTile4xN_X86(const uint8_t* w, const BlockLayout& lay
                                         const uint8_t* x, size_t x_row_bytes, size_t k, float* y,
                                         size_t n_out, [[maybe_unused]] bool super_activations) {
 #if HWY_TARGET == HWY_AVX3_DL
-  if constexpr (T == GgmlBlockType::kQ2_K) {
+  if constexpr (T == GgmlBlockType::kQ2_K || T == GgmlBlockType::kQ3_K) {
     if (super_activations) {
-      Q2KTile4xN_Avx512Vnni<kTokens, true>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+      LowBitTile4xN_Avx512Vnni<T, kTokens, true>(w, layout, r0, x, x_row_bytes, k, y, n_out);
     } else {
-      Q2KTile4xN_Avx512Vnni<kTokens, false>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    }
-  } else if constexpr (T == GgmlBlockType::kQ3_K) {
-    if (super_activations) {
-      Q3KTile4xN_Avx512Vnni<kTokens, true>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    } else {
-      Q3KTile4xN_Avx512Vnni<kTokens, false>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+      LowBitTile4xN_Avx512Vnni<T, kTokens, false>(w, layout, r0, x, x_row_bytes, k, y, n_out);
     }
   } else if constexpr (T == GgmlBlockType::kQ4_K || T == GgmlBlockType::kQ5_K) {
     Q4KQ5KTile4xN_Avx512Vnni<T, kTokens>(w, layout, r0, x, x_row_bytes, k, y, n_out);
@@ -954,8 +948,8 @@ struct BlockGroups {
       if constexpr (kTokens == 8) {
         if (super_activations) {
           for (size_t half = 0; half < 2; ++half) {
-            Q2KTile4xN_Avx512Vnni<4, true>(w, layout, r, x + half * 4 * x_row_bytes, x_row_bytes, k,
-                                           y + r + half * 4 * n_out, n_out);
+            LowBitTile4xN_Avx512Vnni<T, 4, true>(w, layout, r, x + half * 4 * x_row_bytes,
+                                                 x_row_bytes, k, y + r + half * 4 * n_out, n_out);
           }
           return;
         }

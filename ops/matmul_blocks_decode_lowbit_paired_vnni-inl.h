@@ -4,7 +4,7 @@
 // AVX3_DL namespace only (no include guard), after ops/matmul_blocks_decode_lowbit_vnni-inl.h,
 // whose helpers it uses.
 //
-// Why: Q2KTile4xN_Avx512Vnni and Q3KTile4xN_Avx512Vnni move each row's 8 bytes of a sub-block
+// Why: LowBitTile4xN_Avx512Vnni's Q2_K and Q3_K tiles move each row's 8 bytes of a sub-block
 // to a 128-bit lane of their own (a permute per sub-block), shift per chunk pair and pick each
 // half's scales with a vpshufb: most of their instructions are shuffles, which left their
 // decode at 0.55-0.60 of one Zen 4 core's read bandwidth. Here the low 2 bits of two sub-blocks
@@ -79,7 +79,7 @@ HWY_INLINE __m512i PairedChunk(const uint8_t* HWY_RESTRICT block, int pair, int 
 //   (row r's 4 bytes at 4r: element 8c + 4e + i's bit at bit 2c + e of byte i). One two-source
 //   permute gives each (row, sub-block) qword its row's 4 high bytes twice, and a rotate per
 //   32-bit lane moves chunk c's bits to bit 2, ORed in with the low bits (q = 0..7; the center
-//   -4 goes on the half sums as in Q3KTile4xN). Its scales are signed: a word permute of the
+//   -4 goes on the half sums as in LowBitTile4xN). Its scales are signed: a word permute of the
 //   [row][16] int16 scales.
 // Integer sums are exact: |sum| <= 8 sub-blocks * 32 * 7 * 127 * 32 < 2^23 per lane. The f32
 // sums run in another order than the other tiles'.
@@ -133,35 +133,13 @@ HWY_NOINLINE void LowBitPairedTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     const size_t first_sub = blk * 8;
     PrefetchRecords<T>(group, blk);
-    // The half sums' factors: Q2_K's mins times -dmin, Q3_K's scales times -4 d.
-    __m512i scales, half_factor01, half_factor23, scales_hi;
-    __m512 d_rows, half_d01, half_d23;
-    if constexpr (kQ2) {
-      const Q2KGroupRecords g = DecodeQ2KGroupRecords(Group::Records(group, blk));
-      scales = g.scales;
-      scales_hi = g.scales;
-      half_factor01 = g.mins01;
-      half_factor23 = g.mins23;
-      d_rows = g.d_rows;
-      half_d01 = g.minus_dmin01;
-      half_d23 = g.minus_dmin23;
-    } else {
-      const Q3KGroupRecords g = DecodeQ3KGroupRecords(Group::Records(group, blk));
-      scales = g.sc01;
-      scales_hi = g.sc23;
-      half_factor01 = g.sc01;
-      half_factor23 = g.sc23;
-      d_rows = g.d_rows;
-      half_d01 = g.d01;
-      half_d23 = g.d23;
-    }
+    const auto g = DecodeLowBitGroupRecords<T>(Group::Records(group, blk));
     const uint8_t* HWY_RESTRICT paired_block[kTokens];
     __m512i sums[kTokens][kChains];
     for (size_t t = 0; t < kTokens; ++t) {
       paired_block[t] = paired + t * paired_row_bytes + blk * LowBitPairedBlockBytes(kCopies);
       const __m512i halves = _mm512_load_si512(paired_block[t] + kGgmlSuperBlockElems * kCopies);
-      AddHalfTerms(halves, _mm512_set1_ps(xs[t][first_sub]), half_factor01, half_factor23, half_d01,
-                   half_d23, terms01[t], terms23[t]);
+      AddHalfTerms(halves, _mm512_set1_ps(xs[t][first_sub]), g.half, terms01[t], terms23[t]);
       for (int c = 0; c < kChains; ++c) sums[t][c] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 4
@@ -185,8 +163,11 @@ HWY_NOINLINE void LowBitPairedTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
       __m512i scale_half[2];
       for (int h = 0; h < 2; ++h) {
         const __m512i index = _mm512_load_si512(kTables.scale[pair][h]);
-        scale_half[h] = kQ2 ? _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, index, scales)
-                            : _mm512_permutex2var_epi16(scales, index, scales_hi);
+        if constexpr (kQ2) {
+          scale_half[h] = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, index, g.scales);
+        } else {
+          scale_half[h] = _mm512_permutex2var_epi16(g.sc01, index, g.sc23);
+        }
       }
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
@@ -212,7 +193,7 @@ HWY_NOINLINE void LowBitPairedTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w,
       __m512i total = sums[t][0];
       for (int c = 1; c < kChains; ++c) total = _mm512_add_epi32(total, sums[t][c]);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total),
-                               _mm512_mul_ps(d_rows, _mm512_set1_ps(xs[t][first_sub])), acc[t]);
+                               _mm512_mul_ps(g.d_rows, _mm512_set1_ps(xs[t][first_sub])), acc[t]);
     }
   }
   for (size_t t = 0; t < kTokens; ++t) {

@@ -160,15 +160,49 @@ HWY_INLINE __m512 RowLanes8(__m512 v, int first) {
       _mm512_inserti64x4(_mm512_set1_epi32(first), _mm256_set1_epi32(first + 1), 1), v);
 }
 
+// A token's terms on its half sums of one block (HalfSums16), added to [row][8] lanes of rows
+// 0-1 and 2-3: the half sums times each row's int16 factors (Q2_K's mins, Q3_K's scales), times
+// the activations' scales and the rows' f32 factors (Q2_K's -dmin, Q3_K's -4 d).
+struct HalfTermFactors {
+  __m512i factor01, factor23;
+  __m512 d01, d23;
+};
+
 // A Q2_K block's records of a group's four rows (d, dmin, then 16 bytes of 4-bit scale | 4-bit
 // min << 4 per row), in one byte permute: the scales as bytes [row][16] (for vpshufb or a byte
-// permute, zero-extended to int16), the mins widened to int16 [row][16] for rows 0-1 and 2-3
-// (against the activations' half sums), d in [row][4] lanes and -dmin in [row][8] lanes.
+// permute, zero-extended to int16), d in [row][4] lanes, and for the half sums the mins widened
+// to int16 [row][16] for rows 0-1 and 2-3 with -dmin in [row][8] lanes.
 struct Q2KGroupRecords {
-  __m512i scales, mins01, mins23;
-  __m512 d_rows, minus_dmin01, minus_dmin23;
+  __m512i scales;
+  __m512 d_rows;
+  HalfTermFactors half;
+
+  // A sub-block's four rows are 32 bytes, two sub-blocks per load.
+  template <class Add>
+  HWY_INLINE void SubBlocks(const uint8_t* HWY_RESTRICT group, size_t first_sub,
+                            const Add& add) const {
+    // Two sub-blocks' 64 bytes per load; unrolled so that every index is a constant.
+#pragma GCC unroll 4
+    for (size_t pair = 0; pair < 4; ++pair) {
+      const uint8_t* HWY_RESTRICT p =
+          FullGroup<GgmlBlockType::kQ2_K>::SubBlock(group, first_sub + 2 * pair);
+      hwy::Prefetch(p + kWeightPrefetchBytes);
+      const __m512i both = _mm512_loadu_si512(p);
+#pragma GCC unroll 2
+      for (size_t u = 0; u < 2; ++u) {
+        const int s = static_cast<int>(2 * pair + u);
+        const __m512i rows = RowQwordsToLanes(both, u == 1);
+        const __m512i w0 = TwoBitHalf(rows, 0), w1 = TwoBitHalf(rows, 1);
+        const __m512i s0 = _mm512_shuffle_epi8(scales, ScaleIndex<false>(2 * s));
+        const __m512i s1 = _mm512_shuffle_epi8(scales, ScaleIndex<false>(2 * s + 1));
+        add(s, w0, w1, s0, s1);
+      }
+    }
+  }
 };
 HWY_INLINE Q2KGroupRecords DecodeQ2KGroupRecords(const uint8_t* HWY_RESTRICT rec) {
+  constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ2_K);
+  static_assert(F.record_bytes == 20 && F.SubBlocks() == 8, "Q2_K's record and block");
   // Record byte 4 + i of row r (at 20r + 4 + i) into lane r, byte i: rows 0-2 from the first
   // 64 bytes, row 3 from the 64 at byte 16 (table index 64 + 48 + i).
   alignas(64) static constexpr struct ScaleSource {
@@ -188,23 +222,21 @@ HWY_INLINE Q2KGroupRecords DecodeQ2KGroupRecords(const uint8_t* HWY_RESTRICT rec
   // d of rows 0-3 in lanes 0-3, dmin in 4-7 (words 10r and 10r + 1).
   const __m512 d = HalvesAt(rec0, {0, 10, 20, 30, 1, 11, 21, 31});
   return {_mm512_and_si512(packed, nibble),
-          _mm512_cvtepu8_epi16(_mm512_castsi512_si256(mins)),
-          _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(mins, 1)),
           RowLanes4(d),
-          RowLanes8(_mm512_sub_ps(_mm512_setzero_ps(), d), 4),
-          RowLanes8(_mm512_sub_ps(_mm512_setzero_ps(), d), 6)};
+          {_mm512_cvtepu8_epi16(_mm512_castsi512_si256(mins)),
+           _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(mins, 1)),
+           RowLanes8(_mm512_sub_ps(_mm512_setzero_ps(), d), 4),
+           RowLanes8(_mm512_sub_ps(_mm512_setzero_ps(), d), 6)}};
 }
 
-// A token's terms on its half sums of one block, added to terms01 / terms23 ([row][8] lanes,
-// rows 0-1 and 2-3): halves (HalfSums16) times each row's int16 factors (Q2_K's mins, Q3_K's
-// scales), times the activations' scales xs and the rows' f32 factors (Q2_K's -dmin, Q3_K's
-// -4 d).
-HWY_INLINE void AddHalfTerms(__m512i halves, __m512 xs, __m512i factor01, __m512i factor23,
-                             __m512 d01, __m512 d23, __m512& terms01, __m512& terms23) {
-  terms01 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, factor01)),
-                            _mm512_mul_ps(xs, d01), terms01);
-  terms23 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, factor23)),
-                            _mm512_mul_ps(xs, d23), terms23);
+// A token's terms (HalfTermFactors) on the half sums halves of one block, added to terms01 /
+// terms23; xs the activations' scales.
+HWY_INLINE void AddHalfTerms(__m512i halves, __m512 xs, const HalfTermFactors& f, __m512& terms01,
+                             __m512& terms23) {
+  terms01 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, f.factor01)),
+                            _mm512_mul_ps(xs, f.d01), terms01);
+  terms23 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(halves, f.factor23)),
+                            _mm512_mul_ps(xs, f.d23), terms23);
 }
 
 // A token's block into acc: its sub-blocks' f32 sums part (activations with a scale per 32) or
@@ -220,82 +252,58 @@ HWY_INLINE __m512 AddBlock(__m512 acc, const __m512 (&part)[2], const __m512i (&
   }
 }
 
-// Q2_K against 1 to 4 tokens (DecodeQ2KGroupRecords for a block's records). A sub-block's four
-// rows are 32 bytes: two sub-blocks per load. kSuper: the activations have one scale per
-// super-block, and the sub-blocks add up in int32 (AddScaledSubBlock; one convert per block).
-// Decode of 1-4 tokens with kSuper takes LowBitPairedTile4xN_Avx512Vnni where its activations
-// fit its stack buffer; this tile takes Q2_K's prefill, 4 tokens at a time.
-// The 256-bit tile stayed far below the core's read bandwidth on Q2_K decode, in cache and from
-// DRAM alike; this one reads the weights more than twice as fast (figures: docs/kernels.md).
-template <size_t kTokens, bool kSuper>
-HWY_NOINLINE void Q2KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
-                                        size_t r0, const uint8_t* HWY_RESTRICT x,
-                                        size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
-                                        size_t n_out) {
-  static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
-  constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ2_K);
-  static_assert(F.record_bytes == 20 && F.SubBlocks() == 8, "Q2_K's record and block");
-  const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
-  __m512 acc[kTokens], min01[kTokens], min23[kTokens];
-  Q8ActRow act[kTokens];
-  for (size_t t = 0; t < kTokens; ++t) {
-    acc[t] = min01[t] = min23[t] = _mm512_setzero_ps();
-    act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
-  }
-  for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
-    const size_t first_sub = blk * 8;
-    PrefetchRecords<GgmlBlockType::kQ2_K>(group, blk);
-    const Q2KGroupRecords g =
-        DecodeQ2KGroupRecords(FullGroup<GgmlBlockType::kQ2_K>::Records(group, blk));
-    __m512 part[kTokens][2];
-    __m512i whole[kTokens][2];
-    for (size_t t = 0; t < kTokens; ++t) {
-      part[t][0] = part[t][1] = _mm512_setzero_ps();
-      whole[t][0] = whole[t][1] = _mm512_setzero_si512();
-      const __m512i halves = HalfSums16(act[t].q + first_sub * kGgmlSubBlockElems);
-      const __m512 xs = _mm512_broadcast_f32x8(_mm256_loadu_ps(act[t].scale + first_sub));
-      AddHalfTerms(halves, xs, g.mins01, g.mins23, g.minus_dmin01, g.minus_dmin23, min01[t],
-                   min23[t]);
-    }
-    // Two sub-blocks' 64 bytes per load; unrolled so that every index is a constant.
-#pragma GCC unroll 4
-    for (size_t pair = 0; pair < 4; ++pair) {
-      const uint8_t* HWY_RESTRICT p =
-          FullGroup<GgmlBlockType::kQ2_K>::SubBlock(group, first_sub + 2 * pair);
-      hwy::Prefetch(p + kWeightPrefetchBytes);
-      const __m512i both = _mm512_loadu_si512(p);
-#pragma GCC unroll 2
-      for (size_t u = 0; u < 2; ++u) {
-        const int s = static_cast<int>(2 * pair + u);
-        const size_t sub = first_sub + static_cast<size_t>(s);
-        const __m512i rows = RowQwordsToLanes(both, u == 1);
-        const __m512i w0 = TwoBitHalf(rows, 0), w1 = TwoBitHalf(rows, 1);
-        const __m512i s0 = _mm512_shuffle_epi8(g.scales, ScaleIndex<false>(2 * s));
-        const __m512i s1 = _mm512_shuffle_epi8(g.scales, ScaleIndex<false>(2 * s + 1));
-        for (size_t t = 0; t < kTokens; ++t) {
-          AddSubBlock<kSuper>(w0, w1, s0, s1, act[t].q + sub * kGgmlSubBlockElems,
-                              act[t].scale[sub], part[t][u], whole[t][u]);
-        }
-      }
-    }
-    for (size_t t = 0; t < kTokens; ++t) {
-      acc[t] = AddBlock<kSuper>(acc[t], part[t], whole[t], g.d_rows, act[t].scale[first_sub]);
-    }
-  }
-  for (size_t t = 0; t < kTokens; ++t) StoreRowLanes(acc[t], min01[t], min23[t], y + t * n_out);
-}
-
 // A Q3_K block's records of a group's four rows (12 bytes of 6-bit scales, then d, per row),
 // the 16 scales (sc - 32) unpacked together: one byte permute each for their low nibbles and
 // their high bits, then shifts per 64-bit or 32-bit lane. sc_lo / sc_hi: [row][8] int16,
 // scales 0-7 and 8-15 of row r in 128-bit lane r (for vpshufb); sc01 / sc23: [row][16] int16
-// for rows 0-1 and 2-3, scale j at position j (against the half sums). d in [row][4] lanes;
-// -4 d in [row][8] lanes for rows 0-1 and 2-3 (the center's factor).
+// for rows 0-1 and 2-3, scale j at position j (against the half sums, with -4 d in [row][8]
+// lanes for rows 0-1 and 2-3: the center's factor). d in [row][4] lanes.
 struct Q3KGroupRecords {
   __m512i sc_lo, sc_hi, sc01, sc23;
-  __m512 d_rows, d01, d23;
+  __m512 d_rows;
+  HalfTermFactors half;
+
+  // Element value d * (sc - 32) * (q - 4) with q = low 2 bits | high bit << 2: q stays unsigned
+  // and -4 * sum(x) of each half joins the per-block terms with the same scale.
+  template <class Add>
+  HWY_INLINE void SubBlocks(const uint8_t* HWY_RESTRICT group, size_t first_sub,
+                            const Add& add) const {
+    constexpr size_t kLowBytes = kQuantGroupRows * FormatOf(GgmlBlockType::kQ3_K).LowBytes();
+    // Unrolled so that every index is a constant.
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      const size_t sub = first_sub + static_cast<size_t>(s);
+      const uint8_t* HWY_RESTRICT p = FullGroup<GgmlBlockType::kQ3_K>::SubBlock(group, sub);
+      hwy::Prefetch(p + kWeightPrefetchBytes);
+      const __m512i rows = RowQwordsToLanes(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), false);
+      // Row r's 4 bytes of high bits in every 32-bit lane of lane r. Element 8c + 4e + i has
+      // its bit at bit 2c + e of byte i: in half h, 32-bit lane 2 (c - 2h) + e of a row's lane,
+      // bit 4h + (its lane index), rotated to bit 2.
+      const __m512i high = _mm512_permutexvar_epi32(
+          _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+          _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kLowBytes))));
+      const __m512i bit = _mm512_set1_epi8(4);
+      const __m512i w0 = _mm512_ternarylogic_epi32(
+          TwoBitHalf(rows, 0),
+          _mm512_rolv_epi32(high,
+                            _mm512_setr_epi32(2, 1, 0, 31, 2, 1, 0, 31, 2, 1, 0, 31, 2, 1, 0, 31)),
+          bit, 0xF8);
+      const __m512i w1 = _mm512_ternarylogic_epi32(
+          TwoBitHalf(rows, 1),
+          _mm512_rolv_epi32(high, _mm512_setr_epi32(30, 29, 28, 27, 30, 29, 28, 27, 30, 29, 28, 27,
+                                                    30, 29, 28, 27)),
+          bit, 0xF8);
+      const int j0 = 2 * s, j1 = 2 * s + 1;  // the halves' scales
+      const __m512i s0 = _mm512_shuffle_epi8(j0 < 8 ? sc_lo : sc_hi, ScaleIndex<true>(j0 % 8));
+      const __m512i s1 = _mm512_shuffle_epi8(j1 < 8 ? sc_lo : sc_hi, ScaleIndex<true>(j1 % 8));
+      add(s, w0, w1, s0, s1);
+    }
+  }
 };
 HWY_INLINE Q3KGroupRecords DecodeQ3KGroupRecords(const uint8_t* HWY_RESTRICT rec_at) {
+  constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ3_K);
+  static_assert(F.record_bytes == 14 && F.SubBlocks() == 8, "Q3_K's record and block");
   // Byte b of qword 4H + r (scale j = 8H + b of row r): the record byte holding its low 4 bits
   // (b, either nibble) and the one holding its high 2 (8 + b % 4).
   alignas(64) static constexpr struct ScaleSource {
@@ -332,37 +340,53 @@ HWY_INLINE Q3KGroupRecords DecodeQ3KGroupRecords(const uint8_t* HWY_RESTRICT rec
   const __m512 d = HalvesAt(rec, {6, 13, 20, 27, 6, 13, 20, 27});  // d at byte 14r + 12
   const __m512 minus_4 = _mm512_set1_ps(-4.0f);
   g.d_rows = RowLanes4(d);
-  g.d01 = _mm512_mul_ps(RowLanes8(d, 0), minus_4);
-  g.d23 = _mm512_mul_ps(RowLanes8(d, 2), minus_4);
+  g.half = {g.sc01, g.sc23, _mm512_mul_ps(RowLanes8(d, 0), minus_4),
+            _mm512_mul_ps(RowLanes8(d, 2), minus_4)};
   return g;
 }
 
-// Q3_K against 1 to 4 tokens (kSuper as for Q2_K; DecodeQ3KGroupRecords for a block's
-// records). Element value d * (sc - 32) * (q - 4) with q = low 2 bits | high bit << 2: q stays
-// unsigned and -4 * sum(x) of each half joins the per-block terms with the same scale.
-// Faster than BlocksTile4xN_Avx512Vnni's centered path in cache and from DRAM; from DRAM most of
-// the gain needs PrefetchRecords (figures: docs/kernels.md).
-template <size_t kTokens, bool kSuper>
-HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
-                                        size_t r0, const uint8_t* HWY_RESTRICT x,
-                                        size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
-                                        size_t n_out) {
+// A Q2_K or Q3_K block's records of a group's four rows: d_rows, the half sums' factors half,
+// and SubBlocks(group, first_sub, add), which decodes the block's 8 sub-blocks into each half's
+// unsigned quants w0, w1 ([row][4] lanes as TwoBitHalf leaves them) and their lanes' int16
+// scales s0, s1, and calls add(s, w0, w1, s0, s1) for sub-block s = 0 .. 7 (a constant once
+// unrolled).
+template <GgmlBlockType T>
+HWY_INLINE auto DecodeLowBitGroupRecords(const uint8_t* HWY_RESTRICT rec) {
+  static_assert(T == GgmlBlockType::kQ2_K || T == GgmlBlockType::kQ3_K, "Q2_K or Q3_K");
+  if constexpr (T == GgmlBlockType::kQ2_K) {
+    return DecodeQ2KGroupRecords(rec);
+  } else {
+    return DecodeQ3KGroupRecords(rec);
+  }
+}
+
+// Q2_K or Q3_K against 1 to 4 tokens (DecodeLowBitGroupRecords for what differs). kSuper: the
+// activations have one scale per super-block, and the sub-blocks add up in int32
+// (AddScaledSubBlock; one convert per block). Decode of 1-4 tokens with kSuper takes
+// LowBitPairedTile4xN_Avx512Vnni where its activations fit its stack buffer; this tile takes
+// Q2_K's prefill, 4 tokens at a time.
+// Q2_K: the 256-bit tile stayed far below the core's read bandwidth on Q2_K decode, in cache
+// and from DRAM alike; this one reads the weights more than twice as fast. Q3_K: faster than
+// BlocksTile4xN_Avx512Vnni's centered path in cache and from DRAM; from DRAM most of the gain
+// needs PrefetchRecords (figures: docs/kernels.md).
+template <GgmlBlockType T, size_t kTokens, bool kSuper>
+HWY_NOINLINE void LowBitTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const BlockLayout& layout,
+                                           size_t r0, const uint8_t* HWY_RESTRICT x,
+                                           size_t x_row_bytes, size_t k, float* HWY_RESTRICT y,
+                                           size_t n_out) {
   static_assert(kTokens >= 1 && kTokens <= 4, "1 to 4 tokens");
-  constexpr BlockFormat F = FormatOf(GgmlBlockType::kQ3_K);
-  static_assert(F.record_bytes == 14 && F.SubBlocks() == 8, "Q3_K's record and block");
-  constexpr size_t kLowBytes = kQuantGroupRows * F.LowBytes();  // 32
   const uint8_t* HWY_RESTRICT group = w + layout.GroupOffset(r0);
-  __m512 acc[kTokens], center01[kTokens], center23[kTokens];
+  // terms01 / terms23: the half sums' terms (Q2_K's mins, Q3_K's center).
+  __m512 acc[kTokens], terms01[kTokens], terms23[kTokens];
   Q8ActRow act[kTokens];
   for (size_t t = 0; t < kTokens; ++t) {
-    acc[t] = center01[t] = center23[t] = _mm512_setzero_ps();
+    acc[t] = terms01[t] = terms23[t] = _mm512_setzero_ps();
     act[t] = Q8ActRowAt(x + t * x_row_bytes, k);
   }
   for (size_t blk = 0; blk < layout.blocks_per_row; ++blk) {
     const size_t first_sub = blk * 8;
-    PrefetchRecords<GgmlBlockType::kQ3_K>(group, blk);
-    const Q3KGroupRecords g =
-        DecodeQ3KGroupRecords(FullGroup<GgmlBlockType::kQ3_K>::Records(group, blk));
+    PrefetchRecords<T>(group, blk);
+    const auto g = DecodeLowBitGroupRecords<T>(FullGroup<T>::Records(group, blk));
     __m512 part[kTokens][2];
     __m512i whole[kTokens][2];
     for (size_t t = 0; t < kTokens; ++t) {
@@ -370,46 +394,19 @@ HWY_NOINLINE void Q3KTile4xN_Avx512Vnni(const uint8_t* HWY_RESTRICT w, const Blo
       whole[t][0] = whole[t][1] = _mm512_setzero_si512();
       const __m512i halves = HalfSums16(act[t].q + first_sub * kGgmlSubBlockElems);
       const __m512 xs = _mm512_broadcast_f32x8(_mm256_loadu_ps(act[t].scale + first_sub));
-      AddHalfTerms(halves, xs, g.sc01, g.sc23, g.d01, g.d23, center01[t], center23[t]);
+      AddHalfTerms(halves, xs, g.half, terms01[t], terms23[t]);
     }
-    // Unrolled so that every index is a constant.
-#pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s) {
+    const auto add = [&](int s, __m512i w0, __m512i w1, __m512i s0, __m512i s1) {
       const size_t sub = first_sub + static_cast<size_t>(s);
-      const uint8_t* HWY_RESTRICT p = FullGroup<GgmlBlockType::kQ3_K>::SubBlock(group, sub);
-      hwy::Prefetch(p + kWeightPrefetchBytes);
-      const __m512i rows = RowQwordsToLanes(
-          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), false);
-      // Row r's 4 bytes of high bits in every 32-bit lane of lane r. Element 8c + 4e + i has
-      // its bit at bit 2c + e of byte i: in half h, 32-bit lane 2 (c - 2h) + e of a row's lane,
-      // bit 4h + (its lane index), rotated to bit 2.
-      const __m512i high = _mm512_permutexvar_epi32(
-          _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-          _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kLowBytes))));
-      const __m512i bit = _mm512_set1_epi8(4);
-      const __m512i w0 = _mm512_ternarylogic_epi32(
-          TwoBitHalf(rows, 0),
-          _mm512_rolv_epi32(high,
-                            _mm512_setr_epi32(2, 1, 0, 31, 2, 1, 0, 31, 2, 1, 0, 31, 2, 1, 0, 31)),
-          bit, 0xF8);
-      const __m512i w1 = _mm512_ternarylogic_epi32(
-          TwoBitHalf(rows, 1),
-          _mm512_rolv_epi32(high, _mm512_setr_epi32(30, 29, 28, 27, 30, 29, 28, 27, 30, 29, 28, 27,
-                                                    30, 29, 28, 27)),
-          bit, 0xF8);
-      const int j0 = 2 * s, j1 = 2 * s + 1;  // the halves' scales
-      const __m512i s0 = _mm512_shuffle_epi8(j0 < 8 ? g.sc_lo : g.sc_hi, ScaleIndex<true>(j0 % 8));
-      const __m512i s1 = _mm512_shuffle_epi8(j1 < 8 ? g.sc_lo : g.sc_hi, ScaleIndex<true>(j1 % 8));
       for (size_t t = 0; t < kTokens; ++t) {
         AddSubBlock<kSuper>(w0, w1, s0, s1, act[t].q + sub * kGgmlSubBlockElems, act[t].scale[sub],
                             part[t][s % 2], whole[t][s % 2]);
       }
-    }
+    };
+    g.SubBlocks(group, first_sub, add);
     for (size_t t = 0; t < kTokens; ++t) {
       acc[t] = AddBlock<kSuper>(acc[t], part[t], whole[t], g.d_rows, act[t].scale[first_sub]);
     }
   }
-  for (size_t t = 0; t < kTokens; ++t) {
-    StoreRowLanes(acc[t], center01[t], center23[t], y + t * n_out);
-  }
+  for (size_t t = 0; t < kTokens; ++t) StoreRowLanes(acc[t], terms01[t], terms23[t], y + t * n_out);
 }
