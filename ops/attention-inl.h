@@ -42,6 +42,8 @@
 #include <hwy/contrib/math/math-inl.h>
 #include <hwy/highway.h>
 
+#include "ops/broadcast_fma-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace kestrel::ops::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -198,13 +200,6 @@ HWY_INLINE void AttentionLoadSlices(D d, const float* HWY_RESTRICT o, float corr
 }
 
 template <size_t kSlices, class D, class V>
-HWY_INLINE void AttentionMulAddSlices(D d, float weight, V value_a, V value_c, V& a, V& c) {
-  const V w = hn::Set(d, weight);
-  a = hn::MulAdd(w, value_a, a);
-  if constexpr (kSlices > 1) c = hn::MulAdd(w, value_c, c);
-}
-
-template <size_t kSlices, class D, class V>
 HWY_INLINE void AttentionStoreSlices(D d, V a, V c, float* HWY_RESTRICT o) {
   hn::Store(a, d, o);
   if constexpr (kSlices > 1) hn::Store(c, d, o + hn::Lanes(d));
@@ -230,13 +225,13 @@ HWY_INLINE void AttentionAccumulateSlices(const AttentionKvView& kv, size_t n,
     const auto value_a = hn::LoadU(d, v);
     auto value_c = value_a;
     if constexpr (kSlices > 1) value_c = hn::LoadU(d, v + N);
-    AttentionMulAddSlices<kSlices>(d, weights[0][j], value_a, value_c, a0, c0);
+    BroadcastFmaStep<kSlices>(d, weights[0][j], value_a, value_c, a0, c0);
     if constexpr (kQueries > 1)
-      AttentionMulAddSlices<kSlices>(d, weights[1][j], value_a, value_c, a1, c1);
+      BroadcastFmaStep<kSlices>(d, weights[1][j], value_a, value_c, a1, c1);
     if constexpr (kQueries > 2)
-      AttentionMulAddSlices<kSlices>(d, weights[2][j], value_a, value_c, a2, c2);
+      BroadcastFmaStep<kSlices>(d, weights[2][j], value_a, value_c, a2, c2);
     if constexpr (kQueries > 3)
-      AttentionMulAddSlices<kSlices>(d, weights[3][j], value_a, value_c, a3, c3);
+      BroadcastFmaStep<kSlices>(d, weights[3][j], value_a, value_c, a3, c3);
   }
   AttentionStoreSlices<kSlices>(d, a0, c0, o[0] + x);
   if constexpr (kQueries > 1) AttentionStoreSlices<kSlices>(d, a1, c1, o[1] + x);
