@@ -30,8 +30,7 @@
 
 #include "ops/block_layout.h"
 #include "ops/simd_helpers-inl.h"
-#include "ops/matmul_blocks_dotprod.h"
-#include "ops/matmul_blocks_i8mm.h"
+#include "ops/matmul_blocks_neon.h"
 #include "ops/matmul_quant_dotprod.h"
 #include "ops/matmul_quant_i8mm.h"
 #include "ops/quantize_rows.h"

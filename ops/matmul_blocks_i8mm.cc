@@ -1,4 +1,4 @@
-#include "ops/matmul_blocks_i8mm.h"
+#include "ops/matmul_blocks_neon.h"
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
