@@ -133,13 +133,4 @@ void BlocksTile4xN_NeonI8mm(GgmlBlockType type, size_t tokens, const uint8_t* w,
 
 }  // namespace kestrel::ops
 
-#else  // !__aarch64__
-
-namespace kestrel::ops {
-
-void BlocksTile4xN_NeonI8mm(GgmlBlockType, size_t, const uint8_t*, const BlockLayout&, size_t,
-                            const uint8_t*, size_t, size_t, float*, size_t) {}
-
-}  // namespace kestrel::ops
-
-#endif
+#endif  // __aarch64__, the only architecture that calls it (the group families' TileI8mm)

@@ -90,13 +90,4 @@ void Q8Q4Tile4xN_NeonDotProd(bool q4, size_t tokens, const uint8_t* w, const uin
 
 }  // namespace kestrel::ops
 
-#else  // !__aarch64__
-
-namespace kestrel::ops {
-
-void Q8Q4Tile4xN_NeonDotProd(bool, size_t, const uint8_t*, const uint16_t*, const uint8_t*, size_t,
-                             size_t, float*, size_t) {}
-
-}  // namespace kestrel::ops
-
-#endif
+#endif  // __aarch64__, the only architecture that calls it (the group families' TileDotProd)
