@@ -33,6 +33,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#include <hwy/base.h>
 
 #include "ops/ggml_blocks.h"
 #include "ops/quant_layout.h"
@@ -41,6 +44,21 @@
 #define KESTREL_BLOCK_TYPES(X) X(Q4_1) X(Q5_0) X(Q5_1) X(Q2_K) X(Q3_K) X(Q4_K) X(Q5_K) X(Q6_K)
 
 namespace kestrel::ops {
+
+// f(std::integral_constant<GgmlBlockType, T>()) with T = type, one of KESTREL_BLOCK_TYPES: the
+// kernel of a type known only at run time. Nothing for another type. Compiled for the baseline
+// (ops/count_dispatch-inl.h says what that costs a kernel's lambda): f should only call the
+// type's dispatcher, as ops/matmul_blocks_dotprod.cc's and ops/matmul_blocks_i8mm.cc's do.
+template <class F>
+HWY_INLINE void DispatchBlockType(GgmlBlockType type, const F& f) {
+  switch (type) {
+#define KESTREL_BLOCK_TYPE_CASE(T) \
+  case GgmlBlockType::k##T: return f(std::integral_constant<GgmlBlockType, GgmlBlockType::k##T>());
+    KESTREL_BLOCK_TYPES(KESTREL_BLOCK_TYPE_CASE)
+#undef KESTREL_BLOCK_TYPE_CASE
+    default: return;
+  }
+}
 
 inline constexpr size_t kNibbleBytes = 16;  // per row and sub-block of 32
 

@@ -23,6 +23,7 @@
 
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
+#include <type_traits>
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #include <immintrin.h>
@@ -41,6 +42,8 @@ namespace kestrel::ops {
 namespace HWY_NAMESPACE {
 namespace blocks {
 namespace hn = hwy::HWY_NAMESPACE;
+
+#include "ops/count_dispatch-inl.h"
 
 inline constexpr size_t kMaxScales = 16;  // per block: Q6_K has one per 16 of 256 values
 inline constexpr size_t kTokenTile = 4;

@@ -3,7 +3,11 @@
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
+
+#include <hwy/base.h>
 
 #include "ops/matmul_group_neon.h"
 #include "ops/quantize_rows.h"
@@ -13,6 +17,8 @@
 
 namespace kestrel::ops {
 namespace {
+
+#include "ops/count_dispatch-inl.h"
 
 inline int8x16_t Broadcast8(const int8_t* x8) {
   int64_t chunk;
@@ -94,12 +100,9 @@ void GroupTile(const uint8_t* w, const BlockLayout& layout, size_t r0, const uin
 template <GgmlBlockType T>
 void GroupTileForTokens(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t r0,
                         const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
-  switch (tokens) {
-    case 1: return GroupTile<T, 1>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    case 2: return GroupTile<T, 2>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    case 3: return GroupTile<T, 3>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-    default: return GroupTile<T, 4>(w, layout, r0, x, x_row_bytes, k, y, n_out);
-  }
+  DispatchCount<4>(tokens, [&](auto n) {
+    GroupTile<T, decltype(n)::value>(w, layout, r0, x, x_row_bytes, k, y, n_out);
+  });
 }
 
 }  // namespace
@@ -107,15 +110,9 @@ void GroupTileForTokens(size_t tokens, const uint8_t* w, const BlockLayout& layo
 void BlocksTile4xN_NeonDotProd(GgmlBlockType type, size_t tokens, const uint8_t* w,
                                const BlockLayout& layout, size_t r0, const uint8_t* x,
                                size_t x_row_bytes, size_t k, float* y, size_t n_out) {
-  switch (type) {
-#define KESTREL_DOTPROD_CASE(T)                                                                 \
-  case GgmlBlockType::k##T:                                                                     \
-    return GroupTileForTokens<GgmlBlockType::k##T>(tokens, w, layout, r0, x, x_row_bytes, k, y, \
-                                                   n_out);
-    KESTREL_BLOCK_TYPES(KESTREL_DOTPROD_CASE)
-#undef KESTREL_DOTPROD_CASE
-    default: return;
-  }
+  DispatchBlockType(type, [&](auto t) {
+    GroupTileForTokens<decltype(t)::value>(tokens, w, layout, r0, x, x_row_bytes, k, y, n_out);
+  });
 }
 
 }  // namespace kestrel::ops

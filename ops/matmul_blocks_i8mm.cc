@@ -3,6 +3,11 @@
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
+#include <cstddef>
+#include <type_traits>
+
+#include <hwy/base.h>
+
 #include "ops/matmul_group_neon.h"
 #include "ops/matmul_quant_i8mm.h"
 #include "ops/quantize_rows.h"
@@ -12,6 +17,8 @@
 
 namespace kestrel::ops {
 namespace {
+
+#include "ops/count_dispatch-inl.h"
 
 // The sum of a sub-block's first 16 activation quants, for Q2_K's mins per 16; the second
 // half's is the block sum less it.
@@ -106,13 +113,10 @@ void GroupTile(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_
 template <GgmlBlockType T>
 void GroupTileForTokens(size_t tokens, const uint8_t* w, const BlockLayout& layout, size_t r0,
                         const uint8_t* x, size_t x_row_bytes, size_t k, float* y, size_t n_out) {
-  static_assert(kI8mmTokenTile == 8, "the cases below cover 1 to 4 pairs");
-  switch ((tokens + 1) / 2) {
-    case 1: return GroupTile<T, 1>(tokens, w, layout, r0, x, x_row_bytes, k, y, n_out);
-    case 2: return GroupTile<T, 2>(tokens, w, layout, r0, x, x_row_bytes, k, y, n_out);
-    case 3: return GroupTile<T, 3>(tokens, w, layout, r0, x, x_row_bytes, k, y, n_out);
-    default: return GroupTile<T, 4>(tokens, w, layout, r0, x, x_row_bytes, k, y, n_out);
-  }
+  static_assert(kI8mmTokenTile == 8, "DispatchCount<4> covers 1 to 4 pairs");
+  DispatchCount<4>((tokens + 1) / 2, [&](auto pairs) {
+    GroupTile<T, decltype(pairs)::value>(tokens, w, layout, r0, x, x_row_bytes, k, y, n_out);
+  });
 }
 
 }  // namespace
@@ -120,15 +124,9 @@ void GroupTileForTokens(size_t tokens, const uint8_t* w, const BlockLayout& layo
 void BlocksTile4xN_NeonI8mm(GgmlBlockType type, size_t tokens, const uint8_t* w,
                             const BlockLayout& layout, size_t r0, const uint8_t* x,
                             size_t x_row_bytes, size_t k, float* y, size_t n_out) {
-  switch (type) {
-#define KESTREL_I8MM_CASE(T)                                                                    \
-  case GgmlBlockType::k##T:                                                                     \
-    return GroupTileForTokens<GgmlBlockType::k##T>(tokens, w, layout, r0, x, x_row_bytes, k, y, \
-                                                   n_out);
-    KESTREL_BLOCK_TYPES(KESTREL_I8MM_CASE)
-#undef KESTREL_I8MM_CASE
-    default: return;
-  }
+  DispatchBlockType(type, [&](auto t) {
+    GroupTileForTokens<decltype(t)::value>(tokens, w, layout, r0, x, x_row_bytes, k, y, n_out);
+  });
 }
 
 }  // namespace kestrel::ops

@@ -421,44 +421,18 @@ void MatMulPanels(const SourceAt& source_at, const uint8_t* HWY_RESTRICT x, floa
           bool uniform = sub0 % kSuperBlocks == 0;
           for (size_t p = 0; p < n_panels; ++p) uniform &= panels[p].super_uniform;
           if (uniform) {
-            switch (groups) {
-              case 1:
-                PanelSuperTileMx16_Avx512Vnni<Source, 1>(panels, counts, n_panels, source, sub0,
-                                                         subs, accumulate, yt, n_out);
-                break;
-              case 2:
-                PanelSuperTileMx16_Avx512Vnni<Source, 2>(panels, counts, n_panels, source, sub0,
-                                                         subs, accumulate, yt, n_out);
-                break;
-              case 3:
-                PanelSuperTileMx16_Avx512Vnni<Source, 3>(panels, counts, n_panels, source, sub0,
-                                                         subs, accumulate, yt, n_out);
-                break;
-              default:
-                PanelSuperTileMx16_Avx512Vnni<Source, 4>(panels, counts, n_panels, source, sub0,
-                                                         subs, accumulate, yt, n_out);
-            }
+            DispatchCount<kPanelGroups>(groups, [&](auto n) {
+              PanelSuperTileMx16_Avx512Vnni<Source, decltype(n)::value>(
+                  panels, counts, n_panels, source, sub0, subs, accumulate, yt, n_out);
+            });
             r += groups * kQuantGroupRows;
             continue;
           }
         }
-        switch (groups) {
-          case 1:
-            PanelTileMx16_Avx512Vnni<Source, 1>(panels, counts, n_panels, source, sub0, subs,
-                                                accumulate, yt, n_out);
-            break;
-          case 2:
-            PanelTileMx16_Avx512Vnni<Source, 2>(panels, counts, n_panels, source, sub0, subs,
-                                                accumulate, yt, n_out);
-            break;
-          case 3:
-            PanelTileMx16_Avx512Vnni<Source, 3>(panels, counts, n_panels, source, sub0, subs,
-                                                accumulate, yt, n_out);
-            break;
-          default:
-            PanelTileMx16_Avx512Vnni<Source, 4>(panels, counts, n_panels, source, sub0, subs,
-                                                accumulate, yt, n_out);
-        }
+        DispatchCount<kPanelGroups>(groups, [&](auto n) {
+          PanelTileMx16_Avx512Vnni<Source, decltype(n)::value>(panels, counts, n_panels, source,
+                                                               sub0, subs, accumulate, yt, n_out);
+        });
         r += groups * kQuantGroupRows;
       }
     }

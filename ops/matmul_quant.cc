@@ -39,6 +39,8 @@ namespace kestrel::ops {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+#include "ops/count_dispatch-inl.h"
+
 // Same register budget as ops/matmul-inl.h: x86 before AVX-512 has 16 vector registers.
 #if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
 inline constexpr size_t kQuantTokenTile = 2;
@@ -217,20 +219,10 @@ template <size_t kRows, bool kQ4>
 HWY_INLINE void Q8Q4TileMxTokens_Portable(size_t tokens, const uint8_t* w, const hwy::float16_t* ws,
                                           size_t group_rows, size_t first, const uint8_t* x,
                                           size_t x_row_bytes, size_t k, float* y, size_t n_out) {
-  switch (tokens) {
-    case 1:
-      return Q8Q4TileMxN_Portable<kRows, 1, kQ4>(w, ws, group_rows, first, x, x_row_bytes, k, y,
-                                                 n_out);
-    case 2:
-      return Q8Q4TileMxN_Portable<kRows, 2, kQ4>(w, ws, group_rows, first, x, x_row_bytes, k, y,
-                                                 n_out);
-    case 3:
-      return Q8Q4TileMxN_Portable<kRows, HWY_MIN(3, kQuantTokenTile), kQ4>(
-          w, ws, group_rows, first, x, x_row_bytes, k, y, n_out);
-    default:
-      return Q8Q4TileMxN_Portable<kRows, kQuantTokenTile, kQ4>(w, ws, group_rows, first, x,
-                                                               x_row_bytes, k, y, n_out);
-  }
+  DispatchCount<kQuantTokenTile>(tokens, [&](auto n) {
+    Q8Q4TileMxN_Portable<kRows, decltype(n)::value, kQ4>(w, ws, group_rows, first, x, x_row_bytes,
+                                                         k, y, n_out);
+  });
 }
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -424,12 +416,7 @@ struct QuantGroups {
         Q8Q4TileMxTokens_Portable<decltype(kRows)::value, kQ4>(
             tokens, Quants(r), Scales(r), group_rows, first, xt, x_row_bytes, k, yt, n_out);
       };
-      switch (rows) {
-        case 1: tile(std::integral_constant<size_t, 1>()); break;
-        case 2: tile(std::integral_constant<size_t, 2>()); break;
-        case 3: tile(std::integral_constant<size_t, 3>()); break;
-        default: tile(std::integral_constant<size_t, 4>());
-      }
+      DispatchCount<4>(rows, tile);
     }
     return rows;
   }

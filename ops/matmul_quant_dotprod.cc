@@ -3,7 +3,11 @@
 #if defined(__aarch64__)
 #include <arm_neon.h>
 
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
+
+#include <hwy/base.h>
 
 #include "ops/matmul_group_neon.h"
 #include "ops/quant_layout.h"
@@ -18,6 +22,8 @@
 
 namespace kestrel::ops {
 namespace {
+
+#include "ops/count_dispatch-inl.h"
 
 // One 16-byte vector holds one 8-value chunk of two rows, [r0 | r1] (the 8-byte interleave),
 // multiplied against the token's matching 8 quants in both halves: the int32 lanes come out as
@@ -71,12 +77,9 @@ void GroupTile(const uint8_t* w, const uint16_t* scales, const uint8_t* x, size_
 template <bool kQ4>
 void GroupTileForTokens(size_t tokens, const uint8_t* w, const uint16_t* scales, const uint8_t* x,
                         size_t x_row_bytes, size_t k, float* y, size_t n_out) {
-  switch (tokens) {
-    case 1: return GroupTile<1, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);
-    case 2: return GroupTile<2, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);
-    case 3: return GroupTile<3, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);
-    default: return GroupTile<4, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);
-  }
+  DispatchCount<4>(tokens, [&](auto n) {
+    GroupTile<decltype(n)::value, kQ4>(w, scales, x, x_row_bytes, k, y, n_out);
+  });
 }
 
 }  // namespace
