@@ -16,23 +16,20 @@
 
 namespace kestrel::ops {
 
-bool CpuHasDotProd() {
 #if defined(__aarch64__)
+bool CpuHasDotProd() {
   static const bool has = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
   return has;
-#else
-  return false;
-#endif
 }
-
 bool CpuHasI8mm() {
-#if defined(__aarch64__)
   static const bool has = (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
   return has;
-#else
-  return false;
-#endif
 }
+#else
+// The sdot and smmla tiles are 64-bit ARM's alone.
+bool CpuHasDotProd() { return false; }
+bool CpuHasI8mm() { return false; }
+#endif
 
 namespace {
 
