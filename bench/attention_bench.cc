@@ -1,4 +1,5 @@
-// Attention at Gemma 3 270M's shape: 4 query heads sharing 1 kv head of head_dim 256.
+// Attention at Gemma 3 270M's shape (4 query heads sharing 1 kv head of head_dim 256) and, for
+// decode, at the Llama shape of SmolLM2-1.7B (32 heads, each its own kv head, head_dim 64).
 //
 // Decode (one query row) reads every visible key and value once for all 4 heads, so its limit is
 // the bandwidth of reading the KV cache: BM_KvReadBaseline reads the same bytes with a plain
@@ -8,6 +9,8 @@
 // The second argument of each benchmark is the KV type: 0 f32, 1 f16, 2 int8 (ops/kv_layout.h).
 #include <benchmark/benchmark.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -21,9 +24,14 @@
 namespace kestrel::ops {
 namespace {
 
-constexpr size_t kHeads = 4;
-constexpr size_t kKvHeads = 1;
-constexpr size_t kHeadDim = 256;
+struct AttentionShape {
+  size_t heads, kv_heads, head_dim;
+};
+constexpr AttentionShape kGemma3{4, 1, 256};
+constexpr AttentionShape kSmolLm2{32, 32, 64};
+constexpr size_t kHeads = kGemma3.heads;
+constexpr size_t kKvHeads = kGemma3.kv_heads;
+constexpr size_t kHeadDim = kGemma3.head_dim;
 constexpr size_t kKvRowBytes = kKvHeads * kHeadDim * sizeof(float);
 
 const bool kContextAdded = [] {
@@ -38,12 +46,13 @@ struct AttentionSetup {
   std::vector<float> k_scales, v_scales;
   AttentionArgs args;
 
-  AttentionSetup(size_t n_tokens, size_t capacity, int64_t pos0, int64_t window, KvType type)
-      : q(n_tokens * kHeads * kHeadDim),
+  AttentionSetup(size_t n_tokens, size_t capacity, int64_t pos0, int64_t window, KvType type,
+                 AttentionShape shape = kGemma3)
+      : q(n_tokens * shape.heads * shape.head_dim),
         out(q.size()),
-        k(capacity * KvRowBytes(type, kKvHeads * kHeadDim)),
+        k(capacity * KvRowBytes(type, shape.kv_heads * shape.head_dim)),
         v(k.size()),
-        k_scales(capacity * kKvHeads * kHeadDim / kKvInt8Block),
+        k_scales(capacity * shape.kv_heads * shape.head_dim / kKvInt8Block),
         v_scales(k_scales.size()) {
     uint32_t state = 12345;
     auto next = [&state] {
@@ -51,7 +60,7 @@ struct AttentionSetup {
       return static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f;
     };
     for (float& x : q) x = next();
-    const size_t elems = capacity * kKvHeads * kHeadDim;
+    const size_t elems = capacity * shape.kv_heads * shape.head_dim;
     std::vector<float> values(elems);
     for (std::vector<uint8_t>* ring : {&k, &v}) {
       for (float& x : values) x = next();
@@ -72,13 +81,13 @@ struct AttentionSetup {
     args.k_scales = k_scales.data();
     args.v_scales = v_scales.data();
     args.n_tokens = n_tokens;
-    args.n_heads = kHeads;
-    args.n_kv_heads = kKvHeads;
-    args.head_dim = kHeadDim;
+    args.n_heads = shape.heads;
+    args.n_kv_heads = shape.kv_heads;
+    args.head_dim = shape.head_dim;
     args.capacity = capacity;
     args.pos0 = pos0;
     args.window = window;
-    args.scale = 0.0625f;  // 1 / sqrt(256)
+    args.scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
   }
 };
 
@@ -105,6 +114,39 @@ void BM_AttentionDecode(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionDecode)
     ->ArgsProduct({{512, 4096, 32768}, {0, 1, 2}})
+    ->Unit(benchmark::kMicrosecond);
+
+// Decode at SmolLM2-1.7B's shape as `kestrel bench` runs it: 4 sinks (the runtime's default) and
+// `context` positions stored, one query row at the end. Short contexts are what a tg128 test
+// sees; there the fixed work per kv head and key block, not the bytes, sets the time.
+void BM_AttentionDecodeMha(benchmark::State& state) {
+  const size_t context = static_cast<size_t>(state.range(0));
+  AttentionSetup s(1, context, static_cast<int64_t>(context) - 1, 0, TypeArg(state), kSmolLm2);
+  s.args.sinks = 4;
+  s.args.partition_keys = AttentionPartitionKeys(context);
+  state.SetLabel(KvTypeName(TypeArg(state)));
+  // Third argument 1: each call finds the ring out of the caches, as decode does once a layer's
+  // weights have streamed past it (64 MiB read in between, outside the manually timed call).
+  std::vector<uint64_t> evict(state.range(2) ? (size_t{64} << 20) / 8 : 0, 1);
+  for (auto _ : state) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < evict.size(); i += 8) sum += evict[i];
+    benchmark::DoNotOptimize(sum);
+    const auto start = std::chrono::steady_clock::now();
+    Attention(s.args, 0, kSmolLm2.heads);
+    benchmark::DoNotOptimize(s.out.data());
+    benchmark::ClobberMemory();
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  const double calls = static_cast<double>(state.iterations());
+  state.counters["head_keys/s"] =
+      benchmark::Counter(calls * context * kSmolLm2.heads, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionDecodeMha)
+    ->ArgsProduct({{16, 64, 128, 1024}, {0, 1, 2}, {0, 1}})
+    ->UseManualTime()
+    ->MinTime(0.05)  // the evicting reads take 100x the timed call
     ->Unit(benchmark::kMicrosecond);
 
 // The same K and V bytes as BM_AttentionDecode, only read: the bandwidth limit decode aims at.

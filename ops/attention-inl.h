@@ -63,9 +63,8 @@ using AttentionOutputs = float* const*;
 
 // Where the current block's keys and values live, shared by the queries of one pass.
 struct AttentionKvView {
-  const float* HWY_RESTRICT k;  // key of the block's first position; key j at k + j * stride
+  const float* HWY_RESTRICT k;  // key of the block's first position; key j at k + j * head_dim
   const float* HWY_RESTRICT v;  // same layout
-  size_t stride;                // n_kv_heads * head_dim
   size_t head_dim;
   bool prefetch_values;  // whether the values come from DRAM and are worth prefetching
 };
@@ -103,7 +102,7 @@ HWY_INLINE void AttentionKeyScores(const float* const* HWY_RESTRICT q, const flo
   const size_t N = hn::Lanes(d);
   const size_t head_dim = kv.head_dim;
   const size_t vec_end = head_dim / N * N;
-  const float* HWY_RESTRICT k2 = k + kv.stride;  // read only when kKeys == 2
+  const float* HWY_RESTRICT k2 = k + kv.head_dim;  // read only when kKeys == 2
   auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
   for (size_t x = 0; x < vec_end; x += N) {
     const auto key_a = hn::LoadU(d, k + x);
@@ -146,14 +145,14 @@ HWY_INLINE void AttentionBlockScores(const float* const* HWY_RESTRICT q, const A
   size_t j = 0;
   for (; j + 2 <= n; j += 2) {
     if (kv.prefetch_values) {
-      AttentionPrefetchRow(kv.v + j * kv.stride, kv.head_dim);
-      AttentionPrefetchRow(kv.v + (j + 1) * kv.stride, kv.head_dim);
+      AttentionPrefetchRow(kv.v + j * kv.head_dim, kv.head_dim);
+      AttentionPrefetchRow(kv.v + (j + 1) * kv.head_dim, kv.head_dim);
     }
-    AttentionKeyScores<kQueries, 2>(q, kv.k + j * kv.stride, kv, scale, j, weights);
+    AttentionKeyScores<kQueries, 2>(q, kv.k + j * kv.head_dim, kv, scale, j, weights);
   }
   if (j < n) {
-    if (kv.prefetch_values) AttentionPrefetchRow(kv.v + j * kv.stride, kv.head_dim);
-    AttentionKeyScores<kQueries, 1>(q, kv.k + j * kv.stride, kv, scale, j, weights);
+    if (kv.prefetch_values) AttentionPrefetchRow(kv.v + j * kv.head_dim, kv.head_dim);
+    AttentionKeyScores<kQueries, 1>(q, kv.k + j * kv.head_dim, kv, scale, j, weights);
   }
 }
 
@@ -221,7 +220,7 @@ HWY_INLINE void AttentionAccumulateSlices(const AttentionKvView& kv, size_t n,
   if constexpr (kQueries > 2) AttentionLoadSlices<kSlices>(d, o[2] + x, correction[2], a2, c2);
   if constexpr (kQueries > 3) AttentionLoadSlices<kSlices>(d, o[3] + x, correction[3], a3, c3);
   const float* HWY_RESTRICT v = kv.v + x;
-  for (size_t j = 0; j < n; ++j, v += kv.stride) {
+  for (size_t j = 0; j < n; ++j, v += kv.head_dim) {
     const auto value_a = hn::LoadU(d, v);
     auto value_c = value_a;
     if constexpr (kSlices > 1) value_c = hn::LoadU(d, v + N);
@@ -259,7 +258,7 @@ HWY_INLINE void AttentionBlockAccumulate(const AttentionKvView& kv, size_t n,
   for (; x < head_dim; ++x) {
     for (size_t i = 0; i < kQueries; ++i) {
       float acc = o[i][x] * correction[i];
-      for (size_t j = 0; j < n; ++j) acc += weights[i][j] * kv.v[j * kv.stride + x];
+      for (size_t j = 0; j < n; ++j) acc += weights[i][j] * kv.v[j * kv.head_dim + x];
       o[i][x] = acc;
     }
   }
@@ -354,7 +353,7 @@ static HWY_NOINLINE void AttentionStageRows(const AttentionArgs& a, const void* 
                                             const float* scales, size_t slot, size_t n,
                                             size_t kv_head, float* HWY_RESTRICT tile) {
   const size_t head_dim = a.head_dim;
-  const size_t row = a.n_kv_heads * head_dim;
+  const size_t first = KvHeadSlot(kv_head, slot, a.capacity, head_dim);
   if (a.kv_type == KvType::kF16) {
     const hn::ScalableTag<float> df;
     const hn::Rebind<hwy::float16_t, decltype(df)> dh;
@@ -363,7 +362,7 @@ static HWY_NOINLINE void AttentionStageRows(const AttentionArgs& a, const void* 
     const size_t N = hn::Lanes(df);
     for (size_t j = 0; j < n; ++j) {
       const hwy::float16_t* HWY_RESTRICT src =
-          static_cast<const hwy::float16_t*>(ring) + (slot + j) * row + kv_head * head_dim;
+          static_cast<const hwy::float16_t*>(ring) + first + j * head_dim;
       float* HWY_RESTRICT dst = tile + j * head_dim;
       size_t x = 0;
       for (; x + N <= head_dim; x += N)
@@ -379,9 +378,9 @@ static HWY_NOINLINE void AttentionStageRows(const AttentionArgs& a, const void* 
     const hn::Rebind<int8_t, decltype(df)> d8;
     const size_t N = hn::Lanes(df);
     for (size_t j = 0; j < n; ++j) {
-      const size_t first = (slot + j) * row + kv_head * head_dim;
-      const int8_t* HWY_RESTRICT src = static_cast<const int8_t*>(ring) + first;
-      const float* HWY_RESTRICT scale = scales + first / kKvInt8Block;
+      const size_t row_first = first + j * head_dim;
+      const int8_t* HWY_RESTRICT src = static_cast<const int8_t*>(ring) + row_first;
+      const float* HWY_RESTRICT scale = scales + row_first / kKvInt8Block;
       float* HWY_RESTRICT dst = tile + j * head_dim;
       for (size_t x = 0; x < head_dim; x += N) {
         const auto values = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, src + x)));
@@ -390,10 +389,8 @@ static HWY_NOINLINE void AttentionStageRows(const AttentionArgs& a, const void* 
     }
     return;
   }
-  for (size_t j = 0; j < n; ++j) {
-    const float* src = static_cast<const float*>(ring) + (slot + j) * row + kv_head * head_dim;
-    std::copy(src, src + head_dim, tile + j * head_dim);
-  }
+  const float* src = static_cast<const float*>(ring) + first;
+  std::copy(src, src + n * head_dim, tile);
 }
 
 // Folds a partition's softmax state (pm, pl, po) into a running one (m, l, o). One thread walking
@@ -447,7 +444,6 @@ HWY_INLINE void AttendPartitions(const AttentionArgs& a, const AttentionVisibili
                                  const AttentionPartitionRange& parts, size_t part_begin,
                                  size_t part_end, const Done& done) {
   const size_t head_dim = a.head_dim;
-  const size_t stride = a.n_kv_heads * head_dim;
   const size_t capacity = a.capacity;
   const size_t sinks = static_cast<size_t>(mask.sinks);
   // Without partitions every recent key is in partition 1 (a bound that no position reaches and
@@ -471,20 +467,19 @@ HWY_INLINE void AttendPartitions(const AttentionArgs& a, const AttentionVisibili
   kv.head_dim = head_dim;
   const int64_t oldest = mask.Oldest(first_pos);
   const size_t visible_bytes =
-      static_cast<size_t>(last_pos - oldest + 1) * stride * 2 * sizeof(float);
+      static_cast<size_t>(last_pos - oldest + 1) * a.n_kv_heads * head_dim * 2 * sizeof(float);
   kv.prefetch_values = direct && visible_bytes > kAttentionPrefetchMinBytes;
   // Points kv at n keys from `slot`: the ring itself for f32, else converted tiles.
   const auto view = [&](size_t slot, size_t n) {
     if (direct) {
-      kv.k = static_cast<const float*>(a.k_cache) + slot * stride + kv_head * head_dim;
-      kv.v = static_cast<const float*>(a.v_cache) + slot * stride + kv_head * head_dim;
-      kv.stride = stride;
+      const size_t first = KvHeadSlot(kv_head, slot, capacity, head_dim);
+      kv.k = static_cast<const float*>(a.k_cache) + first;
+      kv.v = static_cast<const float*>(a.v_cache) + first;
     } else {
       AttentionStageRows(a, a.k_cache, a.k_scales, slot, n, kv_head, k_tile);
       AttentionStageRows(a, a.v_cache, a.v_scales, slot, n, kv_head, v_tile);
       kv.k = k_tile;
       kv.v = v_tile;
-      kv.stride = head_dim;
     }
   };
   const int64_t recent_begin = sinks > 0 ? std::max<int64_t>(oldest, mask.sinks) : oldest;
@@ -512,7 +507,6 @@ HWY_INLINE void AttendPartitions(const AttentionArgs& a, const AttentionVisibili
           AttentionKvView sink_kv;
           sink_kv.k = k_tile;
           sink_kv.v = v_tile;
-          sink_kv.stride = head_dim;
           sink_kv.head_dim = head_dim;
           sink_kv.prefetch_values = false;
           for (size_t i = 0; i < qb.n;) {

@@ -21,12 +21,12 @@ struct AttentionArgs {
   const float* q = nullptr;
   // [n_tokens, n_heads * head_dim]
   float* out = nullptr;
-  // Rings [capacity, n_kv_heads * head_dim] of kv_type (ops/kv_layout.h): position p lives in
+  // Rings [n_kv_heads, capacity, head_dim] of kv_type (ops/kv_layout.h): position p lives in
   // slot KvSlot(p, capacity, sinks); keys are stored after RoPE, at their true positions.
   KvType kv_type = KvType::kF32;
   const void* k_cache = nullptr;
   const void* v_cache = nullptr;
-  const float* k_scales = nullptr;  // int8: [capacity, n_kv_heads * head_dim / 32]
+  const float* k_scales = nullptr;  // int8: [n_kv_heads, capacity, head_dim / 32]
   const float* v_scales = nullptr;
   size_t n_tokens = 0;  // query rows in this step
   size_t n_heads = 0;

@@ -41,7 +41,7 @@ struct KvRingPlan {
   bool cross = false;   // a cross-attention layer: capacity = reach = its cross_length
   size_t k_offset = 0;  // bytes from the arena start
   size_t v_offset = 0;
-  size_t k_scale_offset = 0;  // int8 only: [capacity, row_elems / 32] f32
+  size_t k_scale_offset = 0;  // int8 only: [n_kv_heads, capacity, head_dim / 32] f32
   size_t v_scale_offset = 0;
 };
 

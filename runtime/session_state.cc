@@ -47,17 +47,26 @@ uint32_t SelfLayers(const MemoryPlan& memory) {
   return n;
 }
 
-// Copies one ring's rows in use between the arena and the state, in the format's order.
+// Copies one ring's slots in use between the arena and the state, in the format's order: the
+// keys slot by slot (each slot's kv heads in order), the values, then int8's key and value
+// scales likewise. The arena holds each kv head's slots together (ops/kv_layout.h); the state
+// keeps the slot-major order it has always had.
 template <typename Copy>
 void ForEachRingBlock(const KvRingPlan& ring, ops::KvType type, size_t position, Copy copy) {
   const size_t used = std::min(position, ring.capacity);
-  const size_t row = used * ops::KvRowBytes(type, ring.row_elems);
-  copy(ring.k_offset, row);
-  copy(ring.v_offset, row);
+  const size_t n_kv_heads = ring.row_elems / ring.head_dim;
+  const auto copy_slots = [&](size_t offset, size_t head_bytes) {
+    for (size_t slot = 0; slot < used; ++slot) {
+      for (size_t h = 0; h < n_kv_heads; ++h) {
+        copy(offset + (h * ring.capacity + slot) * head_bytes, head_bytes);
+      }
+    }
+  };
+  copy_slots(ring.k_offset, ops::KvRowBytes(type, ring.head_dim));
+  copy_slots(ring.v_offset, ops::KvRowBytes(type, ring.head_dim));
   if (type == ops::KvType::kInt8) {
-    const size_t scales = used * ops::KvRowScaleBytes(type, ring.row_elems);
-    copy(ring.k_scale_offset, scales);
-    copy(ring.v_scale_offset, scales);
+    copy_slots(ring.k_scale_offset, ops::KvRowScaleBytes(type, ring.head_dim));
+    copy_slots(ring.v_scale_offset, ops::KvRowScaleBytes(type, ring.head_dim));
   }
 }
 

@@ -50,40 +50,51 @@ std::vector<double> Rotate(const std::vector<double>& x, double pos) {
   return y;
 }
 
+// A ring as ops/kv_layout.h lays it out: kv head h's values for `slot` start at value
+// (h * capacity + slot) * head_dim, int8 scales likewise per 32 values.
 struct Ring {
   KvType type = KvType::kF32;
-  size_t row = 0, capacity = 0;
+  size_t n_kv_heads = 0, head_dim = 0, capacity = 0;
   std::vector<uint8_t> data;
   std::vector<float> scales;
   std::vector<std::vector<float>> decoded;  // by slot: the f32 values the ring holds
 
+  size_t First(size_t slot, size_t h) const { return (h * capacity + slot) * head_dim; }
+
   void Store(size_t slot, const std::vector<float>& values) {
-    uint8_t* out = data.data() + slot * KvRowBytes(type, row);
-    if (type == KvType::kF16) {
-      KvEncodeF16(values.data(), row, reinterpret_cast<hwy::float16_t*>(out));
-    } else if (type == KvType::kInt8) {
-      KvEncodeInt8(values.data(), row, reinterpret_cast<int8_t*>(out),
-                   scales.data() + slot * row / kKvInt8Block);
-    } else {
-      std::memcpy(out, values.data(), row * sizeof(float));
+    for (size_t h = 0; h < n_kv_heads; ++h) {
+      const float* in = values.data() + h * head_dim;
+      uint8_t* out = data.data() + KvRowBytes(type, First(slot, h));
+      if (type == KvType::kF16) {
+        KvEncodeF16(in, head_dim, reinterpret_cast<hwy::float16_t*>(out));
+      } else if (type == KvType::kInt8) {
+        KvEncodeInt8(in, head_dim, reinterpret_cast<int8_t*>(out),
+                     scales.data() + First(slot, h) / kKvInt8Block);
+      } else {
+        std::memcpy(out, in, head_dim * sizeof(float));
+      }
     }
     decoded[slot] = Decode(slot);
   }
 
   // The stored values back in f32, element by element (no SIMD: the reference's own reading).
   std::vector<float> Decode(size_t slot) const {
-    std::vector<float> v(row);
-    const uint8_t* in = data.data() + slot * KvRowBytes(type, row);
-    for (size_t i = 0; i < row; ++i) {
-      if (type == KvType::kF16) {
-        uint16_t bits;
-        std::memcpy(&bits, in + 2 * i, 2);
-        v[i] = test::F32FromF16Bits(bits);
-      } else if (type == KvType::kInt8) {
-        v[i] = static_cast<float>(static_cast<int8_t>(in[i])) *
-               scales[slot * row / kKvInt8Block + i / kKvInt8Block];
-      } else {
-        std::memcpy(&v[i], in + 4 * i, 4);
+    std::vector<float> v(n_kv_heads * head_dim);
+    for (size_t h = 0; h < n_kv_heads; ++h) {
+      const size_t first = First(slot, h);
+      const uint8_t* in = data.data() + KvRowBytes(type, first);
+      for (size_t i = 0; i < head_dim; ++i) {
+        float& out = v[h * head_dim + i];
+        if (type == KvType::kF16) {
+          uint16_t bits;
+          std::memcpy(&bits, in + 2 * i, 2);
+          out = test::F32FromF16Bits(bits);
+        } else if (type == KvType::kInt8) {
+          out = static_cast<float>(static_cast<int8_t>(in[i])) *
+                scales[(first + i) / kKvInt8Block];
+        } else {
+          std::memcpy(&out, in + 4 * i, 4);
+        }
       }
     }
     return v;
@@ -107,7 +118,8 @@ double RunCase(const Case& c, KvType type, size_t partition_keys = 0) {
   Ring k, v;
   for (Ring* r : {&k, &v}) {
     r->type = type;
-    r->row = row;
+    r->n_kv_heads = c.n_kv_heads;
+    r->head_dim = c.head_dim;
     r->capacity = capacity;
     r->data.assign(capacity * KvRowBytes(type, row), 0);
     r->scales.assign(capacity * row / kKvInt8Block + 1, 0.0f);

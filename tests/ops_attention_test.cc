@@ -116,8 +116,8 @@ struct Problem {
   KvFn key;
   KvFn value;
   std::vector<float> q;       // [n_tokens, n_heads * head_dim]
-  std::vector<float> k_ring;  // [capacity, n_kv_heads * head_dim]
-  std::vector<float> v_ring;  // [capacity, n_kv_heads * head_dim]
+  std::vector<float> k_ring;  // [n_kv_heads, capacity, head_dim] (ops/kv_layout.h)
+  std::vector<float> v_ring;  // [n_kv_heads, capacity, head_dim]
   float softcap;              // AttentionArgs::logit_softcap
 
   size_t RowWidth() const { return shape.n_heads * shape.head_dim; }
@@ -182,8 +182,9 @@ Problem MakeProblem(const Shape& shape, const Step& step, KvFn key = DefaultKey,
     const size_t slot = static_cast<size_t>(p % cap);
     for (size_t kvh = 0; kvh < shape.n_kv_heads; ++kvh) {
       for (size_t x = 0; x < shape.head_dim; ++x) {
-        pr.k_ring[slot * pr.KvWidth() + kvh * shape.head_dim + x] = pr.key(p, kvh, x);
-        pr.v_ring[slot * pr.KvWidth() + kvh * shape.head_dim + x] = pr.value(p, kvh, x);
+        const size_t at = (kvh * step.capacity + slot) * shape.head_dim + x;
+        pr.k_ring[at] = pr.key(p, kvh, x);
+        pr.v_ring[at] = pr.value(p, kvh, x);
       }
     }
   }

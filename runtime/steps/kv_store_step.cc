@@ -10,27 +10,34 @@ namespace kestrel {
 namespace {
 
 struct KvStoreArgs {
-  const float* k;   // [tokens, row]
-  const float* v;   // [tokens, row]
-  uint8_t* k_ring;  // [capacity, row] of type
+  const float* k;   // [tokens, n_kv_heads * head_dim]
+  const float* v;   // [tokens, n_kv_heads * head_dim]
+  uint8_t* k_ring;  // [n_kv_heads, capacity, head_dim] of type
   uint8_t* v_ring;
-  float* k_scales;  // int8: [capacity, row / 32]
+  float* k_scales;  // int8: [n_kv_heads, capacity, head_dim / 32]
   float* v_scales;
   ops::KvType type;
   decltype(&ops::KvEncodeF16) encode_f16;
   decltype(&ops::KvEncodeInt8) encode_int8;
-  size_t row, capacity, sinks;
+  size_t n_kv_heads, head_dim, capacity, sinks;
 };
 
+// One token's row of n_kv_heads * head_dim values into `slot`: each head to its own run of slots.
 void StoreRow(const KvStoreArgs& a, const float* in, uint8_t* ring, float* scales, size_t slot) {
-  uint8_t* out = ring + slot * ops::KvRowBytes(a.type, a.row);
-  switch (a.type) {
-    case ops::KvType::kF16: a.encode_f16(in, a.row, reinterpret_cast<hwy::float16_t*>(out)); break;
-    case ops::KvType::kInt8:
-      a.encode_int8(in, a.row, reinterpret_cast<int8_t*>(out),
-                    scales + slot * (a.row / ops::kKvInt8Block));
-      break;
-    default: std::memcpy(out, in, a.row * sizeof(float));
+  for (size_t h = 0; h < a.n_kv_heads; ++h) {
+    const size_t first = ops::KvHeadSlot(h, slot, a.capacity, a.head_dim);
+    const float* head = in + h * a.head_dim;
+    uint8_t* out = ring + ops::KvRowBytes(a.type, first);
+    switch (a.type) {
+      case ops::KvType::kF16:
+        a.encode_f16(head, a.head_dim, reinterpret_cast<hwy::float16_t*>(out));
+        break;
+      case ops::KvType::kInt8:
+        a.encode_int8(head, a.head_dim, reinterpret_cast<int8_t*>(out),
+                      scales + first / ops::kKvInt8Block);
+        break;
+      default: std::memcpy(out, head, a.head_dim * sizeof(float));
+    }
   }
 }
 
@@ -38,8 +45,8 @@ void Run(const void* args, size_t n, int64_t pos0, size_t, size_t) {
   const auto& a = *static_cast<const KvStoreArgs*>(args);
   for (size_t t = 0; t < n; ++t) {
     const size_t slot = ops::KvSlot(pos0 + static_cast<int64_t>(t), a.capacity, a.sinks);
-    StoreRow(a, a.k + t * a.row, a.k_ring, a.k_scales, slot);
-    StoreRow(a, a.v + t * a.row, a.v_ring, a.v_scales, slot);
+    StoreRow(a, a.k + t * a.n_kv_heads * a.head_dim, a.k_ring, a.k_scales, slot);
+    StoreRow(a, a.v + t * a.n_kv_heads * a.head_dim, a.v_ring, a.v_scales, slot);
   }
 }
 
@@ -65,7 +72,8 @@ void Bind(const BindContext& b, Step* step) {
     a.k_scales = reinterpret_cast<float*>(b.arena() + ring.k_scale_offset);
     a.v_scales = reinterpret_cast<float*>(b.arena() + ring.v_scale_offset);
   }
-  a.row = ring.row_elems;
+  a.head_dim = ring.head_dim;
+  a.n_kv_heads = ring.row_elems / ring.head_dim;
   a.capacity = ring.capacity;
   a.sinks = ring.sinks;
   step->Set(Run, Parallelism::kSerial, a);
