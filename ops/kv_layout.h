@@ -11,10 +11,11 @@
 //   f32   4 bytes per value.
 //   f16   2 bytes (IEEE half): half the memory, values rounded to 11 significant bits.
 //   int8  1 byte plus one f32 scale per 32 values (row_elems / 32 scales per slot, in a separate
-//         array, head-major as the values, so the quants of a row stay contiguous): value = q * scale, scale = absmax / 127
-//         of the 32 values, q rounded to nearest. 9 bits per value. Per 32 values rather than per
-//         head row because rotated keys carry a few large channels that a per-row scale would
-//         spread over every other channel's resolution (ggml's q8_0 KV cache uses the same blocks).
+//         array, head-major as the values, so the quants of a row stay contiguous): value = q *
+//         scale, scale = absmax / 127 of the 32 values, q rounded to nearest. 9 bits per value. Per
+//         32 values rather than per head row because rotated keys carry a few large channels that a
+//         per-row scale would spread over every other channel's resolution (ggml's q8_0 KV cache
+//         uses the same blocks).
 //
 // Slots: the first `sinks` positions (attention sinks, global layers only) keep slots
 // 0..sinks-1 for good; every later position p lives in slot sinks + (p - sinks) % (capacity -

@@ -90,8 +90,7 @@ struct Ring {
           std::memcpy(&bits, in + 2 * i, 2);
           out = test::F32FromF16Bits(bits);
         } else if (type == KvType::kInt8) {
-          out = static_cast<float>(static_cast<int8_t>(in[i])) *
-                scales[(first + i) / kKvInt8Block];
+          out = static_cast<float>(static_cast<int8_t>(in[i])) * scales[(first + i) / kKvInt8Block];
         } else {
           std::memcpy(&out, in + 4 * i, 4);
         }
