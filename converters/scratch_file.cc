@@ -1,6 +1,8 @@
 #include "converters/scratch_file.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -11,15 +13,31 @@
 namespace kestrel {
 
 Status ScratchFile::Create(const std::string& folder, std::unique_ptr<ScratchFile>* out) {
-  std::string path = (folder.empty() ? std::string(".") : folder) + "/.kestrel-scratch-XXXXXX";
-  std::vector<char> name(path.begin(), path.end());
-  name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
+  const std::string dir = folder.empty() ? std::string(".") : folder;
+  int fd = -1;
+#ifdef O_TMPFILE
+  // A file that never has a name, where the kernel and the file system know O_TMPFILE.
+  fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
   if (fd < 0) {
-    return Status::Error("cannot create a scratch file in '" + folder +
-                         "': " + std::strerror(errno));
+    // Else a named file unlinked at once, with every signal that could end the process held
+    // while the name exists: a SIGINT between mkstemp and unlink left a .kestrel-scratch-* file
+    // behind (tests/output_files_test.cc SignalsRemoveTheTemporary, under qemu).
+    std::string path = dir + "/.kestrel-scratch-XXXXXX";
+    std::vector<char> name(path.begin(), path.end());
+    name.push_back('\0');
+    sigset_t all, before;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &before);
+    fd = ::mkstemp(name.data());
+    const int err = errno;
+    if (fd >= 0) ::unlink(name.data());
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
+    if (fd < 0) {
+      return Status::Error("cannot create a scratch file in '" + folder +
+                           "': " + std::strerror(err));
+    }
   }
-  ::unlink(name.data());
   std::unique_ptr<ScratchFile> file(new ScratchFile());
   file->folder_ = folder;
   file->fd_ = fd;

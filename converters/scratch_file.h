@@ -16,8 +16,9 @@ namespace kestrel {
 
 class ScratchFile {
  public:
-  // A new file in `folder`, unlinked at once: it has no name, so nothing is left behind however
-  // the process ends, and its space is freed when the ScratchFile is destroyed.
+  // A new file in `folder` with no name (O_TMPFILE, or unlinked as soon as it is made), so
+  // nothing is left behind however the process ends, and its space is freed when the
+  // ScratchFile is destroyed.
   static Status Create(const std::string& folder, std::unique_ptr<ScratchFile>* out);
   ~ScratchFile();
   ScratchFile(const ScratchFile&) = delete;
