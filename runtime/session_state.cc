@@ -55,18 +55,20 @@ template <typename Copy>
 void ForEachRingBlock(const KvRingPlan& ring, ops::KvType type, size_t position, Copy copy) {
   const size_t used = std::min(position, ring.capacity);
   const size_t n_kv_heads = ring.row_elems / ring.head_dim;
-  const auto copy_slots = [&](size_t offset, size_t head_bytes) {
+  // bytes_of: values' or scales' bytes for a count of values (KvRowBytes, KvRowScaleBytes).
+  const auto copy_slots = [&](size_t offset, size_t (*bytes_of)(ops::KvType, size_t)) {
     for (size_t slot = 0; slot < used; ++slot) {
       for (size_t h = 0; h < n_kv_heads; ++h) {
-        copy(offset + (h * ring.capacity + slot) * head_bytes, head_bytes);
+        const size_t first = ops::KvHeadSlot(h, slot, ring.capacity, ring.head_dim);
+        copy(offset + bytes_of(type, first), bytes_of(type, ring.head_dim));
       }
     }
   };
-  copy_slots(ring.k_offset, ops::KvRowBytes(type, ring.head_dim));
-  copy_slots(ring.v_offset, ops::KvRowBytes(type, ring.head_dim));
+  copy_slots(ring.k_offset, ops::KvRowBytes);
+  copy_slots(ring.v_offset, ops::KvRowBytes);
   if (type == ops::KvType::kInt8) {
-    copy_slots(ring.k_scale_offset, ops::KvRowScaleBytes(type, ring.head_dim));
-    copy_slots(ring.v_scale_offset, ops::KvRowScaleBytes(type, ring.head_dim));
+    copy_slots(ring.k_scale_offset, ops::KvRowScaleBytes);
+    copy_slots(ring.v_scale_offset, ops::KvRowScaleBytes);
   }
 }
 
